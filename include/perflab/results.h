@@ -1,0 +1,202 @@
+/* The results of a run, as stored in artifacts/<run_id>/run.json and read back by compare, report and the
+ * expectations check. One struct per level: run -> targets -> variants. */
+#ifndef PERFLAB_RESULTS_H
+#define PERFLAB_RESULTS_H
+
+#include <stddef.h>
+#include "perflab/stats.h"
+#include "perflab/target.h"
+#include "perflab/verify.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PL_SCHEMA_VERSION 1
+
+typedef enum pl_status {
+    PL_STATUS_OK,                  /* verified and timed */
+    PL_STATUS_UNVERIFIED,          /* timed with --skip-verify */
+    PL_STATUS_SKIPPED,             /* requirements not met: never a failure */
+    PL_STATUS_FAILED_VERIFICATION, /* wrong output: not timed */
+    PL_STATUS_CRASHED,             /* the target's process died */
+    PL_STATUS_TIMEOUT,             /* the target's process outlived --timeout-s and was killed */
+    PL_STATUS_CUDA_ERROR,          /* a CUDA call failed */
+    PL_STATUS_ERROR,               /* any other failure (setup, bad parameters, allocation) */
+    PL_STATUS_NOT_RUN,             /* a variant after the one that crashed or hung */
+    PL_STATUS_COUNT
+} pl_status;
+
+const char *pl_status_name(pl_status s);
+int pl_status_from_name(const char *name); /* -1 when unknown */
+int pl_status_is_failure(pl_status s);     /* counts toward exit code 1 */
+
+/* min/mean/max of a quantity sampled while a target ran (profile minimal and up). */
+typedef struct pl_summary {
+    int n;
+    double min, mean, max;
+} pl_summary;
+
+typedef struct pl_telemetry {
+    pl_summary sm_clock_mhz, mem_clock_mhz, power_w, temperature_c;
+} pl_telemetry;
+
+typedef struct pl_variant_result {
+    char *name;
+    char *technique;
+    pl_status status;
+    char *reason; /* why it failed or was skipped; NULL when OK */
+    int is_reference;
+    pl_verification verification;
+    /* how it was timed */
+    int graph;           /* replayed as a CUDA graph */
+    int latched;         /* the stream was held until each sample was enqueued (launch latency excluded) */
+    int reps_per_sample; /* runs back to back between the two events of one sample */
+    int warmup_runs;
+    int throttled_discarded; /* samples dropped because the SM clock was below the threshold */
+    double measure_s;        /* wall time spent measuring */
+    char *stop_reason;       /* which stopping rule ended the measurement */
+    double *samples_ms;      /* per run: each sample's time divided by reps_per_sample */
+    size_t n_samples;
+    /* computed by the parent */
+    int has_stats;
+    pl_stats stats;
+    double tflops, gbps, arithmetic_intensity; /* NaN when the counters say nothing */
+    double pct_of_reference;                   /* throughput vs the REFERENCE variant; NaN when none */
+    int has_speedup;
+    pl_interval speedup; /* median(baseline) / median(this) */
+    int has_telemetry;
+    pl_telemetry telemetry;
+} pl_variant_result;
+
+typedef struct pl_param_kv {
+    char *name;
+    char *value;
+} pl_param_kv;
+
+typedef struct pl_target_result {
+    char *name; /* group:name */
+    char *summary;
+    pl_status status;
+    char *reason;
+    pl_param_kv *params;
+    size_t n_params;
+    pl_counters counters;
+    pl_variant_result *variants;
+    size_t n_variants;
+    double duration_s;
+    char *log_file; /* relative to the run directory */
+} pl_target_result;
+
+typedef struct pl_gpu_record {
+    int ordinal;
+    char *name;
+    char *pci_bus_id;
+    int cc_major, cc_minor;
+    int sm_count;
+    double memory_gib;
+    double l2_mib;
+    int sm_clock_mhz, sm_clock_max_mhz;
+    int mem_clock_mhz, mem_clock_max_mhz;
+    double power_limit_w;
+    int temperature_c;
+} pl_gpu_record;
+
+typedef struct pl_provenance {
+    char *perflab_version;
+    char *git_commit;
+    char *command_line;
+    char *started_at; /* ISO 8601, UTC */
+    char *hostname;
+    char *os;
+    char *cpu;
+    char *driver_version;    /* NVML's string, or derived from the CUDA driver version */
+    int cuda_driver_version; /* e.g. 13000 */
+    int cuda_runtime_version;
+    char *hardware_key; /* the expectations file this run is compared with */
+    pl_gpu_record *gpus;
+    size_t n_gpus;
+} pl_provenance;
+
+typedef struct pl_run_settings {
+    char *profile; /* none | minimal | roofline */
+    char *mode;    /* hot | cold */
+    int graph;
+    int iterations; /* 0 = adaptive */
+    int warmup;
+    double min_time_s, max_time_s, max_noise;
+    int min_samples;
+    double timeout_s;
+    double throttle_threshold; /* fraction of the max SM clock */
+    int device;
+    unsigned long long seed;
+    int skip_verify;
+    int verify_only; /* perflab verify */
+} pl_run_settings;
+
+typedef enum pl_expect_verdict {
+    PL_EXPECT_MET,
+    PL_EXPECT_IMPROVED,
+    PL_EXPECT_REGRESSED,
+    PL_EXPECT_NEW,
+    PL_EXPECT_MISSING,
+    PL_EXPECT_COUNT
+} pl_expect_verdict;
+
+const char *pl_expect_verdict_name(pl_expect_verdict v);
+int pl_expect_verdict_from_name(const char *name); /* -1 when unknown */
+
+typedef struct pl_expect_row {
+    char *target;
+    char *variant;
+    pl_expect_verdict verdict;
+    double expected_ms, measured_ms; /* NaN where absent */
+    double change;                   /* measured / expected - 1 */
+    double threshold;                /* the change a regression must exceed: max(tolerance, noise) */
+    char *note;
+} pl_expect_row;
+
+typedef struct pl_expect_report {
+    int present; /* 0: no comparison was made */
+    char *key;
+    char *file;
+    int file_found;
+    pl_expect_row *rows;
+    size_t n_rows;
+    int regressions;
+    int accepted; /* --accept-regressions */
+    int updated;  /* --update-expectations wrote the file */
+} pl_expect_report;
+
+typedef struct pl_run {
+    int schema_version;
+    char *run_id;
+    char *run_dir;
+    pl_provenance prov;
+    pl_run_settings settings;
+    pl_target_result *targets;
+    size_t n_targets;
+    pl_expect_report expectations;
+    double duration_s;
+    int exit_code;
+} pl_run;
+
+/* Derived figures (statistics, throughput, speedups, % of reference) from raw samples and counters. */
+void pl_target_result_derive(pl_target_result *t, uint64_t seed);
+/* Worst status of the variants -> the target's status when nothing failed at the target level. */
+pl_status pl_target_result_rollup(const pl_target_result *t);
+
+void pl_variant_result_free(pl_variant_result *v);
+void pl_target_result_free(pl_target_result *t);
+void pl_provenance_free(pl_provenance *p);
+void pl_run_settings_free(pl_run_settings *s);
+void pl_expect_report_free(pl_expect_report *r);
+void pl_run_free(pl_run *r);
+
+const pl_target_result *pl_run_find_target(const pl_run *r, const char *name);
+const pl_variant_result *pl_target_find_variant(const pl_target_result *t, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

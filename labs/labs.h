@@ -1,0 +1,20 @@
+/* Every target perflab ships, registered in one place. */
+#ifndef PERFLAB_LABS_H
+#define PERFLAB_LABS_H
+
+#include "perflab/target.h"
+
+extern const pl_target pl_target_memory_coalescing;
+extern const pl_target pl_target_memory_vectorized_copy;
+extern const pl_target pl_target_launch_cuda_graphs;
+extern const pl_target pl_target_selftest_sleep;
+extern const pl_target pl_target_selftest_crash;
+extern const pl_target pl_target_selftest_hang;
+extern const pl_target pl_target_selftest_wrong;
+extern const pl_target pl_target_selftest_noisy;
+extern const pl_target pl_target_selftest_gpu_spin;
+
+/* Adds every target above to the registry (idempotent). */
+void pl_labs_register_all(void);
+
+#endif

@@ -1,0 +1,124 @@
+/* memory:coalescing — y = a*x + b over n floats, twice: the same bytes and the same arithmetic, with only the
+ * mapping of threads to elements changed. A strided walk puts each lane of a warp in a different 32-byte
+ * sector; the coalesced one gives a warp 32 consecutive words, whole 128-byte lines. */
+#include "labs.h"
+#include "perflab/perflab.h"
+#include "memory/memory_kernels.h"
+
+/* Any fixed coefficients do; these keep y in x's range and make a copy (a=1, b=0) fail the check. */
+#define AFFINE_A        1.5f
+#define AFFINE_B        (-0.25f)
+#define INPUT_STREAM_ID 1 /* per-buffer seed stream of x */
+
+typedef struct coalescing_state {
+    size_t n;
+    size_t stride;
+    float *x, *y;  /* device */
+    float *y_host; /* the checked output, copied back */
+    double *ref;   /* a*x + b in float64 from the exact input the GPU holds */
+} coalescing_state;
+
+static const pl_param_def coalescing_params[] = {
+    {.name = "n",
+     .type = PL_PARAM_INT,
+     .default_value = "64m",
+     .help = "fp32 elements in x and in y",
+     .min = 1,
+     .max = 1e12},
+    {.name = "stride",
+     .type = PL_PARAM_INT,
+     .default_value = "32",
+     .help = "rows of the strided walk: neighbouring threads of the baseline touch elements this many rows apart",
+     .min = 2,
+     .max = 1048576},
+    {.name = NULL},
+};
+
+static void coalescing_counters(const pl_params *p, pl_counters *c)
+{
+    const double n = (double)pl_param_int(p, "n");
+    c->flops = 2.0 * n;
+    c->bytes_read = 4.0 * n;
+    c->bytes_written = 4.0 * n;
+    c->elements = n;
+}
+
+static int coalescing_setup(pl_ctx *ctx, const pl_params *p, void **state)
+{
+    coalescing_state *s = pl_host_alloc(ctx, sizeof *s);
+    if (!s)
+        return -1;
+    s->n = (size_t)pl_param_int(p, "n");
+    s->stride = (size_t)pl_param_int(p, "stride");
+    const size_t bytes = s->n * sizeof(float);
+    s->x = pl_device_alloc(ctx, bytes);
+    s->y = pl_device_alloc(ctx, bytes);
+    s->y_host = pl_host_alloc(ctx, bytes);
+    s->ref = pl_host_alloc(ctx, s->n * sizeof(double));
+    if (!s->x || !s->y || !s->y_host || !s->ref)
+        return -1;
+    PL_TRY(pl_fill_uniform_f32(ctx, s->x, s->n, -1.0f, 1.0f, INPUT_STREAM_ID));
+
+    /* The reference starts from the input as the GPU holds it; y_host is free until the first check. */
+    PL_CUDA(ctx, cudaMemcpyAsync(s->y_host, s->x, bytes, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    for (size_t i = 0; i < s->n; i++)
+        s->ref[i] = (double)AFFINE_A * (double)s->y_host[i] + (double)AFFINE_B;
+    *state = s;
+    return 0;
+}
+
+static int coalescing_poison(pl_ctx *ctx, void *state)
+{
+    coalescing_state *s = state;
+    return pl_poison(ctx, s->y, s->n * sizeof(float));
+}
+
+static int coalescing_check(pl_ctx *ctx, void *state, pl_verification *v)
+{
+    coalescing_state *s = state;
+    PL_CUDA(ctx, cudaMemcpyAsync(s->y_host, s->y, s->n * sizeof(float), cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    pl_verify_f32(s->y_host, s->ref, s->n, PL_DTYPE_F32, 0.0, v);
+    return 0;
+}
+
+static int run_strided(pl_ctx *ctx, void *state)
+{
+    coalescing_state *s = state;
+    PL_CUDA(ctx, pl_affine_f32_strided(s->x, s->y, s->n, s->stride, AFFINE_A, AFFINE_B, ctx->stream));
+    return 0;
+}
+
+static int run_coalesced(pl_ctx *ctx, void *state)
+{
+    coalescing_state *s = state;
+    PL_CUDA(ctx, pl_affine_f32_coalesced(s->x, s->y, s->n, AFFINE_A, AFFINE_B, ctx->stream));
+    return 0;
+}
+
+static const pl_variant coalescing_variants[] = {
+    {.name = "baseline",
+     .technique =
+         "strided: neighbouring threads touch elements `stride` rows apart, one 4-byte word per 32-byte sector",
+     .run = run_strided},
+    {.name = "coalesced",
+     .technique = "consecutive threads, consecutive elements: a warp reads whole 128-byte lines",
+     .run = run_coalesced},
+    {.name = NULL},
+};
+
+const pl_target pl_target_memory_coalescing = {
+    .group = "memory",
+    .name = "coalescing",
+    .summary = "y = a*x + b over n fp32: a strided thread-to-element mapping vs a coalesced one",
+    .req = {.needs_gpu = 1},
+    .params = coalescing_params,
+    .variants = coalescing_variants,
+    .flags = PL_TARGET_QUICK,
+    .counters = coalescing_counters,
+    .setup = coalescing_setup,
+    .poison = coalescing_poison,
+    .check = coalescing_check,
+    .teardown = NULL,
+};

@@ -1,0 +1,20 @@
+/* The verbs of the perflab command. Each takes the arguments after its name and returns the exit code. */
+#ifndef PERFLAB_CLI_CLI_H
+#define PERFLAB_CLI_CLI_H
+
+#include "perflab/target.h"
+
+int pl_cmd_list(int argc, char **argv);
+int pl_cmd_run(int argc, char **argv);
+int pl_cmd_verify(int argc, char **argv);
+int pl_cmd_compare(int argc, char **argv);
+int pl_cmd_expectations(int argc, char **argv);
+
+/* The whole command line, for provenance. */
+extern int pl_cli_argc;
+extern char **pl_cli_argv;
+
+/* "GPU sm_90+, wgmma" or "host only". */
+const char *pl_requirements_text(const pl_requirements *r, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,73 @@
+/* perflab: a GPU performance-engineering lab. `perflab <verb> [options]`, git-style. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/options.h"
+#include "core/util.h"
+#include "labs.h"
+#include "perflab_build_info.h"
+
+int pl_cli_argc;
+char **pl_cli_argv;
+
+typedef struct verb {
+    const char *name;
+    int (*main)(int argc, char **argv);
+    const char *summary;
+} verb;
+
+static const verb verbs[] = {
+    {"list", pl_cmd_list, "the targets: summary, variants, requirements, parameters"},
+    {"run", pl_cmd_run, "verify and time targets (default: the quick suite); table + artifacts"},
+    {"verify", pl_cmd_verify, "run every variant once, verified, untimed"},
+    {"compare", pl_cmd_compare, "compare two runs: per variant, the change and a noise-aware verdict"},
+    {"expectations", pl_cmd_expectations, "check, show, compare with or update the per-GPU expectations"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: perflab <verb> [options]      (perflab <verb> --help for a verb's options)\n\n"
+                 "A GPU performance-engineering lab: verified baseline/optimized pairs timed with sound\n"
+                 "statistics, artifacts you can compare, and per-GPU expectations for CI.\n\nverbs:\n");
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        fprintf(out, "  %-14s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(out, "\nexit codes:\n"
+                 "  0    success\n"
+                 "  1    a target failed, failed verification or regressed against its expectations\n"
+                 "  2    bad usage or bad input file\n"
+                 "  3    no usable GPU or driver for a verb that needs one\n"
+                 "  130  interrupted (Ctrl-C); the artifacts hold what finished\n");
+}
+
+int main(int argc, char **argv)
+{
+    pl_cli_argc = argc;
+    pl_cli_argv = argv;
+    pl_labs_register_all();
+    if (argc < 2) {
+        usage(stderr);
+        return PL_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+        usage(stdout);
+        return PL_EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        printf("perflab %s (%s)\n", PERFLAB_VERSION, PERFLAB_GIT_COMMIT);
+        return PL_EXIT_OK;
+    }
+    const char *names[sizeof verbs / sizeof verbs[0]];
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+        if (strcmp(name, verbs[i].name) == 0)
+            return verbs[i].main(argc - 2, argv + 2);
+        names[i] = verbs[i].name;
+    }
+    char sugg[128];
+    if (pl_suggest(name, names, sizeof verbs / sizeof verbs[0], 2, sugg, sizeof sugg) > 0)
+        fprintf(stderr, "perflab: unknown verb '%s' (did you mean %s?); 'perflab --help' lists them\n", name, sugg);
+    else
+        fprintf(stderr, "perflab: unknown verb '%s'; 'perflab --help' lists them\n", name);
+    return PL_EXIT_USAGE;
+}

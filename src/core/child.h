@@ -1,0 +1,13 @@
+/* The target's side of the isolation: runs in the child process that the runner forks. */
+#ifndef PERFLAB_CORE_CHILD_H
+#define PERFLAB_CORE_CHILD_H
+
+#include "perflab/results.h"
+#include "perflab/target.h"
+
+/* Set up, verify and time every variant of t, sending to fd: {"t":"progress"}, one {"t":"variant", ...} per
+ * variant (a pl_variant_result), {"t":"target","status","reason"} when the target as a whole fails, and
+ * {"t":"done"} at the end. Returns; the caller _exits. */
+void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_settings *s, int fd);
+
+#endif

@@ -1,0 +1,65 @@
+/* Per-GPU expectations: expectations/<hardware_key>.json holds the median time each target variant should reach
+ * on that kind of GPU. A run is compared with them (met/improved/regressed/new/missing); a regression is a
+ * slowdown beyond both the stored tolerance and the measured noise. */
+#ifndef PERFLAB_CORE_EXPECTATIONS_H
+#define PERFLAB_CORE_EXPECTATIONS_H
+
+#include <stddef.h>
+#include "perflab/results.h"
+
+#define PL_EXPECTATIONS_SCHEMA_VERSION 1
+#define PL_EXPECT_DEFAULT_TOLERANCE    0.10 /* 10% slower than expected is tolerated */
+#define PL_EXPECT_NOISE_SIGMAS         3.0  /* and the slowdown must exceed this many combined noise sigmas */
+
+typedef struct pl_expect_entry {
+    char *target; /* group:name */
+    char *variant;
+    double median_ms;
+    double rel_noise; /* the noise measured when stored */
+    double tolerance; /* relative, e.g. 0.10 */
+    char *params;     /* canonical "k=v k=v" of the parameters measured; a run with others is not compared */
+    char *updated_at; /* ISO 8601 */
+    char *git_commit;
+} pl_expect_entry;
+
+typedef struct pl_expectations {
+    int schema_version;
+    char *hardware_key;
+    char *gpu_name; /* provenance of the last update */
+    char *perflab_version;
+    char *updated_at;
+    pl_expect_entry *entries;
+    size_t n_entries;
+} pl_expectations;
+
+/* The key for a set of GPUs: "h100_sxm", "h100_pcie", "h200", "b200", "gb200", "a100", "l40s", "gb10", …,
+ * prefixed "<n>x_" for n > 1 GPUs of one kind (e.g. "2x_h200"); unknown names are lower-cased with
+ * non-alphanumerics folded to '_'. PERFLAB_EXPECTATION_KEY overrides all of this (see pl_expectations_key). */
+char *pl_hardware_key_from_names(const char *const *gpu_names, size_t n);
+/* The environment override if set, else pl_hardware_key_from_names. malloc'd. */
+char *pl_expectations_key(const char *const *gpu_names, size_t n);
+/* Where the expectation files live: --expectations-dir if given, else $PERFLAB_EXPECTATIONS_DIR, else
+ * ./expectations when it exists, else the source tree's expectations/. malloc'd. */
+char *pl_expectations_dir(const char *explicit_dir);
+
+/* Returns 0 on success, 1 when the file does not exist (*out is then an empty set for `key`), -1 when it is
+ * malformed: err then reads "FILE:LINE:COLUMN: what is wrong" for a syntax error, or
+ * "FILE: entries[3].median_ms: expected a positive number, found -1" for a schema error. */
+int pl_expectations_load(const char *path, const char *key, pl_expectations *out, char *err, size_t errlen);
+int pl_expectations_save(const pl_expectations *e, const char *path, char *err, size_t errlen);
+void pl_expectations_free(pl_expectations *e);
+
+/* Compare a run's results with the expectations. Only targets in the run are judged; an expected variant of
+ * such a target without a timed result is `missing`; a result without an expectation (or measured with other
+ * parameters) is `new`. Fills out->rows, out->regressions and out->present; the caller sets key, file,
+ * file_found and accepted. */
+void pl_expectations_compare(const pl_expectations *e, const pl_run *run, pl_expect_report *out);
+
+/* Store every timed (ok) variant of the run, replacing entries of the same target/variant, keeping others.
+ * Provenance (GPU name, version, commit, time) comes from the run. Returns the number of entries written. */
+size_t pl_expectations_update(pl_expectations *e, const pl_run *run);
+
+/* Canonical "k=v k=v" of a target result's parameters (malloc'd). */
+char *pl_params_canonical(const pl_target_result *t);
+
+#endif

@@ -1,0 +1,31 @@
+/* run.json: results to JSON and back, and JSON files read with precise error positions and written atomically. */
+#ifndef PERFLAB_CORE_RESULTS_JSON_H
+#define PERFLAB_CORE_RESULTS_JSON_H
+
+#include <jansson.h>
+#include "perflab/results.h"
+
+json_t *pl_run_to_json(const pl_run *r);
+/* Fills *out (zeroed first). Returns -1 with "what is wrong, at which key" when the document is not a run. */
+int pl_run_from_json(json_t *j, pl_run *out, char *err, size_t errlen);
+/* Accepts a run directory or the path of its run.json. */
+int pl_run_load(const char *path, pl_run *out, char *err, size_t errlen);
+int pl_run_save(const pl_run *r, const char *path, char *err, size_t errlen);
+
+json_t *pl_variant_result_to_json(const pl_variant_result *v);
+int pl_variant_result_from_json(json_t *j, pl_variant_result *out, char *err, size_t errlen);
+json_t *pl_target_result_to_json(const pl_target_result *t);
+int pl_target_result_from_json(json_t *j, pl_target_result *out, char *err, size_t errlen);
+
+/* Load a JSON file; a syntax error reads "FILE:LINE:COLUMN: message". */
+json_t *pl_json_load_file(const char *path, char *err, size_t errlen);
+/* Indented, keys in insertion order, written through pl_write_file_atomic. */
+int pl_json_save_file(json_t *j, const char *path, char *err, size_t errlen);
+/* Compact one-line JSON text (malloc'd), for the pipe between child and parent. */
+char *pl_json_dumps_line(json_t *j);
+
+/* NaN/Inf cannot be JSON numbers: they are written as null and read back as NaN. */
+json_t *pl_json_real(double x);
+double pl_json_get_real(json_t *obj, const char *key); /* NaN when absent or null */
+
+#endif

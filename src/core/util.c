@@ -1,0 +1,333 @@
+#include "core/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void *pl_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "perflab: out of memory (%zu bytes)\n", n);
+        abort();
+    }
+    return p;
+}
+
+void *pl_xcalloc(size_t count, size_t size)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) {
+        fprintf(stderr, "perflab: out of memory (%zu x %zu bytes)\n", count, size);
+        abort();
+    }
+    return p;
+}
+
+void *pl_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fprintf(stderr, "perflab: out of memory (%zu bytes)\n", n);
+        abort();
+    }
+    return q;
+}
+
+char *pl_strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    return memcpy(pl_xmalloc(n), s, n);
+}
+
+char *pl_vstrfmt(const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        n = 0;
+    char *s = pl_xmalloc((size_t)n + 1);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    return s;
+}
+
+char *pl_strfmt(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = pl_vstrfmt(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+void pl_snprintf(char *buf, size_t len, const char *fmt, ...)
+{
+    if (!buf || len == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+void pl_reserve(void *arr, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return;
+    size_t c = *cap ? *cap : 8;
+    while (c < need)
+        c *= 2;
+    void **p = arr;
+    *p = pl_xrealloc(*p, c * size);
+    *cap = c;
+}
+
+const char *pl_name_of(const char *const *names, int count, int value)
+{
+    return value >= 0 && value < count && names[value] ? names[value] : "unknown";
+}
+
+int pl_index_of(const char *const *names, int count, const char *name)
+{
+    for (int i = 0; name && i < count; i++)
+        if (names[i] && strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+void pl_buf_appendn(pl_buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        b->data = pl_xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void pl_buf_append(pl_buf *b, const char *s)
+{
+    pl_buf_appendn(b, s, strlen(s));
+}
+
+void pl_buf_printf(pl_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = pl_vstrfmt(fmt, ap);
+    va_end(ap);
+    pl_buf_append(b, s);
+    free(s);
+}
+
+void pl_buf_free(pl_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+double pl_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void pl_sleep_s(double s)
+{
+    if (s <= 0)
+        return;
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+int pl_write_file_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen)
+{
+    char *tmp = pl_strfmt("%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        pl_snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            pl_snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+            close(fd);
+            unlink(tmp);
+            free(tmp);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0 && errno != EINVAL) {
+        /* fsync is best effort (some file systems refuse it); the rename below still gives atomicity */
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0) {
+        pl_snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+        unlink(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+char *pl_read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        pl_snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    pl_buf b = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        pl_buf_appendn(&b, chunk, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        pl_snprintf(err, errlen, "cannot read '%s': read error", path);
+        pl_buf_free(&b);
+        return NULL;
+    }
+    if (!b.data)
+        pl_buf_appendn(&b, "", 0);
+    if (len)
+        *len = b.len;
+    return b.data;
+}
+
+int pl_path_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+int pl_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int pl_mkdir_p(const char *path, char *err, size_t errlen)
+{
+    char *p = pl_strdup(path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            pl_snprintf(err, errlen, "cannot create directory '%s': %s", p, strerror(errno));
+            free(p);
+            return -1;
+        }
+        *s = '/';
+    }
+    if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+        pl_snprintf(err, errlen, "cannot create directory '%s': %s", p, strerror(errno));
+        free(p);
+        return -1;
+    }
+    free(p);
+    if (!pl_is_dir(path)) {
+        pl_snprintf(err, errlen, "cannot create directory '%s': a file of that name is in the way", path);
+        return -1;
+    }
+    return 0;
+}
+
+char *pl_path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a);
+    if (la > 0 && a[la - 1] == '/')
+        return pl_strfmt("%s%s", a, b);
+    return pl_strfmt("%s/%s", a, b);
+}
+
+size_t pl_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t *row = pl_xmalloc((lb + 1) * sizeof *row);
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            size_t best = diag + cost;
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    size_t d = row[lb];
+    free(row);
+    return d;
+}
+
+int pl_suggest_indices(const char *word, const char *const *candidates, size_t n, int max, size_t *out)
+{
+    size_t limit = strlen(word) / 3;
+    if (limit < 2)
+        limit = 2;
+    int found = 0;
+    /* closest first: substring matches count as distance 0 */
+    for (size_t d = 0; d <= limit && found < max; d++)
+        for (size_t i = 0; i < n && found < max; i++) {
+            size_t dist = strstr(candidates[i], word) ? 0 : pl_edit_distance(word, candidates[i]);
+            if (dist == d)
+                out[found++] = i;
+        }
+    return found;
+}
+
+int pl_suggest(const char *word, const char *const *candidates, size_t n, int max, char *out, size_t outlen)
+{
+    size_t idx[16];
+    int found = pl_suggest_indices(word, candidates, n, max < 16 ? max : 16, idx);
+    pl_buf b = {0};
+    for (int i = 0; i < found; i++)
+        pl_buf_printf(&b, "%s'%s'", i ? ", " : "", candidates[idx[i]]);
+    pl_snprintf(out, outlen, "%s", b.data ? b.data : "");
+    pl_buf_free(&b);
+    return found;
+}
+
+const char *pl_format_ms(double ms, char *buf, size_t len)
+{
+    if (ms != ms)
+        pl_snprintf(buf, len, "-");
+    else if (ms < 1.0)
+        pl_snprintf(buf, len, "%.2f us", ms * 1e3);
+    else if (ms < 1000.0)
+        pl_snprintf(buf, len, "%.3f ms", ms);
+    else
+        pl_snprintf(buf, len, "%.2f s", ms / 1e3);
+    return buf;
+}

@@ -1,0 +1,61 @@
+/* Small helpers the whole code base shares: allocation that cannot fail silently, strings, a growable buffer,
+ * files written atomically, and "did you mean" suggestions. */
+#ifndef PERFLAB_CORE_UTIL_H
+#define PERFLAB_CORE_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+/* Abort with a message on out-of-memory: there is no sensible way on for a benchmark harness. */
+void *pl_xmalloc(size_t n);
+void *pl_xcalloc(size_t count, size_t size);
+void *pl_xrealloc(void *p, size_t n);
+char *pl_strdup(const char *s); /* NULL stays NULL */
+char *pl_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *pl_vstrfmt(const char *fmt, va_list ap);
+void pl_snprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Make room for `need` elements of `size` bytes in *arr (capacity *cap, doubled as needed). */
+void pl_reserve(void *arr, size_t *cap, size_t need, size_t size);
+
+/* Enum <-> name through a table indexed by the enum: "unknown" / -1 when out of range or not found. */
+const char *pl_name_of(const char *const *names, int count, int value);
+int pl_index_of(const char *const *names, int count, const char *name);
+
+/* A growable string. */
+typedef struct pl_buf {
+    char *data;
+    size_t len, cap;
+} pl_buf;
+void pl_buf_append(pl_buf *b, const char *s);
+void pl_buf_appendn(pl_buf *b, const char *s, size_t n);
+void pl_buf_printf(pl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pl_buf_free(pl_buf *b);
+
+/* Seconds on a monotonic clock. */
+double pl_now_s(void);
+void pl_sleep_s(double s);
+
+/* Write a whole file through a temporary name in the same folder and rename(2) it into place, so a reader
+ * never sees half a file. Returns -1 with a one-line message on failure. */
+int pl_write_file_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
+/* The whole file, NUL-terminated; NULL with a message on failure. */
+char *pl_read_file(const char *path, size_t *len, char *err, size_t errlen);
+/* mkdir -p. */
+int pl_mkdir_p(const char *path, char *err, size_t errlen);
+int pl_path_exists(const char *path);
+int pl_is_dir(const char *path);
+/* Join two path parts with one '/'. malloc'd. */
+char *pl_path_join(const char *a, const char *b);
+
+/* Levenshtein distance, for "did you mean". */
+size_t pl_edit_distance(const char *a, const char *b);
+/* Up to `max` of `candidates` closest to `word` (distance <= max(2, len/3), or a prefix/substring match),
+ * joined as "'a', 'b'" into out. Returns how many were found. */
+int pl_suggest_indices(const char *word, const char *const *candidates, size_t n, int max, size_t *out);
+int pl_suggest(const char *word, const char *const *candidates, size_t n, int max, char *out, size_t outlen);
+
+/* "12.3 µs", "4.56 ms", "1.20 s" for a time in milliseconds. */
+const char *pl_format_ms(double ms, char *buf, size_t len);
+
+#endif

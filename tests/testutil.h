@@ -1,0 +1,35 @@
+/* Shared by the tests: run the perflab binary and capture what it printed, temporary folders, and a runner
+ * for Check suites that exits 0/1 (or 77 to skip). */
+#ifndef PERFLAB_TESTUTIL_H
+#define PERFLAB_TESTUTIL_H
+
+#include <check.h>
+#include <stddef.h>
+
+typedef struct pl_cmd_result {
+    int exit_code; /* 128+signal when killed */
+    char *out;     /* stdout */
+    char *err;     /* stderr */
+} pl_cmd_result;
+
+/* Run PERFLAB_BIN with the arguments in `args` (a shell command line fragment, e.g. "run --targets x").
+ * `env` (may be NULL) is prepended as "VAR=value ..." assignments. */
+pl_cmd_result pl_run_perflab(const char *env, const char *args);
+void pl_cmd_result_free(pl_cmd_result *r);
+
+/* Run `perflab VERB_AND_ARGS --quiet` with fresh artifacts and expectations directories (named after `tag`),
+ * then load the run it wrote into *out (failing the test if there is none). Returns the exit code. */
+struct pl_run;
+int pl_test_run_and_load(const char *tag, const char *verb_and_args, struct pl_run *out, pl_cmd_result *r);
+
+/* A fresh empty directory under PERFLAB_TEST_TMP, named after `tag`. malloc'd. */
+char *pl_test_tmpdir(const char *tag);
+
+/* Run every test of the suite; exit code 0 when all passed. Forks each test (Check's default). */
+int pl_run_suite(Suite *s);
+
+/* Whether a usable GPU is present (the core's GPU probe, in a child process: CUDA is never initialised here). If not,
+ * prints the reason and returns 0. */
+int pl_test_have_gpu(void);
+
+#endif
