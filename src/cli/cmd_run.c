@@ -15,6 +15,7 @@
 #include "core/results_json.h"
 #include "core/runner.h"
 #include "core/util.h"
+#include "hw/capabilities.h"
 #include "perflab/registry.h"
 #include "report/artifacts.h"
 #include "report/run_report.h"
@@ -92,46 +93,6 @@ static int apply_extra_args(const run_args *a, const pl_target **sel, size_t n, 
     return 0;
 }
 
-/* Would creating files under dir work? Checked without creating anything, so that a run that stops early
- * (no GPU) leaves nothing behind. */
-static int artifacts_dir_usable(const char *dir, char *err, size_t errlen)
-{
-    if (pl_path_exists(dir)) {
-        if (!pl_is_dir(dir)) {
-            pl_snprintf(err, errlen, "artifacts directory '%s' is a file: pass a directory with --artifacts-dir", dir);
-            return 0;
-        }
-        if (access(dir, W_OK) != 0) {
-            pl_snprintf(err, errlen, "artifacts directory '%s' is not writable: pass a writable --artifacts-dir", dir);
-            return 0;
-        }
-        return 1;
-    }
-    char *parent = pl_strdup(dir);
-    for (;;) {
-        char *slash = strrchr(parent, '/');
-        if (!slash) {
-            strcpy(parent, ".");
-            break;
-        }
-        if (slash == parent) {
-            parent[1] = '\0';
-            break;
-        }
-        *slash = '\0';
-        if (pl_path_exists(parent))
-            break;
-    }
-    int ok = pl_is_dir(parent) && access(parent, W_OK) == 0;
-    if (!ok)
-        pl_snprintf(err, errlen,
-                    "cannot create artifacts directory '%s' ('%s' is not a writable directory): pass a "
-                    "writable --artifacts-dir",
-                    dir, parent);
-    free(parent);
-    return ok;
-}
-
 static void fill_settings(const run_args *a, int verify_only, pl_run_settings *s)
 {
     memset(s, 0, sizeof *s);
@@ -201,7 +162,7 @@ static int validate(const char *verb, run_args *a, const pl_target ***sel, size_
     free(per_target);
     if (rc != 0)
         return pl_usage_error(verb, err);
-    if (!artifacts_dir_usable(a->artifacts_dir, err, sizeof err))
+    if (!pl_artifacts_dir_usable(a->artifacts_dir, err, sizeof err))
         return pl_usage_error(verb, err);
     return 0;
 }
@@ -340,6 +301,7 @@ static int run_main(const char *verb, int verify_only, int argc, char **argv)
 
     pl_progress progress;
     pl_progress_init(&progress, !a.quiet && isatty(STDERR_FILENO));
+    pl_capabilities_use_dir(a.artifacts_dir); /* targets' feature requirements: what `perflab probe` measured */
     pl_runner_input in = {
         .targets = sel,
         .n_targets = n,

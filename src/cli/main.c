@@ -23,6 +23,9 @@ static const verb verbs[] = {
     {"verify", pl_cmd_verify, "run every variant once, verified, untimed"},
     {"compare", pl_cmd_compare, "compare two runs: per variant, the change and a noise-aware verdict"},
     {"expectations", pl_cmd_expectations, "check, show, compare with or update the per-GPU expectations"},
+    {"hw", pl_cmd_hw, "the GPUs: inventory, clocks, links, topology (CUDA runtime + NVML)"},
+    {"probe", pl_cmd_probe, "feature probes (clusters, TMA, wgmma, tcgen05, FP8, cooperative launch)"},
+    {"peak", pl_cmd_peak, "measured ceilings vs the datasheet; stored for --profile roofline"},
 };
 
 static void usage(FILE *out)

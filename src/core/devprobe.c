@@ -13,6 +13,7 @@
 #include "core/nvml.h"
 #include "core/results_json.h"
 #include "core/util.h"
+#include "hw/capabilities.h"
 
 int pl_device_info_query(int ordinal, pl_device_info *d, char *err, size_t errlen)
 {
@@ -276,10 +277,17 @@ int pl_requirements_met(const pl_requirements *r, const pl_device_info *d, int d
     for (size_t i = 0; i < sizeof feats / sizeof feats[0]; i++) {
         if (!(r->features & feats[i].bit))
             continue;
+        /* What `perflab probe` measured on this GPU decides; without it, the compute capability does. */
+        char measured[512];
+        int probed = pl_capabilities_feature(d, feats[i].bit, measured, sizeof measured);
+        if (probed == 0) {
+            pl_snprintf(why, whylen, "needs %s: %s", feats[i].name, measured);
+            return 0;
+        }
         int ok = cc >= feats[i].min_cc && (!feats[i].max_cc || cc <= feats[i].max_cc);
         if (feats[i].bit == PL_FEAT_CLUSTERS)
             ok = ok && d->cluster_launch;
-        if (!ok) {
+        if (!ok && probed != 1) {
             pl_snprintf(why, whylen, "needs %s, which %s (compute capability %d.%d) lacks", feats[i].name, d->name,
                         d->cc_major, d->cc_minor);
             return 0;

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
@@ -22,6 +23,12 @@ void *pl_nvml_symbol(const char *name)
 
 static int load(void)
 {
+    /* for checking what perflab does on a machine without NVML */
+    const char *off = getenv("PERFLAB_NVML_DISABLE");
+    if (off && *off && strcmp(off, "0") != 0) {
+        pl_snprintf(failure, sizeof failure, "NVML disabled by PERFLAB_NVML_DISABLE");
+        return -1;
+    }
     nvml.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!nvml.lib)
         nvml.lib = dlopen("libnvidia-ml.so", RTLD_NOW | RTLD_LOCAL);
@@ -53,6 +60,24 @@ static int load(void)
     LOAD(device_get_clocks_event_reasons, "nvmlDeviceGetCurrentClocksEventReasons");
     if (!nvml.device_get_clocks_event_reasons)
         LOAD(device_get_clocks_event_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    LOAD(system_get_nvml_version, "nvmlSystemGetNVMLVersion");
+    LOAD(device_get_uuid, "nvmlDeviceGetUUID");
+    LOAD(device_get_vbios_version, "nvmlDeviceGetVbiosVersion");
+    LOAD(device_get_power_default_limit, "nvmlDeviceGetPowerManagementDefaultLimit");
+    LOAD(device_get_curr_pcie_link_generation, "nvmlDeviceGetCurrPcieLinkGeneration");
+    LOAD(device_get_curr_pcie_link_width, "nvmlDeviceGetCurrPcieLinkWidth");
+    LOAD(device_get_max_pcie_link_generation, "nvmlDeviceGetMaxPcieLinkGeneration");
+    LOAD(device_get_max_pcie_link_width, "nvmlDeviceGetMaxPcieLinkWidth");
+    LOAD(device_get_gpu_max_pcie_link_generation, "nvmlDeviceGetGpuMaxPcieLinkGeneration");
+    LOAD(device_get_nvlink_state, "nvmlDeviceGetNvLinkState");
+    LOAD(device_get_nvlink_version, "nvmlDeviceGetNvLinkVersion");
+    LOAD(device_get_nvlink_remote_pci_info, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+    LOAD(device_get_nvlink_remote_device_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
+    LOAD(device_get_ecc_mode, "nvmlDeviceGetEccMode");
+    LOAD(device_get_mig_mode, "nvmlDeviceGetMigMode");
+    LOAD(device_get_persistence_mode, "nvmlDeviceGetPersistenceMode");
+    LOAD(device_get_topology_common_ancestor, "nvmlDeviceGetTopologyCommonAncestor");
+    LOAD(device_get_p2p_status, "nvmlDeviceGetP2PStatus");
 #undef LOAD
     if (!nvml.init || !nvml.device_get_handle_by_pci_bus_id) {
         pl_snprintf(failure, sizeof failure, "NVML lacks nvmlInit_v2 or nvmlDeviceGetHandleByPciBusId_v2");
@@ -85,4 +110,27 @@ int pl_nvml_device_for_bus_id(const char *pci_bus_id, pl_nvml_device *out)
     if (!n || !pci_bus_id || !*pci_bus_id)
         return -1;
     return n->device_get_handle_by_pci_bus_id(pci_bus_id, out) == PL_NVML_SUCCESS ? 0 : -1;
+}
+
+const char *pl_nvml_error(int rc)
+{
+    static char buf[32];
+    if (loaded && nvml.error_string)
+        return nvml.error_string(rc);
+    pl_snprintf(buf, sizeof buf, "error %d", rc);
+    return buf;
+}
+
+const char *pl_nvml_topology_name(int level)
+{
+    /* nvmlGpuTopologyLevel_t: INTERNAL 0, SINGLE 10, MULTIPLE 20, HOSTBRIDGE 30, NODE 40, SYSTEM 50 */
+    switch (level) {
+    case 0: return "SELF";
+    case 10: return "PIX";
+    case 20: return "PXB";
+    case 30: return "PHB";
+    case 40: return "NODE";
+    case 50: return "SYS";
+    default: return "?";
+    }
 }

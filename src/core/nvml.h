@@ -13,7 +13,21 @@ enum {
     PL_NVML_CLOCK_SM = 1,
     PL_NVML_CLOCK_MEM = 2,
     PL_NVML_TEMPERATURE_GPU = 0,
+    PL_NVML_ERROR_NOT_SUPPORTED = 3,
+    PL_NVML_ERROR_INVALID_ARGUMENT = 2,
+    PL_NVML_NVLINK_MAX_LINKS = 18, /* NVML_NVLINK_MAX_LINKS (Hopper and Blackwell have 18) */
+    PL_NVML_P2P_CAPS_READ = 0,     /* nvmlGpuP2PCapsIndex_t */
+    PL_NVML_P2P_CAPS_NVLINK = 2,
+    PL_NVML_P2P_STATUS_OK = 0,
+    PL_NVML_NVLINK_DEVICE_SWITCH = 2, /* nvmlIntNvLinkDeviceType_t */
 };
+
+/* nvmlPciInfo_t as the _v2/_v3 entry points fill it. */
+typedef struct pl_nvml_pci_info {
+    char bus_id_legacy[16];
+    unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+} pl_nvml_pci_info;
 
 typedef struct pl_nvml {
     void *lib;
@@ -30,6 +44,25 @@ typedef struct pl_nvml {
     int (*device_get_enforced_power_limit)(pl_nvml_device d, unsigned int *milliwatts);
     int (*device_get_temperature)(pl_nvml_device d, int sensor, unsigned int *celsius);
     int (*device_get_clocks_event_reasons)(pl_nvml_device d, unsigned long long *reasons);
+    /* for `perflab hw`: each may be NULL (older drivers), and each may answer NOT_SUPPORTED */
+    int (*system_get_nvml_version)(char *version, unsigned int length);
+    int (*device_get_uuid)(pl_nvml_device d, char *uuid, unsigned int length);
+    int (*device_get_vbios_version)(pl_nvml_device d, char *version, unsigned int length);
+    int (*device_get_power_default_limit)(pl_nvml_device d, unsigned int *milliwatts);
+    int (*device_get_curr_pcie_link_generation)(pl_nvml_device d, unsigned int *gen);
+    int (*device_get_curr_pcie_link_width)(pl_nvml_device d, unsigned int *width);
+    int (*device_get_max_pcie_link_generation)(pl_nvml_device d, unsigned int *gen); /* of the slot and GPU */
+    int (*device_get_max_pcie_link_width)(pl_nvml_device d, unsigned int *width);
+    int (*device_get_gpu_max_pcie_link_generation)(pl_nvml_device d, unsigned int *gen); /* of the GPU alone */
+    int (*device_get_nvlink_state)(pl_nvml_device d, unsigned int link, int *active);
+    int (*device_get_nvlink_version)(pl_nvml_device d, unsigned int link, unsigned int *version);
+    int (*device_get_nvlink_remote_pci_info)(pl_nvml_device d, unsigned int link, pl_nvml_pci_info *pci);
+    int (*device_get_nvlink_remote_device_type)(pl_nvml_device d, unsigned int link, int *type);
+    int (*device_get_ecc_mode)(pl_nvml_device d, int *current, int *pending);
+    int (*device_get_mig_mode)(pl_nvml_device d, unsigned int *current, unsigned int *pending);
+    int (*device_get_persistence_mode)(pl_nvml_device d, int *enabled);
+    int (*device_get_topology_common_ancestor)(pl_nvml_device a, pl_nvml_device b, int *level);
+    int (*device_get_p2p_status)(pl_nvml_device a, pl_nvml_device b, int caps_index, int *status);
 } pl_nvml;
 
 /* Loads and initialises NVML once per process. NULL (with the reason in why) when it cannot. */
@@ -38,5 +71,9 @@ const pl_nvml *pl_nvml_get(char *why, size_t whylen);
 void *pl_nvml_symbol(const char *name);
 /* The NVML handle of a CUDA device, matched by PCI bus id (the orders of CUDA and NVML can differ). */
 int pl_nvml_device_for_bus_id(const char *pci_bus_id, pl_nvml_device *out);
+/* NVML's message for a return code ("Not Supported"), or "error N" when NVML is not loaded. */
+const char *pl_nvml_error(int rc);
+/* "PIX", "PXB", "PHB", "NODE", "SYS" or "SELF" for an nvmlGpuTopologyLevel_t (nvidia-smi topo -m's words). */
+const char *pl_nvml_topology_name(int level);
 
 #endif

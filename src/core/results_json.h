@@ -15,6 +15,7 @@ int pl_run_save(const pl_run *r, const char *path, char *err, size_t errlen);
 json_t *pl_variant_result_to_json(const pl_variant_result *v);
 int pl_variant_result_from_json(json_t *j, pl_variant_result *out, char *err, size_t errlen);
 json_t *pl_target_result_to_json(const pl_target_result *t);
+json_t *pl_provenance_to_json(const pl_provenance *p);
 int pl_target_result_from_json(json_t *j, pl_target_result *out, char *err, size_t errlen);
 
 /* Load a JSON file; a syntax error reads "FILE:LINE:COLUMN: message". */

@@ -59,3 +59,43 @@ int pl_artifacts_write(const pl_run *run, char *err, size_t errlen)
         rc = write_text(run->run_dir, "results.csv", pl_run_results_csv(run), err, errlen);
     return rc;
 }
+
+/* Would creating files under dir work? Checked without creating anything, so that a run that stops early
+ * (no GPU) leaves nothing behind. */
+int pl_artifacts_dir_usable(const char *dir, char *err, size_t errlen)
+{
+    if (pl_path_exists(dir)) {
+        if (!pl_is_dir(dir)) {
+            pl_snprintf(err, errlen, "artifacts directory '%s' is a file: pass a directory with --artifacts-dir", dir);
+            return 0;
+        }
+        if (access(dir, W_OK) != 0) {
+            pl_snprintf(err, errlen, "artifacts directory '%s' is not writable: pass a writable --artifacts-dir", dir);
+            return 0;
+        }
+        return 1;
+    }
+    char *parent = pl_strdup(dir);
+    for (;;) {
+        char *slash = strrchr(parent, '/');
+        if (!slash) {
+            strcpy(parent, ".");
+            break;
+        }
+        if (slash == parent) {
+            parent[1] = '\0';
+            break;
+        }
+        *slash = '\0';
+        if (pl_path_exists(parent))
+            break;
+    }
+    int ok = pl_is_dir(parent) && access(parent, W_OK) == 0;
+    if (!ok)
+        pl_snprintf(err, errlen,
+                    "cannot create artifacts directory '%s' ('%s' is not a writable directory): pass a "
+                    "writable --artifacts-dir",
+                    dir, parent);
+    free(parent);
+    return ok;
+}

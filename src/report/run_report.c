@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/ceilings.h"
 #include "report/table.h"
 
 static int profile_is(const pl_run *r, const char *p)
@@ -65,6 +66,8 @@ typedef enum column {
     COL_TFLOPS,
     COL_GBPS,
     COL_AI,
+    COL_PCT_HBM,
+    COL_PCT_TENSOR,
     COL_REF,
     COL_SPEEDUP,
     COL_CLOCK,
@@ -74,8 +77,8 @@ typedef enum column {
 } column;
 
 static const char *const column_spec[COL_COUNT] = {
-    "target", "variant", "status",    ">median",          ">noise",  ">samples", ">TFLOP/s",
-    ">GB/s",  ">FLOP/B", ">% of ref", "speedup [95% CI]", ">SM MHz", ">W",       "check",
+    "target",  "variant", "status",     ">median",   ">noise",           ">samples", ">TFLOP/s", ">GB/s",
+    ">FLOP/B", ">% HBM",  ">% BF16 TC", ">% of ref", "speedup [95% CI]", ">SM MHz",  ">W",       "check",
 };
 
 pl_table *pl_run_table(const pl_run *r)
@@ -88,6 +91,14 @@ pl_table *pl_run_table(const pl_run *r)
     show[COL_MEDIAN] = show[COL_NOISE] = show[COL_SAMPLES] = show[COL_SPEEDUP] = timed;
     show[COL_TFLOPS] = show[COL_GBPS] = show[COL_REF] = 0;
     show[COL_AI] = timed && profile_is(r, "roofline");
+    /* roofline: each variant's share of what `perflab peak` measured on this kind of GPU */
+    pl_ceilings ceil;
+    int have_ceilings = show[COL_AI] && pl_ceilings_for_run(r, &ceil) == 0;
+    if (!have_ceilings)
+        pl_ceilings_init(&ceil);
+    const double hbm = ceil.value[PL_CEIL_HBM_GBPS], tensor = ceil.value[PL_CEIL_BF16_TFLOPS];
+    show[COL_PCT_HBM] = have_ceilings && !isnan(hbm);
+    show[COL_PCT_TENSOR] = have_ceilings && !isnan(tensor);
     show[COL_CLOCK] = show[COL_POWER] = 0;
     for (size_t i = 0; timed && i < r->n_targets; i++) {
         for (size_t j = 0; j < r->targets[i].n_variants; j++) {
@@ -130,6 +141,8 @@ pl_table *pl_run_table(const pl_run *r)
                 SET(COL_TFLOPS, "%s", fmt_rate(v->tflops, b, sizeof b));
                 SET(COL_GBPS, "%s", fmt_rate(v->gbps, b, sizeof b));
                 SET(COL_AI, "%s", fmt_num(v->arithmetic_intensity, "%.2f", b, sizeof b));
+                SET(COL_PCT_HBM, "%s", fmt_num(100 * v->gbps / hbm, "%.1f%%", b, sizeof b));
+                SET(COL_PCT_TENSOR, "%s", fmt_num(100 * v->tflops / tensor, "%.1f%%", b, sizeof b));
                 SET(COL_REF, "%s", fmt_num(v->pct_of_reference, "%.1f%%", b, sizeof b));
             }
             SET(COL_SPEEDUP, "%s", pl_format_speedup(v, b, sizeof b));
@@ -143,6 +156,7 @@ pl_table *pl_run_table(const pl_run *r)
         }
     }
 #undef SET
+    pl_ceilings_free(&ceil);
     return t;
 }
 

@@ -1,0 +1,155 @@
+#include "hw/ceilings.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/expectations.h"
+#include "core/results_json.h"
+#include "core/util.h"
+
+static const char *const names[PL_CEIL_COUNT] = {
+    "hbm_gbps",    "l2_gbps",     "smem_gbps",  "fp32_tflops", "fp64_tflops", "bf16_tflops",
+    "fp16_tflops", "tf32_tflops", "fp8_tflops", "h2d_gbps",    "d2h_gbps",
+};
+
+const char *pl_ceiling_name(pl_ceiling_id id)
+{
+    return pl_name_of(names, PL_CEIL_COUNT, (int)id);
+}
+
+void pl_ceilings_init(pl_ceilings *c)
+{
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < PL_CEIL_COUNT; i++)
+        c->value[i] = NAN;
+}
+
+void pl_ceilings_free(pl_ceilings *c)
+{
+    free(c->hardware_key);
+    free(c->gpu_name);
+    free(c->run_id);
+    free(c->measured_at);
+    for (int i = 0; i < PL_CEIL_COUNT; i++)
+        free(c->source[i]);
+    pl_ceilings_init(c);
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+json_t *pl_ceilings_to_json(const pl_ceilings *c)
+{
+    json_t *values = json_object();
+    for (int i = 0; i < PL_CEIL_COUNT; i++)
+        if (!isnan(c->value[i]))
+            json_object_set_new(values, names[i],
+                                json_pack("{s:f, s:o}", "value", c->value[i], "from", str_or_null(c->source[i])));
+    return json_pack("{s:i, s:s, s:o, s:o, s:o, s:o, s:o}", "schema_version", PL_CEILINGS_SCHEMA_VERSION, "kind",
+                     "perflab.ceilings", "hardware_key", str_or_null(c->hardware_key), "gpu_name",
+                     str_or_null(c->gpu_name), "run_id", str_or_null(c->run_id), "measured_at",
+                     str_or_null(c->measured_at), "ceilings", values);
+}
+
+static char *dup_string(json_t *o, const char *key)
+{
+    return pl_strdup(json_string_value(json_object_get(o, key)));
+}
+
+int pl_ceilings_from_json(json_t *j, pl_ceilings *out, char *err, size_t errlen)
+{
+    pl_ceilings_init(out);
+    json_t *version = json_object_get(j, "schema_version");
+    if (!json_is_object(j) || !json_is_integer(version) || json_integer_value(version) != PL_CEILINGS_SCHEMA_VERSION) {
+        pl_snprintf(err, errlen, "schema_version: expected %d (run 'perflab peak' to write a current file)",
+                    PL_CEILINGS_SCHEMA_VERSION);
+        return -1;
+    }
+    json_t *values = json_object_get(j, "ceilings");
+    if (!json_is_object(values)) {
+        pl_snprintf(err, errlen, "ceilings: expected an object");
+        return -1;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(values, key, v)
+    {
+        int id = pl_index_of(names, PL_CEIL_COUNT, key);
+        json_t *value = json_object_get(v, "value");
+        if (id < 0)
+            continue; /* a newer perflab's ceiling: not ours to judge */
+        if (!json_is_number(value) || json_number_value(value) <= 0) {
+            pl_snprintf(err, errlen, "ceilings.%s.value: expected a positive number", key);
+            pl_ceilings_free(out);
+            return -1;
+        }
+        out->value[id] = json_number_value(value);
+        out->source[id] = dup_string(v, "from");
+    }
+    out->hardware_key = dup_string(j, "hardware_key");
+    out->gpu_name = dup_string(j, "gpu_name");
+    out->run_id = dup_string(j, "run_id");
+    out->measured_at = dup_string(j, "measured_at");
+    return 0;
+}
+
+int pl_ceilings_load(const char *path, pl_ceilings *out, char *err, size_t errlen)
+{
+    pl_ceilings_init(out);
+    if (!pl_path_exists(path))
+        return 1;
+    json_t *j = pl_json_load_file(path, err, errlen);
+    if (!j)
+        return -1;
+    char why[256];
+    int rc = pl_ceilings_from_json(j, out, why, sizeof why);
+    json_decref(j);
+    if (rc != 0)
+        pl_snprintf(err, errlen, "%s: %s", path, why);
+    return rc;
+}
+
+int pl_ceilings_save(const pl_ceilings *c, const char *path, char *err, size_t errlen)
+{
+    json_t *j = pl_ceilings_to_json(c);
+    int rc = pl_json_save_file(j, path, err, errlen);
+    json_decref(j);
+    return rc;
+}
+
+char *pl_ceilings_path(const char *artifacts_dir, const char *hardware_key)
+{
+    const char *env = getenv("PERFLAB_CEILINGS");
+    if (env && *env)
+        return pl_strdup(env);
+    char *file = pl_strfmt("ceilings-%s.json", hardware_key);
+    char *path = pl_path_join(artifacts_dir && *artifacts_dir ? artifacts_dir : "artifacts", file);
+    free(file);
+    return path;
+}
+
+int pl_ceilings_for_run(const pl_run *r, pl_ceilings *out)
+{
+    pl_ceilings_init(out);
+    if (!r->run_dir || r->prov.n_gpus == 0)
+        return -1;
+    int d = r->settings.device >= 0 && (size_t)r->settings.device < r->prov.n_gpus ? r->settings.device : 0;
+    const char *name = r->prov.gpus[d].name;
+    char *key = pl_hardware_key_from_names(&name, 1);
+    char *dir = pl_strdup(r->run_dir);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        strcpy(dir, ".");
+    char *path = pl_ceilings_path(dir, key);
+    char err[512];
+    int rc = pl_ceilings_load(path, out, err, sizeof err);
+    free(path);
+    free(dir);
+    free(key);
+    return rc == 0 ? 0 : -1;
+}
