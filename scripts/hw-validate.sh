@@ -14,7 +14,7 @@ if ldd "$B/perflab" | grep -q "not found"; then
     [ -e "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
   done
 fi
-budget=${BUDGET_S:-270} # seconds for all steps: each gets what is left when it starts, at most its own limit
+budget=${BUDGET_S:-280} # seconds for all steps: each gets what is left when it starts, at most its own limit
 step() { # name timeout command...
   local name=$1 t=$2; shift 2
   local left=$((budget - SECONDS))
@@ -31,11 +31,17 @@ step hw-json 60 "$B/perflab" hw --json
 step hw-no-nvml 60 env PERFLAB_NVML_DISABLE=1 "$B/perflab" hw
 step probe 120 "$B/perflab" probe --artifacts-dir "$logs/art"
 step peak 200 "$B/perflab" peak --artifacts-dir "$logs/art"
+step peak-again 200 "$B/perflab" peak --artifacts-dir "$logs/art"
 step peak-quick 100 "$B/perflab" peak --quick --artifacts-dir "$logs/art-quick"
 step roofline 120 "$B/perflab" run --quiet --targets memory --profile roofline --artifacts-dir "$logs/art" --expectations-dir "$logs/exp"
 for t in "$B"/tests/test_hw "$B"/tests/test_hw_verbs; do
   [ -x "$t" ] && step "$(basename "$t")" 400 "$t"
 done
+if command -v compute-sanitizer >/dev/null; then
+  step memcheck-probe 120 compute-sanitizer --tool memcheck --target-processes all "$B/perflab" probe --artifacts-dir "$logs/san"
+  step racecheck-probe 120 compute-sanitizer --tool racecheck --target-processes all "$B/perflab" probe --artifacts-dir "$logs/san"
+  step memcheck-peak 120 compute-sanitizer --tool memcheck --target-processes all "$B/perflab" peak --quick --only cache,compute,launch --artifacts-dir "$logs/san"
+fi
 if command -v cuobjdump >/dev/null; then
   cuobjdump --dump-sass "$B/perflab" >"$logs/sass.txt" 2>&1
   awk '/Function : /{f=$3} /HGMMA|HMMA|LDG.E.128|STG.E.128|LDS.128|UTMALDG|DFMA|FFMA/{split($0,a,/[ ;]+/); for(i in a) if (a[i] ~ /^(HGMMA|HMMA|LDG|STG|LDS|UTMALDG|DFMA|FFMA)/) c[f" "a[i]]++} END{for(k in c) print c[k], k}' \
@@ -44,6 +50,8 @@ if command -v cuobjdump >/dev/null; then
 fi
 cat "$logs/summary.txt" >"$out/summary.txt"
 tar czf "$out/logs.tgz" -C "$logs" .
-cat "$logs/hw.txt" "$logs/probe.txt" "$logs/peak.txt"
+cat "$logs/probe.txt" "$logs/peak.txt"
+tail -12 "$logs/peak-again.txt"
 tail -5 "$logs/peak-quick.txt"
+grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|Checks:" "$logs"/memcheck-*.txt "$logs"/racecheck-*.txt "$logs"/test_*.txt 2>/dev/null
 cat "$logs/summary.txt"

@@ -2,6 +2,18 @@
  * previous load's value, so nothing overlaps) over local or peer memory. */
 #include "peak/peak_kernels.h"
 
+extern "C" cudaError_t pl_current_cc(int *cc)
+{
+    int device = 0, major = 0, minor = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    *cc = major * 10 + minor;
+    return e;
+}
+
 __global__ void empty_kernel(void)
 {
 }
@@ -26,16 +38,16 @@ extern "C" cudaError_t pl_chase_init(unsigned *next, size_t n, size_t stride, cu
     return cudaGetLastError();
 }
 
-__global__ void chase_kernel(const unsigned *next, int hops, unsigned *out)
+__global__ void chase_kernel(const unsigned *next, unsigned start, int hops, unsigned *out)
 {
-    unsigned j = 0;
+    unsigned j = start;
     for (int h = 0; h < hops; h++)
         j = __ldcg(next + j); /* L2 at most: L1 must not serve a revisit */
     *out = j;
 }
 
-extern "C" cudaError_t pl_chase(const unsigned *next, int hops, unsigned *out, cudaStream_t stream)
+extern "C" cudaError_t pl_chase(const unsigned *next, unsigned start, int hops, unsigned *out, cudaStream_t stream)
 {
-    chase_kernel<<<1, 1, 0, stream>>>(next, hops, out);
+    chase_kernel<<<1, 1, 0, stream>>>(next, start, hops, out);
     return cudaGetLastError();
 }

@@ -15,6 +15,10 @@ extern "C" {
 
 #define PL_PEAK_BLOCK 256 /* threads per block of the streaming kernels */
 
+/* The current device's compute capability, major * 10 + minor: launchers of architecture-specific kernels gate
+ * on it (sm_90a code runs on 9.0 alone, sm_100a code on 10.0 alone). */
+cudaError_t pl_current_cc(int *cc);
+
 /* ---- device memory: n floats (16-byte aligned buffers; n need not be a multiple of 4) ---- */
 typedef struct pl_stream_config {
     int unroll;    /* 16-byte accesses each thread issues before using any: 2, 4 or 8 */
@@ -84,8 +88,8 @@ double pl_wgmma_bf16_flops(int iterations, unsigned grid);
 cudaError_t pl_empty_kernel(cudaStream_t stream);
 /* next[i] = (i + stride) % n for every i: a chain of loads each to a new line. */
 cudaError_t pl_chase_init(unsigned *next, size_t n, size_t stride, cudaStream_t stream);
-/* One thread follows `hops` links from 0 and writes where it ended to *out. */
-cudaError_t pl_chase(const unsigned *next, int hops, unsigned *out, cudaStream_t stream);
+/* One thread follows `hops` links from `start` and writes where it ended to *out. */
+cudaError_t pl_chase(const unsigned *next, unsigned start, int hops, unsigned *out, cudaStream_t stream);
 
 /* ---- inputs for the GEMMs: convert float32 to the operand type, rounding to nearest ---- */
 enum { PL_CONVERT_BF16, PL_CONVERT_F16, PL_CONVERT_E4M3, PL_CONVERT_TF32 };

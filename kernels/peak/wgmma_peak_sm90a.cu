@@ -114,15 +114,11 @@ __global__ void __launch_bounds__(PL_WGMMA_BLOCK)
 extern "C" cudaError_t pl_wgmma_bf16(const uint16_t *a, const uint16_t *b, int iterations, unsigned grid, float *d,
                                      cudaStream_t stream)
 {
-    int device = 0, major = 0, minor = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    int cc = 0;
+    cudaError_t e = pl_current_cc(&cc);
     if (e != cudaSuccess)
         return e;
-    if (major != 9 || minor != 0) /* sm_90a machine code runs on compute capability 9.0 alone */
+    if (cc != 90) /* sm_90a machine code runs on compute capability 9.0 alone */
         return cudaErrorNoKernelImageForDevice;
     if (iterations < 1 || grid == 0)
         return cudaErrorInvalidValue;

@@ -1,5 +1,6 @@
 /* FP8 tensor cores through the warp-level mma.sync (sm_89+), and cooperative launch with a grid-wide barrier. */
 #include <cooperative_groups.h>
+#include "peak/peak_kernels.h"
 #include "probe/probe_kernels.h"
 
 namespace cg = cooperative_groups;
@@ -35,15 +36,11 @@ __global__ void fp8_mma_kernel(const uint8_t *a, const uint8_t *b, float *d)
 
 extern "C" cudaError_t pl_probe_fp8_mma(const uint8_t *a, const uint8_t *b, float *d, cudaStream_t stream)
 {
-    int device = 0, major = 0, minor = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    int cc = 0;
+    cudaError_t e = pl_current_cc(&cc);
     if (e != cudaSuccess)
         return e;
-    if (major * 10 + minor < 89)
+    if (cc < 89)
         return cudaErrorNoKernelImageForDevice;
     fp8_mma_kernel<<<1, 32, 0, stream>>>(a, b, d);
     return cudaGetLastError();

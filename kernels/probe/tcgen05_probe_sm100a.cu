@@ -3,6 +3,7 @@
  * shared memory), each warp stores salt ^ thread into its own quarter of the 128 lanes (warp w may touch lanes
  * 32w..32w+31 only) with tcgen05.st, loads it back with tcgen05.ld, and warp 0 frees the columns. This proves
  * that the tcgen05 instructions run and that TMEM holds data; it does not exercise tcgen05.mma itself. */
+#include "peak/peak_kernels.h"
 #include "probe/probe_kernels.h"
 
 #define TMEM_COLUMNS 32u
@@ -43,15 +44,11 @@ __global__ void __launch_bounds__(PL_PROBE_TCGEN05_THREADS) tcgen05_tmem_kernel(
 
 extern "C" cudaError_t pl_probe_tcgen05_tmem(unsigned salt, unsigned *out, cudaStream_t stream)
 {
-    int device = 0, major = 0, minor = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    int cc = 0;
+    cudaError_t e = pl_current_cc(&cc);
     if (e != cudaSuccess)
         return e;
-    if (major != 10 || minor != 0) /* sm_100a machine code runs on compute capability 10.0 alone */
+    if (cc != 100) /* sm_100a machine code runs on compute capability 10.0 alone */
         return cudaErrorNoKernelImageForDevice;
     tcgen05_tmem_kernel<<<1, PL_PROBE_TCGEN05_THREADS, 0, stream>>>(salt, out);
     return cudaGetLastError();

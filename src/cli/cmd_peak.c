@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/gpu_select.h"
 #include "cli/options.h"
 #include "core/childproc.h"
 #include "core/devprobe.h"
@@ -18,8 +19,6 @@
 #include "hw/ceilings.h"
 #include "hw/peak_report.h"
 #include "report/artifacts.h"
-
-#define PL_PEAK_INVENTORY_TIMEOUT_S 60.0
 
 typedef struct peak_progress {
     json_t *doc;
@@ -131,17 +130,9 @@ int pl_cmd_peak(int argc, char **argv)
         return pl_usage_error("peak", err);
 
     pl_gpu_inventory inv;
-    if (pl_gpu_inventory_probe(&inv, PL_PEAK_INVENTORY_TIMEOUT_S) != 0 || !inv.usable) {
-        fprintf(stderr, "perflab peak: no usable GPU: %s\n", inv.error[0] ? inv.error : "unknown reason");
-        pl_gpu_inventory_free(&inv);
-        return PL_EXIT_NO_GPU;
-    }
-    if (device >= inv.device_count) {
-        pl_snprintf(err, sizeof err, "--device %d: this machine has %d GPU%s (0..%d)", device, inv.device_count,
-                    inv.device_count == 1 ? "" : "s", inv.device_count - 1);
-        pl_gpu_inventory_free(&inv);
-        return pl_usage_error("peak", err);
-    }
+    int found = pl_cli_find_gpus("peak", device, &inv);
+    if (found != PL_EXIT_OK)
+        return found;
     const pl_device_info *dev = &inv.devices[device];
     pl_provenance prov;
     pl_provenance_collect(&prov, pl_cli_argc, pl_cli_argv, &inv);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/gpu_select.h"
 #include "cli/options.h"
 #include "core/childproc.h"
 #include "core/devprobe.h"
@@ -18,8 +19,7 @@
 #include "report/artifacts.h"
 #include "report/table.h"
 
-#define PL_PROBE_INVENTORY_TIMEOUT_S 60.0
-#define PL_PROBE_TASK_TIMEOUT_S      60.0
+#define PL_PROBE_TASK_TIMEOUT_S 60.0
 
 typedef struct probe_collect {
     pl_gpu_capabilities *gpu;
@@ -112,17 +112,9 @@ int pl_cmd_probe(int argc, char **argv)
     if (!pl_artifacts_dir_usable(artifacts_dir, err, sizeof err))
         return pl_usage_error("probe", err);
     pl_gpu_inventory inv;
-    if (pl_gpu_inventory_probe(&inv, PL_PROBE_INVENTORY_TIMEOUT_S) != 0 || !inv.usable) {
-        fprintf(stderr, "perflab probe: no usable GPU: %s\n", inv.error[0] ? inv.error : "unknown reason");
-        pl_gpu_inventory_free(&inv);
-        return PL_EXIT_NO_GPU;
-    }
-    if (device >= inv.device_count) {
-        pl_snprintf(err, sizeof err, "--device %d: this machine has %d GPU%s (0..%d)", device, inv.device_count,
-                    inv.device_count == 1 ? "" : "s", inv.device_count - 1);
-        pl_gpu_inventory_free(&inv);
-        return pl_usage_error("probe", err);
-    }
+    int found = pl_cli_find_gpus("probe", device, &inv);
+    if (found != PL_EXIT_OK)
+        return found;
     pl_child_install_interrupt_handler();
     size_t n_tasks;
     const pl_hw_task *tasks = pl_probe_tasks(&n_tasks);

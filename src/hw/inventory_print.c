@@ -7,6 +7,7 @@
 
 #include "core/util.h"
 #include "hw/inventory.h"
+#include "hw/topology.h"
 #include "report/table.h"
 
 /* The value at "a.b.c" (NULL when any part is missing). */
@@ -141,8 +142,10 @@ static void print_gpu(json_t *g, FILE *out)
     pl_buf_printf(&f, "%s%.0f copy engines", f.len ? "; " : "", num(g, "features.async_engines"));
     row(t, "features", "%s", f.data);
     pl_buf_free(&f);
-    if (has(g, "host.numa_node") || has(g, "host.local_cpus"))
+    if (num(g, "host.numa_node") >= 0)
         row(t, "host affinity", "NUMA node %.0f, CPUs %s", num(g, "host.numa_node"), str(g, "host.local_cpus"));
+    else if (has(g, "host.local_cpus"))
+        row(t, "host affinity", "no NUMA node, CPUs %s", str(g, "host.local_cpus"));
     fprintf(out, "GPU %.0f  %s  (%s, %s)\n", num(g, "ordinal"), str(g, "name"), str(g, "uuid"), str(g, "pci_bus_id"));
     pl_table_print(t, out);
     pl_table_free(t);
@@ -156,37 +159,22 @@ static void print_topology(json_t *inv, FILE *out)
         fprintf(out, "\ntopology: 1 GPU, no pairs\n");
         return;
     }
-    const char **spec = pl_xcalloc(n + 2, sizeof *spec);
-    char **names = pl_xcalloc(n + 1, sizeof *names);
-    spec[0] = "";
-    for (size_t j = 0; j < n; j++)
-        spec[j + 1] = names[j] = pl_strfmt("GPU%zu", j);
-    spec[n + 1] = "CPU affinity";
-    pl_table *t = pl_table_new(n + 2, spec);
-    for (size_t i = 0; i < n; i++) {
-        size_t r = pl_table_row(t);
-        pl_table_set(t, r, 0, "GPU%zu", i);
-        for (size_t j = 0; j < n; j++)
-            if (i == j)
-                pl_table_set(t, r, j + 1, "X");
+    pl_table *t = pl_gpu_matrix_table(n, "", 0, "CPU affinity");
+    for (size_t r = 0; r < n; r++) {
         for (size_t k = 0; k < json_array_size(pairs); k++) {
             json_t *p = json_array_get(pairs, k);
-            if ((size_t)num(p, "a") != i)
+            if ((size_t)num(p, "a") != r)
                 continue;
             pl_table_set(t, r, (size_t)num(p, "b") + 1, "%s%s", str(p, "link"),
                          json_is_true(json_object_get(p, "cuda_p2p_access")) ? "" : " (no P2P)");
         }
-        pl_table_set(t, r, n + 1, "%s", str(json_array_get(gpus, i), "host.local_cpus"));
+        pl_table_set(t, r, n + 1, "%s", str(json_array_get(gpus, r), "host.local_cpus"));
     }
     fprintf(out, "\ntopology (NVML's common PCIe ancestor or NVLinks; '(no P2P)' where CUDA refuses peer access):\n");
     pl_table_print(t, out);
     fprintf(out, "  NV#: # NVLinks  PIX: one PCIe switch  PXB: several switches  PHB: a host bridge  NODE: within a "
                  "NUMA node  SYS: across NUMA nodes\n");
     pl_table_free(t);
-    for (size_t j = 0; j < n; j++)
-        free(names[j]);
-    free(names);
-    free(spec);
 }
 
 void pl_inventory_print(json_t *inv, FILE *out)

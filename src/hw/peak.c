@@ -124,16 +124,31 @@ void pl_peak_settings(pl_hw_gpu *g, const pl_peak_options *o, int tuning)
     }
 }
 
-int pl_peak_measure(pl_hw_gpu *g, int (*run)(pl_ctx *, void *), void *state, unsigned variant_flags, pl_stats *st)
+int pl_peak_measure_into(pl_hw_gpu *g, int (*run)(pl_ctx *, void *), void *state, unsigned variant_flags,
+                         pl_sample_pool *pool)
 {
     pl_variant v = {.name = "peak", .technique = "", .run = run, .flags = variant_flags | PL_VARIANT_NO_GRAPH};
     pl_variant_result r;
     memset(&r, 0, sizeof r);
     int rc = pl_measure_variant(&g->env, &v, state, &r);
-    if (rc == 0 && pl_stats_compute(r.samples_ms, r.n_samples, st) != 0)
+    if (rc == 0 && r.n_samples == 0)
         rc = pl_fail(&g->ctx, "no samples were kept");
+    for (size_t i = 0; rc == 0 && i < r.n_samples; i++) {
+        pl_reserve(&pool->x, &pool->cap, pool->n + 1, sizeof *pool->x);
+        pool->x[pool->n++] = r.samples_ms[i];
+    }
     free(r.samples_ms);
     free(r.stop_reason);
+    return rc;
+}
+
+int pl_peak_measure(pl_hw_gpu *g, int (*run)(pl_ctx *, void *), void *state, unsigned variant_flags, pl_stats *st)
+{
+    pl_sample_pool pool = {0};
+    int rc = pl_peak_measure_into(g, run, state, variant_flags, &pool);
+    if (rc == 0)
+        pl_stats_compute(pool.x, pool.n, st);
+    free(pool.x);
     return rc;
 }
 

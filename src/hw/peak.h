@@ -59,6 +59,13 @@ void pl_peak_set_reference(json_t *f, double value, const char *source);
 /* Time run(ctx, state) with the core's loop on GPU g; statistics of the time per run in *st. -1 on an error
  * (g->ctx.error says which). */
 int pl_peak_measure(pl_hw_gpu *g, int (*run)(pl_ctx *, void *), void *state, unsigned variant_flags, pl_stats *st);
+/* The same, appending the samples (ms per run) to a pool, for figures measured over interleaved rounds. */
+typedef struct pl_sample_pool {
+    double *x;
+    size_t n, cap;
+} pl_sample_pool;
+int pl_peak_measure_into(pl_hw_gpu *g, int (*run)(pl_ctx *, void *), void *state, unsigned variant_flags,
+                         pl_sample_pool *pool);
 /* Short settings for comparing configurations, then back to the full ones. */
 void pl_peak_settings(pl_hw_gpu *g, const pl_peak_options *o, int tuning);
 /* The SM clock now (NVML), NAN without NVML. */

@@ -145,6 +145,7 @@ static int mma_figure(pl_hw_child *c, pl_hw_gpu *g, int wgmma, json_t *f)
     PL_TRY(pl_poison(ctx, r.d, (size_t)m * n * 4));
     r.grid = (unsigned)g->dev.sm_count;
     PL_TRY(run_mma(ctx, &r));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     PL_CUDA(ctx, cudaMemcpy(got, r.d, (size_t)m * n * 4, cudaMemcpyDeviceToHost));
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {

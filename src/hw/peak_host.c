@@ -163,9 +163,57 @@ int pl_peak_task_host(pl_hw_child *c)
 
 #define LAUNCHES 1000
 
-static void host_stats(double *us, size_t n, pl_stats *st)
+/* One repetition: issue the work and wait for it. */
+typedef int (*issue_fn)(pl_ctx *ctx, void *arg);
+
+static int issue_back_to_back(pl_ctx *ctx, void *arg)
 {
-    pl_stats_compute(us, n, st);
+    (void)arg;
+    for (int i = 0; i < LAUNCHES; i++)
+        PL_CUDA(ctx, pl_empty_kernel(ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    return 0;
+}
+
+static int issue_graph(pl_ctx *ctx, void *arg)
+{
+    PL_CUDA(ctx, cudaGraphLaunch((cudaGraphExec_t)arg, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    return 0;
+}
+
+static int issue_one(pl_ctx *ctx, void *arg)
+{
+    (void)arg;
+    PL_CUDA(ctx, pl_empty_kernel(ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    return 0;
+}
+
+/* `samples` repetitions timed on the host clock, each divided by the kernels it ran; the median as a figure. */
+static int host_timed_figure(pl_hw_child *c, pl_ctx *ctx, issue_fn issue, void *arg, int samples, int kernels,
+                             json_t *f)
+{
+    double *us = pl_host_alloc(ctx, (size_t)samples * sizeof *us);
+    /* the first repetition puts first-use costs (module load, graph upload) out of the way */
+    int rc = us ? issue(ctx, arg) : -1;
+    for (int s = 0; s < samples && rc == 0; s++) {
+        double t0 = pl_now_s();
+        rc = issue(ctx, arg);
+        us[s] = (pl_now_s() - t0) * 1e6 / kernels;
+    }
+    if (rc != 0) {
+        json_decref(f);
+        return -1;
+    }
+    pl_stats st;
+    pl_stats_compute(us, (size_t)samples, &st);
+    pl_peak_set_value(f, st.median, NULL, NAN);
+    json_object_set_new(f, "samples", json_integer(samples));
+    json_object_set_new(f, "noise", json_real(st.rel_noise));
+    json_object_set_new(f, "p99", json_real(st.p99));
+    pl_hw_emit(c, f);
+    return 0;
 }
 
 static int launch_figures(pl_hw_child *c, pl_hw_gpu *g)
@@ -173,79 +221,32 @@ static int launch_figures(pl_hw_child *c, pl_hw_gpu *g)
     const pl_peak_options *o = c->user;
     pl_ctx *ctx = &g->ctx;
     const int samples = o->quick ? 10 : 30;
-    double *us = pl_host_alloc(ctx, LAUNCHES * sizeof *us);
-    if (!us)
-        return -1;
-    for (int w = 0; w < 100; w++) /* module load and first-launch costs out of the way */
-        PL_CUDA(ctx, pl_empty_kernel(ctx->stream));
-    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-
-    /* back to back: LAUNCHES launches, then one synchronize; per launch */
-    for (int s = 0; s < samples; s++) {
-        double t0 = pl_now_s();
-        for (int i = 0; i < LAUNCHES; i++)
-            PL_CUDA(ctx, pl_empty_kernel(ctx->stream));
-        PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-        us[s] = (pl_now_s() - t0) * 1e6 / LAUNCHES;
-    }
-    pl_stats st;
-    host_stats(us, (size_t)samples, &st);
     json_t *f = pl_peak_figure("launch_back_to_back", "launch", "empty kernel, launched back to back", "us", NULL,
                                "1000 launches of an empty <<<1,1>>> kernel then one cudaStreamSynchronize, host clock, "
                                "per launch; median of the repetitions",
                                NULL);
-    pl_peak_set_value(f, st.median, NULL, NAN);
-    json_object_set_new(f, "samples", json_integer(samples));
-    json_object_set_new(f, "noise", json_real(st.rel_noise));
-    pl_hw_emit(c, f);
+    PL_TRY(host_timed_figure(c, ctx, issue_back_to_back, NULL, samples, LAUNCHES, f));
 
-    /* the same kernels from a CUDA graph */
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
     PL_CUDA(ctx, cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal));
     for (int i = 0; i < LAUNCHES; i++)
-        pl_empty_kernel(ctx->stream);
+        pl_empty_kernel(ctx->stream); /* a failure shows at the end of the capture */
     PL_CUDA(ctx, cudaStreamEndCapture(ctx->stream, &graph));
     cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     PL_CUDA(ctx, e);
-    int rc = 0;
-    for (int s = -1; s < samples && rc == 0; s++) { /* s = -1: the first replay uploads the graph */
-        double t0 = pl_now_s();
-        if (cudaGraphLaunch(exec, ctx->stream) != cudaSuccess || cudaStreamSynchronize(ctx->stream) != cudaSuccess)
-            rc =
-                pl_fail(ctx, "replaying the graph of empty kernels failed: %s", cudaGetErrorString(cudaGetLastError()));
-        else if (s >= 0)
-            us[s] = (pl_now_s() - t0) * 1e6 / LAUNCHES;
-    }
-    cudaGraphExecDestroy(exec);
-    if (rc != 0)
-        return -1;
-    host_stats(us, (size_t)samples, &st);
     f = pl_peak_figure("launch_graph", "launch", "empty kernel, inside a CUDA graph", "us", NULL,
                        "a graph of 1000 empty kernels in a chain, cudaGraphLaunch then cudaStreamSynchronize, host "
                        "clock, per kernel; median of the repetitions",
                        NULL);
-    pl_peak_set_value(f, st.median, NULL, NAN);
-    json_object_set_new(f, "samples", json_integer(samples));
-    json_object_set_new(f, "noise", json_real(st.rel_noise));
-    pl_hw_emit(c, f);
+    int rc = host_timed_figure(c, ctx, issue_graph, exec, samples, LAUNCHES, f);
+    cudaGraphExecDestroy(exec);
+    PL_TRY(rc);
 
-    /* one launch and its synchronize: the round trip a dependent host step waits for */
-    for (int i = 0; i < LAUNCHES; i++) {
-        double t0 = pl_now_s();
-        PL_CUDA(ctx, pl_empty_kernel(ctx->stream));
-        PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-        us[i] = (pl_now_s() - t0) * 1e6;
-    }
-    host_stats(us, LAUNCHES, &st);
     f = pl_peak_figure("launch_round_trip", "launch", "empty kernel, launch + synchronize", "us", NULL,
                        "one launch of an empty kernel then cudaStreamSynchronize, host clock; median of 1000", NULL);
-    pl_peak_set_value(f, st.median, NULL, NAN);
-    json_object_set_new(f, "samples", json_integer(LAUNCHES));
-    json_object_set_new(f, "p99", json_real(st.p99));
-    pl_hw_emit(c, f);
-    return 0;
+    return host_timed_figure(c, ctx, issue_one, NULL, LAUNCHES, 1, f);
 }
 
 int pl_peak_task_launch(pl_hw_child *c)

@@ -158,14 +158,19 @@ static int best_stream(pl_hw_child *c, pl_hw_gpu *g, stream_run *s, memory_check
 
 typedef struct chase_run {
     const unsigned *next;
+    size_t n;
+    unsigned start;
     int hops;
     unsigned *out;
 } chase_run;
 
+/* Each run starts somewhere else: the lines one run visits (hops x 128 B, far less than L2) must not be in L2
+ * when a later run comes, or the chase would time L2 hits. */
 static int run_chase(pl_ctx *ctx, void *state)
 {
     chase_run *r = state;
-    PL_CUDA(ctx, pl_chase(r->next, r->hops, r->out, ctx->stream));
+    PL_CUDA(ctx, pl_chase(r->next, r->start, r->hops, r->out, ctx->stream));
+    r->start = (unsigned)((r->start + 7919u * 32u) % r->n);
     return 0;
 }
 
@@ -177,7 +182,7 @@ int pl_peak_chase_ns(pl_hw_gpu *g, unsigned *next, size_t n, int hops, double *n
     if (!out)
         return -1;
     PL_CUDA(ctx, pl_chase_init(next, n, stride, ctx->stream));
-    chase_run r = {next, hops, out};
+    chase_run r = {next, n, 0, hops, out};
     PL_TRY(run_chase(ctx, &r));
     unsigned end = 0;
     PL_CUDA(ctx, cudaMemcpyAsync(&end, out, sizeof end, cudaMemcpyDeviceToHost, ctx->stream));

@@ -8,6 +8,7 @@
 #include "core/expectations.h"
 #include "core/results_json.h"
 #include "core/util.h"
+#include "hw/topology.h"
 #include "report/table.h"
 
 json_t *pl_peak_doc_new(const char *run_id, const pl_provenance *prov, const pl_peak_options *o,
@@ -259,18 +260,7 @@ static void print_p2p(json_t *doc, FILE *out)
         }
     }
     for (size_t m = 0; n > 1 && m < sizeof modes / sizeof modes[0]; m++) {
-        const char **spec = pl_xcalloc((size_t)n + 1, sizeof *spec);
-        char **heads = pl_xcalloc((size_t)n + 1, sizeof *heads);
-        spec[0] = "src \\ dst";
-        for (int j = 0; j < n; j++)
-            spec[j + 1] = heads[j] = pl_strfmt(">GPU%d", j);
-        pl_table *t = pl_table_new((size_t)n + 1, spec);
-        for (int i = 0; i < n; i++) {
-            size_t r = pl_table_row(t);
-            pl_table_set(t, r, 0, "GPU%d", i);
-            for (int j = 0; j < n; j++)
-                pl_table_set(t, r, (size_t)j + 1, "%s", i == j ? "X" : "");
-        }
+        pl_table *t = pl_gpu_matrix_table((size_t)n, "src \\ dst", 1, NULL);
         for (size_t i = 0; i < json_array_size(figs); i++) {
             json_t *f = json_array_get(figs, i);
             const char *mode = json_string_value(json_object_get(f, "mode"));
@@ -289,10 +279,6 @@ static void print_p2p(json_t *doc, FILE *out)
         fprintf(out, "\nGPU <-> GPU, %s:\n", modes[m].title);
         pl_table_print(t, out);
         pl_table_free(t);
-        for (int j = 0; j < n; j++)
-            free(heads[j]);
-        free(heads);
-        free(spec);
     }
 }
 

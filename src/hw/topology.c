@@ -1,6 +1,7 @@
 #include "hw/topology.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/nvml.h"
@@ -65,4 +66,25 @@ const char *pl_pair_link_name(const pl_pair_link *l, char *buf, size_t len)
     else
         pl_snprintf(buf, len, "%s", l->level >= 0 ? pl_nvml_topology_name(l->level) : "?");
     return buf;
+}
+
+pl_table *pl_gpu_matrix_table(size_t n, const char *corner, int right_aligned, const char *extra)
+{
+    const char **spec = pl_xcalloc(n + 2, sizeof *spec);
+    char **names = pl_xcalloc(n + 1, sizeof *names);
+    spec[0] = corner;
+    for (size_t j = 0; j < n; j++)
+        spec[j + 1] = names[j] = pl_strfmt("%sGPU%zu", right_aligned ? ">" : "", j);
+    spec[n + 1] = extra;
+    pl_table *t = pl_table_new(n + 1 + (extra != NULL), spec);
+    for (size_t j = 0; j < n; j++)
+        free(names[j]);
+    free(names);
+    free(spec);
+    for (size_t i = 0; i < n; i++) {
+        size_t r = pl_table_row(t);
+        pl_table_set(t, r, 0, "GPU%zu", i);
+        pl_table_set(t, r, i + 1, "X");
+    }
+    return t;
 }
