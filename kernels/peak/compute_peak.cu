@@ -118,11 +118,18 @@ __global__ void __launch_bounds__(PL_MMA_BLOCK)
                          : "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
                          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
     }
+    /* every accumulator is used, or the assembler would drop the MMAs that feed the unused ones */
+    float sum[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < PL_MMA_ACCS; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            sum[i] += acc[j][i];
     if (blockIdx.x == 0 && threadIdx.x < 32) {
-        d[g * 8 + 2 * tig] = acc[0][0];
-        d[g * 8 + 2 * tig + 1] = acc[0][1];
-        d[(g + 8) * 8 + 2 * tig] = acc[0][2];
-        d[(g + 8) * 8 + 2 * tig + 1] = acc[0][3];
+        d[g * 8 + 2 * tig] = sum[0];
+        d[g * 8 + 2 * tig + 1] = sum[1];
+        d[(g + 8) * 8 + 2 * tig] = sum[2];
+        d[(g + 8) * 8 + 2 * tig + 1] = sum[3];
     }
 }
 

@@ -69,8 +69,8 @@ double pl_fma_f64_expected(int iterations, unsigned thread, double b, double c);
 /* ---- tensor cores, legacy warp-level mma.sync m16n8k16 bf16 -> f32 ---- */
 #define PL_MMA_BLOCK 256
 #define PL_MMA_ACCS  4 /* independent accumulators per warp */
-/* a: 16x16 row-major bf16 bits, b: 8x16 (n rows of k) bf16 bits; d: the 16x8 result of block 0's warp 0,
- * accumulator 0, after `iterations` accumulations of a*b. */
+/* a: 16x16 row-major bf16 bits, b: 8x16 (n rows of k) bf16 bits; d: the 16x8 sum of block 0's warp 0's
+ * PL_MMA_ACCS accumulators after `iterations` accumulations of a*b each (PL_MMA_ACCS * iterations * a*b). */
 cudaError_t pl_mma_bf16(const uint16_t *a, const uint16_t *b, int iterations, unsigned grid, float *d,
                         cudaStream_t stream);
 double pl_mma_bf16_flops(int iterations, unsigned grid);

@@ -87,8 +87,7 @@ int pl_cmd_peak(int argc, char **argv)
     const char *only = NULL, *artifacts_dir = "artifacts";
     double timeout_s = 300;
     const pl_option opts[] = {
-        {"quick", 0, PL_OPT_FLAG, &quick, NULL, "fewer samples, smaller buffers, one GEMM algorithm (~4x faster)", 0,
-         0},
+        {"quick", 0, PL_OPT_FLAG, &quick, NULL, "fewer samples, smaller buffers, fewer GEMM algorithms", 0, 0},
         {"only", 0, PL_OPT_STRING, &only, "GROUPS", "comma list: memory, cache, compute, tensor, host, launch, p2p", 0,
          0},
         {"device", 'd', PL_OPT_INT, &device, "N", "the GPU to measure (default 0)", 0, 1024},

@@ -182,8 +182,10 @@ static void nvml_gpu(const pl_nvml *n, const char *bus_id, json_t *gpu, json_t *
             break;
         }
         json_t *l = json_pack("{s:i, s:b}", "link", link, "active", active);
+        /* nvmlNvlinkVersion_t: 1 = 1.0, 2 = 2.0, 3 = 2.2, 4 = 3.0, 5 = 3.1, 6 = 4.0, 7 = 5.0 */
+        static const char *const versions[] = {"?", "1.0", "2.0", "2.2", "3.0", "3.1", "4.0", "5.0"};
         if (active && n->device_get_nvlink_version && n->device_get_nvlink_version(d, link, &a) == 0)
-            json_object_set_new(l, "version", json_integer(a));
+            json_object_set_new(l, "version", json_string(a < 8 ? versions[a] : "?"));
         if (active && n->device_get_nvlink_remote_device_type &&
             n->device_get_nvlink_remote_device_type(d, link, &type) == 0 && type == PL_NVML_NVLINK_DEVICE_SWITCH) {
             json_object_set_new(l, "remote", json_string("nvswitch"));

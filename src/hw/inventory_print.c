@@ -82,18 +82,17 @@ static void nvml_rows(pl_table *t, json_t *g)
     json_t *links = at(g, "nvlink.links");
     if (json_array_size(links)) {
         pl_buf nb = {0};
-        double version = NAN;
-        const char *remote = NULL;
+        const char *version = NULL, *remote = NULL;
         for (size_t i = 0; i < json_array_size(links); i++) {
             json_t *l = json_array_get(links, i);
             if (!json_is_true(json_object_get(l, "active")))
                 continue;
-            version = num(l, "version");
+            version = str(l, "version");
             remote = str(l, "remote");
         }
         pl_buf_printf(&nb, "%.0f of %zu links active", num(g, "nvlink.active_links"), json_array_size(links));
-        if (!isnan(version))
-            pl_buf_printf(&nb, ", NVLink %.0f", version);
+        if (version && *version)
+            pl_buf_printf(&nb, ", NVLink %s", version);
         if (remote && *remote)
             pl_buf_printf(&nb, ", to %s", remote);
         row(t, "NVLink", "%s", nb.data);

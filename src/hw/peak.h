@@ -29,7 +29,7 @@ const char *pl_peak_group_names(void); /* "memory, cache, ..." for help texts */
 
 typedef struct pl_peak_options {
     int device;
-    int quick;        /* fewer samples, smaller buffers, fewer algorithms tried: ~4x faster */
+    int quick;        /* fewer samples, smaller buffers, fewer algorithms tried */
     unsigned groups;  /* PL_PEAK_* */
     int gemm_n;       /* M = N = K of the library GEMMs (default 8192) */
     size_t hbm_bytes; /* per buffer of the device-memory kernels */

@@ -36,13 +36,13 @@ typedef struct gemm_type {
 } gemm_type;
 
 static const gemm_type types[] = {
-    {"lt_bf16", "BF16 GEMM (cuBLASLt)", "bf16", CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, PL_CONVERT_BF16, 2, 2,
-     PL_DTYPE_BF16},
-    {"lt_fp16", "FP16 GEMM (cuBLASLt)", "fp16", CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, PL_CONVERT_F16, 2, 2,
-     PL_DTYPE_F16},
-    {"lt_tf32", "TF32 GEMM (cuBLASLt, fp32 in/out)", "tf32", CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32,
+    {"lt_bf16", "BF16 GEMM (cuBLASLt, best algorithm)", "bf16", CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F,
+     PL_CONVERT_BF16, 2, 2, PL_DTYPE_BF16},
+    {"lt_fp16", "FP16 GEMM (cuBLASLt, best algorithm)", "fp16", CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F,
+     PL_CONVERT_F16, 2, 2, PL_DTYPE_F16},
+    {"lt_tf32", "TF32 GEMM (cuBLASLt, best, fp32 in/out)", "tf32", CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32,
      PL_CONVERT_TF32, 4, 4, PL_DTYPE_TF32},
-    {"lt_fp8", "FP8 e4m3 GEMM (cuBLASLt, BF16 out)", "fp8", CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F,
+    {"lt_fp8", "FP8 e4m3 GEMM (cuBLASLt, best, BF16 out)", "fp8", CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F,
      PL_CONVERT_E4M3, 1, 2, PL_DTYPE_FP8},
 };
 
@@ -201,6 +201,7 @@ typedef struct candidate {
     cublasLtMatmulAlgo_t algo;
     pl_verification check;
     pl_sample_pool pool;
+    double round_ms[3]; /* each round's median, to see drift */
     double clock_sum;
     int clocks;
 } candidate;
@@ -227,16 +228,22 @@ static int time_interleaved(pl_hw_gpu *g, const pl_peak_options *o, gemm_run *r,
     }
     pl_peak_settings(g, o, 1);
     for (int round = 0; round < (o->quick ? 2 : 3); round++)
-        for (int i = 0; i < n; i++) {
-            if (!cands[i].check.passed)
+        for (int k = 0; k < n; k++) {
+            candidate *cand = &cands[(k + round) % n]; /* each round in another order: no candidate always last */
+            if (!cand->check.passed)
                 continue;
-            r->use_blas = cands[i].use_blas;
-            r->algo = cands[i].algo;
-            PL_TRY(pl_peak_measure_into(g, run_gemm, r, 0, &cands[i].pool));
+            r->use_blas = cand->use_blas;
+            r->algo = cand->algo;
+            size_t before = cand->pool.n;
+            PL_TRY(pl_peak_measure_into(g, run_gemm, r, 0, &cand->pool));
+            double *copy = pl_xmalloc((cand->pool.n - before) * sizeof *copy);
+            memcpy(copy, cand->pool.x + before, (cand->pool.n - before) * sizeof *copy);
+            cand->round_ms[round] = pl_median_inplace(copy, cand->pool.n - before);
+            free(copy);
             double mhz = pl_peak_sm_clock(g);
             if (!isnan(mhz)) {
-                cands[i].clock_sum += mhz;
-                cands[i].clocks++;
+                cand->clock_sum += mhz;
+                cand->clocks++;
             }
         }
     r->use_blas = 0;
@@ -257,9 +264,17 @@ static void set_candidate(json_t *f, candidate *cand, double flops)
     pl_peak_set_value(f, flops / st.median / 1e9, &st, cand->clocks ? cand->clock_sum / cand->clocks : NAN);
 }
 
-/* The heuristic's first candidates (and plain cuBLAS with it, for BF16), interleaved; the best cuBLASLt one
- * into f, cuBLAS into blas_f. */
-static int gemm_figures(pl_hw_child *c, pl_hw_gpu *g, gemm_run *r, json_t *f, json_t *blas_f)
+static json_t *rounds_json(const candidate *cand, int rounds, double flops)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < rounds; i++)
+        json_array_append_new(a, json_real(flops / cand->round_ms[i] / 1e9));
+    return a;
+}
+
+/* The heuristic's first candidates, interleaved with plain cuBLAS for BF16. Into f the best cuBLASLt one (the
+ * ceiling); for BF16 also the heuristic's own choice (what cuBLASLt and cuBLAS pick untuned) and cuBLAS. */
+static int gemm_figures(pl_hw_child *c, pl_hw_gpu *g, gemm_run *r, json_t *f, json_t *heuristic_f, json_t *blas_f)
 {
     const pl_peak_options *o = c->user;
     pl_ctx *ctx = &g->ctx;
@@ -276,9 +291,13 @@ static int gemm_figures(pl_hw_child *c, pl_hw_gpu *g, gemm_run *r, json_t *f, js
         return -1;
     if (returned == 0) {
         pl_peak_set_status(f, "failed", "cuBLASLt offers no algorithm for this type and size");
+        if (heuristic_f)
+            pl_peak_set_status(heuristic_f, "failed", "cuBLASLt offers no algorithm for this type and size");
+        if (blas_f)
+            pl_peak_set_status(blas_f, "skipped", "no cuBLASLt algorithm to compare with");
         return 0;
     }
-    const int tries = returned < (o->quick ? 2 : 4) ? returned : (o->quick ? 2 : 4);
+    const int tries = returned < (o->quick ? 2 : 4) ? returned : (o->quick ? 2 : 4), rounds = o->quick ? 2 : 3;
     candidate cands[HEURISTICS + 1];
     memset(cands, 0, sizeof cands);
     int n = 0;
@@ -299,7 +318,8 @@ static int gemm_figures(pl_hw_child *c, pl_hw_gpu *g, gemm_run *r, json_t *f, js
             continue;
         }
         double ms = pl_median_inplace(cands[i].pool.x, cands[i].pool.n);
-        json_array_append_new(tried, json_pack("{s:i, s:f}", "heuristic_rank", i, "tflops", flops / ms / 1e9));
+        json_array_append_new(tried, json_pack("{s:i, s:f, s:o}", "heuristic_rank", i, "tflops", flops / ms / 1e9,
+                                               "rounds_tflops", rounds_json(&cands[i], rounds, flops)));
         if (ms < best_ms) {
             best_ms = ms;
             best = i;
@@ -310,11 +330,17 @@ static int gemm_figures(pl_hw_child *c, pl_hw_gpu *g, gemm_run *r, json_t *f, js
         set_candidate(f, &cands[best < 0 ? 0 : best], flops);
         json_object_set_new(f, "config",
                             json_sprintf("heuristic candidate %d, best of %d timed (of %d offered) in %d "
-                                         "interleaved rounds after %.1f s at load; %u MiB workspace",
-                                         best, tries, returned, o->quick ? 2 : 3,
-                                         o->quick ? GEMM_HEAT_S / 2 : GEMM_HEAT_S, WORKSPACE_BYTES >> 20));
-        if (blas_f)
+                                         "interleaved rounds after %.2f s at load; %u MiB workspace",
+                                         best, tries, returned, rounds, o->quick ? GEMM_HEAT_S / 2 : GEMM_HEAT_S,
+                                         WORKSPACE_BYTES >> 20));
+        if (heuristic_f) {
+            set_candidate(heuristic_f, &cands[0], flops);
+            json_object_set_new(heuristic_f, "config", json_string("heuristic candidate 0, timed in the same rounds"));
+        }
+        if (blas_f) {
             set_candidate(blas_f, &cands[n - 1], flops);
+            json_object_set_new(blas_f, "rounds_tflops", rounds_json(&cands[n - 1], rounds, flops));
+        }
     }
     for (int i = 0; i < n; i++)
         free(cands[i].pool.x);
@@ -357,8 +383,14 @@ static int blas_figures(pl_hw_child *c, pl_hw_gpu *g)
         rc = alloc_operands(ctx, &r, elems);
         if (rc == 0)
             rc = make_inputs(ctx, &r, scratch);
-        json_t *blas_f = NULL;
+        json_t *heuristic_f = NULL, *blas_f = NULL;
         if (t->ab == CUDA_R_16BF) {
+            pl_snprintf(method, sizeof method,
+                        "cublasLtMatmul with the heuristic's first algorithm (what cuBLASLt and cuBLAS pick "
+                        "without tuning), M = N = K = %d, timed in the same rounds as the others",
+                        r.n);
+            heuristic_f = pl_peak_figure("lt_bf16_heuristic", "tensor", "BF16 GEMM (cuBLASLt, heuristic's choice)",
+                                         "TFLOP/s", NULL, method, "bf16");
             pl_snprintf(method, sizeof method,
                         "cublasGemmEx, M = N = K = %d, the same inputs and TN layout, CUBLAS_COMPUTE_32F, default "
                         "algorithm and workspace (what a plain cuBLAS user gets), timed in the same rounds",
@@ -367,15 +399,18 @@ static int blas_figures(pl_hw_child *c, pl_hw_gpu *g)
                 pl_peak_figure("cublas_bf16", "tensor", "BF16 GEMM (plain cuBLAS)", "TFLOP/s", NULL, method, "bf16");
         }
         if (rc == 0)
-            rc = gemm_figures(c, g, &r, f, blas_f);
+            rc = gemm_figures(c, g, &r, f, heuristic_f, blas_f);
         destroy_lt(&r);
         if (rc != 0) {
             json_decref(f);
+            json_decref(heuristic_f);
             json_decref(blas_f);
             free_operands(&r);
             break;
         }
         pl_hw_emit(c, f);
+        if (heuristic_f)
+            pl_hw_emit(c, heuristic_f);
         if (blas_f)
             pl_hw_emit(c, blas_f);
         free_operands(&r);

@@ -125,7 +125,8 @@ static int mma_figure(pl_hw_child *c, pl_hw_gpu *g, int wgmma, json_t *f)
     const pl_peak_options *o = c->user;
     pl_ctx *ctx = &g->ctx;
     const int m = wgmma ? 64 : 16, n = wgmma ? PL_WGMMA_N : 8, k = 16;
-    const int iterations = wgmma ? 8192 : 16384; /* |D| <= 64 * iterations < 2^24: exact in fp32 */
+    /* |D| <= 64 x the accumulations summed < 2^24: exact in fp32 */
+    const int iterations = wgmma ? 8192 : 16384, sums = wgmma ? iterations : iterations * PL_MMA_ACCS;
     uint16_t *ha = pl_host_alloc(ctx, (size_t)m * k * 2), *hb = pl_host_alloc(ctx, (size_t)n * k * 2);
     float *fa = pl_host_alloc(ctx, (size_t)m * k * 4), *fb = pl_host_alloc(ctx, (size_t)n * k * 4);
     float *got = pl_host_alloc(ctx, (size_t)m * n * 4);
@@ -152,11 +153,11 @@ static int mma_figure(pl_hw_child *c, pl_hw_gpu *g, int wgmma, json_t *f)
             float want = 0;
             for (int kk = 0; kk < k; kk++)
                 want += fa[i * k + kk] * fb[j * k + kk];
-            want *= (float)iterations;
+            want *= (float)sums;
             if (got[i * n + j] != want) {
                 char why[160];
                 pl_snprintf(why, sizeof why, "D[%d][%d] = %g after %d accumulations, expected %g", i, j, got[i * n + j],
-                            iterations, want);
+                            sums, want);
                 pl_peak_set_status(f, "failed", why);
                 return 0;
             }

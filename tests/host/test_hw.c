@@ -272,7 +272,8 @@ START_TEST(peak_report_judges_checks_and_ceilings)
     json_t *doc = pl_peak_doc_new("run1", &prov, &o, &dev);
     pl_peak_doc_add(doc, fig("hbm_copy", "memory", 3015));
     pl_peak_doc_add(doc, fig("hbm_memcpy", "memory", 3100));
-    pl_peak_doc_add(doc, fig("lt_bf16", "bf16", 700));
+    pl_peak_doc_add(doc, fig("lt_bf16", "bf16", 790));
+    pl_peak_doc_add(doc, fig("lt_bf16_heuristic", "bf16", 700));
     pl_peak_doc_add(doc, fig("cublas_bf16", "bf16", 760));
     pl_peak_doc_add(doc, fig("h2d_pinned", "host", 55));
     pl_peak_doc_add(doc, fig("h2d_pageable", "host", 20));
@@ -283,10 +284,10 @@ START_TEST(peak_report_judges_checks_and_ceilings)
     json_t *copy = json_array_get(json_object_get(doc, "figures"), 0);
     ck_assert(near(pl_json_get_real(copy, "pct_of_datasheet"), 100.0 * 3015 / 3350, 1e-9));
     json_t *checks = json_object_get(doc, "checks");
-    ck_assert_int_eq((int)json_array_size(checks), 3);
+    ck_assert_int_eq((int)json_array_size(checks), 4);
     ck_assert(json_is_true(json_object_get(json_array_get(checks, 0), "passed")));  /* 0.973 >= 0.90 */
     ck_assert(json_is_false(json_object_get(json_array_get(checks, 1), "passed"))); /* 0.921: not within 5% */
-    ck_assert(json_is_true(json_object_get(json_array_get(checks, 2), "passed")));  /* 2.75 >= 1.5 */
+    ck_assert(json_is_true(json_object_get(json_array_get(checks, 3), "passed")));  /* 2.75 >= 1.5 */
     ck_assert_int_eq(pl_peak_doc_failed(doc), 1);
 
     pl_ceilings c;
@@ -294,7 +295,7 @@ START_TEST(peak_report_judges_checks_and_ceilings)
     c.value[PL_CEIL_L2_GBPS] = 9000; /* from an earlier run: a failed figure must not erase it */
     pl_peak_fill_ceilings(doc, &c);
     ck_assert(c.value[PL_CEIL_HBM_GBPS] == 3100);   /* the better of kernel and memcpy */
-    ck_assert(c.value[PL_CEIL_BF16_TFLOPS] == 760); /* the better of cuBLASLt and cuBLAS */
+    ck_assert(c.value[PL_CEIL_BF16_TFLOPS] == 790); /* the better of cuBLASLt and cuBLAS */
     ck_assert(c.value[PL_CEIL_L2_GBPS] == 9000);
     ck_assert_msg(strstr(c.source[PL_CEIL_HBM_GBPS], "hbm_memcpy"), "%s", c.source[PL_CEIL_HBM_GBPS]);
     pl_ceilings_free(&c);
