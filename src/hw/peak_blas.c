@@ -194,6 +194,19 @@ static void destroy_lt(gemm_run *r)
     r->op = NULL;
 }
 
+/* A GEMM this large runs into the power limit within a second: its clock (so its rate) falls until it settles
+ * around 1.4-1.6 GHz on an H200, and dips now and then for a fraction of a second. Timing one candidate after
+ * another would favour the first, and a dip would sink whichever candidate it hit. So the GPU is brought to its
+ * steady state first, the candidates are timed in interleaved rounds (each round in another order), and each
+ * figure is the median of its rounds' medians: one bad round cannot move it. */
+#define GEMM_HEAT_S     0.5
+#define GEMM_MAX_ROUNDS 5
+
+static int rounds_of(const pl_peak_options *o)
+{
+    return o->quick ? 3 : GEMM_MAX_ROUNDS;
+}
+
 /* One way to run the GEMM: a cuBLASLt algorithm, or plain cuBLAS. */
 typedef struct candidate {
     int use_blas;
@@ -201,15 +214,10 @@ typedef struct candidate {
     cublasLtMatmulAlgo_t algo;
     pl_verification check;
     pl_sample_pool pool;
-    double round_ms[3]; /* each round's median, to see drift */
+    double round_ms[GEMM_MAX_ROUNDS]; /* each round's median */
     double clock_sum;
     int clocks;
 } candidate;
-
-/* A GEMM this large runs into the power limit within a second, and its clock (so its rate) falls until it
- * settles: timing one candidate after another would favour the first. So the GPU is brought to its steady
- * state first, and the candidates are timed in interleaved rounds, each figure from all its rounds' samples. */
-#define GEMM_HEAT_S 0.5
 
 static int time_interleaved(pl_hw_gpu *g, const pl_peak_options *o, gemm_run *r, candidate *cands, int n)
 {
@@ -227,7 +235,7 @@ static int time_interleaved(pl_hw_gpu *g, const pl_peak_options *o, gemm_run *r,
         PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     }
     pl_peak_settings(g, o, 1);
-    for (int round = 0; round < (o->quick ? 2 : 3); round++)
+    for (int round = 0; round < rounds_of(o); round++)
         for (int k = 0; k < n; k++) {
             candidate *cand = &cands[(k + round) % n]; /* each round in another order: no candidate always last */
             if (!cand->check.passed)
@@ -250,7 +258,13 @@ static int time_interleaved(pl_hw_gpu *g, const pl_peak_options *o, gemm_run *r,
     return 0;
 }
 
-static void set_candidate(json_t *f, candidate *cand, double flops)
+/* The median over the rounds' medians (and their spread), for the figure and the choice of the best. */
+static void candidate_stats(const candidate *cand, int rounds, pl_stats *st)
+{
+    pl_stats_compute(cand->round_ms, (size_t)rounds, st);
+}
+
+static void set_candidate(json_t *f, candidate *cand, int rounds, double flops)
 {
     json_object_set_new(f, "check",
                         json_sprintf("rel. L2 error %.1e over %zu outputs (tolerance %.0e)", cand->check.rel_l2_error,
@@ -260,8 +274,10 @@ static void set_candidate(json_t *f, candidate *cand, double flops)
         return;
     }
     pl_stats st;
-    pl_stats_compute(cand->pool.x, cand->pool.n, &st);
+    candidate_stats(cand, rounds, &st);
     pl_peak_set_value(f, flops / st.median / 1e9, &st, cand->clocks ? cand->clock_sum / cand->clocks : NAN);
+    json_object_set_new(f, "samples", json_integer((json_int_t)cand->pool.n));
+    json_object_set_new(f, "rounds", json_integer(rounds));
 }
 
 static json_t *rounds_json(const candidate *cand, int rounds, double flops)
@@ -297,7 +313,7 @@ static int gemm_figures(pl_hw_child *c, pl_hw_gpu *g, gemm_run *r, json_t *f, js
             pl_peak_set_status(blas_f, "skipped", "no cuBLASLt algorithm to compare with");
         return 0;
     }
-    const int tries = returned < (o->quick ? 2 : 4) ? returned : (o->quick ? 2 : 4), rounds = o->quick ? 2 : 3;
+    const int tries = returned < (o->quick ? 2 : 4) ? returned : (o->quick ? 2 : 4), rounds = rounds_of(o);
     candidate cands[HEURISTICS + 1];
     memset(cands, 0, sizeof cands);
     int n = 0;
@@ -317,7 +333,9 @@ static int gemm_figures(pl_hw_child *c, pl_hw_gpu *g, gemm_run *r, json_t *f, js
             json_array_append_new(tried, json_pack("{s:i, s:s}", "heuristic_rank", i, "check", cands[i].check.message));
             continue;
         }
-        double ms = pl_median_inplace(cands[i].pool.x, cands[i].pool.n);
+        pl_stats st;
+        candidate_stats(&cands[i], rounds, &st);
+        double ms = st.median;
         json_array_append_new(tried, json_pack("{s:i, s:f, s:o}", "heuristic_rank", i, "tflops", flops / ms / 1e9,
                                                "rounds_tflops", rounds_json(&cands[i], rounds, flops)));
         if (ms < best_ms) {
@@ -327,18 +345,18 @@ static int gemm_figures(pl_hw_child *c, pl_hw_gpu *g, gemm_run *r, json_t *f, js
     }
     json_object_set_new(f, "algorithms", tried);
     if (rc == 0) {
-        set_candidate(f, &cands[best < 0 ? 0 : best], flops);
+        set_candidate(f, &cands[best < 0 ? 0 : best], rounds, flops);
         json_object_set_new(f, "config",
                             json_sprintf("heuristic candidate %d, best of %d timed (of %d offered) in %d "
                                          "interleaved rounds after %.2f s at load; %u MiB workspace",
                                          best, tries, returned, rounds, o->quick ? GEMM_HEAT_S / 2 : GEMM_HEAT_S,
                                          WORKSPACE_BYTES >> 20));
         if (heuristic_f) {
-            set_candidate(heuristic_f, &cands[0], flops);
+            set_candidate(heuristic_f, &cands[0], rounds, flops);
             json_object_set_new(heuristic_f, "config", json_string("heuristic candidate 0, timed in the same rounds"));
         }
         if (blas_f) {
-            set_candidate(blas_f, &cands[n - 1], flops);
+            set_candidate(blas_f, &cands[n - 1], rounds, flops);
             json_object_set_new(blas_f, "rounds_tflops", rounds_json(&cands[n - 1], rounds, flops));
         }
     }
