@@ -23,6 +23,8 @@ static const verb verbs[] = {
     {"verify", pl_cmd_verify, "run every variant once, verified, untimed"},
     {"compare", pl_cmd_compare, "compare two runs: per variant, the change and a noise-aware verdict"},
     {"expectations", pl_cmd_expectations, "check, show, compare with or update the per-GPU expectations"},
+    {"comm", pl_cmd_comm, "NCCL collective sweeps (nccl-tests semantics): p50/p99 latency, algbw, busbw"},
+    {"moe-readiness", pl_cmd_moe, "skewed all-to-all over sizes x skews against SLOs: report, heatmaps, verdict"},
 };
 
 static void usage(FILE *out)
@@ -34,7 +36,7 @@ static void usage(FILE *out)
         fprintf(out, "  %-14s %s\n", verbs[i].name, verbs[i].summary);
     fprintf(out, "\nexit codes:\n"
                  "  0    success\n"
-                 "  1    a target failed, failed verification or regressed against its expectations\n"
+                 "  1    a target failed, failed verification, regressed or an SLO was missed\n"
                  "  2    bad usage or bad input file\n"
                  "  3    no usable GPU or driver for a verb that needs one\n"
                  "  130  interrupted (Ctrl-C); the artifacts hold what finished\n");

@@ -378,7 +378,7 @@ int pl_target_result_from_json(json_t *j, pl_target_result *t, char *err, size_t
 
 /* ---- provenance, settings, expectations ---- */
 
-static json_t *provenance_to_json(const pl_provenance *p)
+json_t *pl_provenance_to_json(const pl_provenance *p)
 {
     json_t *j = json_object();
     json_object_set_new(j, "perflab_version", str_or_null(p->perflab_version));
@@ -558,7 +558,7 @@ json_t *pl_run_to_json(const pl_run *r)
     json_object_set_new(j, "run_id", str_or_null(r->run_id));
     json_object_set_new(j, "exit_code", json_integer(r->exit_code));
     json_object_set_new(j, "duration_s", pl_json_real(r->duration_s));
-    json_object_set_new(j, "provenance", provenance_to_json(&r->prov));
+    json_object_set_new(j, "provenance", pl_provenance_to_json(&r->prov));
     json_object_set_new(j, "settings", settings_to_json(&r->settings));
     if (r->expectations.present)
         json_object_set_new(j, "expectations", expectations_to_json(&r->expectations));
