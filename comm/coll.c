@@ -6,8 +6,8 @@
 #include "core/util.h"
 
 static const char *const coll_names[PL_COLL_COUNT] = {
-    [PL_COLL_ALLTOALL] = "alltoall",   [PL_COLL_ALLREDUCE] = "allreduce", [PL_COLL_ALLGATHER] = "allgather",
-    [PL_COLL_REDUCESCATTER] = "reducescatter", [PL_COLL_SENDRECV] = "sendrecv", [PL_COLL_BROADCAST] = "broadcast",
+    [PL_COLL_ALLTOALL] = "alltoall",           [PL_COLL_ALLREDUCE] = "allreduce", [PL_COLL_ALLGATHER] = "allgather",
+    [PL_COLL_REDUCESCATTER] = "reducescatter", [PL_COLL_SENDRECV] = "sendrecv",   [PL_COLL_BROADCAST] = "broadcast",
 };
 
 static const char *const redop_names[PL_REDOP_COUNT] = {

@@ -40,10 +40,10 @@ size_t pl_dtype_size(pl_dtype d);
 
 /* One collective call at a nominal size of `bytes`, as nccl-tests lays it out. Counts are in elements. */
 typedef struct pl_coll_layout {
-    size_t count;       /* the count argument of the NCCL call (per peer for all-to-all) */
-    size_t send_count;  /* elements each rank sends from its send buffer */
-    size_t recv_count;  /* elements each rank holds in its receive buffer afterwards */
-    size_t bytes;       /* S of algbw = S / t: the bytes nccl-tests counts for this call */
+    size_t count;                /* the count argument of the NCCL call (per peer for all-to-all) */
+    size_t send_count;           /* elements each rank sends from its send buffer */
+    size_t recv_count;           /* elements each rank holds in its receive buffer afterwards */
+    size_t bytes;                /* S of algbw = S / t: the bytes nccl-tests counts for this call */
     size_t in_place_send_offset; /* in place: the send buffer is recvbuff + this many elements */
     size_t in_place_recv_offset; /* in place: the receive buffer is sendbuff + this many elements */
 } pl_coll_layout;

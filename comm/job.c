@@ -10,7 +10,8 @@
 
 static const char *const reg_names[PL_REG_COUNT] = {
     [PL_REG_NONE] = "none", [PL_REG_BUFFER] = "buffer", [PL_REG_WINDOW] = "window"};
-static const char *const a2a_names[PL_A2A_COUNT] = {[PL_A2A_GROUP] = "group", [PL_A2A_NATIVE] = "native"};
+static const char *const a2a_names[PL_A2A_COUNT] = {
+    [PL_A2A_AUTO] = "auto", [PL_A2A_GROUP] = "group", [PL_A2A_NATIVE] = "native"};
 
 const char *pl_register_mode_name(pl_register_mode m)
 {

@@ -23,6 +23,7 @@ typedef enum pl_register_mode {
 } pl_register_mode;
 
 typedef enum pl_a2a_api {
+    PL_A2A_AUTO,   /* native where this NCCL has it (as PyTorch does), else group */
     PL_A2A_GROUP,  /* ncclGroupStart, ncclSend/ncclRecv per peer, ncclGroupEnd (what nccl-tests and PyTorch do) */
     PL_A2A_NATIVE, /* ncclAlltoAll (NCCL 2.28+), looked up at run time */
     PL_A2A_COUNT
@@ -34,11 +35,11 @@ enum { PL_PLACE_OUT = 1, PL_PLACE_IN = 2 };
 
 typedef struct pl_comm_job {
     pl_comm_kind kind;
-    int nranks;     /* ranks in the communicator (threaded: local GPUs used; MPI: the world size) */
-    int gpus;       /* threaded mode: GPUs to use (0 = every visible one) */
-    uint64_t seed;  /* of the input values */
-    int iters;      /* timed operations per point and rank */
-    int warmup;     /* untimed operations per point first */
+    int nranks;    /* ranks in the communicator (threaded: local GPUs used; MPI: the world size) */
+    int gpus;      /* threaded mode: GPUs to use (0 = every visible one) */
+    uint64_t seed; /* of the input values */
+    int iters;     /* timed operations per point and rank */
+    int warmup;    /* untimed operations per point first */
     double timeout_s;
     pl_register_mode reg;
     const char *nccl_env; /* "NAME=VALUE,..." set in the GPU process before NCCL starts, or NULL */

@@ -18,9 +18,9 @@ extern "C" {
 
 /* Accumulated on the device by the check kernel; zero it before a check. */
 typedef struct pl_comm_check_acc {
-    unsigned long long wrong;     /* elements that differ from the expectation at all */
-    unsigned long long nonfinite; /* NaN/Inf that are not the poison pattern */
-    unsigned long long unwritten; /* still all-ones bytes (float types only: -1 is a valid int32) */
+    unsigned long long wrong;        /* elements that differ from the expectation at all */
+    unsigned long long nonfinite;    /* NaN/Inf that are not the poison pattern */
+    unsigned long long unwritten;    /* still all-ones bytes (float types only: -1 is a valid int32) */
     unsigned long long max_abs_bits; /* the largest |out - expected|, as the bits of a non-negative double */
     double err2;                     /* sum of (out - expected)^2 over finite elements */
     double ref2;                     /* sum of expected^2 */

@@ -14,12 +14,12 @@ typedef struct pl_comm_outcome {
     void (*on_message)(void *user, json_t *msg); /* each message of this process's child, as it arrives */
     void *user;
     /* out */
-    int is_root;         /* this process reports (threaded: always; MPI: world rank 0) */
-    int world_rank;      /* MPI: this process's rank; threaded: 0 */
-    const char *mode;    /* "threads" | "mpi" */
-    json_t *messages;    /* root: every message of every rank (each carries "rank"), and one {"t":"process_end"}
-                            per GPU process: {"process", "description", "clean"} */
-    char error[512];     /* the launch itself failed (nothing could run) */
+    int is_root;      /* this process reports (threaded: always; MPI: world rank 0) */
+    int world_rank;   /* MPI: this process's rank; threaded: 0 */
+    const char *mode; /* "threads" | "mpi" */
+    json_t *messages; /* root: every message of every rank (each carries "rank"), and one {"t":"process_end"}
+                         per GPU process: {"process", "description", "clean"} */
+    char error[512];  /* the launch itself failed (nothing could run) */
 } pl_comm_outcome;
 
 typedef struct pl_comm_launcher {

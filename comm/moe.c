@@ -9,8 +9,8 @@ ncclResult_t pl_moe_enqueue(const pl_a2a_plan *p, int rank, const void *send, vo
     for (size_t peer = 0; peer < n; peer++) {
         const size_t out = p->counts[me * n + peer], in = p->counts[peer * n + me];
         if (out) {
-            ncclResult_t r = ncclSend((const char *)send + p->send_offset[me * n + peer] * elt, out, type, (int)peer,
-                                      comm, stream);
+            ncclResult_t r =
+                ncclSend((const char *)send + p->send_offset[me * n + peer] * elt, out, type, (int)peer, comm, stream);
             if (r != ncclSuccess)
                 return r;
         }

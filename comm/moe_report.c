@@ -68,8 +68,9 @@ json_t *pl_moe_report_json(const pl_comm_job *job, const pl_comm_result *r, cons
     json_object_set_new(set, "skews", skews);
     json_object_set_new(set, "skew_model", json_string(pl_skew_model_name(job->skew_model)));
     json_object_set_new(set, "dtype", json_string(pl_dtype_name(job->moe_dtype)));
-    json_object_set_new(set, "exchange", json_string("grouped ncclSend/ncclRecv with each rank's unequal chunks; "
-                                                     "persistent device buffers"));
+    json_object_set_new(set, "exchange",
+                        json_string("grouped ncclSend/ncclRecv with each rank's unequal chunks; "
+                                    "persistent device buffers"));
     json_object_set_new(set, "bandwidth", json_string("message bytes each rank sends / latency (at p50 and at p99)"));
     json_object_set_new(j, "slo",
                         json_pack("{s:o, s:o, s:s}", "max_p99_ms",
@@ -98,7 +99,8 @@ json_t *pl_moe_report_json(const pl_comm_job *job, const pl_comm_result *r, cons
                                       pl_json_real(f->recv_max_mean), "peer_bytes_max", (json_int_t)f->peer_bytes_max));
         json_object_set_new(pj, "bw_gbps_p50", pl_json_real(f->bw_p50_gbps));
         json_object_set_new(pj, "bw_gbps_p99", pl_json_real(f->bw_p99_gbps));
-        json_object_set_new(pj, "slo", json_pack("{s:s, s:s}", "verdict", pl_slo_verdict_name(f->verdict), "why", f->why));
+        json_object_set_new(pj, "slo",
+                            json_pack("{s:s, s:s}", "verdict", pl_slo_verdict_name(f->verdict), "why", f->why));
         json_object_update(pj, pl_comm_point_base_json(p));
         json_array_append_new(pts, pj);
     }
@@ -122,8 +124,8 @@ static const char *ms_text(double ms, char *buf, size_t len)
 void pl_moe_report_table(const pl_comm_job *job, const pl_comm_result *r, const pl_moe_summary *s, pl_buf *text,
                          pl_buf *markdown)
 {
-    static const char *const cols[] = {">message", ">skew", ">gini", ">max/mean", ">p50 (ms)", ">p99 (ms)", ">max (ms)",
-                                       ">GB/s @p50", ">GB/s @p99", "check", "SLO"};
+    static const char *const cols[] = {">message",  ">skew",      ">gini",      ">max/mean", ">p50 (ms)", ">p99 (ms)",
+                                       ">max (ms)", ">GB/s @p50", ">GB/s @p99", "check",     "SLO"};
     pl_table *t = pl_table_new(sizeof cols / sizeof cols[0], cols);
     char a[32];
     for (size_t i = 0; i < r->n_points; i++) {

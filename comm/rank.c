@@ -1,5 +1,6 @@
 #include "comm/rank.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -192,9 +193,11 @@ static int setup(pl_comm_rank *r, const void *nccl_id)
     ncclGetVersion(&version);
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    pl_comm_sink_send(r->sink, json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:i}", "t", "rank", "rank", r->rank, "device",
-                                         r->device, "name", r->dev.name, "pci_bus_id", r->dev.pci_bus_id, "hostname",
-                                         host, "nccl_version", version));
+    r->native_alltoall = dlsym(RTLD_DEFAULT, "ncclAlltoAll");
+    pl_comm_sink_send(r->sink,
+                      json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:i, s:b}", "t", "rank", "rank", r->rank, "device",
+                                r->device, "name", r->dev.name, "pci_bus_id", r->dev.pci_bus_id, "hostname", host,
+                                "nccl_version", version, "has_ncclAlltoAll", r->native_alltoall != NULL));
     ncclUniqueId id;
     memcpy(&id, nccl_id, sizeof id);
     PL_NCCL(ctx, ncclCommInitRank(&r->comm, r->nranks, id, r->rank));
@@ -218,8 +221,8 @@ static void teardown(pl_comm_rank *r)
         cudaStreamDestroy(r->ctx.stream);
 }
 
-int pl_comm_rank_main(const pl_comm_job *job, int rank, int nranks, int device, const void *nccl_id,
-                      pl_comm_sink *sink, volatile int *abort_flag)
+int pl_comm_rank_main(const pl_comm_job *job, int rank, int nranks, int device, const void *nccl_id, pl_comm_sink *sink,
+                      volatile int *abort_flag)
 {
     pl_comm_rank r;
     memset(&r, 0, sizeof r);

@@ -1,7 +1,7 @@
 /* One rank of a fabric sweep: a GPU, its NCCL communicator, and the timing loop every point shares. A rank runs
  * on a thread of the GPU process (threaded mode) or is the whole GPU process (MPI mode); either way it reports
  * to the parent through a sink, one JSON message per line:
- *   {"t":"rank", "rank", "device", "name", "pci_bus_id", "hostname", "nccl_version"}
+ *   {"t":"rank", "rank", "device", "name", "pci_bus_id", "hostname", "nccl_version", "has_ncclAlltoAll"}
  *   {"t":"point", "rank", "point", "samples_ms":[...], "check":{...}, "latch_gave_way"}
  *   {"t":"rank_error", "rank", "reason"}        the rank stopped
  *   {"t":"rank_done", "rank"}                   always last */
@@ -44,6 +44,7 @@ typedef struct pl_comm_rank {
     pl_comm_check_acc *acc; /* device */
     pl_comm_sink *sink;
     volatile int *abort_flag; /* threaded mode: set by the first rank that fails, polled by the others */
+    void *native_alltoall;    /* ncclAlltoAll when this NCCL has it (2.28+), looked up at run time */
 } pl_comm_rank;
 
 /* Check an NCCL call; on failure record it (with NCCL's last error) and return -1. */
@@ -60,8 +61,8 @@ ncclRedOp_t pl_comm_nccl_op(pl_redop op);
 
 /* The whole life of one rank: set up the GPU and the communicator (nccl_id: NCCL_UNIQUE_ID_BYTES bytes), run
  * every point of the job, report. Returns 0 when every point ran (results may still be wrong). */
-int pl_comm_rank_main(const pl_comm_job *job, int rank, int nranks, int device, const void *nccl_id,
-                      pl_comm_sink *sink, volatile int *abort_flag);
+int pl_comm_rank_main(const pl_comm_job *job, int rank, int nranks, int device, const void *nccl_id, pl_comm_sink *sink,
+                      volatile int *abort_flag);
 
 /* For the point runners. */
 typedef int (*pl_comm_op_fn)(pl_comm_rank *r, void *arg); /* enqueue one operation on r->ctx.stream */

@@ -1,6 +1,5 @@
 /* The points of `perflab comm` on one rank: for each dtype, collective, size and placement, lay the buffers out
  * as nccl-tests does, check one call against the expectation, then time the call. */
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +32,9 @@ static int coll_op(pl_comm_rank *r, void *arg)
     case PL_COLL_REDUCESCATTER:
         PL_NCCL(ctx, ncclReduceScatter(c->send, c->recv, c->count, c->type, c->op, r->comm, s));
         break;
-    case PL_COLL_BROADCAST: PL_NCCL(ctx, ncclBroadcast(c->send, c->recv, c->count, c->type, c->root, r->comm, s)); break;
+    case PL_COLL_BROADCAST:
+        PL_NCCL(ctx, ncclBroadcast(c->send, c->recv, c->count, c->type, c->root, r->comm, s));
+        break;
     case PL_COLL_SENDRECV:
         PL_NCCL(ctx, ncclGroupStart());
         PL_NCCL(ctx, ncclSend(c->send, c->count, c->type, (r->rank + 1) % n, r->comm, s));
@@ -161,13 +162,17 @@ int pl_comm_rank_run_coll(pl_comm_rank *r)
     for (size_t i = 0; i < j->n_sizes; i++)
         if (j->sizes[i] > max_bytes)
             max_bytes = j->sizes[i];
+    if (j->root >= r->nranks)
+        for (int c = 0; c < j->n_colls; c++)
+            if (j->colls[c] == PL_COLL_BROADCAST)
+                return pl_fail(&r->ctx, "--root %d is not a rank of %d: pass a root below %d", j->root, r->nranks,
+                               r->nranks);
     alltoall_fn native = NULL;
-    if (j->a2a_api == PL_A2A_NATIVE) {
-        *(void **)&native = dlsym(RTLD_DEFAULT, "ncclAlltoAll");
-        if (!native)
-            return pl_fail(&r->ctx, "--alltoall-api native needs ncclAlltoAll (NCCL 2.28 or newer), which this "
-                                    "NCCL lacks: use --alltoall-api group");
-    }
+    if (j->a2a_api != PL_A2A_GROUP)
+        *(void **)&native = r->native_alltoall;
+    if (j->a2a_api == PL_A2A_NATIVE && !native)
+        return pl_fail(&r->ctx, "--alltoall-api native needs ncclAlltoAll (NCCL 2.28 or newer), which this NCCL "
+                                "lacks: use --alltoall-api group");
     void *sendbuf = NULL, *recvbuf = NULL, *send_reg = NULL, *recv_reg = NULL;
     double *samples = pl_xcalloc((size_t)j->iters + 1, sizeof *samples);
     int rc = pl_comm_rank_alloc(r, max_bytes, &sendbuf, &send_reg);

@@ -32,9 +32,9 @@ json_t *pl_comm_point_base_json(const pl_comm_point_result *p)
                                       "dtype", pl_dtype_name(p->check.dtype), "elements", (json_int_t)p->check.elements,
                                       "wrong", (json_int_t)p->wrong, "unwritten", (json_int_t)p->check.unwritten,
                                       "nonfinite", (json_int_t)p->check.nonfinite, "rel_l2_error",
-                                      pl_json_real(p->check.rel_l2_error), "tolerance", pl_json_real(p->check.tolerance),
-                                      "max_abs_error", pl_json_real(p->check.max_abs_error), "message",
-                                      p->check.message));
+                                      pl_json_real(p->check.rel_l2_error), "tolerance",
+                                      pl_json_real(p->check.tolerance), "max_abs_error",
+                                      pl_json_real(p->check.max_abs_error), "message", p->check.message));
     json_object_set_new(j, "latch_gave_way", json_boolean(p->latch_gave_way));
     json_t *s = json_array();
     for (size_t i = 0; i < p->n_samples; i++)
@@ -81,7 +81,7 @@ json_t *pl_comm_report_json(const pl_comm_job *job, const pl_comm_result *r, con
     json_object_set_new(set, "dtypes", dts);
     json_object_set_new(set, "op", json_string(pl_redop_name(job->op)));
     json_object_set_new(set, "root", json_integer(job->root));
-    json_object_set_new(set, "alltoall_api", json_string(pl_a2a_api_name(job->a2a_api)));
+    json_object_set_new(set, "alltoall_api", json_string(pl_comm_alltoall_api_used(job, r)));
     json_object_set_new(set, "bandwidth",
                         json_string("algbw = S / t(p50), S = the bytes nccl-tests counts; busbw = algbw * factor: "
                                     "allreduce 2(n-1)/n, allgather, reducescatter, alltoall (n-1)/n, broadcast and "
@@ -106,6 +106,13 @@ json_t *pl_comm_report_json(const pl_comm_job *job, const pl_comm_result *r, con
     json_object_set_new(j, "points", pts);
     json_object_set_new(j, "failed_points", json_integer(r->failed_points));
     return j;
+}
+
+const char *pl_comm_alltoall_api_used(const pl_comm_job *job, const pl_comm_result *r)
+{
+    if (job->a2a_api == PL_A2A_AUTO)
+        return r->has_native_alltoall ? "native" : "group";
+    return pl_a2a_api_name(job->a2a_api);
 }
 
 static const char *us(double ms, char *buf, size_t len)
@@ -145,8 +152,8 @@ static void placement_cells(pl_table *t, size_t row, size_t col, const pl_comm_p
 
 void pl_comm_report_tables(const pl_comm_job *job, const pl_comm_result *r, pl_buf *text, pl_buf *markdown)
 {
-    static const char *const cols[] = {">size (B)", ">count", "type", "redop", ">time p50 (us)", ">p99 (us)",
-                                       ">algbw (GB/s)", ">busbw (GB/s)", ">#wrong", ">in-place p50 (us)",
+    static const char *const cols[] = {">size (B)", ">count",        "type",          "redop",   ">time p50 (us)",
+                                       ">p99 (us)", ">algbw (GB/s)", ">busbw (GB/s)", ">#wrong", ">in-place p50 (us)",
                                        ">p99 (us)", ">algbw (GB/s)", ">busbw (GB/s)", ">#wrong"};
     for (int d = 0; d < job->n_dtypes; d++) {
         for (int c = 0; c < job->n_colls; c++) {
@@ -175,12 +182,15 @@ void pl_comm_report_tables(const pl_comm_job *job, const pl_comm_result *r, pl_b
                 placement_cells(t, row, 4, with_out ? out : NULL, r->nranks);
                 placement_cells(t, row, 9, with_in ? in : NULL, r->nranks);
             }
-            char title[256], root[32] = "";
+            char title[256], root[64] = "";
             if (coll == PL_COLL_BROADCAST)
                 pl_snprintf(root, sizeof root, ", root %d", job->root);
+            if (coll == PL_COLL_ALLTOALL)
+                pl_snprintf(root, sizeof root, ", %s",
+                            strcmp(pl_comm_alltoall_api_used(job, r), "native") == 0 ? "ncclAlltoAll"
+                                                                                     : "grouped ncclSend/ncclRecv");
             pl_snprintf(title, sizeof title, "%s, %d rank%s (%s), %s%s, %d iterations per rank", pl_coll_name(coll),
-                        r->nranks, r->nranks == 1 ? "" : "s", r->mode, pl_dtype_name(job->dtypes[d]), root,
-                        job->iters);
+                        r->nranks, r->nranks == 1 ? "" : "s", r->mode, pl_dtype_name(job->dtypes[d]), root, job->iters);
             if (text) {
                 char *line = pl_strfmt("# %s\n", title);
                 pl_buf_append(text, line);

@@ -48,6 +48,9 @@ void pl_moe_report_table(const pl_comm_job *job, const pl_comm_result *r, const 
 /* which: 0 = p99 latency, 1 = bandwidth at p50. malloc'd SVG. */
 char *pl_moe_heatmap_svg(const pl_comm_job *job, const pl_comm_result *r, const pl_moe_summary *s, int which);
 
+/* "native" (ncclAlltoAll) or "group" (ncclSend/ncclRecv): what --alltoall-api resolved to. */
+const char *pl_comm_alltoall_api_used(const pl_comm_job *job, const pl_comm_result *r);
+
 /* Shared by both reports: settings, ranks and problems, and a point's latency/check. */
 json_t *pl_comm_common_json(const pl_comm_job *job, const pl_comm_result *r, const pl_provenance *prov,
                             const char *kind);

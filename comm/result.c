@@ -144,17 +144,21 @@ void pl_comm_result_build(pl_comm_result *r, const pl_comm_job *job, const pl_co
                                   json_sprintf("GPU process %d: %s",
                                                (int)json_integer_value(json_object_get(msg, "process")),
                                                why ? why : json_string_value(json_object_get(msg, "text"))));
-        }
-        else if (strcmp(t, "process_end") == 0 && !json_is_true(json_object_get(msg, "clean")))
-            json_array_append_new(r->problems,
-                                  json_sprintf("GPU process %d %s",
-                                               (int)json_integer_value(json_object_get(msg, "process")),
-                                               json_string_value(json_object_get(msg, "description"))));
+        } else if (strcmp(t, "process_end") == 0 && !json_is_true(json_object_get(msg, "clean")))
+            json_array_append_new(r->problems, json_sprintf("GPU process %d %s",
+                                                            (int)json_integer_value(json_object_get(msg, "process")),
+                                                            json_string_value(json_object_get(msg, "description"))));
     }
     json_t *r0 = json_array_get(r->ranks, 0);
     r->nccl_version = (int)json_integer_value(json_object_get(r0, "nccl_version"));
-    const char *why = json_array_size(r->problems) ? json_string_value(json_array_get(r->problems, 0))
-                                                   : "a rank stopped before it";
+    r->has_native_alltoall = json_is_true(json_object_get(r0, "has_ncclAlltoAll"));
+    for (size_t i = 0; i < json_array_size(r->ranks); i++) { /* keep what describes the rank */
+        json_t *rk = json_array_get(r->ranks, i);
+        json_object_del(rk, "t");
+        json_object_del(rk, "process");
+    }
+    const char *why =
+        json_array_size(r->problems) ? json_string_value(json_array_get(r->problems, 0)) : "a rank stopped before it";
     for (size_t i = 0; i < r->n_points; i++) {
         finish_point(job, r, &r->points[i], &m[i], why);
         if (r->points[i].status == PL_POINT_ERROR || r->points[i].status == PL_POINT_FAILED_VERIFICATION)

@@ -39,10 +39,11 @@ typedef struct pl_comm_result {
     const char *mode;
     size_t n_points;
     pl_comm_point_result *points;
-    json_t *ranks;     /* [nranks]: the rank messages (GPU, host, NCCL version); null where missing */
-    json_t *problems;  /* strings: rank errors, unclean process ends, the launch error */
-    int nccl_version;  /* of rank 0 */
-    int failed_points; /* failed verification or error */
+    json_t *ranks;           /* [nranks]: the rank messages (GPU, host, NCCL version); null where missing */
+    json_t *problems;        /* strings: rank errors, unclean process ends, the launch error */
+    int nccl_version;        /* of rank 0 */
+    int has_native_alltoall; /* rank 0's NCCL has ncclAlltoAll */
+    int failed_points;       /* failed verification or error */
 } pl_comm_result;
 
 /* Merge the messages of out (root only). A point is ok when every rank reported it and the merged check passed

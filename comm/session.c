@@ -50,8 +50,7 @@ int pl_comm_session_run(pl_comm_session *s, pl_comm_job *job, int argc, char **a
     if (threads) {
         if (job->gpus > s->inv.device_count) {
             fprintf(stderr, "perflab %s: --gpus %d, but this machine shows %d GPU%s: pass --gpus %d or fewer\n",
-                    s->verb, job->gpus, s->inv.device_count, s->inv.device_count == 1 ? "" : "s",
-                    s->inv.device_count);
+                    s->verb, job->gpus, s->inv.device_count, s->inv.device_count == 1 ? "" : "s", s->inv.device_count);
             return PL_EXIT_USAGE;
         }
         if (job->gpus == 0)

@@ -6,8 +6,8 @@
 
 #include "core/util.h"
 
-static const char *const model_names[PL_SKEW_MODEL_COUNT] = {[PL_SKEW_DISTANCE] = "distance",
-                                                             [PL_SKEW_HOTSPOT] = "hotspot"};
+static const char *const model_names[PL_SKEW_MODEL_COUNT] = {
+    [PL_SKEW_DISTANCE] = "distance", [PL_SKEW_HOTSPOT] = "hotspot"};
 
 const char *pl_skew_model_name(pl_skew_model m)
 {

@@ -31,8 +31,7 @@ char *pl_xml_escape(const char *s)
 /* Viridis at five stops, interpolated: t = 0 dark purple (worst) .. 1 yellow (best). */
 static void colour(double t, int rgb[3], int *dark)
 {
-    static const double stops[5][3] = {
-        {68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
+    static const double stops[5][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
     if (!(t >= 0))
         t = 0;
     if (t > 1)
@@ -84,8 +83,9 @@ char *pl_svg_heatmap(const pl_heatmap *h)
             } else {
                 pl_snprintf(val, sizeof val, "n/a");
             }
-            pl_buf_printf(&b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" "
-                              "stroke=\"white\" stroke-width=\"2\"><title>%s %s</title></rect>\n",
+            pl_buf_printf(&b,
+                          "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" "
+                          "stroke=\"white\" stroke-width=\"2\"><title>%s %s</title></rect>\n",
                           cx, cy, CELL_W, CELL_H, rgb[0], rgb[1], rgb[2], val, h->unit);
             if (h->flagged && h->flagged[y * h->nx + x])
                 pl_buf_printf(&b,
@@ -100,7 +100,8 @@ char *pl_svg_heatmap(const pl_heatmap *h)
     for (size_t x = 0; x < h->nx; x++)
         text(&b, LEFT + (double)x * CELL_W + CELL_W / 2.0, TOP - 8, "middle", "", h->x_labels[x]);
     text(&b, LEFT + h->nx * CELL_W / 2.0, TOP + (double)h->ny * CELL_H + 24, "middle", "fill=\"#333\"", h->x_label);
-    pl_buf_printf(&b, "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#333\" transform=\"rotate(-90 18 %.1f)\">",
+    pl_buf_printf(&b,
+                  "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#333\" transform=\"rotate(-90 18 %.1f)\">",
                   TOP + h->ny * CELL_H / 2.0, TOP + h->ny * CELL_H / 2.0);
     char *ylab = pl_xml_escape(h->y_label);
     pl_buf_printf(&b, "%s</text>\n", ylab);

@@ -9,8 +9,8 @@ typedef struct pl_heatmap {
     const char *title;
     const char *subtitle; /* may be NULL */
     const char *x_label, *y_label;
-    const char *unit;       /* shown after each value and on the legend */
-    const char *value_fmt;  /* printf format of a value, e.g. "%.3f" */
+    const char *unit;      /* shown after each value and on the legend */
+    const char *value_fmt; /* printf format of a value, e.g. "%.3f" */
     size_t nx, ny;
     const char *const *x_labels; /* [nx] */
     const char *const *y_labels; /* [ny] */

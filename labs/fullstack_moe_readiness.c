@@ -44,16 +44,27 @@ static const pl_param_def moe_params[] = {
      .help = "bytes each rank sends per all-to-all",
      .min = 64,
      .max = 1e10},
-    {.name = "skew", .type = PL_PARAM_FLOAT, .default_value = "1.25", .help = "Zipf alpha over destinations",
-     .min = 0, .max = 8},
+    {.name = "skew",
+     .type = PL_PARAM_FLOAT,
+     .default_value = "1.25",
+     .help = "Zipf alpha over destinations",
+     .min = 0,
+     .max = 8},
     {.name = "skew-model",
      .type = PL_PARAM_STRING,
      .default_value = "distance",
      .help = "distance (r = (dst - src) mod n + 1) or hotspot (r = dst + 1)",
      .choices = "distance|hotspot"},
-    {.name = "dtype", .type = PL_PARAM_STRING, .default_value = "bf16", .help = "token dtype",
+    {.name = "dtype",
+     .type = PL_PARAM_STRING,
+     .default_value = "bf16",
+     .help = "token dtype",
      .choices = "bf16|fp16|fp32"},
-    {.name = "gpus", .type = PL_PARAM_INT, .default_value = "0", .help = "GPUs 0..n-1 (0 = all)", .min = 0,
+    {.name = "gpus",
+     .type = PL_PARAM_INT,
+     .default_value = "0",
+     .help = "GPUs 0..n-1 (0 = all)",
+     .min = 0,
      .max = 1024},
     {.name = NULL},
 };
@@ -293,8 +304,8 @@ static int moe_check(pl_ctx *ctx, void *state, pl_verification *v)
     }
     PL_CUDA(ctx, cudaSetDevice(s->home));
     /* an all-to-all copies: every element must arrive bit for bit */
-    pl_verify_set(v, sum.wrong == 0, "%zu elements over %d ranks: %llu wrong (%llu unwritten, %llu NaN/Inf)",
-                  elements, s->n, sum.wrong, sum.unwritten, sum.nonfinite);
+    pl_verify_set(v, sum.wrong == 0, "%zu elements over %d ranks: %llu wrong (%llu unwritten, %llu NaN/Inf)", elements,
+                  s->n, sum.wrong, sum.unwritten, sum.nonfinite);
     v->dtype = s->dtype;
     v->elements = elements;
     v->unwritten = sum.unwritten;

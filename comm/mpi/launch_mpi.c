@@ -168,9 +168,8 @@ static void gather_messages(json_t *mine, int rank, int size, pl_comm_outcome *o
             json_t *m;
             json_array_foreach(arr, k, m) json_array_append(out->messages, m);
             if (!arr)
-                json_array_append_new(out->messages,
-                                      json_pack("{s:s, s:i, s:s}", "t", "child_error", "process", i, "reason",
-                                                "its messages could not be read back"));
+                json_array_append_new(out->messages, json_pack("{s:s, s:i, s:s}", "t", "child_error", "process", i,
+                                                               "reason", "its messages could not be read back"));
             json_decref(arr);
         }
     }

@@ -115,7 +115,7 @@ static int build_job(const comm_args *a, const char *colls, pl_comm_job *job, ch
         return -1;
     }
     if (api < 0) {
-        pl_snprintf(err, errlen, "--alltoall-api must be group or native, not '%s'", a->a2a_api);
+        pl_snprintf(err, errlen, "--alltoall-api must be auto, group or native, not '%s'", a->a2a_api);
         return -1;
     }
     job->op = (pl_redop)op;
@@ -210,7 +210,7 @@ int pl_cmd_comm(int argc, char **argv)
                    .op = "sum",
                    .placement = "both",
                    .reg = "none",
-                   .a2a_api = "group",
+                   .a2a_api = "auto",
                    .iters = 100,
                    .warmup = 10,
                    .timeout_s = 900,
@@ -231,7 +231,8 @@ int pl_cmd_comm(int argc, char **argv)
         {"gpus", 'g', PL_OPT_INT, &a.gpus, "N", "threaded mode: use GPUs 0..N-1 (default: all)", 1, 1024},
         {"register", 'R', PL_OPT_STRING, &a.reg, "M",
          "none | buffer (ncclMemAlloc + ncclCommRegister) | window (symmetric) (default none)", 0, 0},
-        {"alltoall-api", 0, PL_OPT_STRING, &a.a2a_api, "A", "group (ncclSend/ncclRecv) | native (ncclAlltoAll)", 0, 0},
+        {"alltoall-api", 0, PL_OPT_STRING, &a.a2a_api, "A",
+         "auto (native where NCCL has it) | group (ncclSend/ncclRecv) | native (ncclAlltoAll)", 0, 0},
         {"nccl-env", 0, PL_OPT_STRING, &a.nccl_env, "LIST",
          "NCCL_X=V,... set in the GPU process before NCCL starts (recorded)", 0, 0},
         {"timeout-s", 0, PL_OPT_DOUBLE, &a.timeout_s, "S", "stop the GPU process after S seconds (default 900)", 1,
@@ -261,8 +262,9 @@ int pl_cmd_comm(int argc, char **argv)
     memset(&job, 0, sizeof job);
     int rc = 0;
     if (pos.n != 1) {
-        pl_snprintf(err, sizeof err, "name one collective (alltoall, allreduce, allgather, reducescatter, sendrecv, "
-                                     "broadcast), a comma list or all; see 'perflab comm --help'");
+        pl_snprintf(err, sizeof err,
+                    "name one collective (alltoall, allreduce, allgather, reducescatter, sendrecv, "
+                    "broadcast), a comma list or all; see 'perflab comm --help'");
         rc = -1;
     } else {
         rc = build_job(&a, pos.items[0], &job, err, sizeof err);

@@ -106,9 +106,8 @@ static int finish(const moe_args *a, const char *out_dir, pl_comm_job *job, pl_c
     pl_buf text = {0}, md = {0};
     pl_moe_report_table(job, r, &sum, &text, &md);
     char *svg_lat = pl_moe_heatmap_svg(job, r, &sum, 0), *svg_bw = pl_moe_heatmap_svg(job, r, &sum, 1);
-    int code = sum.overall == PL_SLO_MISS || r->failed_points > 0 || json_array_size(r->problems) > 0
-                   ? PL_EXIT_FAILED
-                   : PL_EXIT_OK;
+    int code = sum.overall == PL_SLO_MISS || r->failed_points > 0 || json_array_size(r->problems) > 0 ? PL_EXIT_FAILED
+                                                                                                      : PL_EXIT_OK;
     if (write_outputs(out_dir, report, md.data, svg_lat, svg_bw) != 0)
         code = PL_EXIT_FAILED;
     if (a->json) {
@@ -154,8 +153,7 @@ int pl_cmd_moe(int argc, char **argv)
         {"min-bw-gbps", 0, PL_OPT_DOUBLE, &a.min_bw_gbps, "GBPS",
          "SLO: bandwidth at p50 at least GBPS (default: not gated)", 0, 1e9},
         {"gpus", 'g', PL_OPT_INT, &a.gpus, "N", "threaded mode: use GPUs 0..N-1 (default: all)", 1, 1024},
-        {"register", 'R', PL_OPT_STRING, &a.reg, "M", "none | buffer | window: NCCL registration of the buffers", 0,
-         0},
+        {"register", 'R', PL_OPT_STRING, &a.reg, "M", "none | buffer | window: NCCL registration of the buffers", 0, 0},
         {"nccl-env", 0, PL_OPT_STRING, &a.nccl_env, "LIST",
          "NCCL_X=V,... set in the GPU process before NCCL starts (recorded)", 0, 0},
         {"out-dir", 'o', PL_OPT_STRING, &a.out_dir, "D", "where the report goes (default artifacts/moe_readiness-<id>)",
