@@ -33,6 +33,17 @@ int pl_a2a_api_from_name(const char *name)
     return pl_index_of(a2a_names, PL_A2A_COUNT, name);
 }
 
+int pl_comm_choice(const char *flag, const char *text, int (*from_name)(const char *), const char *allowed, int *out,
+                   char *err, size_t errlen)
+{
+    *out = from_name(text);
+    if (*out < 0) {
+        pl_snprintf(err, errlen, "%s must be %s, not '%s'", flag, allowed, text);
+        return -1;
+    }
+    return 0;
+}
+
 static int n_placements(const pl_comm_job *j, pl_coll c)
 {
     int n = (j->placements & PL_PLACE_OUT) ? 1 : 0;

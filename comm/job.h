@@ -79,6 +79,11 @@ int pl_register_mode_from_name(const char *name);
 const char *pl_a2a_api_name(pl_a2a_api a);
 int pl_a2a_api_from_name(const char *name);
 
+/* A named option value through its from_name lookup: -1 with "--flag must be a, b or c, not 'x'" on an unknown
+ * name. */
+int pl_comm_choice(const char *flag, const char *text, int (*from_name)(const char *), const char *allowed, int *out,
+                   char *err, size_t errlen);
+
 size_t pl_comm_job_npoints(const pl_comm_job *j);
 void pl_comm_job_point(const pl_comm_job *j, size_t index, pl_comm_point *p);
 void pl_comm_job_free(pl_comm_job *j);

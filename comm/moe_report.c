@@ -163,22 +163,11 @@ void pl_moe_report_table(const pl_comm_job *job, const pl_comm_result *r, const 
     pl_snprintf(verdict, sizeof verdict, "verdict: %s (%zu of %zu points missed)%s", pl_slo_verdict_name(s->overall),
                 s->missed, s->n_points,
                 r->nranks == 1 ? "; one rank: every byte stays on the GPU, no fabric was measured" : "");
-    if (text) {
-        pl_buf_printf(text, "# %s\n", head);
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        pl_table_print(t, f);
-        fclose(f);
-        pl_buf_append(text, buf);
-        free(buf);
+    pl_comm_emit_table(t, head, text, markdown);
+    if (text)
         pl_buf_printf(text, "%s\n", verdict);
-    }
-    if (markdown) {
-        pl_buf_printf(markdown, "## %s\n\n", head);
-        pl_table_markdown(t, markdown);
+    if (markdown)
         pl_buf_printf(markdown, "\n**%s**\n", verdict);
-    }
     pl_table_free(t);
 }
 

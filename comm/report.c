@@ -150,6 +150,24 @@ static void placement_cells(pl_table *t, size_t row, size_t col, const pl_comm_p
         pl_table_set(t, row, col + 4, "%zu FAIL", p->wrong);
 }
 
+void pl_comm_emit_table(const pl_table *t, const char *title, pl_buf *text, pl_buf *markdown)
+{
+    if (text) {
+        pl_buf_printf(text, "# %s\n", title);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        pl_table_print(t, f);
+        fclose(f);
+        pl_buf_append(text, buf);
+        free(buf);
+    }
+    if (markdown) {
+        pl_buf_printf(markdown, "### %s\n\n", title);
+        pl_table_markdown(t, markdown);
+    }
+}
+
 void pl_comm_report_tables(const pl_comm_job *job, const pl_comm_result *r, pl_buf *text, pl_buf *markdown)
 {
     static const char *const cols[] = {">size (B)", ">count",        "type",          "redop",   ">time p50 (us)",
@@ -191,24 +209,11 @@ void pl_comm_report_tables(const pl_comm_job *job, const pl_comm_result *r, pl_b
                                                                                      : "grouped ncclSend/ncclRecv");
             pl_snprintf(title, sizeof title, "%s, %d rank%s (%s), %s%s, %d iterations per rank", pl_coll_name(coll),
                         r->nranks, r->nranks == 1 ? "" : "s", r->mode, pl_dtype_name(job->dtypes[d]), root, job->iters);
-            if (text) {
-                char *line = pl_strfmt("# %s\n", title);
-                pl_buf_append(text, line);
-                free(line);
-                char *buf = NULL;
-                size_t len = 0;
-                FILE *f = open_memstream(&buf, &len);
-                pl_table_print(t, f);
-                fclose(f);
-                pl_buf_append(text, buf);
+            pl_comm_emit_table(t, title, text, markdown);
+            if (text)
                 pl_buf_append(text, "\n");
-                free(buf);
-            }
-            if (markdown) {
-                pl_buf_printf(markdown, "### %s\n\n", title);
-                pl_table_markdown(t, markdown);
+            if (markdown)
                 pl_buf_append(markdown, "\n");
-            }
             pl_table_free(t);
         }
     }

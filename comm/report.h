@@ -51,6 +51,11 @@ char *pl_moe_heatmap_svg(const pl_comm_job *job, const pl_comm_result *r, const 
 /* "native" (ncclAlltoAll) or "group" (ncclSend/ncclRecv): what --alltoall-api resolved to. */
 const char *pl_comm_alltoall_api_used(const pl_comm_job *job, const pl_comm_result *r);
 
+/* A table with its title: "# title" and the table as text, "### title" and a Markdown table; either may be
+ * NULL. */
+struct pl_table;
+void pl_comm_emit_table(const struct pl_table *t, const char *title, pl_buf *text, pl_buf *markdown);
+
 /* Shared by both reports: settings, ranks and problems, and a point's latency/check. */
 json_t *pl_comm_common_json(const pl_comm_job *job, const pl_comm_result *r, const pl_provenance *prov,
                             const char *kind);

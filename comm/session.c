@@ -85,38 +85,6 @@ void pl_comm_session_free(pl_comm_session *s)
     pl_gpu_inventory_free(&s->inv);
 }
 
-int pl_comm_out_dir_usable(const char *dir, char *err, size_t errlen)
-{
-    if (pl_path_exists(dir)) {
-        if (!pl_is_dir(dir) || access(dir, W_OK) != 0) {
-            pl_snprintf(err, errlen, "output directory '%s' is not a writable directory: pass another --out-dir", dir);
-            return 0;
-        }
-        return 1;
-    }
-    char *parent = pl_strdup(dir);
-    for (;;) {
-        char *slash = strrchr(parent, '/');
-        if (!slash) {
-            strcpy(parent, ".");
-            break;
-        }
-        if (slash == parent) {
-            parent[1] = '\0';
-            break;
-        }
-        *slash = '\0';
-        if (pl_path_exists(parent))
-            break;
-    }
-    int ok = pl_is_dir(parent) && access(parent, W_OK) == 0;
-    if (!ok)
-        pl_snprintf(err, errlen, "cannot create '%s' ('%s' is not a writable directory): pass another --out-dir", dir,
-                    parent);
-    free(parent);
-    return ok;
-}
-
 int pl_comm_write_output(const char *dir, const char *name, const char *text, char *err, size_t errlen)
 {
     if (pl_mkdir_p(dir, err, errlen) != 0)

@@ -28,8 +28,6 @@ void pl_comm_session_free(pl_comm_session *s);
  * environment: OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID), always otherwise. */
 int pl_comm_env_is_root(void);
 
-/* Would creating files under dir work? Checked before the run, without creating anything. */
-int pl_comm_out_dir_usable(const char *dir, char *err, size_t errlen);
 /* Write text into dir/name atomically (dir created first). */
 int pl_comm_write_output(const char *dir, const char *name, const char *text, char *err, size_t errlen);
 #endif

@@ -104,20 +104,13 @@ static int build_job(const comm_args *a, const char *colls, pl_comm_job *job, ch
     job->nccl_env = a->nccl_env;
     if (parse_colls(colls, job, err, errlen) != 0 || parse_dtypes(a->dtypes, job, err, errlen) != 0)
         return -1;
-    int op = pl_redop_from_name(a->op), reg = pl_register_mode_from_name(a->reg),
-        api = pl_a2a_api_from_name(a->a2a_api);
-    if (op < 0) {
-        pl_snprintf(err, errlen, "--op must be sum, max or min, not '%s'", a->op);
+    int op, reg, api;
+    if (pl_comm_choice("--op", a->op, pl_redop_from_name, "sum, max or min", &op, err, errlen) != 0 ||
+        pl_comm_choice("--register", a->reg, pl_register_mode_from_name, "none, buffer or window", &reg, err, errlen) !=
+            0 ||
+        pl_comm_choice("--alltoall-api", a->a2a_api, pl_a2a_api_from_name, "auto, group or native", &api, err,
+                       errlen) != 0)
         return -1;
-    }
-    if (reg < 0) {
-        pl_snprintf(err, errlen, "--register must be none, buffer or window, not '%s'", a->reg);
-        return -1;
-    }
-    if (api < 0) {
-        pl_snprintf(err, errlen, "--alltoall-api must be auto, group or native, not '%s'", a->a2a_api);
-        return -1;
-    }
     job->op = (pl_redop)op;
     job->reg = (pl_register_mode)reg;
     job->a2a_api = (pl_a2a_api)api;
@@ -269,7 +262,7 @@ int pl_cmd_comm(int argc, char **argv)
     } else {
         rc = build_job(&a, pos.items[0], &job, err, sizeof err);
     }
-    if (rc == 0 && a.out_dir && !pl_comm_out_dir_usable(a.out_dir, err, sizeof err))
+    if (rc == 0 && a.out_dir && !pl_dir_usable(a.out_dir, "output directory", "--out-dir", err, sizeof err))
         rc = -1;
     pl_strlist_free(&pos);
     if (rc != 0) {

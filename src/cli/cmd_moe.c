@@ -44,20 +44,16 @@ static int build_job(const moe_args *a, pl_comm_job *job, char *err, size_t errl
     job->seed = (uint64_t)a->seed;
     job->timeout_s = a->timeout_s;
     job->nccl_env = a->nccl_env;
-    int d = pl_dtype_from_name(a->dtype), reg = pl_register_mode_from_name(a->reg),
-        model = pl_skew_model_from_name(a->model);
+    int d = pl_dtype_from_name(a->dtype), reg, model;
     if (d != PL_DTYPE_BF16 && d != PL_DTYPE_F16 && d != PL_DTYPE_F32) {
         pl_snprintf(err, errlen, "--dtype must be bf16, fp16 or fp32, not '%s'", a->dtype);
         return -1;
     }
-    if (reg < 0) {
-        pl_snprintf(err, errlen, "--register must be none, buffer or window, not '%s'", a->reg);
+    if (pl_comm_choice("--register", a->reg, pl_register_mode_from_name, "none, buffer or window", &reg, err, errlen) !=
+            0 ||
+        pl_comm_choice("--skew-model", a->model, pl_skew_model_from_name, "distance or hotspot", &model, err, errlen) !=
+            0)
         return -1;
-    }
-    if (model < 0) {
-        pl_snprintf(err, errlen, "--skew-model must be distance or hotspot, not '%s'", a->model);
-        return -1;
-    }
     job->moe_dtype = (pl_dtype)d;
     job->reg = (pl_register_mode)reg;
     job->skew_model = (pl_skew_model)model;
@@ -198,7 +194,7 @@ int pl_cmd_moe(int argc, char **argv)
             out_dir = pl_strfmt("artifacts/moe_readiness-%s", id);
             free(id);
         }
-        if (!pl_comm_out_dir_usable(out_dir, err, sizeof err))
+        if (!pl_dir_usable(out_dir, "output directory", "--out-dir", err, sizeof err))
             rc = -1;
     }
     if (rc != 0) {

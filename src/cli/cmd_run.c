@@ -92,46 +92,6 @@ static int apply_extra_args(const run_args *a, const pl_target **sel, size_t n, 
     return 0;
 }
 
-/* Would creating files under dir work? Checked without creating anything, so that a run that stops early
- * (no GPU) leaves nothing behind. */
-static int artifacts_dir_usable(const char *dir, char *err, size_t errlen)
-{
-    if (pl_path_exists(dir)) {
-        if (!pl_is_dir(dir)) {
-            pl_snprintf(err, errlen, "artifacts directory '%s' is a file: pass a directory with --artifacts-dir", dir);
-            return 0;
-        }
-        if (access(dir, W_OK) != 0) {
-            pl_snprintf(err, errlen, "artifacts directory '%s' is not writable: pass a writable --artifacts-dir", dir);
-            return 0;
-        }
-        return 1;
-    }
-    char *parent = pl_strdup(dir);
-    for (;;) {
-        char *slash = strrchr(parent, '/');
-        if (!slash) {
-            strcpy(parent, ".");
-            break;
-        }
-        if (slash == parent) {
-            parent[1] = '\0';
-            break;
-        }
-        *slash = '\0';
-        if (pl_path_exists(parent))
-            break;
-    }
-    int ok = pl_is_dir(parent) && access(parent, W_OK) == 0;
-    if (!ok)
-        pl_snprintf(err, errlen,
-                    "cannot create artifacts directory '%s' ('%s' is not a writable directory): pass a "
-                    "writable --artifacts-dir",
-                    dir, parent);
-    free(parent);
-    return ok;
-}
-
 static void fill_settings(const run_args *a, int verify_only, pl_run_settings *s)
 {
     memset(s, 0, sizeof *s);
@@ -201,7 +161,7 @@ static int validate(const char *verb, run_args *a, const pl_target ***sel, size_
     free(per_target);
     if (rc != 0)
         return pl_usage_error(verb, err);
-    if (!artifacts_dir_usable(a->artifacts_dir, err, sizeof err))
+    if (!pl_dir_usable(a->artifacts_dir, "artifacts directory", "--artifacts-dir", err, sizeof err))
         return pl_usage_error(verb, err);
     return 0;
 }
