@@ -59,9 +59,17 @@ step "registered buffer (threads)" "$C/perflab" comm allreduce,alltoall --regist
 step "registered window (threads)" "$C/perflab" comm allreduce,alltoall --register window -b 1m -e 1g -f 4 \
   -n "$ITERS" -q --out-dir "$W/comm-reg-window"
 
-# 2. PyTorch's NCCL collectives, same sizes, same timing and busbw definitions
+# 2. PyTorch's NCCL collectives, same sizes, same timing and busbw definitions; and perflab again on the NCCL
+#    that PyTorch bundles, so that a difference of NCCL versions cannot pass for one of method
 step "torch alltoall,allreduce" python3 "$C/torch_nccl_bench.py" --collectives alltoall,allreduce -b 1m -e 1g \
   -n "$ITERS" --json "$W/torch.json"
+TORCH_NCCL=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
+if [ -n "$TORCH_NCCL" ] && [ -e "$TORCH_NCCL/libnccl.so.2" ]; then
+  step "comm on torch's NCCL (threads)" env LD_LIBRARY_PATH="$TORCH_NCCL" "$C/perflab" comm alltoall,allreduce \
+    -b 1m -e 1g -n "$ITERS" -q --out-dir "$W/comm-torch-nccl"
+else
+  echo "PyTorch's own libnccl.so.2 not found: perflab runs on the system NCCL only" | tee -a "$LOG"
+fi
 
 # 3. MoE readiness: defaults, the seed's SLOs, MPI mode, and the target pair
 step "moe-readiness defaults" "$C/perflab" moe-readiness -q --out-dir "$W/moe-default"
@@ -92,13 +100,15 @@ def load(path):
 def points(rep, coll, in_place=None):
     out = {}
     for p in (rep or {}).get("points", []):
-        if p.get("collective") == coll and (in_place is None or p.get("in_place") == in_place) and p.get("busbw_gbps"):
+        if p.get("collective") == coll and (in_place is None or p.get("in_place") == in_place) \
+                and p.get("busbw_gbps") is not None:
             out[p["size_bytes"]] = p
     return out
 
 thr, mpi, torch = load(f"{w}/comm-threads/report.json"), load(f"{w}/comm-mpi/report.json"), load(f"{w}/torch.json")
 grp = load(f"{w}/comm-a2a-group/report.json")
 rb, rw = load(f"{w}/comm-reg-buffer/report.json"), load(f"{w}/comm-reg-window/report.json")
+tn = load(f"{w}/comm-torch-nccl/report.json")
 print(open(f"{w}/steps.txt").read())
 if thr:
     s = thr["settings"]
@@ -112,6 +122,8 @@ if mpi:
     print(f"mpi:     {len(mpi['points'])} points, {len(bad)} not ok")
 if torch:
     print(f"torch {torch['torch']}, NCCL {torch['nccl']}, {torch['ranks']} ranks")
+if tn:
+    print(f"pl@tnccl: perflab on PyTorch's NCCL ({tn['settings']['nccl_version']})")
 tpts = {(p["collective"], p["size_bytes"]): p for p in (torch or {}).get("points", [])}
 
 def fmt(x):
@@ -120,9 +132,9 @@ def fmt(x):
 for coll, place in (("allreduce", True), ("allreduce", False), ("alltoall", False)):
     label = "in place" if place else "out of place"
     print(f"\n{coll} busbw (GB/s) at p50, perflab {label}; torch {'in place' if coll == 'allreduce' else 'out of place'}")
-    print(f"{'size':>11} {'perflab':>8} {'torch':>8} {'pl/torch':>8} {'mpi':>8} {'mpi/thr':>8} {'p99 us':>8} "
-          + (f"{'group':>8} " if coll == "alltoall" else "") + f"{'reg-buf':>8} {'reg-win':>8}")
-    tp, mp_ = points(thr, coll, place), points(mpi, coll, place)
+    print(f"{'size':>11} {'perflab':>8} {'torch':>8} {'pl/torch':>8} {'pl@tnccl':>8} {'mpi':>8} {'mpi/thr':>8} "
+          f"{'p99 us':>8} " + (f"{'group':>8} " if coll == "alltoall" else "") + f"{'reg-buf':>8} {'reg-win':>8}")
+    tp, mp_, tnp = points(thr, coll, place), points(mpi, coll, place), points(tn, coll, place)
     gp, bp, wp = points(grp, coll, place), points(rb, coll, place), points(rw, coll, place)
     for size in sorted(tp):
         if size < (1 << 20):
@@ -130,7 +142,8 @@ for coll, place in (("allreduce", True), ("allreduce", False), ("alltoall", Fals
         a = tp[size]["busbw_gbps"]
         t = tpts.get((coll, size), {}).get("busbw_gbps")
         m = mp_.get(size, {}).get("busbw_gbps")
-        line = (f"{size:>11} {fmt(a)} {fmt(t)} {fmt(a / t if t else None)} {fmt(m)} {fmt(m / a if m and a else None)} "
+        line = (f"{size:>11} {fmt(a)} {fmt(t)} {fmt(a / t if t else None)} "
+                f"{fmt(tnp.get(size, {}).get('busbw_gbps'))} {fmt(m)} {fmt(m / a if m and a else None)} "
                 f"{fmt(tp[size]['latency_ms']['p99'] * 1e3)} ")
         if coll == "alltoall":
             line += f"{fmt(gp.get(size, {}).get('busbw_gbps'))} "

@@ -61,9 +61,9 @@ static void expect_points_ok(json_t *report, size_t expect_points)
 
 START_TEST(every_collective_runs_and_verifies)
 {
-    /* 8 KiB .. 2 MiB by 4: 4 sizes; alltoall and sendrecv out of place only: 4 * (2 + 4 * 2) points */
+    /* 8 KiB .. 2 MiB by 4: 5 sizes; alltoall and sendrecv out of place only: 5 * (2 + 4 * 2) points */
     json_t *j = run_json("comm all -b 8k -e 2m -f 4 -n 20 -w 2 --json -q", 0);
-    expect_points_ok(j, 40);
+    expect_points_ok(j, 50);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "settings"), "ranks")), gpus);
     ck_assert_uint_eq(json_array_size(json_object_get(j, "ranks")), (size_t)gpus);
     json_decref(j);
@@ -76,7 +76,7 @@ START_TEST(dtypes_ops_and_odd_sizes)
     json_t *j = run_json("comm allreduce,reducescatter,allgather,broadcast -d bf16,fp16,fp64,int32,fp32 -o max "
                          "-b 1000 -e 300000 -f 17 -n 5 -w 1 --json -q",
                          0);
-    expect_points_ok(j, 5 * 4 * 2 * 2);
+    expect_points_ok(j, 5 * 4 * 2 * 3); /* 1000, 17000, 289000 bytes */
     json_decref(j);
     j = run_json("comm allreduce -o min -d bf16 -b 4096 -e 4096 -n 5 --json -q", 0);
     expect_points_ok(j, 2);
@@ -86,14 +86,15 @@ END_TEST
 
 START_TEST(registered_buffers_and_native_alltoall)
 {
+    /* 64 KiB, 512 KiB, 4 MiB: allreduce in and out of place, alltoall out of place */
     json_t *j = run_json("comm allreduce,alltoall --register buffer -b 64k -e 4m -f 8 -n 10 --json -q", 0);
-    expect_points_ok(j, 2 * 2 + 2);
+    expect_points_ok(j, 3 * 2 + 3);
     json_decref(j);
     j = run_json("comm allreduce,alltoall --register window -b 64k -e 4m -f 8 -n 10 --json -q", 0);
-    expect_points_ok(j, 2 * 2 + 2);
+    expect_points_ok(j, 3 * 2 + 3);
     json_decref(j);
     j = run_json("comm alltoall --alltoall-api group -b 64k -e 4m -f 8 -n 10 --json -q", 0);
-    expect_points_ok(j, 2);
+    expect_points_ok(j, 3);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "settings"), "alltoall_api")), "group");
     json_decref(j);
 }
