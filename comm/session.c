@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/options.h"
 #include "core/provenance.h"
 #include "core/util.h"
@@ -93,4 +94,33 @@ int pl_comm_write_output(const char *dir, const char *name, const char *text, ch
     int rc = pl_write_file_atomic(path, text, strlen(text), err, errlen);
     free(path);
     return rc;
+}
+
+int pl_comm_verb_options(const char *verb, const pl_option *opts, int argc, char **argv, const int *help,
+                         void (*usage)(const pl_option *opts), pl_strlist *positional)
+{
+    char err[512];
+    const int root = pl_comm_env_is_root();
+    if (pl_options_parse(verb, opts, argc, argv, positional, err, sizeof err) != 0)
+        return root ? pl_usage_error(verb, err) : PL_EXIT_USAGE;
+    if (*help) {
+        if (root)
+            usage(opts);
+        return PL_EXIT_OK;
+    }
+    return -1;
+}
+
+int pl_comm_verb_run(const char *verb, int quiet, pl_comm_job *job, pl_comm_finish_fn finish, void *user)
+{
+    pl_comm_session s;
+    memset(&s, 0, sizeof s);
+    s.verb = verb;
+    s.quiet = quiet;
+    int code = pl_comm_session_run(&s, job, pl_cli_argc, pl_cli_argv);
+    if (code < 0)
+        code = s.outcome.is_root ? finish(user, job, &s) : PL_EXIT_OK;
+    code = pl_comm_launcher_get()->agree_exit(code);
+    pl_comm_session_free(&s);
+    return code;
 }

@@ -5,6 +5,7 @@
  * buffers; one of them also registers them with NCCL (ncclMemAlloc + ncclCommRegister). The sweep over sizes and
  * skews with SLOs is `perflab moe-readiness`. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +35,8 @@ typedef struct moe_state {
     pl_a2a_plan plan;
     moe_rank *r;
     cudaEvent_t fork;
-    int last_output; /* where the variant just run left its result */
+    int last_output;          /* where the variant just run left its result */
+    char register_error[512]; /* why ncclMemAlloc/ncclCommRegister failed ("" when they worked) */
 } moe_state;
 
 static const pl_param_def moe_params[] = {
@@ -113,6 +115,15 @@ static void release(moe_state *s)
     free(s);
 }
 
+static int register_buffers(pl_ctx *ctx, moe_rank *r, size_t send_bytes, size_t recv_bytes)
+{
+    PL_NCCL(ctx, ncclMemAlloc(&r->send_reg, send_bytes));
+    PL_NCCL(ctx, ncclMemAlloc(&r->recv_reg, recv_bytes));
+    PL_NCCL(ctx, ncclCommRegister(r->comm, r->send_reg, send_bytes, &r->send_handle));
+    PL_NCCL(ctx, ncclCommRegister(r->comm, r->recv_reg, recv_bytes, &r->recv_handle));
+    return 0;
+}
+
 static int setup_rank(pl_ctx *ctx, moe_state *s, int i)
 {
     moe_rank *r = &s->r[i];
@@ -123,16 +134,18 @@ static int setup_rank(pl_ctx *ctx, moe_state *s, int i)
     PL_CUDA(ctx, cudaMalloc(&r->send, send_bytes));
     PL_CUDA(ctx, cudaMalloc(&r->recv, recv_bytes));
     PL_CUDA(ctx, cudaMalloc((void **)&r->acc, sizeof *r->acc));
-    PL_NCCL(ctx, ncclMemAlloc(&r->send_reg, send_bytes));
-    PL_NCCL(ctx, ncclMemAlloc(&r->recv_reg, recv_bytes));
-    PL_NCCL(ctx, ncclCommRegister(r->comm, r->send_reg, send_bytes, &r->send_handle));
-    PL_NCCL(ctx, ncclCommRegister(r->comm, r->recv_reg, recv_bytes, &r->recv_handle));
+    if (!s->register_error[0] && register_buffers(ctx, r, send_bytes, recv_bytes) != 0) {
+        /* only the registered variant needs them: it reports this, the others still run */
+        snprintf(s->register_error, sizeof s->register_error, "%s", ctx->error);
+        ctx->error[0] = '\0';
+    }
     r->host_in = malloc(send_bytes);
     r->host_out = malloc(recv_bytes);
     if (!r->host_in || !r->host_out)
         return pl_fail(ctx, "host allocation of %zu bytes failed", send_bytes + recv_bytes);
     PL_CUDA(ctx, pl_moe_fill(&s->plan, i, r->send, s->dtype, ctx->seed, r->stream));
-    PL_CUDA(ctx, cudaMemcpyAsync(r->send_reg, r->send, send_bytes, cudaMemcpyDeviceToDevice, r->stream));
+    if (r->send_reg)
+        PL_CUDA(ctx, cudaMemcpyAsync(r->send_reg, r->send, send_bytes, cudaMemcpyDeviceToDevice, r->stream));
     PL_CUDA(ctx, cudaMemcpyAsync(r->host_in, r->send, send_bytes, cudaMemcpyDeviceToHost, r->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(r->stream));
     return 0;
@@ -185,7 +198,8 @@ static int moe_poison(pl_ctx *ctx, void *state)
         const size_t bytes = s->plan.recv_total[i] * s->elt;
         PL_CUDA(ctx, cudaSetDevice(i));
         PL_CUDA(ctx, cudaMemsetAsync(r->recv, 0xff, bytes, r->stream));
-        PL_CUDA(ctx, cudaMemsetAsync(r->recv_reg, 0xff, bytes, r->stream));
+        if (r->recv_reg)
+            PL_CUDA(ctx, cudaMemsetAsync(r->recv_reg, 0xff, bytes, r->stream));
         memset(r->host_out, 0xff, bytes);
         PL_CUDA(ctx, cudaStreamSynchronize(r->stream));
     }
@@ -222,6 +236,9 @@ static int run_persistent(pl_ctx *ctx, void *state)
 
 static int run_registered(pl_ctx *ctx, void *state)
 {
+    moe_state *s = state;
+    if (s->register_error[0])
+        return pl_fail(ctx, "the buffers could not be registered with NCCL: %s", s->register_error);
     return exchange(ctx, state, 1);
 }
 

@@ -5,7 +5,7 @@
 # fullstack:moe_readiness target pair, and PyTorch's NCCL collectives timed the same way; ends with a side-by-side
 # table (perflab vs torch busbw, threads vs MPI). Everything goes to $OUT: summary.txt, validate.log, the MoE
 # report and heatmaps, and fabric.tgz with every report.
-#   bash .carry-comm/fabric-validate.sh            (ITERS=100 by default)
+#   bash .carry-comm/fabric-validate.sh            (ITERS=100 by default; test_comm_gpu beside it runs too)
 set -uo pipefail
 C=$(cd "$(dirname "$0")" && pwd)
 O=${OUT:-$PWD/fabric-out}
@@ -85,7 +85,14 @@ step "target fullstack:moe_readiness" "$C/perflab" run --targets fullstack:moe_r
 step "target, 48k message" "$C/perflab" run --targets fullstack:moe_readiness --artifacts-dir "$W/art" \
   --expectations-dir "$W/exp" -q --target-extra-arg 'fullstack:moe_readiness=--message-size 48k'
 
-# 4. the side-by-side summary
+# 4. the fabric's GPU tests, when their binary was carried too (it runs perflab from the path it was built in)
+if [ -x "$C/test_comm_gpu" ]; then
+  bin=$(grep -a -o -m1 '/[[:alnum:]_./-]*/perflab' "$C/test_comm_gpu" | head -1)
+  mkdir -p "$(dirname "$bin")/tests/tmp" && cp "$C/perflab" "$C/perflab-mpi" "$(dirname "$bin")/"
+  step "GPU tests (test_comm_gpu)" bash -c "cd '$(dirname "$bin")/tests' && '$C/test_comm_gpu'"
+fi
+
+# 5. the side-by-side summary
 python3 - "$W" >"$O/summary.txt" 2>&1 <<'PY'
 import glob, json, os, sys
 w = sys.argv[1]

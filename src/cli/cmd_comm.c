@@ -155,8 +155,9 @@ static int build_job(const comm_args *a, const char *colls, pl_comm_job *job, ch
     return 0;
 }
 
-static int finish(const comm_args *a, pl_comm_job *job, pl_comm_session *s)
+static int finish(void *user, pl_comm_job *job, pl_comm_session *s)
 {
+    const comm_args *a = user;
     const pl_comm_result *r = &s->result;
     for (size_t i = 0; i < json_array_size(r->problems); i++)
         fprintf(stderr, "perflab comm: %s\n", json_string_value(json_array_get(r->problems, i)));
@@ -239,17 +240,10 @@ int pl_cmd_comm(int argc, char **argv)
     };
     pl_strlist pos = {0};
     char err[512];
-    const int root = pl_comm_env_is_root();
-    const pl_comm_launcher *l = pl_comm_launcher_get();
-    if (pl_options_parse("comm", opts, argc, argv, &pos, err, sizeof err) != 0) {
+    int code = pl_comm_verb_options("comm", opts, argc, argv, &a.help, usage, &pos);
+    if (code >= 0) {
         pl_strlist_free(&pos);
-        return root ? pl_usage_error("comm", err) : PL_EXIT_USAGE;
-    }
-    if (a.help) {
-        if (root)
-            usage(opts);
-        pl_strlist_free(&pos);
-        return PL_EXIT_OK;
+        return code;
     }
     pl_comm_job job;
     memset(&job, 0, sizeof job);
@@ -267,17 +261,9 @@ int pl_cmd_comm(int argc, char **argv)
     pl_strlist_free(&pos);
     if (rc != 0) {
         pl_comm_job_free(&job);
-        return root ? pl_usage_error("comm", err) : PL_EXIT_USAGE;
+        return pl_comm_env_is_root() ? pl_usage_error("comm", err) : PL_EXIT_USAGE;
     }
-    pl_comm_session s;
-    memset(&s, 0, sizeof s);
-    s.verb = "comm";
-    s.quiet = a.quiet;
-    int code = pl_comm_session_run(&s, &job, pl_cli_argc, pl_cli_argv);
-    if (code < 0)
-        code = s.outcome.is_root ? finish(&a, &job, &s) : PL_EXIT_OK;
-    code = l->agree_exit(code);
-    pl_comm_session_free(&s);
+    code = pl_comm_verb_run("comm", a.quiet, &job, finish, &a);
     pl_comm_job_free(&job);
     return code;
 }

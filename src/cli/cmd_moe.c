@@ -86,8 +86,10 @@ static int write_outputs(const char *dir, json_t *report, const char *md, const 
     return rc;
 }
 
-static int finish(const moe_args *a, const char *out_dir, pl_comm_job *job, pl_comm_session *s)
+static int finish(void *user, pl_comm_job *job, pl_comm_session *s)
 {
+    const moe_args *a = user;
+    const char *out_dir = a->out_dir;
     const pl_comm_result *r = &s->result;
     for (size_t i = 0; i < json_array_size(r->problems); i++)
         fprintf(stderr, "perflab moe-readiness: %s\n", json_string_value(json_array_get(r->problems, i)));
@@ -164,16 +166,10 @@ int pl_cmd_moe(int argc, char **argv)
     };
     pl_strlist pos = {0};
     char err[512];
-    const int root = pl_comm_env_is_root();
-    if (pl_options_parse("moe-readiness", opts, argc, argv, &pos, err, sizeof err) != 0) {
+    int code = pl_comm_verb_options("moe-readiness", opts, argc, argv, &a.help, usage, &pos);
+    if (code >= 0) {
         pl_strlist_free(&pos);
-        return root ? pl_usage_error("moe-readiness", err) : PL_EXIT_USAGE;
-    }
-    if (a.help) {
-        if (root)
-            usage(opts);
-        pl_strlist_free(&pos);
-        return PL_EXIT_OK;
+        return code;
     }
     pl_comm_job job;
     memset(&job, 0, sizeof job);
@@ -200,17 +196,10 @@ int pl_cmd_moe(int argc, char **argv)
     if (rc != 0) {
         free(out_dir);
         pl_comm_job_free(&job);
-        return root ? pl_usage_error("moe-readiness", err) : PL_EXIT_USAGE;
+        return pl_comm_env_is_root() ? pl_usage_error("moe-readiness", err) : PL_EXIT_USAGE;
     }
-    pl_comm_session s;
-    memset(&s, 0, sizeof s);
-    s.verb = "moe-readiness";
-    s.quiet = a.quiet;
-    int code = pl_comm_session_run(&s, &job, pl_cli_argc, pl_cli_argv);
-    if (code < 0)
-        code = s.outcome.is_root ? finish(&a, out_dir, &job, &s) : PL_EXIT_OK;
-    code = pl_comm_launcher_get()->agree_exit(code);
-    pl_comm_session_free(&s);
+    a.out_dir = out_dir;
+    code = pl_comm_verb_run("moe-readiness", a.quiet, &job, finish, &a);
     pl_comm_job_free(&job);
     free(out_dir);
     return code;
