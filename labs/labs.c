@@ -7,6 +7,7 @@ void pl_labs_register_all(void)
         &pl_target_memory_coalescing, &pl_target_memory_vectorized_copy, &pl_target_launch_cuda_graphs,
         &pl_target_selftest_gpu_spin, &pl_target_selftest_sleep,         &pl_target_selftest_crash,
         &pl_target_selftest_hang,     &pl_target_selftest_wrong,         &pl_target_selftest_noisy,
+        &pl_target_fullstack_moe_readiness,
     };
     if (pl_registry_count() > 0)
         return;

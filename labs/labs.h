@@ -13,6 +13,7 @@ extern const pl_target pl_target_selftest_hang;
 extern const pl_target pl_target_selftest_wrong;
 extern const pl_target pl_target_selftest_noisy;
 extern const pl_target pl_target_selftest_gpu_spin;
+extern const pl_target pl_target_fullstack_moe_readiness;
 
 /* Adds every target above to the registry (idempotent). */
 void pl_labs_register_all(void);

@@ -163,9 +163,13 @@ static int cmd_show(const exp_args *a, const pl_strlist *pos)
         if (lr == 0)
             show_one(&e, files[i]);
         else {
-            fprintf(stderr, "perflab expectations: %s\n", lr < 0 ? err : "no such expectation file");
-            if (lr > 0)
-                fprintf(stderr, "perflab expectations: %s does not exist\n", files[i]);
+            if (lr < 0)
+                fprintf(stderr, "perflab expectations: %s\n", err);
+            else
+                fprintf(stderr,
+                        "perflab expectations: %s does not exist (store some with perflab run "
+                        "--update-expectations)\n",
+                        files[i]);
             rc = PL_EXIT_USAGE;
         }
         pl_expectations_free(&e);

@@ -40,7 +40,8 @@ const char *pl_requirements_text(const pl_requirements *r, char *buf, size_t len
 
 static const char *suite_of(const pl_target *t)
 {
-    return t->flags & PL_TARGET_SELFTEST ? "self-test" : t->flags & PL_TARGET_QUICK ? "quick" : "";
+    int quick = (t->flags & PL_TARGET_QUICK) != 0, selftest = (t->flags & PL_TARGET_SELFTEST) != 0;
+    return quick && selftest ? "quick, self-test" : selftest ? "self-test" : quick ? "quick" : "";
 }
 
 static const char *type_name(pl_param_type t)

@@ -18,7 +18,6 @@
 #include "core/util.h"
 #include "hw/ceilings.h"
 #include "hw/peak_report.h"
-#include "report/artifacts.h"
 
 typedef struct peak_progress {
     json_t *doc;
@@ -125,7 +124,7 @@ int pl_cmd_peak(int argc, char **argv)
     o.gemm_n = gemm_n;
     if (only && pl_peak_parse_groups(only, &o.groups, err, sizeof err) != 0)
         return pl_usage_error("peak", err);
-    if (!pl_artifacts_dir_usable(artifacts_dir, err, sizeof err))
+    if (!pl_dir_usable(artifacts_dir, "artifacts directory", "--artifacts-dir", err, sizeof err))
         return pl_usage_error("peak", err);
 
     pl_gpu_inventory inv;

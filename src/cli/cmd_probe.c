@@ -16,7 +16,6 @@
 #include "hw/capabilities.h"
 #include "hw/probes.h"
 #include "perflab_build_info.h"
-#include "report/artifacts.h"
 #include "report/table.h"
 
 #define PL_PROBE_TASK_TIMEOUT_S 60.0
@@ -109,7 +108,7 @@ int pl_cmd_probe(int argc, char **argv)
         return pl_usage_error("probe", err);
     }
     pl_strlist_free(&pos);
-    if (!pl_artifacts_dir_usable(artifacts_dir, err, sizeof err))
+    if (!pl_dir_usable(artifacts_dir, "artifacts directory", "--artifacts-dir", err, sizeof err))
         return pl_usage_error("probe", err);
     pl_gpu_inventory inv;
     int found = pl_cli_find_gpus("probe", device, &inv);

@@ -162,7 +162,7 @@ static int validate(const char *verb, run_args *a, const pl_target ***sel, size_
     free(per_target);
     if (rc != 0)
         return pl_usage_error(verb, err);
-    if (!pl_artifacts_dir_usable(a->artifacts_dir, err, sizeof err))
+    if (!pl_dir_usable(a->artifacts_dir, "artifacts directory", "--artifacts-dir", err, sizeof err))
         return pl_usage_error(verb, err);
     return 0;
 }

@@ -26,6 +26,8 @@ static const verb verbs[] = {
     {"hw", pl_cmd_hw, "the GPUs: inventory, clocks, links, topology (CUDA runtime + NVML)"},
     {"probe", pl_cmd_probe, "feature probes (clusters, TMA, wgmma, tcgen05, FP8, cooperative launch)"},
     {"peak", pl_cmd_peak, "measured ceilings vs the datasheet; stored for --profile roofline"},
+    {"comm", pl_cmd_comm, "NCCL collective sweeps (nccl-tests semantics): p50/p99 latency, algbw, busbw"},
+    {"moe-readiness", pl_cmd_moe, "skewed all-to-all over sizes x skews against SLOs: report, heatmaps, verdict"},
 };
 
 static void usage(FILE *out)
@@ -37,7 +39,7 @@ static void usage(FILE *out)
         fprintf(out, "  %-14s %s\n", verbs[i].name, verbs[i].summary);
     fprintf(out, "\nexit codes:\n"
                  "  0    success\n"
-                 "  1    a target failed, failed verification or regressed against its expectations\n"
+                 "  1    a target failed, failed verification, regressed or an SLO was missed\n"
                  "  2    bad usage or bad input file\n"
                  "  3    no usable GPU or driver for a verb that needs one\n"
                  "  130  interrupted (Ctrl-C); the artifacts hold what finished\n");

@@ -6,6 +6,7 @@
 #include "perflab/results.h"
 
 json_t *pl_run_to_json(const pl_run *r);
+json_t *pl_provenance_to_json(const pl_provenance *p);
 /* Fills *out (zeroed first). Returns -1 with "what is wrong, at which key" when the document is not a run. */
 int pl_run_from_json(json_t *j, pl_run *out, char *err, size_t errlen);
 /* Accepts a run directory or the path of its run.json. */

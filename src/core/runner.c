@@ -226,7 +226,7 @@ int pl_runner_run(const pl_runner_input *in, pl_run *run)
         pl_target_result_init(r, t, &in->params[i]);
         char why[256];
         if (interrupted) {
-            r->reason = pl_strdup("not run: the run was interrupted");
+            r->reason = pl_strdup("the run was interrupted");
             complete_variants(r, t, NULL, PL_STATUS_NOT_RUN, NULL);
         } else if (!pl_requirements_met(&t->req, t->req.needs_gpu ? dev : NULL, device_count, why, sizeof why)) {
             skip_all(r, t, why);

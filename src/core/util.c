@@ -331,3 +331,39 @@ const char *pl_format_ms(double ms, char *buf, size_t len)
         pl_snprintf(buf, len, "%.2f s", ms / 1e3);
     return buf;
 }
+
+int pl_dir_usable(const char *dir, const char *what, const char *flag, char *err, size_t errlen)
+{
+    if (pl_path_exists(dir)) {
+        if (!pl_is_dir(dir)) {
+            pl_snprintf(err, errlen, "%s '%s' is a file: pass a directory with %s", what, dir, flag);
+            return 0;
+        }
+        if (access(dir, W_OK) != 0) {
+            pl_snprintf(err, errlen, "%s '%s' is not writable: pass a writable %s", what, dir, flag);
+            return 0;
+        }
+        return 1;
+    }
+    char *parent = pl_strdup(dir);
+    for (;;) {
+        char *slash = strrchr(parent, '/');
+        if (!slash) {
+            strcpy(parent, ".");
+            break;
+        }
+        if (slash == parent) {
+            parent[1] = '\0';
+            break;
+        }
+        *slash = '\0';
+        if (pl_path_exists(parent))
+            break;
+    }
+    int ok = pl_is_dir(parent) && access(parent, W_OK) == 0;
+    if (!ok)
+        pl_snprintf(err, errlen, "cannot create %s '%s' ('%s' is not a writable directory): pass a writable %s", what,
+                    dir, parent, flag);
+    free(parent);
+    return ok;
+}

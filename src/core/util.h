@@ -45,6 +45,10 @@ char *pl_read_file(const char *path, size_t *len, char *err, size_t errlen);
 int pl_mkdir_p(const char *path, char *err, size_t errlen);
 int pl_path_exists(const char *path);
 int pl_is_dir(const char *path);
+/* Would creating files under dir work (it is a writable directory, or the nearest existing ancestor is)? Checked
+ * without creating anything, so that a command that stops early leaves nothing behind. `what` names the directory
+ * and `flag` the option that sets it, for the one-line message ("artifacts directory", "--artifacts-dir"). */
+int pl_dir_usable(const char *dir, const char *what, const char *flag, char *err, size_t errlen);
 /* Join two path parts with one '/'. malloc'd. */
 char *pl_path_join(const char *a, const char *b);
 

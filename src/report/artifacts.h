@@ -7,9 +7,6 @@
 /* Create <artifacts_dir>/<run_id>/logs/ (checking that it can be written) and set run->run_dir. Returns -1
  * with a one-line message naming the directory and the fix. */
 int pl_artifacts_prepare(pl_run *run, const char *artifacts_dir, char *err, size_t errlen);
-/* Would creating files under dir work? Checked without creating anything (a verb that stops early, e.g. for
- * want of a GPU, leaves nothing behind). 0 with a one-line message naming the directory and the fix. */
-int pl_artifacts_dir_usable(const char *dir, char *err, size_t errlen);
 /* Write run.json, summary.md and results.csv. */
 int pl_artifacts_write(const pl_run *run, char *err, size_t errlen);
 

@@ -103,6 +103,8 @@ pl_table *pl_run_table(const pl_run *r)
     for (size_t i = 0; timed && i < r->n_targets; i++) {
         for (size_t j = 0; j < r->targets[i].n_variants; j++) {
             const pl_variant_result *v = &r->targets[i].variants[j];
+            if (!v->has_stats)
+                continue;
             show[COL_TFLOPS] |= !isnan(v->tflops);
             show[COL_GBPS] |= !isnan(v->gbps);
             show[COL_REF] |= !isnan(v->pct_of_reference);

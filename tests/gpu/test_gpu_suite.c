@@ -84,6 +84,9 @@ START_TEST(cold_graph_and_minimal_profile)
         ck_assert_int_eq((int)copy->variants[i].n_samples, 20);
         ck_assert_int_eq(copy->variants[i].graph, 1);
         ck_assert_int_eq(copy->variants[i].reps_per_sample, 1); /* cold: one run per sample */
+        /* profile minimal: NVML telemetry of the variant's own window (a GPU machine has NVML with its driver) */
+        ck_assert(copy->variants[i].has_telemetry && copy->variants[i].telemetry.sm_clock_mhz.n > 0);
+        ck_assert(copy->variants[i].telemetry.power_w.mean > 0);
     }
     ck_assert_str_eq(run.settings.mode, "cold");
     pl_cmd_result_free(&r);

@@ -1,0 +1,185 @@
+#include "comm/job.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "perflab/params.h"
+
+static const char *const reg_names[PL_REG_COUNT] = {
+    [PL_REG_NONE] = "none", [PL_REG_BUFFER] = "buffer", [PL_REG_WINDOW] = "window"};
+static const char *const a2a_names[PL_A2A_COUNT] = {
+    [PL_A2A_AUTO] = "auto", [PL_A2A_GROUP] = "group", [PL_A2A_NATIVE] = "native"};
+
+const char *pl_register_mode_name(pl_register_mode m)
+{
+    return pl_name_of(reg_names, PL_REG_COUNT, (int)m);
+}
+
+int pl_register_mode_from_name(const char *name)
+{
+    return pl_index_of(reg_names, PL_REG_COUNT, name);
+}
+
+const char *pl_a2a_api_name(pl_a2a_api a)
+{
+    return pl_name_of(a2a_names, PL_A2A_COUNT, (int)a);
+}
+
+int pl_a2a_api_from_name(const char *name)
+{
+    return pl_index_of(a2a_names, PL_A2A_COUNT, name);
+}
+
+int pl_comm_choice(const char *flag, const char *text, int (*from_name)(const char *), const char *allowed, int *out,
+                   char *err, size_t errlen)
+{
+    *out = from_name(text);
+    if (*out < 0) {
+        pl_snprintf(err, errlen, "%s must be %s, not '%s'", flag, allowed, text);
+        return -1;
+    }
+    return 0;
+}
+
+static int n_placements(const pl_comm_job *j, pl_coll c)
+{
+    int n = (j->placements & PL_PLACE_OUT) ? 1 : 0;
+    if ((j->placements & PL_PLACE_IN) && pl_coll_has_in_place(c))
+        n++;
+    return n;
+}
+
+size_t pl_comm_job_npoints(const pl_comm_job *j)
+{
+    if (j->kind == PL_JOB_MOE)
+        return j->n_msg_sizes * j->n_skews;
+    size_t n = 0;
+    for (int c = 0; c < j->n_colls; c++)
+        n += (size_t)n_placements(j, j->colls[c]) * j->n_sizes;
+    return n * (size_t)j->n_dtypes;
+}
+
+/* Points run dtype by dtype, then collective by collective, size by size, out-of-place before in-place. */
+void pl_comm_job_point(const pl_comm_job *j, size_t index, pl_comm_point *p)
+{
+    memset(p, 0, sizeof *p);
+    if (j->kind == PL_JOB_MOE) {
+        p->msg_bytes = j->msg_sizes[index / j->n_skews];
+        p->skew = j->skews[index % j->n_skews];
+        return;
+    }
+    size_t per_dtype = pl_comm_job_npoints(j) / (size_t)j->n_dtypes;
+    p->dtype = j->dtypes[index / per_dtype];
+    size_t k = index % per_dtype;
+    for (int c = 0; c < j->n_colls; c++) {
+        size_t np = (size_t)n_placements(j, j->colls[c]);
+        size_t here = np * j->n_sizes;
+        if (k < here) {
+            p->coll = j->colls[c];
+            p->nominal_bytes = j->sizes[k / np];
+            p->in_place = np == 2 ? (int)(k % np) : !(j->placements & PL_PLACE_OUT);
+            return;
+        }
+        k -= here;
+    }
+}
+
+void pl_comm_job_free(pl_comm_job *j)
+{
+    free(j->sizes);
+    free(j->msg_sizes);
+    free(j->skews);
+    j->sizes = j->msg_sizes = NULL;
+    j->skews = NULL;
+}
+
+size_t pl_comm_size_series(size_t min, size_t max, double factor, size_t step, size_t **out)
+{
+    size_t n = 0, cap = 0;
+    *out = NULL;
+    for (size_t s = min; s <= max && s > 0;) {
+        pl_reserve(out, &cap, n + 1, sizeof **out);
+        (*out)[n++] = s;
+        size_t next = step > 0 ? s + step : (size_t)((double)s * factor);
+        if (next <= s) /* a factor too close to 1 for this size */
+            next = s + 1;
+        s = next;
+    }
+    return n;
+}
+
+int pl_parse_size_list(const char *text, const char *what, size_t **out, size_t *n, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    size_t cap = 0;
+    char *copy = pl_strdup(text), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long long v;
+        if (pl_parse_size(tok, &v) != 0 || v <= 0) {
+            pl_snprintf(err, errlen, "%s: '%s' is not a size in bytes (write e.g. 48k,192k,768k,2m)", what, tok);
+            free(copy);
+            free(*out);
+            *out = NULL;
+            return -1;
+        }
+        pl_reserve(out, &cap, *n + 1, sizeof **out);
+        (*out)[(*n)++] = (size_t)v;
+    }
+    free(copy);
+    if (*n == 0) {
+        pl_snprintf(err, errlen, "%s is empty: give at least one size (e.g. 48k,192k)", what);
+        return -1;
+    }
+    return 0;
+}
+
+int pl_parse_double_list(const char *text, const char *what, double lo, double hi, double **out, size_t *n, char *err,
+                         size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    size_t cap = 0;
+    char *copy = pl_strdup(text), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        errno = 0;
+        double v = strtod(tok, &end);
+        if (end == tok || *end || errno || !isfinite(v) || v < lo || v > hi) {
+            pl_snprintf(err, errlen, "%s: '%s' is not a number between %g and %g", what, tok, lo, hi);
+            free(copy);
+            free(*out);
+            *out = NULL;
+            return -1;
+        }
+        pl_reserve(out, &cap, *n + 1, sizeof **out);
+        (*out)[(*n)++] = v;
+    }
+    free(copy);
+    if (*n == 0) {
+        pl_snprintf(err, errlen, "%s is empty: give at least one value", what);
+        return -1;
+    }
+    return 0;
+}
+
+const char *pl_format_bytes(size_t bytes, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        pl_snprintf(buf, len, "%zu B", bytes);
+    else if (v == floor(v))
+        pl_snprintf(buf, len, "%.0f %s", v, units[u]);
+    else
+        pl_snprintf(buf, len, "%.2f %s", v, units[u]);
+    return buf;
+}

@@ -1,0 +1,144 @@
+/* The threaded launcher: one child process, a thread per GPU, every thread a rank of one communicator. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/launch.h"
+#include "comm/rank.h"
+#include "core/childproc.h"
+#include "core/util.h"
+
+static const pl_comm_launcher *active = &pl_comm_threads_launcher;
+
+const pl_comm_launcher *pl_comm_launcher_get(void)
+{
+    return active;
+}
+
+void pl_comm_launcher_set(const pl_comm_launcher *l)
+{
+    active = l;
+}
+
+int pl_comm_nccl_env(const char *list, int apply, char *err, size_t errlen)
+{
+    if (!list || !*list)
+        return 0;
+    char *copy = pl_strdup(list), *save = NULL;
+    int rc = 0;
+    for (char *kv = strtok_r(copy, ",", &save); kv && rc == 0; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq || eq == kv || strncmp(kv, "NCCL_", 5) != 0) {
+            pl_snprintf(err, errlen, "--nccl-env: '%s' is not NCCL_NAME=VALUE (e.g. NCCL_MIN_NCHANNELS=16)", kv);
+            rc = -1;
+            break;
+        }
+        *eq = '\0';
+        if (apply)
+            setenv(kv, eq + 1, 1);
+    }
+    free(copy);
+    return rc;
+}
+
+int pl_comm_collect_child(pl_child *c, double deadline, int proc, pl_comm_outcome *out, json_t *into)
+{
+    json_t *msg = NULL;
+    int r;
+    while ((r = pl_child_next(c, deadline, &msg)) == 1) {
+        if (out->on_message)
+            out->on_message(out->user, msg);
+        json_object_set_new(msg, "process", json_integer(proc));
+        json_array_append_new(into, msg);
+    }
+    pl_child_end end;
+    pl_child_finish(c, r != 0, &end);
+    if (r == -1)
+        pl_snprintf(end.description, sizeof end.description, "did not finish within the timeout and was killed");
+    else if (r == -2)
+        pl_snprintf(end.description, sizeof end.description, "was interrupted");
+    const int clean = r == 0 && end.exited && end.exit_code == 0;
+    json_array_append_new(into, json_pack("{s:s, s:i, s:s, s:b}", "t", "process_end", "process", proc, "description",
+                                          end.description, "clean", clean));
+    return clean ? 0 : -1;
+}
+
+typedef struct rank_thread {
+    pthread_t tid;
+    const pl_comm_job *job;
+    int rank;
+    ncclUniqueId id;
+    pl_comm_sink *sink;
+    volatile int *abort_flag;
+} rank_thread;
+
+static void *rank_thread_main(void *arg)
+{
+    rank_thread *t = arg;
+    pl_comm_rank_main(t->job, t->rank, t->job->nranks, t->rank, &t->id, t->sink, t->abort_flag);
+    return NULL;
+}
+
+/* The GPU process. */
+static void threads_child(const pl_comm_job *job, int fd)
+{
+    pl_comm_sink sink;
+    pl_comm_sink_init(&sink, fd);
+    char err[256];
+    ncclUniqueId id;
+    ncclResult_t nr;
+    if (pl_comm_nccl_env(job->nccl_env, 1, err, sizeof err) != 0) {
+        pl_comm_sink_send(&sink, json_pack("{s:s, s:s}", "t", "child_error", "reason", err));
+        return;
+    }
+    if ((nr = ncclGetUniqueId(&id)) != ncclSuccess) {
+        pl_comm_sink_send(&sink, json_pack("{s:s, s:s}", "t", "child_error", "reason", ncclGetErrorString(nr)));
+        return;
+    }
+    volatile int abort_flag = 0;
+    rank_thread *t = pl_xcalloc((size_t)job->nranks, sizeof *t);
+    int started = 0;
+    for (; started < job->nranks; started++) {
+        t[started] = (rank_thread){.job = job, .rank = started, .id = id, .sink = &sink, .abort_flag = &abort_flag};
+        if (pthread_create(&t[started].tid, NULL, rank_thread_main, &t[started]) != 0) {
+            abort_flag = 1;
+            pl_comm_sink_send(&sink, json_pack("{s:s, s:s}", "t", "child_error", "reason", "cannot start a thread"));
+            break;
+        }
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i].tid, NULL);
+    free(t);
+}
+
+static int threads_run(pl_comm_job *job, pl_comm_outcome *out)
+{
+    job->nranks = job->gpus;
+    out->is_root = 1;
+    out->world_rank = 0;
+    out->mode = "threads";
+    out->messages = json_array();
+    pl_child c;
+    if (pl_child_spawn(&c, NULL) != 0) {
+        pl_snprintf(out->error, sizeof out->error, "cannot start the GPU process (fork failed)");
+        return -1;
+    }
+    if (c.pid == 0) {
+        threads_child(job, c.fd);
+        _exit(0);
+    }
+    pl_comm_collect_child(&c, pl_now_s() + job->timeout_s, 0, out, out->messages);
+    return 0;
+}
+
+static int threads_agree_exit(int code)
+{
+    return code;
+}
+
+const pl_comm_launcher pl_comm_threads_launcher = {
+    .name = "threads",
+    .run = threads_run,
+    .agree_exit = threads_agree_exit,
+};

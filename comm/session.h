@@ -1,0 +1,45 @@
+/* What both fabric verbs do around a job: find the GPUs (in a child process), pick the ranks, launch, show
+ * progress, gather provenance and merge the results. */
+#ifndef PERFLAB_COMM_SESSION_H
+#define PERFLAB_COMM_SESSION_H
+
+#include "comm/launch.h"
+#include "comm/result.h"
+#include "core/devprobe.h"
+#include "perflab/results.h"
+
+typedef struct pl_comm_session {
+    const char *verb;
+    int quiet;
+    pl_comm_outcome outcome;
+    pl_gpu_inventory inv;
+    pl_provenance prov;
+    pl_comm_result result;
+    double started;
+    size_t points_seen, n_points;
+} pl_comm_session;
+
+/* Run the job. Returns -1 when it ran (the root then holds s->result; other MPI processes hold nothing), or an
+ * exit code to stop with at once: PL_EXIT_USAGE (a message was printed) or PL_EXIT_NO_GPU. */
+int pl_comm_session_run(pl_comm_session *s, pl_comm_job *job, int argc, char **argv);
+void pl_comm_session_free(pl_comm_session *s);
+
+/* Whether this process should print: the root under MPI (known before MPI starts from the launcher's
+ * environment: OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID), always otherwise. */
+int pl_comm_env_is_root(void);
+
+/* A fabric verb's command line: parse it; on --help print usage, on an error the one-line message (the root process
+ * only, under MPI). Returns -1 to go on, else the exit code to return. */
+struct pl_option;
+struct pl_strlist;
+int pl_comm_verb_options(const char *verb, const struct pl_option *opts, int argc, char **argv, const int *help,
+                         void (*usage)(const struct pl_option *opts), struct pl_strlist *positional);
+
+/* Run a verb's job and, on the root, its finish (the report; returns the exit code); every process returns the
+ * root's code. */
+typedef int (*pl_comm_finish_fn)(void *user, pl_comm_job *job, pl_comm_session *s);
+int pl_comm_verb_run(const char *verb, int quiet, pl_comm_job *job, pl_comm_finish_fn finish, void *user);
+
+/* Write text into dir/name atomically (dir created first). */
+int pl_comm_write_output(const char *dir, const char *name, const char *text, char *err, size_t errlen);
+#endif

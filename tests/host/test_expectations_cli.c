@@ -1,0 +1,130 @@
+/* perflab expectations check|show|compare|update on real files and runs (host self-tests: no GPU needed). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/results_json.h"
+#include "core/util.h"
+#include "testutil.h"
+
+/* A stored run of selftest:sleep under the hardware key `testkey`, in dir/art. Returns the run folder. */
+static char *stored_run(const char *dir)
+{
+    char *args = pl_strfmt("run --quiet --targets selftest:sleep --max-time-s 0.5 --artifacts-dir '%s/art' "
+                           "--expectations-dir '%s'",
+                           dir, dir);
+    pl_cmd_result r = pl_run_perflab("PERFLAB_EXPECTATION_KEY=testkey", args);
+    ck_assert_msg(r.exit_code == 0, "%s", r.err);
+    pl_cmd_result_free(&r);
+    free(args);
+    char *cmd = pl_strfmt("ls -d '%s'/art/*", dir);
+    FILE *f = popen(cmd, "r");
+    char line[1024] = "";
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    pclose(f);
+    free(cmd);
+    line[strcspn(line, "\n")] = '\0';
+    return pl_strdup(line);
+}
+
+START_TEST(update_then_check_show_and_compare)
+{
+    char *dir = pl_test_tmpdir("exp-cli");
+    char *run = stored_run(dir);
+    char *args = pl_strfmt("expectations update '%s' --expectations-dir '%s'", run, dir);
+    pl_cmd_result r = pl_run_perflab(NULL, args);
+    ck_assert_msg(r.exit_code == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "wrote 2 entries of testkey"));
+    pl_cmd_result_free(&r);
+    free(args);
+
+    args = pl_strfmt("expectations check --expectations-dir '%s'", dir);
+    r = pl_run_perflab(NULL, args);
+    ck_assert_int_eq(r.exit_code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "ok "));
+    ck_assert_ptr_nonnull(strstr(r.out, "2 entries for testkey"));
+    pl_cmd_result_free(&r);
+    free(args);
+
+    args = pl_strfmt("expectations show testkey --expectations-dir '%s'", dir);
+    r = pl_run_perflab(NULL, args);
+    ck_assert_int_eq(r.exit_code, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "selftest:sleep"));
+    ck_assert_ptr_nonnull(strstr(r.out, "half"));
+    pl_cmd_result_free(&r);
+    free(args);
+
+    /* the run judged against its own medians: met, exit 0 */
+    args = pl_strfmt("expectations compare '%s' --expectations-dir '%s'", run, dir);
+    r = pl_run_perflab(NULL, args);
+    ck_assert_msg(r.exit_code == 0, "%s%s", r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "2 met"));
+    pl_cmd_result_free(&r);
+    free(args);
+
+    /* a stored median a third of the measured one: regressed, exit 1; accepted: exit 0 */
+    char *cmd = pl_strfmt("sed -i 's/\"median_ms\": \\([0-9.]*\\)/\"median_ms\": 0.7/' '%s/testkey.json'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    free(cmd);
+    args = pl_strfmt("expectations compare '%s' --expectations-dir '%s'", run, dir);
+    r = pl_run_perflab(NULL, args);
+    ck_assert_int_eq(r.exit_code, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "2 regressed"));
+    pl_cmd_result_free(&r);
+    free(args);
+    args = pl_strfmt("expectations compare '%s' --accept-regressions --expectations-dir '%s'", run, dir);
+    r = pl_run_perflab(NULL, args);
+    ck_assert_int_eq(r.exit_code, 0);
+    pl_cmd_result_free(&r);
+    free(args);
+    free(run);
+    free(dir);
+}
+END_TEST
+
+START_TEST(malformed_files_are_named_with_position)
+{
+    char *dir = pl_test_tmpdir("exp-bad");
+    char *path = pl_path_join(dir, "h200.json");
+    char err[256];
+    const char *text = "{\n  \"schema_version\": 1,\n  \"hardware_key\": \"h200\"\n  \"entries\": []\n}\n";
+    ck_assert_int_eq(pl_write_file_atomic(path, text, strlen(text), err, sizeof err), 0);
+    char *args = pl_strfmt("expectations check --expectations-dir '%s'", dir);
+    pl_cmd_result r = pl_run_perflab(NULL, args);
+    ck_assert_int_eq(r.exit_code, 2);
+    char *want = pl_strfmt("%s:4:", path);
+    ck_assert_msg(strstr(r.err, want) != NULL, "expected %s in %s", want, r.err);
+    pl_cmd_result_free(&r);
+    free(args);
+    /* the same file named on the command line */
+    args = pl_strfmt("expectations check '%s'", path);
+    r = pl_run_perflab(NULL, args);
+    ck_assert_int_eq(r.exit_code, 2);
+    pl_cmd_result_free(&r);
+    free(args);
+    args = pl_strfmt("expectations show nokey --expectations-dir '%s'", dir);
+    r = pl_run_perflab(NULL, args);
+    ck_assert_int_eq(r.exit_code, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "nokey.json does not exist"));
+    pl_cmd_result_free(&r);
+    free(args);
+    free(want);
+    free(path);
+    free(dir);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("expectations_cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, update_then_check_show_and_compare);
+    tcase_add_test(tc, malformed_files_are_named_with_position);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return pl_run_suite(suite());
+}
