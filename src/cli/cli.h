@@ -9,6 +9,7 @@ int pl_cmd_run(int argc, char **argv);
 int pl_cmd_verify(int argc, char **argv);
 int pl_cmd_compare(int argc, char **argv);
 int pl_cmd_expectations(int argc, char **argv);
+int pl_cmd_gemm(int argc, char **argv);
 
 /* The whole command line, for provenance. */
 extern int pl_cli_argc;

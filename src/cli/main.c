@@ -23,6 +23,7 @@ static const verb verbs[] = {
     {"verify", pl_cmd_verify, "run every variant once, verified, untimed"},
     {"compare", pl_cmd_compare, "compare two runs: per variant, the change and a noise-aware verdict"},
     {"expectations", pl_cmd_expectations, "check, show, compare with or update the per-GPU expectations"},
+    {"gemm", pl_cmd_gemm, "pick the fastest GEMM per shape: cuBLAS, cuBLASLt, perflab, CUTLASS, JSON files"},
 };
 
 static void usage(FILE *out)
