@@ -14,6 +14,7 @@ int pl_cmd_probe(int argc, char **argv);
 int pl_cmd_peak(int argc, char **argv);
 int pl_cmd_comm(int argc, char **argv);
 int pl_cmd_moe(int argc, char **argv);
+int pl_cmd_gemm(int argc, char **argv);
 
 /* The whole command line, for provenance. */
 extern int pl_cli_argc;

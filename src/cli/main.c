@@ -28,6 +28,7 @@ static const verb verbs[] = {
     {"peak", pl_cmd_peak, "measured ceilings vs the datasheet; stored for --profile roofline"},
     {"comm", pl_cmd_comm, "NCCL collective sweeps (nccl-tests semantics): p50/p99 latency, algbw, busbw"},
     {"moe-readiness", pl_cmd_moe, "skewed all-to-all over sizes x skews against SLOs: report, heatmaps, verdict"},
+    {"gemm", pl_cmd_gemm, "pick the fastest GEMM per shape: cuBLAS, cuBLASLt, perflab, CUTLASS, JSON files"},
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,139 @@
+/* BF16 GEMM kernels: D = A·B (+ epilogue). A is M×K row-major; B is N×K row-major (K-major, the layout of a
+ * linear layer's weights) or K×N row-major; accumulation in fp32; D is M×N row-major bf16. The epilogue, when
+ * asked for, is D = GELU(A·B + bias) + residual, computed in fp32 before the one rounding to bf16.
+ *
+ * The registry lists every native kernel with its tile configuration, requirements and the problems it takes,
+ * so that the labs (gemm:bf16 and friends) and the selector (perflab gemm) enumerate the same kernels. Every
+ * launcher enqueues on `stream`, never synchronises (so it can be captured in a graph) and returns the launch's
+ * cudaError_t. */
+#ifndef PERFLAB_GEMM_H
+#define PERFLAB_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "perflab/target.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pl_gemm_b_layout {
+    PL_GEMM_B_NK = 0, /* B is N×K row-major: D = A·Bᵀ in storage terms (torch.nn.Linear's weight) */
+    PL_GEMM_B_KN = 1, /* B is K×N row-major */
+} pl_gemm_b_layout;
+
+const char *pl_gemm_layout_name(pl_gemm_b_layout l); /* "nk" | "kn" */
+int pl_gemm_layout_from_name(const char *name);      /* -1 when unknown */
+
+typedef struct pl_gemm_epilogue {
+    const uint16_t *bias;     /* N bf16 added to every row before the activation, or NULL */
+    const uint16_t *residual; /* M×N bf16 added after the activation, or NULL */
+    int gelu;                 /* GELU, tanh form: x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³))) */
+} pl_gemm_epilogue;
+
+typedef struct pl_gemm_problem {
+    int m, n, k;
+    pl_gemm_b_layout b_layout;
+    const uint16_t *a; /* bf16 bits */
+    const uint16_t *b;
+    uint16_t *d;
+    pl_gemm_epilogue epi;
+} pl_gemm_problem;
+
+enum pl_gemm_kernel_flags {
+    /* A lower rung of the ladder, kept to teach: the selector leaves it out of its search (it would only
+     * spend time losing). */
+    PL_GEMM_KERNEL_TEACHING = 1u << 0,
+};
+
+typedef struct pl_gemm_kernel {
+    const char *name;      /* unique, e.g. "wgmma_ws_128x256x64_s4" */
+    const char *rung;      /* the ladder step: naive, smem_tiled, mma_sync, wgmma_tma, wgmma_ws, wgmma_ws_cluster */
+    const char *technique; /* one line: what this step adds */
+    int tile_m, tile_n, tile_k, stages, cluster_m, threads;
+    pl_requirements req; /* compute capability and features (wgmma, TMA, clusters) */
+    unsigned flags;
+    /* 1 when the kernel computes p; else 0 with the reason (e.g. "needs K % 8 == 0 for TMA") in why. */
+    int (*supports)(const pl_gemm_problem *p, char *why, size_t whylen);
+    cudaError_t (*launch)(const pl_gemm_problem *p, cudaStream_t stream);
+} pl_gemm_kernel;
+
+/* Requirements of the kernel families, shared by the registry and the labs' variants. */
+#define PL_GEMM_REQ_ANY                                                                                                \
+    {                                                                                                                  \
+        .needs_gpu = 1                                                                                                 \
+    }
+#define PL_GEMM_REQ_MMA                                                                                                \
+    {                                                                                                                  \
+        .needs_gpu = 1, .min_cc = 80                                                                                   \
+    }
+#define PL_GEMM_REQ_WGMMA                                                                                              \
+    {                                                                                                                  \
+        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA                            \
+    }
+#define PL_GEMM_REQ_CLUSTER                                                                                            \
+    {                                                                                                                  \
+        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_CLUSTERS         \
+    }
+
+size_t pl_gemm_kernel_count(void);
+const pl_gemm_kernel *pl_gemm_kernel_at(size_t i);
+const pl_gemm_kernel *pl_gemm_kernel_find(const char *name); /* NULL when unknown */
+/* The kernel every shape falls back to when a fast path cannot take it (mma_sync: any M, N, K, both layouts). */
+const pl_gemm_kernel *pl_gemm_kernel_fallback(void);
+/* Argument checks common to every kernel: sizes >= 1, pointers present. 1 when fine. */
+int pl_gemm_problem_valid(const pl_gemm_problem *p, char *why, size_t whylen);
+
+/* ---- launchers, one per ladder file ---- */
+cudaError_t pl_gemm_naive(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_smem_tiled(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_mma_sync(const pl_gemm_problem *p, cudaStream_t stream);
+/* sm_90a only (compiled for that architecture alone): the caller checks the requirements first. */
+cudaError_t pl_gemm_wgmma_tma_128x128(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x128(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x256(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_pp_128x128(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x256_c2(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_pp_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream);
+
+/* ---- helpers around the kernels ---- */
+/* out[i] = GELU(d[i] + bias[col]) + residual[i] over M×N bf16 (bias, residual may be NULL; gelu 0 skips it):
+ * the unfused epilogue, a separate pass over D. 16-byte accesses when n % 8 == 0, else one element a thread. */
+cudaError_t pl_gemm_bias_gelu(const uint16_t *d, uint16_t *out, int m, int n, const pl_gemm_epilogue *epi,
+                              cudaStream_t stream);
+
+/* ref[i] = GELU(ref[i] + bias[col]) + residual[i] in float64, stored back as fp32: the epilogue applied to an fp32
+ * reference product. */
+cudaError_t pl_gemm_epilogue_reference_f32(float *ref, int m, int n, const pl_gemm_epilogue *epi, cudaStream_t stream);
+
+/* How an output compares with its fp32 reference, reduced on the device (no copy of the output comes back). */
+typedef struct pl_gemm_diff {
+    double err_sq, ref_sq; /* sums over the finite, written elements */
+    double max_abs;        /* largest |out - ref| */
+    unsigned long long max_index;
+    unsigned long long nonfinite;  /* NaN/Inf written */
+    unsigned long long unwritten;  /* still the poison pattern (all-ones bytes) */
+    unsigned long long violations; /* elements beyond |out - ref| <= rtol·|ref| + atol */
+} pl_gemm_diff;
+
+/* `scratch` is device memory of at least pl_gemm_diff_scratch_bytes(); `out_dtype` is PL_DTYPE_BF16 or
+ * PL_DTYPE_F16 (the bits of `out`). Synchronises `stream` to read the result back. */
+size_t pl_gemm_diff_scratch_bytes(void);
+cudaError_t pl_gemm_compare(const uint16_t *out, int out_dtype, const float *ref, size_t n, double rtol, double atol,
+                            void *scratch, pl_gemm_diff *diff, cudaStream_t stream);
+/* sqrt(mean(ref²)) over n fp32 (synchronises). */
+cudaError_t pl_gemm_rms_f32(const float *ref, size_t n, void *scratch, double *rms, cudaStream_t stream);
+
+/* Element conversions for other input types: bf16 -> fp16 and bf16 -> fp8 e4m3 (saturating, round to nearest),
+ * and e4m3 -> bf16 (exact: every e4m3 value is a bf16 value). */
+cudaError_t pl_convert_bf16_to_f16(const uint16_t *in, uint16_t *out, size_t n, cudaStream_t stream);
+cudaError_t pl_convert_bf16_to_e4m3(const uint16_t *in, uint8_t *out, size_t n, cudaStream_t stream);
+cudaError_t pl_convert_e4m3_to_bf16(const uint8_t *in, uint16_t *out, size_t n, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

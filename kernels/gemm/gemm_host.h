@@ -1,0 +1,62 @@
+/* Host-side GEMM helpers shared by the labs and the selector: cuBLAS calls in the row-major terms of
+ * pl_gemm_problem, the reference product (float64 on the host for small problems, else cuBLAS with fp32
+ * accumulation and output), and verification of an output against it. */
+#ifndef PERFLAB_GEMM_HOST_H
+#define PERFLAB_GEMM_HOST_H
+
+#include <cublas_v2.h>
+
+#include "gemm/gemm.h"
+#include "perflab/ctx.h"
+#include "perflab/verify.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Problems of at most this many multiply-adds get a float64 host reference; larger ones cuBLAS's fp32 one. */
+#define PL_GEMM_HOST_REFERENCE_MACS (64.0 * 1024 * 1024)
+
+/* Check a cuBLAS call; on failure record it and return -1 from the enclosing function. */
+#define PL_CUBLAS(ctx, call)                                                                                           \
+    do {                                                                                                               \
+        cublasStatus_t pl_st_ = (call);                                                                                \
+        if (pl_st_ != CUBLAS_STATUS_SUCCESS)                                                                           \
+            return pl_fail((ctx), "cuBLAS error %s (%s) in %s at %s:%d", cublasGetStatusName(pl_st_),                  \
+                           cublasGetStatusString(pl_st_), #call, __FILE__, __LINE__);                                  \
+    } while (0)
+
+/* D (M×N row-major, d_type) = A·B with cublasGemmEx, fp32 accumulation, the default algorithm: the row-major
+ * product is computed as the column-major Dᵀ = Bᵀ·Aᵀ. ab_type is CUDA_R_16BF or CUDA_R_16F. */
+cublasStatus_t pl_gemm_cublas(cublasHandle_t h, int m, int n, int k, pl_gemm_b_layout layout, const void *a,
+                              const void *b, cudaDataType ab_type, void *d, cudaDataType d_type);
+
+/* The reference of a problem, epilogue included, as fp32 on the device, and what the comparison needs. */
+typedef struct pl_gemm_reference {
+    float *ref; /* M×N, pl_device_alloc'd */
+    size_t elems;
+    double rms;    /* sqrt(mean(ref²)): the scale of the elementwise tolerance */
+    void *scratch; /* device scratch of pl_gemm_compare */
+    char how[96];  /* "float64 host reference" or "cuBLAS fp32 reference" */
+} pl_gemm_reference;
+
+/* p->a and p->b hold ab_dtype bits (PL_DTYPE_BF16 or PL_DTYPE_F16); p->epi applies. Synchronises. */
+int pl_gemm_reference_make(pl_ctx *ctx, cublasHandle_t h, const pl_gemm_problem *p, pl_dtype ab_dtype,
+                           pl_gemm_reference *out);
+
+/* Compare an output (out_dtype bits, M×N) with the reference: relative L2 error within `tolerance` (<= 0: the
+ * dtype's default, 1e-2 for bf16/fp16), no unwritten or non-finite element, and every element within
+ * rtol·|ref| + atol_rms·rms (GEMM outputs are one rounding away from the reference, so this catches a wrong
+ * element that the L2 norm would average away). Returns -1 only on a CUDA error. */
+int pl_gemm_verify(pl_ctx *ctx, const pl_gemm_reference *r, const uint16_t *out, pl_dtype out_dtype, double tolerance,
+                   double rtol, double atol_rms, pl_verification *v);
+
+/* The elementwise bounds for an output of bf16/fp16 from inputs of `in_dtype`: 2^-7 relative plus 2^-7 of the
+ * RMS (four times a bf16 rounding), wider for fp8 inputs, whose products the tensor cores accumulate with a
+ * shorter mantissa. */
+void pl_gemm_elementwise_tolerance(pl_dtype in_dtype, double *rtol, double *atol_rms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,134 @@
+/* The registry of native GEMM kernels: what each is, what it needs, which problems it takes. The labs and the
+ * selector (perflab gemm) both enumerate this table, so a kernel added here is verified and timed by both. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gemm/gemm.h"
+
+static const char *const layout_names[] = {"nk", "kn"};
+
+const char *pl_gemm_layout_name(pl_gemm_b_layout l)
+{
+    return (unsigned)l < 2 ? layout_names[l] : "unknown";
+}
+
+int pl_gemm_layout_from_name(const char *name)
+{
+    for (int i = 0; i < 2; i++)
+        if (strcmp(name, layout_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int pl_gemm_problem_valid(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    if (p->m < 1 || p->n < 1 || p->k < 1) {
+        snprintf(why, whylen, "M, N and K must be at least 1 (got %d×%d×%d)", p->m, p->n, p->k);
+        return 0;
+    }
+    if (!p->a || !p->b || !p->d) {
+        snprintf(why, whylen, "A, B and D must be device pointers");
+        return 0;
+    }
+    if ((size_t)p->m * (size_t)p->n > (size_t)UINT_MAX) {
+        snprintf(why, whylen, "M·N = %zu exceeds 2^32 elements", (size_t)p->m * (size_t)p->n);
+        return 0;
+    }
+    return 1;
+}
+
+static int supports_any(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return pl_gemm_problem_valid(p, why, whylen);
+}
+
+/* The naive kernel's grid has one block row per 16 rows of D: gridDim.y caps M. */
+static int supports_naive(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    if (!pl_gemm_problem_valid(p, why, whylen))
+        return 0;
+    if (p->m > 65535 * 16) {
+        snprintf(why, whylen, "M = %d exceeds the naive kernel's grid (65535·16 rows)", p->m);
+        return 0;
+    }
+    return 1;
+}
+
+/* TMA reads rows whose pitch is a multiple of 16 bytes from 16-byte aligned bases; the sm_90a kernels read B
+ * N×K only (K-major for both operands, as wgmma takes them without transposition). */
+static int supports_tma(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    if (!pl_gemm_problem_valid(p, why, whylen))
+        return 0;
+    if (p->b_layout != PL_GEMM_B_NK) {
+        snprintf(why, whylen, "takes B N×K (K-major) only; B K×N falls back to mma_sync");
+        return 0;
+    }
+    if (p->k % 8 != 0) {
+        snprintf(why, whylen, "needs K %% 8 == 0 (TMA rows are 16-byte multiples); K = %d falls back to mma_sync",
+                 p->k);
+        return 0;
+    }
+    if ((uintptr_t)p->a % 16 != 0 || (uintptr_t)p->b % 16 != 0) {
+        snprintf(why, whylen, "needs 16-byte aligned A and B (TMA)");
+        return 0;
+    }
+    return 1;
+}
+
+static const pl_gemm_kernel kernels[] = {
+    {"naive", "naive", "one thread per output, K fp32 FMAs from global memory", 16, 16, 1, 1, 1, 256, PL_GEMM_REQ_ANY,
+     PL_GEMM_KERNEL_TEACHING, supports_naive, pl_gemm_naive},
+    {"smem_tiled_64x64x16", "smem_tiled", "64×64 tiles staged in shared memory, 4×4 outputs per thread in registers",
+     64, 64, 16, 1, 1, 256, PL_GEMM_REQ_ANY, PL_GEMM_KERNEL_TEACHING, supports_any, pl_gemm_smem_tiled},
+    {"mma_sync_128x128x32_s4", "mma_sync",
+     "mma.sync m16n8k16 tensor cores, ldmatrix from swizzled shared memory, 4-stage cp.async pipeline", 128, 128, 32, 4,
+     1, 256, PL_GEMM_REQ_MMA, 0, supports_any, pl_gemm_mma_sync},
+    {"wgmma_tma_128x128x64_s3", "wgmma_tma",
+     "wgmma m64n128k16 from 128B-swizzled shared memory filled by TMA on mbarriers, 3 stages, 2 CTAs/SM", 128, 128, 64,
+     3, 1, 256, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_tma_128x128},
+    {"wgmma_ws_128x128x64_s6", "wgmma_ws",
+     "persistent warp-specialized, cooperative: TMA producer warpgroup (setmaxnreg 40), 2 wgmma consumers (232) "
+     "sharing each tile, 6-stage mbarrier ring, TMA-store epilogue",
+     128, 128, 64, 6, 1, 384, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x128},
+    {"wgmma_ws_128x256x64_s4", "wgmma_ws",
+     "persistent warp-specialized, cooperative: 2 wgmma m64n256 consumers sharing each 128×256 tile, 4 stages", 128,
+     256, 64, 4, 1, 384, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x256},
+    {"wgmma_pp_128x128x64_s5", "wgmma_ws",
+     "persistent warp-specialized, ping-pong: each consumer owns whole 128×128 tiles and stores one while the other "
+     "multiplies, 5 stages",
+     128, 128, 64, 5, 1, 384, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_pp_128x128},
+    {"wgmma_ws_128x128x64_s6_c2", "wgmma_ws_cluster",
+     "cooperative wgmma_ws in 2-CTA clusters: B panel TMA-multicast to both CTAs, stages released through DSMEM", 128,
+     128, 64, 6, 2, 384, PL_GEMM_REQ_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x128_c2},
+    {"wgmma_ws_128x256x64_s4_c2", "wgmma_ws_cluster",
+     "cooperative 128×256 wgmma_ws in 2-CTA clusters: B panel TMA-multicast, stages released through DSMEM", 128, 256,
+     64, 4, 2, 384, PL_GEMM_REQ_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x256_c2},
+    {"wgmma_pp_128x128x64_s5_c2", "wgmma_ws_cluster",
+     "ping-pong wgmma_ws in 2-CTA clusters: B panel TMA-multicast to both CTAs, stages released through DSMEM", 128,
+     128, 64, 5, 2, 384, PL_GEMM_REQ_CLUSTER, 0, supports_tma, pl_gemm_wgmma_pp_128x128_c2},
+};
+
+size_t pl_gemm_kernel_count(void)
+{
+    return sizeof kernels / sizeof kernels[0];
+}
+
+const pl_gemm_kernel *pl_gemm_kernel_at(size_t i)
+{
+    return i < pl_gemm_kernel_count() ? &kernels[i] : NULL;
+}
+
+const pl_gemm_kernel *pl_gemm_kernel_find(const char *name)
+{
+    for (size_t i = 0; i < pl_gemm_kernel_count(); i++)
+        if (strcmp(kernels[i].name, name) == 0)
+            return &kernels[i];
+    return NULL;
+}
+
+const pl_gemm_kernel *pl_gemm_kernel_fallback(void)
+{
+    return pl_gemm_kernel_find("mma_sync_128x128x32_s4");
+}

@@ -1,0 +1,227 @@
+/* Hopper building blocks of the sm_90a GEMM kernels, one thin wrapper per PTX instruction: mbarriers, TMA bulk
+ * tensor loads (multicast too), wgmma shared-memory descriptors and fences, register reallocation, cluster
+ * barriers and distributed shared memory addressing. Include only from files compiled for sm_90a. */
+#ifndef PERFLAB_GEMM_SM90_COMMON_CUH
+#define PERFLAB_GEMM_SM90_COMMON_CUH
+
+#include <stdint.h>
+#include <cuda.h>
+
+#include "gemm/sm90_wgmma_ops.cuh"
+
+/* ---- mbarriers (shared::cta addresses as 32-bit integers) ---- */
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+/* Make initialised barriers visible to the async proxy (TMA) and to the other CTAs of the cluster. */
+__device__ __forceinline__ void mbar_fence_init()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+/* One arrival that also announces `bytes` of TMA traffic the current phase must wait for. */
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+/* Arrive on the barrier at the same offset in CTA `cta_rank` of the cluster (this CTA included). Default
+ * semantics (release at CTA scope), as for a local arrive: what the arrival announces, that this CTA's tensor
+ * cores are done reading a stage, is already ordered by wgmma.wait_group; a cluster-scope release would add a
+ * fence to every arrival for nothing. */
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta_rank)
+{
+    asm volatile("{\n"
+                 ".reg .b32 remote;\n"
+                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+                 "}\n" ::"r"(bar),
+                 "r"(cta_rank)
+                 : "memory");
+}
+
+/* Wait until the phase of parity `parity` has completed. A fresh barrier is in phase 0, so waiting on parity 1
+ * returns at once: producers start with parity 1 on their "slot free" barriers. */
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n"
+                     ".reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n"
+                     "}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+/* ---- TMA: 2-D tiles, completion counted on an mbarrier ---- */
+
+__device__ __forceinline__ void tma_prefetch_descriptor(const CUtensorMap *map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)map) : "memory");
+}
+
+/* Box at (inner, outer) element coordinates of `map` into shared memory at dst. */
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, uint32_t bar, int inner, int outer)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+        "[%4];\n" ::"r"(dst),
+        "l"((uint64_t)map), "r"(inner), "r"(outer), "r"(bar)
+        : "memory");
+}
+
+/* The same box written to the same shared-memory offset, and counted on the same barrier offset, in every CTA of
+ * the cluster named by cta_mask: one L2 read feeds several SMs. */
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map, uint32_t bar, int inner,
+                                                      int outer, uint16_t cta_mask)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
+                 "[%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+                 "l"((uint64_t)map), "r"(inner), "r"(outer), "r"(bar), "h"(cta_mask)
+                 : "memory");
+}
+
+/* Shared memory to global through TMA: the box at (inner, outer) of `map` from `src`; elements outside the
+ * tensor are not written. Completion is tracked by bulk groups of the issuing thread. */
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, uint32_t src, int inner, int outer)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"((uint64_t)map),
+        "r"(inner), "r"(outer), "r"(src)
+        : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit()
+{
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+/* Wait until at most N bulk groups of this thread still read their shared-memory source. */
+template <int N> __device__ __forceinline__ void bulk_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
+/* Wait until at most N bulk groups of this thread are incomplete (their global writes done). */
+template <int N> __device__ __forceinline__ void bulk_wait()
+{
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Make this thread's ordinary shared-memory writes visible to the async proxy (TMA reads them next). */
+__device__ __forceinline__ void fence_proxy_async_shared()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* A barrier among `threads` threads (a warpgroup) under id (1..15; 0 is __syncthreads). */
+__device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+/* Four 8×8 bf16 matrices from registers to shared memory: lane l gives the address of row l%8 of matrix l/8. */
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
+                 "r"(r2), "r"(r3)
+                 : "memory");
+}
+
+/* Bring a global line into L2 ahead of its use. */
+__device__ __forceinline__ void prefetch_l2(const void *p)
+{
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
+/* ---- clusters ---- */
+
+__device__ __forceinline__ uint32_t cluster_cta_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+/* Every thread of every CTA of the cluster arrives, then waits (release/acquire: shared-memory writes before it
+ * are visible to the cluster after it). */
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\n"
+                 "barrier.cluster.wait.acquire;\n" ::
+                     : "memory");
+}
+
+/* ---- register reallocation between warpgroups ---- */
+
+template <int REGS> __device__ __forceinline__ void regs_dealloc()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+template <int REGS> __device__ __forceinline__ void regs_alloc()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+/* ---- wgmma ---- */
+
+/* Shared-memory matrix descriptor of a K-major tile written by TMA with 128-byte swizzle: rows of 64 bf16
+ * (128 B), 8-row core groups 1024 B apart (the stride byte offset), the leading byte offset unused by this
+ * layout (1 by convention), swizzle mode 1 = 128 B in bits 62-63. The tile must start 1024-byte aligned; a
+ * k-step of 16 elements inside the 128-byte row is a plain +32 B on the start address, since the hardware
+ * applies the swizzle to the final address bits. */
+__device__ __forceinline__ uint64_t wgmma_desc_k128(uint32_t smem_addr)
+{
+    uint64_t desc = 0;
+    desc |= (uint64_t)((smem_addr & 0x3FFFF) >> 4);
+    desc |= (uint64_t)1 << 16;           /* leading byte offset: 16 B (unused for this layout) */
+    desc |= (uint64_t)(1024 >> 4) << 32; /* stride byte offset: 8 rows × 128 B */
+    desc |= (uint64_t)1 << 62;           /* 128-byte swizzle */
+    return desc;
+}
+
+/* Order earlier register writes (zeroing, epilogue reads) before the next wgmma of this warpgroup. */
+__device__ __forceinline__ void wgmma_fence()
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+/* Wait until at most N committed wgmma groups of this warpgroup are pending. */
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+/* Tell the compiler the accumulators changed here, so it reads them only after the wgmma that writes them has been
+ * waited for (the asm of the wgmma itself returns before the tensor cores are done). */
+template <int R> __device__ __forceinline__ void accumulators_fence(float (&d)[R])
+{
+#pragma unroll
+    for (int i = 0; i < R; i++)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+
+#endif

@@ -1,0 +1,42 @@
+#include "gemm/tensor_map.h"
+
+#include <stddef.h>
+
+typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+static encode_tiled_fn encoder(void)
+{
+    static encode_tiled_fn fn;
+    static int looked;
+    if (!looked) {
+        void *p = NULL;
+        enum cudaDriverEntryPointQueryResult q;
+        /* the 12.0 ABI of cuTensorMapEncodeTiled, the one this code was written against */
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            fn = (encode_tiled_fn)p;
+        looked = 1;
+    }
+    return fn;
+}
+
+cudaError_t pl_tensor_map_bf16(CUtensorMap *map, const void *base, uint64_t rows, uint64_t cols, uint32_t box_rows,
+                               uint32_t box_cols)
+{
+    encode_tiled_fn fn = encoder();
+    if (!fn)
+        return cudaErrorNotSupported;
+    if ((uintptr_t)base % 16 != 0 || (cols * 2) % 16 != 0 || box_cols * 2 > 128 || box_rows > 256)
+        return cudaErrorInvalidValue;
+    const cuuint64_t dims[2] = {cols, rows};  /* innermost first */
+    const cuuint64_t strides[1] = {cols * 2}; /* bytes between rows */
+    const cuuint32_t box[2] = {box_cols, box_rows};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dims, strides, box, elem_strides,
+                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}

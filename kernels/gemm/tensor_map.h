@@ -1,0 +1,24 @@
+/* TMA tensor maps for the sm_90a GEMM kernels, encoded on the host through the driver's entry point (found at
+ * run time through the CUDA runtime, so nothing links libcuda). */
+#ifndef PERFLAB_GEMM_TENSOR_MAP_H
+#define PERFLAB_GEMM_TENSOR_MAP_H
+
+#include <stdint.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A row-major bf16 matrix of `rows` rows of `cols` elements (row pitch = cols), read in boxes of box_rows ×
+ * box_cols with 128-byte swizzle (box_cols · 2 must be 128 at most): the layout wgmma_desc_k128 describes.
+ * Elements outside the matrix read as zeros. cols · 2 must be a multiple of 16 and base 16-byte aligned;
+ * cudaErrorInvalidValue otherwise. */
+cudaError_t pl_tensor_map_bf16(CUtensorMap *map, const void *base, uint64_t rows, uint64_t cols, uint32_t box_rows,
+                               uint32_t box_cols);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,353 @@
+/* Rungs 5 and 6 of the GEMM ladder — warp-specialized, persistent WGMMA + TMA (sm_90a), optionally with 2-CTA
+ * clusters.
+ *
+ * Rung 5 (CLUSTER = 1). One CTA per SM loops over output tiles (a tile scheduler walks them in groups of 16
+ * tile-rows so that the CTAs running at once share A and B panels in L2). Warpgroup 0 is the producer: it gives
+ * registers back (setmaxnreg.dec to 40) and one of its threads only issues TMA loads into a ring of stages,
+ * waiting on each stage's "empty" mbarrier. Warpgroups 1 and 2 are the consumers: they take the registers
+ * (setmaxnreg.inc to 232), wait on each stage's "full" mbarrier (TMA completes its transaction bytes there),
+ * issue wgmma, keep one wgmma group in flight and release the previous stage as soon as its group is done. The
+ * producer runs ahead across tile boundaries. Results leave through shared memory and TMA stores
+ * (sm90_epilogue.cuh). Two ways to share the work between the consumers:
+ *   cooperative: both work on each 128×BN tile, 64 rows each; the tensor cores idle while they store it.
+ *   ping-pong:   each owns whole 128×128 tiles (every other tile of the CTA) and they take turns: one stores its
+ *                tile while the other multiplies, so the epilogue leaves the critical path. An ordering barrier
+ *                makes a consumer start a tile only after the other has issued all of the previous one (the
+ *                stages' parity waits are only unambiguous one phase ahead).
+ *
+ * Rung 6 (CLUSTER = 2). The two CTAs of a cluster work on vertically adjacent tiles that share their B panel:
+ * each CTA loads half of that panel and multicasts it into both CTAs' shared memory (one L2 read feeds two
+ * SMs, halving B's L2 traffic), each stage's "full" barrier in both CTAs counts both halves, and a consumer
+ * releases a stage on both CTAs' "empty" barriers (a remote mbarrier arrive through distributed shared memory),
+ * since the peer's producer writes into this CTA's stage too.
+ *
+ * Takes B N×K with K % 8 == 0 and 16-byte aligned A and B (TMA's row pitch rule); others fall back. D goes
+ * through TMA when N % 8 == 0 (and D, bias and residual are aligned), else straight from registers. */
+#include "gemm/epilogue.cuh"
+#include "gemm/gemm.h"
+#include "gemm/sm90_common.cuh"
+#include "gemm/sm90_epilogue.cuh"
+#include "gemm/tensor_map.h"
+
+#define WS_BM         128
+#define WS_BK         64
+#define WS_THREADS    384 /* producer warpgroup + two consumer warpgroups */
+#define PRODUCER_REGS 40
+#define CONSUMER_REGS 232    /* (40 + 2·232) · 128 = 64512 of the SM's 65536 registers */
+#define GROUP_ROWS    16     /* tile rows per raster group of the scheduler */
+#define SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 (227 KB) */
+
+enum ws_schedule { WS_COOPERATIVE = 0, WS_PINGPONG = 1 };
+
+template <int BN, int SCHED> struct ws_config {
+    static constexpr int a_bytes = WS_BM * WS_BK * 2;
+    static constexpr int b_bytes = BN * WS_BK * 2;
+    static constexpr int stage_bytes = a_bytes + b_bytes;
+    /* epilogue buffers: ping-pong keeps a whole 128×128 tile per consumer (never waits on its stores), the
+     * cooperative kernel two subtiles per consumer (its stages leave no room for more) */
+    static constexpr int epi_buffers = SCHED == WS_PINGPONG ? 4 : 2; /* per consumer warpgroup */
+    static constexpr int epi_bytes = 2 * epi_buffers * EPI_SUB_BYTES;
+    static constexpr int barrier_bytes = 2 * 16 * 8 + 2 * 8; /* full/empty of up to 16 stages, 2 order */
+    static constexpr int stages = (SMEM_LIMIT - 1024 - epi_bytes - barrier_bytes) / stage_bytes;
+    static constexpr int smem_bytes = 1024 + stages * stage_bytes + epi_bytes + barrier_bytes;
+    static constexpr int readers = SCHED == WS_PINGPONG ? 4 : 8; /* consumer warps that read each stage */
+};
+
+/* Tile t of the walk -> (tile row in cluster units, tile column): rows advance fastest inside a group of
+ * `group` tile rows, then columns, then the next group. */
+__device__ __forceinline__ void tile_of(int t, int rows, int cols, int group, int &row, int &col)
+{
+    const int per_group = group * cols;
+    const int first = (t / per_group) * group;
+    const int size = min(rows - first, group);
+    const int r = t % per_group;
+    row = first + r % size;
+    col = r / size;
+}
+
+/* A consumer warp is done reading stage `s`: lane r tells CTA r of the cluster. */
+template <int CLUSTER> __device__ __forceinline__ void release_stage(uint32_t empty, int s, int lane)
+{
+    if (lane < CLUSTER) {
+        if (CLUSTER == 1)
+            mbar_arrive(empty + 8 * s);
+        else
+            mbar_arrive_cluster(empty + 8 * s, (uint32_t)lane);
+    }
+}
+
+template <int BN, int CLUSTER, int SCHED>
+__global__ void __launch_bounds__(WS_THREADS, 1)
+    gemm_wgmma_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
+                         const __grid_constant__ CUtensorMap tma_d, int tma_store, pl_gemm_out o, int k_blocks,
+                         int tile_rows, int tile_cols)
+{
+    typedef ws_config<BN, SCHED> cfg;
+    constexpr int STAGES = cfg::stages;
+    extern __shared__ __align__(1024) uint8_t smem_raw[];
+    const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
+    const uint32_t epi = base + STAGES * cfg::stage_bytes; /* 1024-aligned: the swizzle needs it */
+    const uint32_t full = epi + cfg::epi_bytes, empty = full + 8 * STAGES, order = empty + 8 * STAGES;
+    const int wg = threadIdx.x / 128;
+    const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
+    const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+    const int tiles = tile_rows * tile_cols;
+    const int group = GROUP_ROWS / CLUSTER;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(full + 8 * s, 1);                       /* the producer's arrive; TMA bytes complete it */
+            mbar_init(empty + 8 * s, cfg::readers * CLUSTER); /* every reading warp of every CTA of the cluster */
+        }
+        mbar_init(order, 4); /* ping-pong: the warps of the other consumer have issued their tile */
+        mbar_init(order + 8, 4);
+        mbar_fence_init();
+    }
+    if (CLUSTER > 1)
+        cluster_sync(); /* the peer's barriers exist before anything is multicast or arrived on */
+    else
+        __syncthreads();
+
+    if (wg == 0) {
+        regs_dealloc<PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            tma_prefetch_descriptor(&tma_a);
+            tma_prefetch_descriptor(&tma_b);
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int t = cluster; t < tiles; t += clusters) {
+                int tr, tc;
+                tile_of(t, tile_rows, tile_cols, group, tr, tc);
+                const int m0 = (tr * CLUSTER + (int)rank) * WS_BM, n0 = tc * BN;
+                for (int kb = 0; kb < k_blocks; kb++) {
+                    mbar_wait(empty + 8 * stage, phase ^ 1);
+                    const uint32_t st = base + stage * cfg::stage_bytes, bar = full + 8 * stage;
+                    /* the whole B panel arrives here, half of it from the peer when clustered */
+                    mbar_arrive_expect_tx(bar, cfg::stage_bytes);
+                    tma_load_2d(st, &tma_a, bar, kb * WS_BK, m0);
+                    if (CLUSTER == 1)
+                        tma_load_2d(st + cfg::a_bytes, &tma_b, bar, kb * WS_BK, n0);
+                    else
+                        tma_load_2d_multicast(st + cfg::a_bytes + rank * (cfg::b_bytes / CLUSTER), &tma_b, bar,
+                                              kb * WS_BK, n0 + (int)rank * (BN / CLUSTER),
+                                              (uint16_t)((1u << CLUSTER) - 1));
+                    if (++stage == STAGES) {
+                        stage = 0;
+                        phase ^= 1;
+                    }
+                }
+            }
+        }
+    } else {
+        regs_alloc<CONSUMER_REGS>();
+        const int consumer = wg - 1;
+        const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+        /* cooperative: acc covers rows 64·consumer.. of each tile; ping-pong: acc rows 0-63 and acc_hi 64-127 */
+        float acc[BN / 2];
+        float acc_hi[SCHED == WS_PINGPONG ? 64 : 1];
+        uint32_t kcount = 0; /* k-blocks of this CTA's sequence consumed or skipped: the ring position */
+        int mine = 0;        /* ping-pong: tiles this consumer has done */
+        int local = 0;
+        for (int t = cluster; t < tiles; t += clusters, local++) {
+            if (SCHED == WS_PINGPONG && (local & 1) != consumer) {
+                kcount += (uint32_t)k_blocks; /* the other consumer's tile */
+                continue;
+            }
+            int tr, tc;
+            tile_of(t, tile_rows, tile_cols, group, tr, tc);
+            const int m0 = (tr * CLUSTER + (int)rank) * WS_BM, n0 = tc * BN;
+            if (SCHED == WS_PINGPONG && local > 0) /* the other consumer has issued all of tile local-1 */
+                mbar_wait(order + 8 * consumer, (uint32_t)((mine - (consumer == 0 ? 1 : 0)) & 1));
+#pragma unroll
+            for (int i = 0; i < BN / 2; i++)
+                acc[i] = 0.0f;
+            if constexpr (SCHED == WS_PINGPONG) {
+#pragma unroll
+                for (int i = 0; i < 64; i++)
+                    acc_hi[i] = 0.0f;
+            }
+            int held = -1; /* the stage whose wgmma group may still be reading it */
+            /* fused: the residual this thread adds in the epilogue goes to L2 a few k-blocks before the end (early
+             * enough to arrive, late enough not to be evicted by the operands streaming through) */
+            const int prefetch_at = o.fused ? max(k_blocks - 4, 0) : -1;
+            for (int kb = 0; kb < k_blocks; kb++, kcount++) {
+                if (kb == prefetch_at) {
+                    const int r = warp * 16 + (lane >> 2);
+                    if constexpr (SCHED == WS_PINGPONG) {
+                        prefetch_residual(o, m0 + r, n0, BN);
+                        prefetch_residual(o, m0 + 64 + r, n0, BN);
+                    } else {
+                        prefetch_residual(o, m0 + consumer * 64 + r, n0, BN);
+                    }
+                }
+                const int stage = (int)(kcount % STAGES);
+                mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
+                const uint32_t st = base + stage * cfg::stage_bytes;
+                wgmma_fence();
+#pragma unroll
+                for (int j = 0; j < WS_BK / 16; j++) {
+                    const uint64_t db = wgmma_desc_k128(st + cfg::a_bytes + j * 32);
+                    if constexpr (SCHED == WS_PINGPONG) {
+                        pl_wgmma_m64n128k16_bf16<0>(acc, wgmma_desc_k128(st + j * 32), db, 1);
+                        pl_wgmma_m64n128k16_bf16<0>(acc_hi, wgmma_desc_k128(st + 64 * 128 + j * 32), db, 1);
+                    } else if constexpr (BN == 256) {
+                        pl_wgmma_m64n256k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+                    } else {
+                        pl_wgmma_m64n128k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+                    }
+                }
+                wgmma_commit();
+                wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
+                if (held >= 0)
+                    release_stage<CLUSTER>(empty, held, lane);
+                held = stage;
+            }
+            if (SCHED == WS_PINGPONG && lane == 0)
+                mbar_arrive(order + 8 * (1 - consumer)); /* the other consumer may start its next tile */
+            wgmma_wait<0>();
+            release_stage<CLUSTER>(empty, held, lane);
+            accumulators_fence(acc);
+
+            if constexpr (SCHED == WS_PINGPONG) {
+                accumulators_fence(acc_hi);
+                const uint32_t bufs = epi + consumer * cfg::epi_buffers * EPI_SUB_BYTES;
+                if (tma_store) {
+                    epilogue_tma_m64<128, 4>(o, &tma_d, acc, bufs, 0, 1 + consumer, m0, n0);
+                    epilogue_tma_m64<128, 4>(o, &tma_d, acc_hi, bufs, 2, 1 + consumer, m0 + 64, n0);
+                } else {
+                    const int r = warp * 16 + (lane >> 2);
+                    pl_gemm_store_m64<128>(o, acc, m0 + r, n0, pl_gemm_plain_interior(o, m0, n0, 128, 128));
+                    pl_gemm_store_m64<128>(o, acc_hi, m0 + 64 + r, n0, pl_gemm_plain_interior(o, m0, n0, 128, 128));
+                }
+                mine++;
+            } else {
+                const int row0 = m0 + consumer * 64;
+                if (tma_store)
+                    epilogue_tma_m64<BN, 2>(o, &tma_d, acc, epi + consumer * cfg::epi_buffers * EPI_SUB_BYTES, 0,
+                                            1 + consumer, row0, n0);
+                else
+                    pl_gemm_store_m64<BN>(o, acc, row0 + warp * 16 + (lane >> 2), n0,
+                                          pl_gemm_plain_interior(o, row0, n0, 64, BN));
+            }
+        }
+        if (tma_store && (threadIdx.x & 127) == 0)
+            bulk_wait<0>(); /* the last stores are done before the shared memory they read goes away */
+    }
+    if (CLUSTER > 1)
+        cluster_sync(); /* the peer may still arrive on this CTA's barriers: stay until it is done */
+}
+
+/* The launch of `ctas` persistent CTAs in clusters of `cluster` along x (attr must outlive cfg). */
+static void ws_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, int ctas, int cluster, size_t smem,
+                             cudaStream_t stream)
+{
+    *cfg = cudaLaunchConfig_t{};
+    cfg->gridDim = dim3(ctas);
+    cfg->blockDim = dim3(WS_THREADS);
+    cfg->dynamicSmemBytes = smem;
+    cfg->stream = stream;
+    if (cluster > 1) {
+        attr->id = cudaLaunchAttributeClusterDimension;
+        attr->val.clusterDim.x = cluster;
+        attr->val.clusterDim.y = 1;
+        attr->val.clusterDim.z = 1;
+        cfg->attrs = attr;
+        cfg->numAttrs = 1;
+    }
+}
+
+/* Clusters the GPU can hold at once for this kernel (the GPCs decide, not only the SM count); cached per device. */
+template <int BN, int CLUSTER, int SCHED> static int max_active_clusters(int device, int sms)
+{
+    static int cached[64];
+    if (device < 0 || device >= 64)
+        return sms / CLUSTER;
+    if (cached[device] == 0) {
+        cudaLaunchConfig_t cfg;
+        cudaLaunchAttribute attr;
+        ws_launch_config(&cfg, &attr, CLUSTER * (sms / CLUSTER), CLUSTER, ws_config<BN, SCHED>::smem_bytes, 0);
+        int n = 0;
+        if (cudaOccupancyMaxActiveClusters(&n, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED>, &cfg) != cudaSuccess ||
+            n <= 0) {
+            (void)cudaGetLastError();
+            n = sms / CLUSTER;
+        }
+        cached[device] = n;
+    }
+    return cached[device];
+}
+
+static bool aligned4(const void *p)
+{
+    return (uintptr_t)p % 4 == 0;
+}
+
+template <int BN, int CLUSTER, int SCHED> static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    typedef ws_config<BN, SCHED> cfg;
+    static_assert(cfg::stages >= 3 && cfg::stages <= 16, "stage count out of range");
+    static_assert(cfg::smem_bytes <= SMEM_LIMIT, "shared memory over the limit");
+    CUtensorMap ta, tb;
+    cudaError_t e = pl_tensor_map_bf16(&ta, p->a, (uint64_t)p->m, (uint64_t)p->k, WS_BM, WS_BK);
+    if (e == cudaSuccess)
+        e = pl_tensor_map_bf16(&tb, p->b, (uint64_t)p->n, (uint64_t)p->k, BN / CLUSTER, WS_BK);
+    /* the TMA store needs D's rows to be 16-byte multiples; otherwise the consumers store from registers */
+    CUtensorMap td = ta;
+    const int tma_store =
+        p->n % 8 == 0 && (uintptr_t)p->d % 16 == 0 && aligned4(p->epi.bias) && aligned4(p->epi.residual) &&
+        pl_tensor_map_bf16(&td, p->d, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, EPI_SUB) == cudaSuccess;
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 cfg::smem_bytes);
+    int device = 0, sms = 0;
+    if (e == cudaSuccess)
+        e = cudaGetDevice(&device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e != cudaSuccess)
+        return e;
+
+    const int tiles_m = (p->m + WS_BM - 1) / WS_BM, tile_cols = (p->n + BN - 1) / BN;
+    const int tile_rows = (tiles_m + CLUSTER - 1) / CLUSTER; /* in cluster units */
+    const long long tiles = (long long)tile_rows * tile_cols;
+    int clusters = CLUSTER > 1 ? max_active_clusters<BN, CLUSTER, SCHED>(device, sms) : sms;
+    if (clusters > tiles)
+        clusters = (int)tiles;
+
+    cudaLaunchConfig_t lc;
+    cudaLaunchAttribute attr;
+    ws_launch_config(&lc, &attr, clusters * CLUSTER, CLUSTER, cfg::smem_bytes, stream);
+    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED>, ta, tb, td, tma_store, pl_gemm_out_of(p),
+                           (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x128(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<128, 1, WS_COOPERATIVE>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x256(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<256, 1, WS_COOPERATIVE>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_pp_128x128(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<128, 1, WS_PINGPONG>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<128, 2, WS_COOPERATIVE>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x256_c2(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<256, 2, WS_COOPERATIVE>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_pp_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<128, 2, WS_PINGPONG>(p, stream);
+}

@@ -1,0 +1,78 @@
+/* fullstack:cluster_gemm — the best non-cluster GEMM (persistent warp-specialized WGMMA+TMA, 128×256 tiles)
+ * against the same kernel run in 2-CTA thread-block clusters: the two CTAs of a cluster compute vertically
+ * adjacent tiles that share their B panel, each loads half of it and TMA-multicasts it into both CTAs' shared
+ * memory, and consumers release each stage on both CTAs' barriers through distributed shared memory. The B
+ * panel's L2-to-SM traffic halves (A+B per CTA and k-step: 48 KB -> 32 KB). */
+#include "gemm_lab.h"
+#include "labs.h"
+
+static const pl_param_def cluster_params[] = {
+    {.name = "m", .type = PL_PARAM_INT, .default_value = "8192", .help = "rows of A and D", .min = 1, .max = 1 << 20},
+    {.name = "n", .type = PL_PARAM_INT, .default_value = "8192", .help = "columns of D", .min = 1, .max = 1 << 20},
+    {.name = "k",
+     .type = PL_PARAM_INT,
+     .default_value = "8192",
+     .help = "the reduction (a multiple of 8)",
+     .min = 8,
+     .max = 1 << 20},
+    {.name = NULL},
+};
+
+static void cluster_counters(const pl_params *p, pl_counters *c)
+{
+    gemm_lab_counters(p, 0, c);
+}
+
+static int cluster_setup(pl_ctx *ctx, const pl_params *p, void **state)
+{
+    if (pl_param_int(p, "k") % 8 != 0)
+        return pl_fail(ctx, "--k %lld: the TMA kernels compared here need K %% 8 == 0; pick a multiple of 8",
+                       pl_param_int(p, "k"));
+    return gemm_lab_setup(ctx, p, 0, state);
+}
+
+static int run_no_cluster(pl_ctx *ctx, void *state)
+{
+    return gemm_lab_native(ctx, state, "wgmma_ws_128x256x64_s4", 1);
+}
+
+static int run_cluster2(pl_ctx *ctx, void *state)
+{
+    return gemm_lab_native(ctx, state, "wgmma_ws_128x256x64_s4_c2", 1);
+}
+
+static int run_cublas(pl_ctx *ctx, void *state)
+{
+    gemm_lab *lab = state;
+    return gemm_lab_cublas(ctx, lab, lab->p.d);
+}
+
+static const pl_variant cluster_variants[] = {
+    {.name = "baseline",
+     .technique = "persistent warp-specialized WGMMA+TMA, 128×256 tiles, one CTA per cluster: each CTA loads its "
+                  "own B panel",
+     .run = run_no_cluster},
+    {.name = "cluster2",
+     .technique = "2-CTA clusters: B panel halves TMA-multicast into both CTAs, stages released on both CTAs' "
+                  "mbarriers through DSMEM",
+     .run = run_cluster2},
+    {.name = "cublas",
+     .technique = "cublasGemmEx, default algorithm: the library a user would call instead",
+     .run = run_cublas,
+     .flags = PL_VARIANT_REFERENCE},
+    {.name = NULL},
+};
+
+const pl_target pl_target_fullstack_cluster_gemm = {
+    .group = "fullstack",
+    .name = "cluster_gemm",
+    .summary = "persistent WGMMA+TMA GEMM without and with 2-CTA clusters (TMA multicast of B, DSMEM barriers)",
+    .req = PL_GEMM_REQ_CLUSTER,
+    .params = cluster_params,
+    .variants = cluster_variants,
+    .counters = cluster_counters,
+    .setup = cluster_setup,
+    .poison = gemm_lab_poison,
+    .check = gemm_lab_check,
+    .teardown = gemm_lab_teardown,
+};

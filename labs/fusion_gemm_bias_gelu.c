@@ -1,0 +1,88 @@
+/* fusion:gemm_bias_gelu — D = GELU(A·B + bias) + residual. The unfused way writes the product to memory and reads
+ * it back in a second kernel (3·M·N·2 extra bytes: the product written, read, and the residual read beside it);
+ * the fused way applies bias, GELU and residual to the accumulators in registers before the one store. Three
+ * variants separate the two effects: cuBLAS + a separate pass (what a framework does), the native kernel + the
+ * same pass, and the native kernel with the epilogue fused. */
+#include "gemm_lab.h"
+#include "labs.h"
+
+#define FUSION_FLAGS (GEMM_LAB_EPILOGUE | GEMM_LAB_UNFUSED)
+
+static const pl_param_def fusion_params[] = {
+    {.name = "m",
+     .type = PL_PARAM_INT,
+     .default_value = "8192",
+     .help = "tokens (rows of A and D)",
+     .min = 1,
+     .max = 1 << 20},
+    {.name = "n", .type = PL_PARAM_INT, .default_value = "16384", .help = "output features", .min = 1, .max = 1 << 20},
+    {.name = "k", .type = PL_PARAM_INT, .default_value = "4096", .help = "input features", .min = 1, .max = 1 << 20},
+    {.name = "residual", .type = PL_PARAM_BOOL, .default_value = "true", .help = "add an M×N residual after GELU"},
+    /* the fastest native kernel by default (measured: docs/perf/gemm.md). Ping-pong hides its epilogue behind the
+     * other consumer's multiplies, but its 128×128 tiles make the GEMM itself slower under the power cap */
+    {.name = "kernel",
+     .type = PL_PARAM_STRING,
+     .default_value = "wgmma_ws_128x256x64_s4",
+     .help = "the native kernel (registry name) of native_unfused and fused",
+     .choices = "wgmma_ws_128x256x64_s4|wgmma_pp_128x128x64_s5|wgmma_ws_128x128x64_s6"},
+    {.name = NULL},
+};
+
+static void fusion_counters(const pl_params *p, pl_counters *c)
+{
+    gemm_lab_counters(p, FUSION_FLAGS, c);
+}
+
+static int fusion_setup(pl_ctx *ctx, const pl_params *p, void **state)
+{
+    return gemm_lab_setup(ctx, p, FUSION_FLAGS, state);
+}
+
+static int run_cublas_then_pass(pl_ctx *ctx, void *state)
+{
+    gemm_lab *lab = state;
+    PL_TRY(gemm_lab_cublas(ctx, lab, lab->product));
+    return gemm_lab_epilogue_pass(ctx, lab);
+}
+
+static int run_native_then_pass(pl_ctx *ctx, void *state)
+{
+    gemm_lab *lab = state;
+    PL_TRY(gemm_lab_native(ctx, lab, lab->kernel, 0));
+    return gemm_lab_epilogue_pass(ctx, lab);
+}
+
+static int run_fused(pl_ctx *ctx, void *state)
+{
+    gemm_lab *lab = state;
+    return gemm_lab_native(ctx, lab, lab->kernel, 1);
+}
+
+static const pl_variant fusion_variants[] = {
+    {.name = "baseline",
+     .technique = "cuBLAS GEMM to memory, then a separate bias+GELU+residual kernel (16-byte accesses)",
+     .run = run_cublas_then_pass},
+    {.name = "native_unfused",
+     .technique = "the native persistent WGMMA kernel (--kernel) to memory, then the same separate kernel",
+     .run = run_native_then_pass,
+     .req = PL_GEMM_REQ_WGMMA},
+    {.name = "fused",
+     .technique = "the same native kernel with bias, GELU and residual applied to the accumulators before the store",
+     .run = run_fused,
+     .req = PL_GEMM_REQ_WGMMA},
+    {.name = NULL},
+};
+
+const pl_target pl_target_fusion_gemm_bias_gelu = {
+    .group = "fusion",
+    .name = "gemm_bias_gelu",
+    .summary = "GEMM + bias + GELU + residual: cuBLAS and a separate kernel vs the epilogue fused in the kernel",
+    .req = {.needs_gpu = 1},
+    .params = fusion_params,
+    .variants = fusion_variants,
+    .counters = fusion_counters,
+    .setup = fusion_setup,
+    .poison = gemm_lab_poison,
+    .check = gemm_lab_check,
+    .teardown = gemm_lab_teardown,
+};

@@ -1,0 +1,453 @@
+#include "selector/comparison.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/results_json.h"
+
+static const char *const kind_names[] = {"cublas", "cublaslt", "perflab", "cutlass", "json"};
+
+const char *pl_gemm_default_providers(const char *dtype)
+{
+    if (strcmp(dtype, "fp8") == 0)
+        return "cublaslt";
+    if (strcmp(dtype, "fp16") == 0)
+        return "cublas,cublaslt";
+    return "cublas,cublaslt,perflab";
+}
+
+int pl_gemm_provider_is_cublas(const pl_gemm_provider *p)
+{
+    return p->cublas_family;
+}
+
+/* A json file made of cuBLAS/cuBLASLt records (e.g. another run's cublaslt.json) stands for cuBLAS too. */
+static int json_is_cublas(const pl_gemm_record_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->items[i].provider, "cublas") != 0 && strcmp(l->items[i].provider, "cublaslt") != 0)
+            return 0;
+    return l->n > 0;
+}
+
+int pl_gemm_provider_needs_gpu(const pl_gemm_provider *p)
+{
+    return p->kind == PL_PROV_CUBLAS || p->kind == PL_PROV_CUBLASLT || p->kind == PL_PROV_PERFLAB;
+}
+
+void pl_gemm_providers_free(pl_gemm_provider *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(p[i].label);
+        free(p[i].path);
+        pl_gemm_record_list_free(&p[i].loaded);
+    }
+    free(p);
+}
+
+/* A json file's column: its records' provider when they agree, else the file's base name. */
+static char *json_label(const char *path, const pl_gemm_record_list *l)
+{
+    const char *name = l->n ? l->items[0].provider : NULL;
+    for (size_t i = 1; name && i < l->n; i++)
+        if (strcmp(l->items[i].provider, name) != 0)
+            name = NULL;
+    if (name && pl_index_of(kind_names, PL_PROV_KIND_COUNT - 1, name) < 0)
+        return pl_strdup(name);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char *label = pl_strfmt("json_%s", base);
+    char *dot = strrchr(label, '.');
+    if (dot && dot != label)
+        *dot = '\0';
+    return label;
+}
+
+int pl_gemm_providers_parse(const char *spec, pl_gemm_provider **out, size_t *n, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    char *copy = pl_strdup(spec);
+    int rc = 0;
+    size_t cap = 0;
+    for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+        pl_gemm_provider p;
+        memset(&p, 0, sizeof p);
+        if (strncmp(tok, "json:", 5) == 0) {
+            p.kind = PL_PROV_JSON;
+            p.path = pl_strdup(tok + 5);
+            if (!*p.path) {
+                pl_snprintf(err, errlen, "--providers: 'json:' needs a file, e.g. json:triton.json");
+                rc = -1;
+            } else if (pl_gemm_records_load(p.path, &p.loaded, err, errlen) != 0) {
+                rc = -1;
+            } else {
+                p.label = json_label(p.path, &p.loaded);
+                p.cublas_family = json_is_cublas(&p.loaded);
+            }
+        } else {
+            int k = pl_index_of(kind_names, PL_PROV_JSON, tok);
+            if (k < 0) {
+                char sugg[128];
+                if (pl_suggest(tok, kind_names, PL_PROV_JSON, 2, sugg, sizeof sugg) > 0)
+                    pl_snprintf(err, errlen, "--providers: unknown provider '%s' (did you mean %s?)", tok, sugg);
+                else
+                    pl_snprintf(err, errlen,
+                                "--providers: unknown provider '%s': choose from cublas, cublaslt, perflab, cutlass, "
+                                "json:FILE",
+                                tok);
+                rc = -1;
+            } else {
+                p.kind = (pl_gemm_provider_kind)k;
+                p.label = pl_strdup(kind_names[k]);
+                p.cublas_family = p.kind == PL_PROV_CUBLAS || p.kind == PL_PROV_CUBLASLT;
+            }
+        }
+        for (size_t i = 0; rc == 0 && i < *n; i++)
+            if (strcmp((*out)[i].label, p.label) == 0) {
+                pl_snprintf(err, errlen, "--providers: '%s' is named twice", p.label);
+                rc = -1;
+            }
+        if (rc != 0) {
+            free(p.label);
+            free(p.path);
+            pl_gemm_record_list_free(&p.loaded);
+            break;
+        }
+        pl_reserve(out, &cap, *n + 1, sizeof **out);
+        (*out)[(*n)++] = p;
+    }
+    free(copy);
+    if (rc == 0 && *n == 0) {
+        pl_snprintf(err, errlen,
+                    "--providers is empty: name at least one of cublas, cublaslt, perflab, cutlass, "
+                    "json:FILE");
+        rc = -1;
+    }
+    if (rc != 0) {
+        pl_gemm_providers_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+void pl_gemm_comparison_init(pl_gemm_comparison *c, const pl_gemm_shape *shapes, size_t n_shapes,
+                             const pl_gemm_provider *providers, size_t n_providers, const char *dtype,
+                             const char *layout)
+{
+    memset(c, 0, sizeof *c);
+    c->shapes = shapes;
+    c->n_shapes = n_shapes;
+    c->providers = providers;
+    c->n_providers = n_providers;
+    c->dtype = dtype;
+    c->layout = layout;
+    c->cells = pl_xcalloc(n_shapes * n_providers + 1, sizeof *c->cells);
+    for (size_t i = 0; i < n_shapes * n_providers; i++) {
+        c->cells[i].status = PL_GEMM_MISSING;
+        c->cells[i].reason = pl_strdup("no record came back");
+    }
+}
+
+void pl_gemm_comparison_free(pl_gemm_comparison *c)
+{
+    for (size_t i = 0; c->cells && i < c->n_shapes * c->n_providers; i++) {
+        free(c->cells[i].reason);
+        pl_gemm_record_free(&c->cells[i].best);
+        pl_gemm_record_list_free(&c->cells[i].candidates);
+    }
+    free(c->cells);
+    memset(c, 0, sizeof *c);
+}
+
+pl_gemm_cell *pl_gemm_cell_at(pl_gemm_comparison *c, size_t shape, size_t provider)
+{
+    return &c->cells[shape * c->n_providers + provider];
+}
+
+static const pl_gemm_cell *cell_at(const pl_gemm_comparison *c, size_t shape, size_t provider)
+{
+    return &c->cells[shape * c->n_providers + provider];
+}
+
+void pl_gemm_cell_set(pl_gemm_cell *cell, pl_gemm_status status, const char *reason)
+{
+    free(cell->reason);
+    cell->status = status;
+    cell->reason = pl_strdup(reason);
+}
+
+void pl_gemm_cell_settle(pl_gemm_cell *cell, pl_gemm_record_list *tried, pl_gemm_status fallback, const char *reason)
+{
+    const pl_gemm_record *best = NULL;
+    for (size_t i = 0; i < tried->n; i++) {
+        const pl_gemm_record *r = &tried->items[i];
+        if (r->status == PL_GEMM_OK && r->verified && r->median_ms > 0 && (!best || r->median_ms < best->median_ms))
+            best = r;
+    }
+    pl_gemm_record_free(&cell->best);
+    if (best) {
+        pl_gemm_record_copy(&cell->best, best);
+        pl_gemm_cell_set(cell, PL_GEMM_OK, NULL);
+    } else {
+        const char *why = reason ? reason : tried->n && tried->items[0].reason ? tried->items[0].reason : "no record";
+        pl_gemm_cell_set(cell, fallback, why);
+    }
+    for (size_t i = 0; i < tried->n; i++)
+        pl_gemm_record_list_push(&cell->candidates, &tried->items[i]);
+    tried->n = 0;
+}
+
+void pl_gemm_comparison_fill_from_files(pl_gemm_comparison *c)
+{
+    for (size_t p = 0; p < c->n_providers; p++) {
+        const pl_gemm_provider *prov = &c->providers[p];
+        if (prov->kind != PL_PROV_JSON)
+            continue;
+        for (size_t s = 0; s < c->n_shapes; s++) {
+            const pl_gemm_shape *sh = &c->shapes[s];
+            pl_gemm_cell *cell = pl_gemm_cell_at(c, s, p);
+            pl_gemm_record_list tried = {0};
+            int any = 0;
+            for (size_t i = 0; i < prov->loaded.n; i++) {
+                const pl_gemm_record *r = &prov->loaded.items[i];
+                if (r->m != sh->m || r->n != sh->n || r->k != sh->k || strcmp(r->dtype, c->dtype) != 0 ||
+                    strcmp(r->layout, c->layout) != 0)
+                    continue;
+                any = 1;
+                pl_gemm_record copy;
+                pl_gemm_record_copy(&copy, r);
+                if (copy.status == PL_GEMM_OK && !copy.verified) {
+                    copy.status = PL_GEMM_FAILED;
+                    free(copy.reason);
+                    copy.reason = pl_strfmt("%s: the record is not verified", prov->path);
+                }
+                pl_gemm_record_list_push(&tried, &copy);
+            }
+            if (any) {
+                pl_gemm_cell_settle(cell, &tried, PL_GEMM_FAILED, NULL);
+            } else {
+                char *why = pl_strfmt("%s has no %s/%s record for %lldx%lldx%lld", prov->path, c->dtype, c->layout,
+                                      sh->m, sh->n, sh->k);
+                pl_gemm_cell_set(cell, PL_GEMM_MISSING, why);
+                free(why);
+            }
+            pl_gemm_record_list_free(&tried);
+        }
+    }
+}
+
+void pl_gemm_comparison_leaders(const pl_gemm_comparison *c, size_t shape, int *winner, int *best_cublas)
+{
+    *winner = *best_cublas = -1;
+    for (size_t p = 0; p < c->n_providers; p++) {
+        const pl_gemm_cell *cell = cell_at(c, shape, p);
+        if (cell->status != PL_GEMM_OK)
+            continue;
+        if (*winner < 0 || cell->best.tflops > cell_at(c, shape, (size_t)*winner)->best.tflops)
+            *winner = (int)p;
+        if (pl_gemm_provider_is_cublas(&c->providers[p]) &&
+            (*best_cublas < 0 || cell->best.tflops > cell_at(c, shape, (size_t)*best_cublas)->best.tflops))
+            *best_cublas = (int)p;
+    }
+}
+
+size_t pl_gemm_comparison_missing(const pl_gemm_comparison *c, pl_buf *out)
+{
+    size_t count = 0;
+    for (size_t s = 0; s < c->n_shapes; s++)
+        for (size_t p = 0; p < c->n_providers; p++) {
+            const pl_gemm_cell *cell = cell_at(c, s, p);
+            if (cell->status == PL_GEMM_OK)
+                continue;
+            count++;
+            if (out)
+                pl_buf_printf(out, "  %s  %s  %s: %s\n", c->shapes[s].name, c->providers[p].label,
+                              pl_gemm_status_name(cell->status), cell->reason ? cell->reason : "");
+        }
+    return count;
+}
+
+int pl_gemm_comparison_exit_code(const pl_gemm_comparison *c)
+{
+    return pl_gemm_comparison_missing(c, NULL) > 0 ? 1 : 0;
+}
+
+static const char *cell_text(const pl_gemm_cell *cell, char *buf, size_t len)
+{
+    switch (cell->status) {
+    case PL_GEMM_OK: pl_snprintf(buf, len, "%.1f", cell->best.tflops); return buf;
+    case PL_GEMM_UNSUPPORTED: return "n/a";
+    case PL_GEMM_FAILED: return "failed";
+    default: return "missing";
+    }
+}
+
+/* TFLOP/s of provider p over the best cuBLAS/cuBLASLt TFLOP/s for a shape; NaN when either is absent. */
+static double ratio_to_cublas(const pl_gemm_comparison *c, size_t s, int p, int best_cublas)
+{
+    if (p < 0 || best_cublas < 0 || cell_at(c, s, (size_t)p)->status != PL_GEMM_OK)
+        return NAN;
+    return cell_at(c, s, (size_t)p)->best.tflops / cell_at(c, s, (size_t)best_cublas)->best.tflops;
+}
+
+pl_table *pl_gemm_comparison_table(const pl_gemm_comparison *c)
+{
+    size_t others = 0;
+    for (size_t p = 0; p < c->n_providers; p++)
+        others += !pl_gemm_provider_is_cublas(&c->providers[p]);
+    const size_t ncols = 4 + c->n_providers + 2 + others;
+    char **spec = pl_xcalloc(ncols, sizeof *spec);
+    size_t col = 0;
+    spec[col++] = pl_strdup("shape");
+    spec[col++] = pl_strdup(">M");
+    spec[col++] = pl_strdup(">N");
+    spec[col++] = pl_strdup(">K");
+    for (size_t p = 0; p < c->n_providers; p++)
+        spec[col++] = pl_strfmt(">%s", c->providers[p].label);
+    spec[col++] = pl_strdup("winner");
+    spec[col++] = pl_strdup(">winner/cuBLAS");
+    for (size_t p = 0; p < c->n_providers; p++)
+        if (!pl_gemm_provider_is_cublas(&c->providers[p]))
+            spec[col++] = pl_strfmt(">%s/cuBLAS", c->providers[p].label);
+    pl_table *t = pl_table_new(ncols, (const char *const *)spec);
+    for (size_t i = 0; i < ncols; i++)
+        free(spec[i]);
+    free(spec);
+
+    double *log_sum = pl_xcalloc(others + 1, sizeof *log_sum);
+    int *count = pl_xcalloc(others + 1, sizeof *count);
+    char buf[64];
+    for (size_t s = 0; s < c->n_shapes; s++) {
+        const pl_gemm_shape *sh = &c->shapes[s];
+        size_t row = pl_table_row(t);
+        col = 0;
+        pl_table_set(t, row, col++, "%s", sh->name);
+        pl_table_set(t, row, col++, "%lld", sh->m);
+        pl_table_set(t, row, col++, "%lld", sh->n);
+        pl_table_set(t, row, col++, "%lld", sh->k);
+        for (size_t p = 0; p < c->n_providers; p++)
+            pl_table_set(t, row, col++, "%s", cell_text(cell_at(c, s, p), buf, sizeof buf));
+        int winner, best_cublas;
+        pl_gemm_comparison_leaders(c, s, &winner, &best_cublas);
+        pl_table_set(t, row, col++, "%s", winner >= 0 ? c->providers[winner].label : "-");
+        double w = ratio_to_cublas(c, s, winner, best_cublas);
+        pl_table_set(t, row, col++, isnan(w) ? "-" : "%.3f", w);
+        size_t o = 0;
+        for (size_t p = 0; p < c->n_providers; p++) {
+            if (pl_gemm_provider_is_cublas(&c->providers[p]))
+                continue;
+            double r = ratio_to_cublas(c, s, (int)p, best_cublas);
+            pl_table_set(t, row, col++, isnan(r) ? "-" : "%.3f", r);
+            if (!isnan(r)) {
+                log_sum[o] += log(r);
+                count[o]++;
+            }
+            o++;
+        }
+    }
+    if (others > 0 && c->n_shapes > 1) {
+        size_t row = pl_table_row(t);
+        pl_table_set(t, row, 0, "geometric mean");
+        for (size_t o = 0; o < others; o++)
+            pl_table_set(t, row, 4 + c->n_providers + 2 + o, count[o] ? "%.3f" : "-",
+                         count[o] ? exp(log_sum[o] / count[o]) : 0.0);
+    }
+    free(log_sum);
+    free(count);
+    return t;
+}
+
+static json_t *cell_json(const pl_gemm_cell *cell)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "status", json_string(pl_gemm_status_name(cell->status)));
+    if (cell->status == PL_GEMM_OK) {
+        json_object_set_new(j, "tflops", pl_json_real(cell->best.tflops));
+        json_object_set_new(j, "median_ms", pl_json_real(cell->best.median_ms));
+        json_object_set_new(j, "noise", pl_json_real(cell->best.noise));
+        json_object_set_new(j, "kernel", json_string(cell->best.kernel ? cell->best.kernel : ""));
+        json_object_set_new(j, "record", pl_gemm_record_to_json(&cell->best));
+    } else {
+        json_object_set_new(j, "reason", json_string(cell->reason ? cell->reason : ""));
+    }
+    return j;
+}
+
+json_t *pl_gemm_comparison_to_json(const pl_gemm_comparison *c, json_t *about)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "schema", json_string(PL_GEMM_COMPARISON_SCHEMA));
+    if (about)
+        json_object_update(j, about);
+    json_object_set_new(j, "dtype", json_string(c->dtype));
+    json_object_set_new(j, "layout", json_string(c->layout));
+    json_t *provs = json_array();
+    for (size_t p = 0; p < c->n_providers; p++)
+        json_array_append_new(provs, json_string(c->providers[p].label));
+    json_object_set_new(j, "providers", provs);
+    json_t *shapes = json_array();
+    for (size_t s = 0; s < c->n_shapes; s++) {
+        const pl_gemm_shape *sh = &c->shapes[s];
+        json_t *results = json_object();
+        for (size_t p = 0; p < c->n_providers; p++)
+            json_object_set_new(results, c->providers[p].label, cell_json(cell_at(c, s, p)));
+        int winner, best_cublas;
+        pl_gemm_comparison_leaders(c, s, &winner, &best_cublas);
+        double w = ratio_to_cublas(c, s, winner, best_cublas);
+        json_array_append_new(
+            shapes, json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "shape", sh->name, "m", (json_int_t)sh->m,
+                              "n", (json_int_t)sh->n, "k", (json_int_t)sh->k, "results", results, "winner",
+                              winner >= 0 ? json_string(c->providers[winner].label) : json_null(), "best_cublas",
+                              best_cublas >= 0 ? json_string(c->providers[best_cublas].label) : json_null(),
+                              "winner_speedup_vs_best_cublas", pl_json_real(w)));
+    }
+    json_object_set_new(j, "shapes", shapes);
+    json_t *geo = json_object();
+    for (size_t p = 0; p < c->n_providers; p++) {
+        double ls = 0;
+        int n = 0;
+        for (size_t s = 0; s < c->n_shapes; s++) {
+            int winner, best_cublas;
+            pl_gemm_comparison_leaders(c, s, &winner, &best_cublas);
+            double r = ratio_to_cublas(c, s, (int)p, best_cublas);
+            if (!isnan(r)) {
+                ls += log(r);
+                n++;
+            }
+        }
+        json_object_set_new(geo, c->providers[p].label, n ? pl_json_real(exp(ls / n)) : json_null());
+    }
+    json_object_set_new(j, "geomean_vs_best_cublas", geo);
+    json_t *missing = json_array();
+    for (size_t s = 0; s < c->n_shapes; s++)
+        for (size_t p = 0; p < c->n_providers; p++) {
+            const pl_gemm_cell *cell = cell_at(c, s, p);
+            if (cell->status != PL_GEMM_OK)
+                json_array_append_new(missing,
+                                      json_pack("{s:s, s:s, s:s, s:s}", "shape", c->shapes[s].name, "provider",
+                                                c->providers[p].label, "status", pl_gemm_status_name(cell->status),
+                                                "reason", cell->reason ? cell->reason : ""));
+        }
+    json_object_set_new(j, "missing", missing);
+    json_object_set_new(j, "exit_code", json_integer(pl_gemm_comparison_exit_code(c)));
+    return j;
+}
+
+json_t *pl_gemm_comparison_provider_json(const pl_gemm_comparison *c, size_t provider)
+{
+    pl_gemm_record_list all = {0};
+    for (size_t s = 0; s < c->n_shapes; s++) {
+        const pl_gemm_cell *cell = cell_at(c, s, provider);
+        for (size_t i = 0; i < cell->candidates.n; i++) {
+            pl_gemm_record r;
+            pl_gemm_record_copy(&r, &cell->candidates.items[i]);
+            pl_gemm_record_list_push(&all, &r);
+        }
+    }
+    json_t *j = pl_gemm_records_to_json(c->providers[provider].label, &all);
+    pl_gemm_record_list_free(&all);
+    return j;
+}

@@ -1,0 +1,82 @@
+/* perflab gemm's providers and the comparison: one cell per (shape, provider) holding the best verified record
+ * or why there is none, the winner per shape and its speedup over the best of cuBLAS/cuBLASLt, the table,
+ * comparison.json, and the exit code (1 when any requested cell has no record). */
+#ifndef PERFLAB_SELECTOR_COMPARISON_H
+#define PERFLAB_SELECTOR_COMPARISON_H
+
+#include <jansson.h>
+
+#include "core/util.h"
+#include "report/table.h"
+#include "selector/records.h"
+#include "selector/shapes.h"
+
+typedef enum pl_gemm_provider_kind {
+    PL_PROV_CUBLAS,   /* cublasGemmEx, default algorithm */
+    PL_PROV_CUBLASLT, /* every heuristic algorithm up to --max-algos, the best kept */
+    PL_PROV_PERFLAB,  /* every native kernel configuration that supports the shape */
+    PL_PROV_CUTLASS,  /* cutlass_profiler, when CUTLASS_PROFILER_BIN names one */
+    PL_PROV_JSON,     /* json:FILE, records made elsewhere */
+    PL_PROV_KIND_COUNT
+} pl_gemm_provider_kind;
+
+typedef struct pl_gemm_provider {
+    pl_gemm_provider_kind kind;
+    char *label; /* the column and file name: cublas, cublaslt, perflab, cutlass, or a json file's provider */
+    char *path;  /* json: the file */
+    pl_gemm_record_list loaded;
+    int cublas_family; /* cublas, cublaslt, or a json file of their records: the ratios' denominator */
+} pl_gemm_provider;
+
+/* The providers a plain `perflab gemm` asks for with this dtype: bf16 all three of cuBLAS, cuBLASLt and perflab;
+ * fp16 cuBLAS and cuBLASLt (perflab's kernels are bf16); fp8 cuBLASLt alone. */
+const char *pl_gemm_default_providers(const char *dtype);
+/* Parse "cublas,cublaslt,perflab,cutlass,json:FILE" (json files are loaded and checked here). -1 with one line on
+ * bad input (unknown name, duplicate, unreadable or malformed file). */
+int pl_gemm_providers_parse(const char *spec, pl_gemm_provider **out, size_t *n, char *err, size_t errlen);
+void pl_gemm_providers_free(pl_gemm_provider *p, size_t n);
+int pl_gemm_provider_is_cublas(const pl_gemm_provider *p);
+int pl_gemm_provider_needs_gpu(const pl_gemm_provider *p);
+
+typedef struct pl_gemm_cell {
+    pl_gemm_status status;
+    char *reason;
+    pl_gemm_record best;            /* valid when status is OK */
+    pl_gemm_record_list candidates; /* everything tried, for the provider's file */
+} pl_gemm_cell;
+
+typedef struct pl_gemm_comparison {
+    const pl_gemm_shape *shapes;
+    size_t n_shapes;
+    const pl_gemm_provider *providers;
+    size_t n_providers;
+    const char *dtype, *layout;
+    pl_gemm_cell *cells; /* [shape * n_providers + provider] */
+} pl_gemm_comparison;
+
+/* Every cell starts missing ("no record came back"). */
+void pl_gemm_comparison_init(pl_gemm_comparison *c, const pl_gemm_shape *shapes, size_t n_shapes,
+                             const pl_gemm_provider *providers, size_t n_providers, const char *dtype,
+                             const char *layout);
+void pl_gemm_comparison_free(pl_gemm_comparison *c);
+pl_gemm_cell *pl_gemm_cell_at(pl_gemm_comparison *c, size_t shape, size_t provider);
+/* Set a cell from the records tried for it: the fastest verified ok one is the best; without one the cell is
+ * `fallback` (failed or unsupported) with `reason` (or the first candidate's reason). Takes the records. */
+void pl_gemm_cell_settle(pl_gemm_cell *cell, pl_gemm_record_list *tried, pl_gemm_status fallback, const char *reason);
+void pl_gemm_cell_set(pl_gemm_cell *cell, pl_gemm_status status, const char *reason);
+/* Fill the cells of json: providers from their loaded records. */
+void pl_gemm_comparison_fill_from_files(pl_gemm_comparison *c);
+
+/* Winner and best-cuBLAS provider indices of a shape (-1 when none). */
+void pl_gemm_comparison_leaders(const pl_gemm_comparison *c, size_t shape, int *winner, int *best_cublas);
+/* Lines "SHAPE  PROVIDER  missing|failed|unsupported: reason" for every cell without a record; the count. */
+size_t pl_gemm_comparison_missing(const pl_gemm_comparison *c, pl_buf *out);
+int pl_gemm_comparison_exit_code(const pl_gemm_comparison *c);
+
+pl_table *pl_gemm_comparison_table(const pl_gemm_comparison *c);
+/* comparison.json; `about` (provenance, settings) is merged in when given. */
+json_t *pl_gemm_comparison_to_json(const pl_gemm_comparison *c, json_t *about);
+/* A provider's file: every record tried for it over all shapes. */
+json_t *pl_gemm_comparison_provider_json(const pl_gemm_comparison *c, size_t provider);
+
+#endif

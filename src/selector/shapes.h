@@ -1,0 +1,36 @@
+/* GEMM shapes for perflab gemm: the built-in transformer set, `--shapes NAME|MxNxK,...` and `--shapes-file`. */
+#ifndef PERFLAB_SELECTOR_SHAPES_H
+#define PERFLAB_SELECTOR_SHAPES_H
+
+#include <stddef.h>
+
+#define PL_GEMM_SHAPE_NAME_MAX 96
+#define PL_GEMM_DIM_MAX        (1LL << 20) /* per dimension; M·N must also fit the kernels' 32-bit element counts */
+
+typedef struct pl_gemm_shape {
+    char name[PL_GEMM_SHAPE_NAME_MAX];
+    long long m, n, k;
+} pl_gemm_shape;
+
+typedef struct pl_gemm_shape_list {
+    pl_gemm_shape *items;
+    size_t n, cap;
+} pl_gemm_shape_list;
+
+/* The built-in shapes, in their listing order. */
+const pl_gemm_shape *pl_gemm_builtin_shapes(size_t *n);
+/* Named groups of built-ins: "default" (all), "prefill" (the large ones), "decode" (M = 16, 64, 128). */
+const char *const *pl_gemm_shape_groups(size_t *n);
+
+/* Append the shapes of a comma list: built-in names, group names, or MxNxK (named m{M}_n{N}_k{K}). A shape
+ * already in the list is not added twice. On bad input returns -1 with one line naming the item and the fix. */
+int pl_gemm_shapes_parse(const char *spec, pl_gemm_shape_list *out, char *err, size_t errlen);
+
+/* Append the shapes of a file: one per line, `MxNxK`, `NAME MxNxK`, `NAME M N K` or a built-in name; '#' starts a
+ * comment; blank lines are skipped. Errors read "FILE:LINE: what is wrong; the fix". */
+int pl_gemm_shapes_load_file(const char *path, pl_gemm_shape_list *out, char *err, size_t errlen);
+
+void pl_gemm_shape_list_free(pl_gemm_shape_list *l);
+double pl_gemm_shape_flops(const pl_gemm_shape *s);
+
+#endif
