@@ -18,15 +18,17 @@
 #include "selector/bench.h"
 #include "selector/comparison.h"
 #include "selector/cutlass.h"
+#include "cli/timing_options.h"
 
 #define VERB              "gemm"
 #define PROBE_TIMEOUT_S   60.0
 #define CUTLASS_TIMEOUT_S 1800.0
 
 typedef struct gemm_args {
-    const char *shapes, *shapes_file, *providers, *dtype, *layout, *mode, *artifacts_dir;
-    int max_algos, warmup, min_samples, iterations, device, json, quiet, help, list_shapes;
-    double min_time_s, max_time_s, max_noise_pct, throttle_pct, timeout_s, seed;
+    const char *shapes, *shapes_file, *providers, *dtype, *layout, *artifacts_dir;
+    int max_algos, json, quiet, help, list_shapes;
+    double timeout_s;
+    pl_timing_args timing;
 } gemm_args;
 
 static void defaults(gemm_args *a)
@@ -34,17 +36,14 @@ static void defaults(gemm_args *a)
     memset(a, 0, sizeof *a);
     a->dtype = "bf16";
     a->layout = "nk";
-    a->mode = "cold";
     a->artifacts_dir = "artifacts";
     a->max_algos = 8;
-    a->warmup = 3;
-    a->min_samples = 10;
-    a->min_time_s = 0.1;
-    a->max_time_s = 1.0;
-    a->max_noise_pct = 2.0;
-    a->throttle_pct = 50; /* dense GEMMs run at the power limit, with the SM clock near 70% of its maximum */
     a->timeout_s = 900;
-    a->seed = 20261121;
+    pl_timing_args_defaults(&a->timing);
+    a->timing.mode = "cold"; /* a GEMM in a model reads its weights from HBM, not from a warm L2 */
+    a->timing.min_time_s = 0.1;
+    a->timing.max_time_s = 1.0;
+    a->timing.throttle_pct = 50; /* dense GEMMs run at the power limit, with the SM clock near 70% of its maximum */
 }
 
 static void usage(const pl_option *opts)
@@ -94,26 +93,17 @@ static int one_of(const char *s, const char *a, const char *b, const char *c)
 static void fill_settings(const gemm_args *a, pl_run_settings *s)
 {
     memset(s, 0, sizeof *s);
+    pl_timing_args_apply(&a->timing, s);
     s->profile = pl_strdup("none");
-    s->mode = pl_strdup(a->mode);
-    s->iterations = a->iterations;
-    s->warmup = a->warmup;
-    s->min_samples = a->min_samples;
-    s->min_time_s = a->min_time_s;
-    s->max_time_s = a->max_time_s;
-    s->max_noise = a->max_noise_pct / 100.0;
     s->timeout_s = a->timeout_s;
-    s->throttle_threshold = a->throttle_pct / 100.0;
-    s->device = a->device;
-    s->seed = (unsigned long long)a->seed;
 }
 
 /* What comparison.json says about where and how it was measured. */
 static json_t *about_json(const pl_provenance *prov, const pl_run_settings *s, const gemm_args *a)
 {
     json_t *gpu = json_null();
-    if (prov->n_gpus > (size_t)a->device) {
-        const pl_gpu_record *g = &prov->gpus[a->device];
+    if (prov->n_gpus > (size_t)a->timing.device) {
+        const pl_gpu_record *g = &prov->gpus[a->timing.device];
         gpu = json_pack("{s:s, s:i, s:i, s:i, s:f, s:f}", "name", g->name, "cc", g->cc_major * 10 + g->cc_minor,
                         "sm_count", g->sm_count, "sm_clock_max_mhz", g->sm_clock_max_mhz, "l2_mib", g->l2_mib,
                         "memory_gib", g->memory_gib);
@@ -219,13 +209,8 @@ static int validate(gemm_args *a, pl_gemm_shape_list *shapes, pl_gemm_provider *
         return pl_usage_error(VERB, "--dtype must be bf16, fp16 or fp8");
     if (!one_of(a->layout, "nk", "kn", NULL))
         return pl_usage_error(VERB, "--layout must be nk (B given N×K) or kn (B given K×N)");
-    if (!one_of(a->mode, "cold", "hot", NULL))
-        return pl_usage_error(VERB, "--mode must be cold (L2 flushed before every sample) or hot");
-    if (a->min_time_s > a->max_time_s) {
-        pl_snprintf(err, sizeof err, "--min-time-s %g exceeds --max-time-s %g: raise --max-time-s", a->min_time_s,
-                    a->max_time_s);
+    if (pl_timing_args_check(&a->timing, err, sizeof err) != 0)
         return pl_usage_error(VERB, err);
-    }
     if (a->shapes && pl_gemm_shapes_parse(a->shapes, shapes, err, sizeof err) != 0)
         return pl_usage_error(VERB, err);
     if (a->shapes_file && pl_gemm_shapes_load_file(a->shapes_file, shapes, err, sizeof err) != 0)
@@ -247,7 +232,7 @@ int pl_cmd_gemm(int argc, char **argv)
 {
     gemm_args a;
     defaults(&a);
-    const pl_option opts[] = {
+    const pl_option own[] = {
         {"shapes", 's', PL_OPT_STRING, &a.shapes, "LIST",
          "built-in names, groups (default, prefill, decode) or MxNxK, comma-separated (default: default)", 0, 0},
         {"shapes-file", 0, PL_OPT_STRING, &a.shapes_file, "FILE",
@@ -260,24 +245,8 @@ int pl_cmd_gemm(int argc, char **argv)
         {"layout", 0, PL_OPT_STRING, &a.layout, "L", "nk: B given N×K (default) | kn: B given K×N", 0, 0},
         {"max-algos", 0, PL_OPT_INT, &a.max_algos, "N", "cuBLASLt heuristic algorithms to time per shape (default 8)",
          1, 64},
-        {"mode", 0, PL_OPT_STRING, &a.mode, "M", "cold (L2 flushed before every sample, default) | hot", 0, 0},
-        {"iterations", 'n', PL_OPT_INT, &a.iterations, "N", "exactly N samples per configuration (default: adaptive)",
-         1, 1e7},
-        {"warmup", 0, PL_OPT_INT, &a.warmup, "N", "warm-up runs (default 3, and at least 20 ms)", 0, 1e6},
-        {"min-samples", 0, PL_OPT_INT, &a.min_samples, "N", "adaptive: at least N samples (default 10)", 1, 1e7},
-        {"min-time-s", 0, PL_OPT_DOUBLE, &a.min_time_s, "S", "adaptive: at least S seconds each (default 0.1)", 0,
-         3600},
-        {"max-time-s", 0, PL_OPT_DOUBLE, &a.max_time_s, "S", "adaptive: at most S seconds each (default 1)", 0.001,
-         86400},
-        {"max-noise", 0, PL_OPT_DOUBLE, &a.max_noise_pct, "PCT", "adaptive: stop below PCT % noise (default 2)", 0.001,
-         100},
-        {"throttle-threshold", 0, PL_OPT_DOUBLE, &a.throttle_pct, "PCT",
-         "discard samples below PCT % of the max SM clock (default 50: a large GEMM runs power-capped near 70%)", 0,
-         100},
         {"timeout-s", 0, PL_OPT_DOUBLE, &a.timeout_s, "S", "give up on a shape after S seconds (default 900)", 1,
          86400},
-        {"device", 'd', PL_OPT_INT, &a.device, "N", "the GPU to use (default 0)", 0, 1024},
-        {"seed", 0, PL_OPT_DOUBLE, &a.seed, "N", "seed of the random inputs (default 20261121)", 0, 9e15},
         {"artifacts-dir", 0, PL_OPT_STRING, &a.artifacts_dir, "D",
          "where the gemm-<run_id> folder goes (default "
          "./artifacts)",
@@ -285,8 +254,9 @@ int pl_cmd_gemm(int argc, char **argv)
         {"json", 0, PL_OPT_FLAG, &a.json, NULL, "print comparison.json to stdout instead of the table", 0, 0},
         {"quiet", 'q', PL_OPT_FLAG, &a.quiet, NULL, "no progress on stderr", 0, 0},
         {"help", 'h', PL_OPT_FLAG, &a.help, NULL, "show this help", 0, 0},
-        {0},
     };
+    pl_option opts[sizeof own / sizeof own[0] + PL_TIMING_OPTION_COUNT + 1];
+    pl_timing_options_join(opts, own, sizeof own / sizeof own[0], 7, &a.timing);
     pl_strlist pos = {0};
     char err[1024];
     if (pl_options_parse(VERB, opts, argc, argv, &pos, err, sizeof err) != 0)
@@ -323,8 +293,8 @@ int pl_cmd_gemm(int argc, char **argv)
             rc = PL_EXIT_NO_GPU;
             goto out;
         }
-        if (a.device >= inv.device_count) {
-            pl_snprintf(err, sizeof err, "--device %d: this machine has %d GPU(s)", a.device, inv.device_count);
+        if (a.timing.device >= inv.device_count) {
+            pl_snprintf(err, sizeof err, "--device %d: this machine has %d GPU(s)", a.timing.device, inv.device_count);
             rc = pl_usage_error(VERB, err);
             goto out;
         }

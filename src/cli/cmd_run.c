@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "cli/progress.h"
+#include "cli/timing_options.h"
 #include "core/childproc.h"
 #include "core/devprobe.h"
 #include "core/expectations.h"
@@ -23,10 +24,11 @@
 #define PL_PROBE_TIMEOUT_S 60.0
 
 typedef struct run_args {
-    const char *targets, *profile, *mode, *artifacts_dir, *expectations_dir;
-    int graph, iterations, warmup, min_samples, device, skip_verify, update_expectations, accept_regressions;
+    const char *targets, *profile, *artifacts_dir, *expectations_dir;
+    int graph, skip_verify, update_expectations, accept_regressions;
     int json, quiet, help;
-    double max_noise_pct, min_time_s, max_time_s, timeout_s, throttle_pct, seed;
+    double timeout_s;
+    pl_timing_args timing;
     pl_strlist extra;
 } run_args;
 
@@ -34,16 +36,9 @@ static void defaults(run_args *a)
 {
     memset(a, 0, sizeof *a);
     a->profile = "none";
-    a->mode = "hot";
     a->artifacts_dir = "artifacts";
-    a->warmup = 3;
-    a->min_samples = 10;
-    a->max_noise_pct = 2.0;
-    a->min_time_s = 0.25;
-    a->max_time_s = 3.0;
     a->timeout_s = 300;
-    a->throttle_pct = 75;
-    a->seed = 20261121;
+    pl_timing_args_defaults(&a->timing);
 }
 
 static int one_of(const char *s, const char *const *allowed)
@@ -96,19 +91,10 @@ static int apply_extra_args(const run_args *a, const pl_target **sel, size_t n, 
 static void fill_settings(const run_args *a, int verify_only, pl_run_settings *s)
 {
     memset(s, 0, sizeof *s);
+    pl_timing_args_apply(&a->timing, s);
     s->profile = pl_strdup(a->profile);
-    s->mode = pl_strdup(a->mode);
     s->graph = a->graph;
-    s->iterations = a->iterations;
-    s->warmup = a->warmup;
-    s->min_samples = a->min_samples;
-    s->min_time_s = a->min_time_s;
-    s->max_time_s = a->max_time_s;
-    s->max_noise = a->max_noise_pct / 100.0;
     s->timeout_s = a->timeout_s;
-    s->throttle_threshold = a->throttle_pct / 100.0;
-    s->device = a->device;
-    s->seed = (unsigned long long)a->seed;
     s->skip_verify = a->skip_verify;
     s->verify_only = verify_only;
 }
@@ -133,20 +119,12 @@ static int validate(const char *verb, run_args *a, const pl_target ***sel, size_
 {
     char err[1024];
     static const char *const profiles[] = {"none", "minimal", "roofline", NULL};
-    static const char *const modes[] = {"hot", "cold", NULL};
     if (!one_of(a->profile, profiles)) {
         pl_snprintf(err, sizeof err, "--profile must be none, minimal or roofline, not '%s'", a->profile);
         return pl_usage_error(verb, err);
     }
-    if (!one_of(a->mode, modes)) {
-        pl_snprintf(err, sizeof err, "--mode must be hot or cold, not '%s'", a->mode);
+    if (pl_timing_args_check(&a->timing, err, sizeof err) != 0)
         return pl_usage_error(verb, err);
-    }
-    if (a->min_time_s > a->max_time_s) {
-        pl_snprintf(err, sizeof err, "--min-time-s %g exceeds --max-time-s %g: raise --max-time-s", a->min_time_s,
-                    a->max_time_s);
-        return pl_usage_error(verb, err);
-    }
     if (pl_registry_select(a->targets, sel, n, err, sizeof err) != 0)
         return pl_usage_error(verb, err);
     char **per_target = pl_xcalloc(*n, sizeof *per_target);
@@ -204,29 +182,14 @@ static int run_main(const char *verb, int verify_only, int argc, char **argv)
 {
     run_args a;
     defaults(&a);
-    const pl_option opts[] = {
+    const pl_option own[] = {
         {"targets", 't', PL_OPT_STRING, &a.targets, "LIST",
          "comma list of group:name, group, or all (default: quick suite)", 0, 0},
         {"profile", 0, PL_OPT_STRING, &a.profile, "P",
          "none | minimal (+clocks, power, temperature) | roofline (+FLOP/byte)", 0, 0},
-        {"mode", 0, PL_OPT_STRING, &a.mode, "M", "hot (back to back) | cold (L2 flushed before every sample)", 0, 0},
         {"graph", 0, PL_OPT_FLAG, &a.graph, NULL, "replay each variant as a captured CUDA graph", 0, 0},
-        {"iterations", 'n', PL_OPT_INT, &a.iterations, "N", "exactly N samples per variant (default: adaptive)", 1,
-         1e7},
-        {"warmup", 0, PL_OPT_INT, &a.warmup, "N", "warm-up runs before timing (default 3, and at least 20 ms)", 0, 1e6},
-        {"min-samples", 0, PL_OPT_INT, &a.min_samples, "N", "adaptive: at least N samples (default 10)", 1, 1e7},
-        {"min-time-s", 0, PL_OPT_DOUBLE, &a.min_time_s, "S", "adaptive: time at least S seconds (default 0.25)", 0,
-         3600},
-        {"max-time-s", 0, PL_OPT_DOUBLE, &a.max_time_s, "S", "adaptive: stop after S seconds per variant (default 3)",
-         0.001, 86400},
-        {"max-noise", 0, PL_OPT_DOUBLE, &a.max_noise_pct, "PCT",
-         "adaptive: stop once the noise is below PCT % (default 2)", 0.001, 100},
-        {"throttle-threshold", 0, PL_OPT_DOUBLE, &a.throttle_pct, "PCT",
-         "discard samples with the SM clock below PCT % of its max (default 75; 0 = off)", 0, 100},
         {"timeout-s", 0, PL_OPT_DOUBLE, &a.timeout_s, "S", "kill a target's process after S seconds (default 300)", 0.1,
          86400},
-        {"device", 'd', PL_OPT_INT, &a.device, "N", "the GPU to use (default 0)", 0, 1024},
-        {"seed", 0, PL_OPT_DOUBLE, &a.seed, "N", "seed of the random inputs (default 20261121)", 0, 9e15},
         {"artifacts-dir", 0, PL_OPT_STRING, &a.artifacts_dir, "D", "where run folders go (default ./artifacts)", 0, 0},
         {"target-extra-arg", 0, PL_OPT_LIST, &a.extra, "'G:N=ARGS'",
          "set a target's parameters, e.g. 'memory:coalescing=--n 16m' (repeatable)", 0, 0},
@@ -241,8 +204,9 @@ static int run_main(const char *verb, int verify_only, int argc, char **argv)
         {"json", 0, PL_OPT_FLAG, &a.json, NULL, "print run.json to stdout instead of the table", 0, 0},
         {"quiet", 'q', PL_OPT_FLAG, &a.quiet, NULL, "no progress on stderr", 0, 0},
         {"help", 'h', PL_OPT_FLAG, &a.help, NULL, "show this help", 0, 0},
-        {0},
     };
+    pl_option opts[sizeof own / sizeof own[0] + PL_TIMING_OPTION_COUNT + 1];
+    pl_timing_options_join(opts, own, sizeof own / sizeof own[0], 3, &a.timing);
     pl_strlist pos = {0};
     char err[1024];
     if (pl_options_parse(verb, opts, argc, argv, &pos, err, sizeof err) != 0) {
@@ -281,9 +245,9 @@ static int run_main(const char *verb, int verify_only, int argc, char **argv)
             rc = PL_EXIT_NO_GPU;
             goto out;
         }
-        if (a.device >= inv.device_count) {
-            pl_snprintf(err, sizeof err, "--device %d: this machine has %d GPU%s (0..%d)", a.device, inv.device_count,
-                        inv.device_count == 1 ? "" : "s", inv.device_count - 1);
+        if (a.timing.device >= inv.device_count) {
+            pl_snprintf(err, sizeof err, "--device %d: this machine has %d GPU%s (0..%d)", a.timing.device,
+                        inv.device_count, inv.device_count == 1 ? "" : "s", inv.device_count - 1);
             rc = pl_usage_error(verb, err);
             goto out;
         }
