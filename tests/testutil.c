@@ -78,6 +78,26 @@ int pl_test_run_and_load(const char *tag, const char *verb_and_args, pl_run *out
     return r->exit_code;
 }
 
+void pl_test_expect_all_ok(const pl_run *run, int timed)
+{
+    for (size_t i = 0; i < run->n_targets; i++) {
+        const pl_target_result *t = &run->targets[i];
+        ck_assert_msg(t->status == PL_STATUS_OK, "%s: %s: %s", t->name, pl_status_name(t->status),
+                      t->reason ? t->reason : "");
+        for (size_t k = 0; k < t->n_variants; k++) {
+            const pl_variant_result *v = &t->variants[k];
+            ck_assert_msg(v->verification.checked && v->verification.passed, "%s/%s: %s", t->name, v->name,
+                          v->verification.message);
+            if (timed) {
+                ck_assert_msg(v->has_stats && v->stats.n > 0 && v->stats.median > 0, "%s/%s untimed", t->name, v->name);
+                ck_assert(v->stats.min <= v->stats.median && v->stats.median <= v->stats.max);
+            } else {
+                ck_assert_int_eq((int)v->n_samples, 0);
+            }
+        }
+    }
+}
+
 int pl_run_suite(Suite *s)
 {
     SRunner *sr = srunner_create(s);

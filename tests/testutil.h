@@ -22,6 +22,10 @@ void pl_cmd_result_free(pl_cmd_result *r);
 struct pl_run;
 int pl_test_run_and_load(const char *tag, const char *verb_and_args, struct pl_run *out, pl_cmd_result *r);
 
+/* Every target and variant of the run is ok and verified; timed (samples, a sane median) or, for `perflab
+ * verify` runs (timed = 0), not. */
+void pl_test_expect_all_ok(const struct pl_run *run, int timed);
+
 /* A fresh empty directory under PERFLAB_TEST_TMP, named after `tag`. malloc'd. */
 char *pl_test_tmpdir(const char *tag);
 

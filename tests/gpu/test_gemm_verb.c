@@ -106,12 +106,7 @@ START_TEST(targets_verify_odd_shapes)
         pl_cmd_result r;
         int code = pl_test_run_and_load("gemm-verify", runs[i], &run, &r);
         ck_assert_msg(code == 0, "%s: exit %d\n%s%s", runs[i], code, r.out, r.err);
-        for (size_t t = 0; t < run.n_targets; t++)
-            for (size_t v = 0; v < run.targets[t].n_variants; v++) {
-                const pl_variant_result *vr = &run.targets[t].variants[v];
-                ck_assert_msg(vr->status == PL_STATUS_OK && vr->verification.passed, "%s %s: %s", run.targets[t].name,
-                              vr->name, vr->verification.message);
-            }
+        pl_test_expect_all_ok(&run, 0);
         pl_run_free(&run);
         pl_cmd_result_free(&r);
     }

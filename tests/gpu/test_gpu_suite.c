@@ -9,26 +9,6 @@
 #include "core/util.h"
 #include "testutil.h"
 
-static void expect_all_ok(const pl_run *run, int timed)
-{
-    for (size_t i = 0; i < run->n_targets; i++) {
-        const pl_target_result *t = &run->targets[i];
-        ck_assert_msg(t->status == PL_STATUS_OK, "%s: %s: %s", t->name, pl_status_name(t->status),
-                      t->reason ? t->reason : "");
-        for (size_t k = 0; k < t->n_variants; k++) {
-            const pl_variant_result *v = &t->variants[k];
-            ck_assert_msg(v->verification.checked && v->verification.passed, "%s/%s: %s", t->name, v->name,
-                          v->verification.message);
-            if (timed) {
-                ck_assert_msg(v->has_stats && v->stats.n > 0 && v->stats.median > 0, "%s/%s untimed", t->name, v->name);
-                ck_assert(v->stats.min <= v->stats.median && v->stats.median <= v->stats.max);
-            } else {
-                ck_assert_int_eq((int)v->n_samples, 0);
-            }
-        }
-    }
-}
-
 START_TEST(verify_every_gpu_target)
 {
     pl_run run;
@@ -36,7 +16,7 @@ START_TEST(verify_every_gpu_target)
     int code = pl_test_run_and_load("gpu-verify", "verify --targets all,selftest:gpu_spin", &run, &r);
     ck_assert_msg(code == 0, "exit %d\n%s%s", code, r.out, r.err);
     ck_assert(run.n_targets >= 4);
-    expect_all_ok(&run, 0);
+    pl_test_expect_all_ok(&run, 0);
     pl_cmd_result_free(&r);
     pl_run_free(&run);
 }
@@ -48,7 +28,7 @@ START_TEST(quick_suite_runs_and_reports)
     pl_cmd_result r;
     int code = pl_test_run_and_load("gpu-quick", "run --max-time-s 1", &run, &r);
     ck_assert_msg(code == 0, "exit %d\n%s%s", code, r.out, r.err);
-    expect_all_ok(&run, 1);
+    pl_test_expect_all_ok(&run, 1);
     printf("%s", r.out); /* the table, for the log */
     /* provenance names the GPU */
     ck_assert(run.prov.n_gpus >= 1 && run.prov.gpus[0].sm_count > 0);
@@ -78,7 +58,7 @@ START_TEST(cold_graph_and_minimal_profile)
                                     "'memory:vectorized_copy=--n 16m'",
                                     &run, &r);
     ck_assert_msg(code == 0, "exit %d\n%s%s", code, r.out, r.err);
-    expect_all_ok(&run, 1);
+    pl_test_expect_all_ok(&run, 1);
     const pl_target_result *copy = pl_run_find_target(&run, "memory:vectorized_copy");
     for (size_t i = 0; i < copy->n_variants; i++) {
         ck_assert_int_eq((int)copy->variants[i].n_samples, 20);
@@ -105,7 +85,7 @@ START_TEST(odd_sizes_verify)
                                     "--target-extra-arg 'launch:cuda_graphs=--elements 1001 --kernels 101'",
                                     &run, &r);
     ck_assert_msg(code == 0, "exit %d\n%s%s", code, r.out, r.err);
-    expect_all_ok(&run, 0);
+    pl_test_expect_all_ok(&run, 0);
     pl_cmd_result_free(&r);
     pl_run_free(&run);
     code = pl_test_run_and_load("gpu-tiny",
@@ -113,7 +93,7 @@ START_TEST(odd_sizes_verify)
                                 "--target-extra-arg 'memory:vectorized_copy=--n 3'",
                                 &run, &r);
     ck_assert_msg(code == 0, "exit %d\n%s%s", code, r.out, r.err);
-    expect_all_ok(&run, 0);
+    pl_test_expect_all_ok(&run, 0);
     pl_cmd_result_free(&r);
     pl_run_free(&run);
 }
