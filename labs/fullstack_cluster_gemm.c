@@ -3,6 +3,8 @@
  * adjacent tiles that share their B panel, each loads half of it and TMA-multicasts it into both CTAs' shared
  * memory, and consumers release each stage on both CTAs' barriers through distributed shared memory. The B
  * panel's L2-to-SM traffic halves (A+B per CTA and k-step: 48 KB -> 32 KB). */
+#include <stdio.h>
+
 #include "gemm_lab.h"
 #include "labs.h"
 
@@ -15,6 +17,13 @@ static const pl_param_def cluster_params[] = {
      .help = "the reduction (a multiple of 8)",
      .min = 8,
      .max = 1 << 20},
+    /* the best non-cluster kernel by default (docs/perf/gemm.md); the others show how tile shape and schedule
+     * change what multicast saves */
+    {.name = "kernel",
+     .type = PL_PARAM_STRING,
+     .default_value = "wgmma_ws_128x256x64_s4",
+     .help = "the non-cluster kernel (registry name); the cluster variant runs its _c2 twin",
+     .choices = "wgmma_ws_128x256x64_s4|wgmma_ws_128x128x64_s6|wgmma_pp_128x128x64_s5"},
     {.name = NULL},
 };
 
@@ -33,12 +42,16 @@ static int cluster_setup(pl_ctx *ctx, const pl_params *p, void **state)
 
 static int run_no_cluster(pl_ctx *ctx, void *state)
 {
-    return gemm_lab_native(ctx, state, "wgmma_ws_128x256x64_s4", 1);
+    gemm_lab *lab = state;
+    return gemm_lab_native(ctx, lab, lab->kernel, 1);
 }
 
 static int run_cluster2(pl_ctx *ctx, void *state)
 {
-    return gemm_lab_native(ctx, state, "wgmma_ws_128x256x64_s4_c2", 1);
+    gemm_lab *lab = state;
+    char twin[sizeof lab->kernel + 4];
+    snprintf(twin, sizeof twin, "%s_c2", lab->kernel);
+    return gemm_lab_native(ctx, lab, twin, 1);
 }
 
 static int run_cublas(pl_ctx *ctx, void *state)
@@ -49,8 +62,8 @@ static int run_cublas(pl_ctx *ctx, void *state)
 
 static const pl_variant cluster_variants[] = {
     {.name = "baseline",
-     .technique = "persistent warp-specialized WGMMA+TMA, 128×256 tiles, one CTA per cluster: each CTA loads its "
-                  "own B panel",
+     .technique = "persistent warp-specialized WGMMA+TMA (--kernel; 128×256 tiles by default), no cluster: each "
+                  "CTA loads its own B panel",
      .run = run_no_cluster},
     {.name = "cluster2",
      .technique = "2-CTA clusters: B panel halves TMA-multicast into both CTAs, stages released on both CTAs' "
@@ -67,6 +80,7 @@ const pl_target pl_target_fullstack_cluster_gemm = {
     .group = "fullstack",
     .name = "cluster_gemm",
     .summary = "persistent WGMMA+TMA GEMM without and with 2-CTA clusters (TMA multicast of B, DSMEM barriers)",
+    .flags = PL_TARGET_POWER_BOUND, /* sustained tensor-core work runs at the power limit */
     .req = PL_GEMM_REQ_CLUSTER,
     .params = cluster_params,
     .variants = cluster_variants,

@@ -82,6 +82,7 @@ const pl_target pl_target_gemm_bf16 = {
     .name = "bf16",
     .summary = "bf16 GEMM ladder (fp32 accumulate): naive -> smem tiles -> mma.sync -> WGMMA+TMA -> warp-specialized "
                "persistent -> clusters, vs cuBLAS",
+    .flags = PL_TARGET_POWER_BOUND, /* sustained tensor-core work runs at the power limit */
     .req = {.needs_gpu = 1},
     .params = bf16_params,
     .variants = bf16_variants,

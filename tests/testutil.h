@@ -23,8 +23,9 @@ struct pl_run;
 int pl_test_run_and_load(const char *tag, const char *verb_and_args, struct pl_run *out, pl_cmd_result *r);
 
 /* Every target and variant of the run is ok and verified; timed (samples, a sane median) or, for `perflab
- * verify` runs (timed = 0), not. */
-void pl_test_expect_all_ok(const struct pl_run *run, int timed);
+ * verify` runs (timed = 0), not. Targets skipped for unmet requirements pass if they say why. Returns the
+ * number of targets that ran. */
+int pl_test_expect_all_ok(const struct pl_run *run, int timed);
 
 /* A fresh empty directory under PERFLAB_TEST_TMP, named after `tag`. malloc'd. */
 char *pl_test_tmpdir(const char *tag);

@@ -132,6 +132,8 @@ typedef struct pl_run_settings {
     unsigned long long seed;
     int skip_verify;
     int verify_only; /* perflab verify */
+    int rounds;      /* 0: the target's way (interleaved for power-bound targets); 1: one variant after another;
+                        N: N interleaved rounds */
 } pl_run_settings;
 
 typedef enum pl_expect_verdict {

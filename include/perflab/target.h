@@ -47,7 +47,13 @@ enum pl_variant_flags {
 enum pl_target_flags {
     PL_TARGET_QUICK = 1u << 0,    /* part of the default quick suite */
     PL_TARGET_SELFTEST = 1u << 1, /* harness self-test: not in "all", run only when named */
+    /* Its variants run at the power limit, where the clock depends on how long and how hot the GPU has run: the
+     * harness times them in interleaved rounds (PL_POWER_BOUND_ROUNDS unless --rounds says otherwise), so that
+     * no variant gets a cooler GPU than another. */
+    PL_TARGET_POWER_BOUND = 1u << 2,
 };
+
+#define PL_POWER_BOUND_ROUNDS 5
 
 typedef struct pl_variant {
     const char *name;      /* "baseline" for the first */

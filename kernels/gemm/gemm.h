@@ -94,6 +94,7 @@ cudaError_t pl_gemm_mma_sync(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_tma_128x128(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x128(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x256(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x256_s3(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_pp_128x128(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x256_c2(const pl_gemm_problem *p, cudaStream_t stream);

@@ -95,6 +95,10 @@ static const pl_gemm_kernel kernels[] = {
     {"wgmma_ws_128x256x64_s4", "wgmma_ws",
      "persistent warp-specialized, cooperative: 2 wgmma m64n256 consumers sharing each 128×256 tile, 4 stages", 128,
      256, 64, 4, 1, 384, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x256},
+    {"wgmma_ws_128x256x64_s3", "wgmma_ws",
+     "cooperative 128×256 with a whole tile of epilogue buffers (3 stages): fused, the consumers hand the product to "
+     "the epilogue warps and never wait for them",
+     128, 256, 64, 3, 1, 384, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x256_s3},
     {"wgmma_pp_128x128x64_s5", "wgmma_ws",
      "persistent warp-specialized, ping-pong: each consumer owns whole 128×128 tiles and stores one while the other "
      "multiplies, 5 stages",

@@ -98,6 +98,23 @@ __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtens
                  : "memory");
 }
 
+/* `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory into shared memory at dst, counted
+ * on `bar` like a tensor load: a plain bulk copy, no tensor map. */
+__device__ __forceinline__ void bulk_load_1d(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"((uint64_t)src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
+/* Bring the box at (inner, outer) of `map` into L2, nothing into shared memory: a TMA load issued later hits L2. */
+__device__ __forceinline__ void tma_prefetch_l2_2d(const CUtensorMap *map, int inner, int outer)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"((uint64_t)map), "r"(inner),
+                 "r"(outer)
+                 : "memory");
+}
+
 /* Shared memory to global through TMA: the box at (inner, outer) of `map` from `src`; elements outside the
  * tensor are not written. Completion is tracked by bulk groups of the issuing thread. */
 __device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, uint32_t src, int inner, int outer)
@@ -143,12 +160,6 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
     asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
                  "r"(r2), "r"(r3)
                  : "memory");
-}
-
-/* Bring a global line into L2 ahead of its use. */
-__device__ __forceinline__ void prefetch_l2(const void *p)
-{
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
 }
 
 /* ---- clusters ---- */

@@ -1,20 +1,25 @@
 /* The epilogue of the warp-specialized sm_90a kernels: a warpgroup's m64nN accumulator goes to D through shared
  * memory. For each 64×64 subtile, stmatrix writes the bf16 values in the 128-byte-swizzled layout (conflict-free),
  * a proxy fence and a warpgroup barrier hand it to the async proxy, and one thread issues the TMA store, which
- * writes whole lines, clips at the edges of D and runs in the background. Include only from sm_90a code. */
+ * writes whole lines, clips at the edges of D and runs in the background.
+ *
+ * The fused epilogue (bias, GELU, residual) must not wait for its operands after the mainloop: the tensor cores
+ * idle meanwhile. So its operands come ahead through TMA: a few k-blocks before a tile's mainloop ends, the
+ * warpgroup's leader loads the residual subtiles into the very buffers the output will leave through (same
+ * swizzled layout) and the bias of its columns into a small shared array, counted on one mbarrier per buffer.
+ * In the epilogue each lane reads its residual pairs with ldmatrix from exactly the addresses its stmatrix then
+ * writes, so the output replaces the residual in place. Where there are fewer buffers than subtiles, a buffer's
+ * next residual is loaded as soon as the store of the previous subtile in it has read it (its L2 lines were
+ * prefetched with the first loads). Include only from sm_90a code. */
 #ifndef PERFLAB_GEMM_SM90_EPILOGUE_CUH
 #define PERFLAB_GEMM_SM90_EPILOGUE_CUH
 
 #include "gemm/epilogue.cuh"
+#include "gemm/ldmatrix.cuh"
 #include "gemm/sm90_common.cuh"
 
 #define EPI_SUB       64 /* subtiles of 64×64 bf16: one 128-byte swizzle row per row */
 #define EPI_SUB_BYTES (EPI_SUB * EPI_SUB * 2)
-
-__device__ __forceinline__ uint32_t ld_u32(const uint16_t *p)
-{
-    return *reinterpret_cast<const uint32_t *>(p);
-}
 
 /* Subtile `sub`'s 32 accumulators of this lane (chunks 8·sub .. 8·sub + 7) into v, with compile-time indices only
  * (a run-time index into acc would move it to local memory). */
@@ -29,85 +34,131 @@ template <int N> __device__ __forceinline__ void subtile_values(const float (&ac
         }
 }
 
-/* What the fused epilogue adds to one subtile, for this lane: the bias pair of each of its 8 column chunks and the
- * residual pair of each (chunk, row). */
-struct epi_operands {
-    uint32_t bias2[8];
-    uint32_t res2[8][2];
-};
-
-__device__ __forceinline__ void load_epi_operands(const pl_gemm_out &o, int row, int col0, epi_operands &e)
+/* The shared-memory address this lane gives stmatrix/ldmatrix for column chunks (c, c + 1) of a subtile: lanes
+ * 0-7 rows 0-7 of chunk c, 8-15 rows 8-15 of chunk c, 16-23 and 24-31 the same of chunk c + 1, in the 128-byte
+ * swizzle (16-byte chunk index XOR row % 8). */
+__device__ __forceinline__ uint32_t subtile_addr(uint32_t buf, int srow, int c)
 {
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int c = 0; c < 8; c++) {
-        const int cc = col0 + 8 * c + 2 * (lane & 3);
-        e.bias2[c] = o.bias && cc < o.n ? ld_u32(o.bias + cc) : 0u;
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int rr = row + 8 * h;
-            e.res2[c][h] = o.residual && rr < o.m && cc < o.n ? ld_u32(o.residual + (size_t)rr * o.n + cc) : 0u;
-        }
-    }
+    const int chunk = c + ((threadIdx.x & 31) >> 4);
+    return buf + srow * 128 + ((chunk ^ (srow & 7)) << 4);
 }
 
-/* One 64×64 subtile to shared memory, `v` holding this lane's 32 values of it (chunk c: v[4c..4c+3]) and, when
- * fused, `e` the bias and residual to add. */
-template <bool FUSED>
-__device__ __forceinline__ void subtile_to_smem(const pl_gemm_out &o, const float (&v)[32], const epi_operands &e,
-                                                uint32_t buf, int row, int srow, int col0)
+/* Register q of a 4-matrix stmatrix/ldmatrix for chunks (c, c + 1) holds this lane's pair of chunk c + q/2, row
+ * half q%2: accumulator index 4·chunk + 2·half. */
+__device__ __forceinline__ void plain_subtile_to_smem(const float (&v)[32], uint32_t buf, int srow)
 {
-    const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int c = 0; c < 8; c += 2) {
         uint32_t r[4];
 #pragma unroll
-        for (int q = 0; q < 4; q++) { /* matrices (rows 0-7 | 8-15) × (chunk c | c+1) */
-            const int ch = c + (q >> 1), h = q & 1, k = 4 * ch + 2 * h;
-            if (!FUSED) {
-                r[q] = pl_pack_bf16x2(v[k], v[k + 1]);
-            } else {
-                const int rr = row + 8 * h, cc = col0 + 8 * ch + 2 * (lane & 3);
-                r[q] = rr < o.m && cc < o.n ? pl_gemm_epilogue_pair(v[k], v[k + 1], e.bias2[ch], e.res2[ch][h],
-                                                                    o.bias != nullptr, o.gelu, o.residual != nullptr)
-                                            : 0u; /* outside D: the TMA store clips it */
-            }
+        for (int q = 0; q < 4; q++) {
+            const int k = 4 * (c + (q >> 1)) + 2 * (q & 1);
+            r[q] = pl_pack_bf16x2(v[k], v[k + 1]);
         }
-        const int chunk = c + (lane >> 4);
-        stmatrix_x4(buf + srow * 128 + ((chunk ^ (srow & 7)) << 4), r[0], r[1], r[2], r[3]);
+        stmatrix_x4(subtile_addr(buf, srow, c), r[0], r[1], r[2], r[3]);
+    }
+}
+
+/* The fused subtile: residual pairs from `buf` (already there), bias pairs from `bias` (this subtile's 64
+ * columns), the result written over the residual. */
+__device__ __forceinline__ void fused_subtile_in_smem(const pl_gemm_out &o, const float (&v)[32], uint32_t buf,
+                                                      uint32_t bias, int srow)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int c = 0; c < 8; c += 2) {
+        const uint32_t addr = subtile_addr(buf, srow, c);
+        uint32_t res[4] = {0u, 0u, 0u, 0u}, bias2[2] = {0u, 0u}, r[4];
+        if (o.residual)
+            ldmatrix_x4(res, addr);
+        if (o.bias)
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+                asm volatile("ld.shared.b32 %0, [%1];\n"
+                             : "=r"(bias2[i])
+                             : "r"(bias + (8 * (c + i) + 2 * (lane & 3)) * 2));
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int k = 4 * (c + (q >> 1)) + 2 * (q & 1);
+            r[q] = pl_gemm_epilogue_pair(v[k], v[k + 1], bias2[q >> 1], res[q], o.bias != nullptr, o.gelu,
+                                         o.residual != nullptr);
+        }
+        stmatrix_x4(addr, r[0], r[1], r[2], r[3]);
+    }
+}
+
+/* Where a warpgroup's fused epilogue keeps its operands: RING subtile buffers (EPI_SUB_BYTES each, the output's
+ * too), one mbarrier per buffer, the bias of its N columns, and the parity each barrier waits for next. */
+struct epi_fused_smem {
+    uint32_t bufs, bars, bias;
+    uint32_t parity; /* bit b: the phase buffer b's barrier completes next */
+};
+
+/* This warpgroup's first row and its columns for the calls of one tile: subtile g (counting over the tile's
+ * calls, N/64 per call, calls 64 rows apart) sits at rows row0 + 64·(g / (N/64)), columns n0 + 64·(g % (N/64)). */
+template <int N> __device__ __forceinline__ int subtile_row(int row0, int g)
+{
+    return row0 + EPI_SUB * (g / (N / EPI_SUB));
+}
+
+template <int N> __device__ __forceinline__ int subtile_col(int n0, int g)
+{
+    return n0 + EPI_SUB * (g % (N / EPI_SUB));
+}
+
+/* Load the residual subtile at (row, col) into buffer b and count it (and, when `bias_bytes`, the bias of the
+ * columns from n0) on b's barrier. Leader thread only. */
+__device__ __forceinline__ void fused_load(const pl_gemm_out &o, const CUtensorMap *tma_r, const epi_fused_smem &s,
+                                           int b, int row, int col, int n0, uint32_t bias_bytes)
+{
+    const uint32_t bar = s.bars + 8 * b;
+    mbar_arrive_expect_tx(bar, (o.residual ? EPI_SUB_BYTES : 0) + bias_bytes);
+    if (o.residual)
+        tma_load_2d(s.bufs + b * EPI_SUB_BYTES, tma_r, bar, col, row);
+    if (bias_bytes)
+        bulk_load_1d(s.bias, o.bias + n0, bias_bytes, bar);
+}
+
+/* Issued a few k-blocks before the end of a tile's mainloop, by the warpgroup's leader: once the previous tile's
+ * stores have read the buffers, the first RING of the tile's SUBTILES residual subtiles and the bias of columns
+ * n0 .. n0 + N - 1 start loading; the rest of the residual goes to L2 now, to shared memory in the epilogue. */
+template <int N, int RING, int SUBTILES>
+__device__ __forceinline__ void epilogue_fused_prefetch(const pl_gemm_out &o, const CUtensorMap *tma_r,
+                                                        const epi_fused_smem &s, int row0, int n0)
+{
+    if ((threadIdx.x & 127) != 0)
+        return;
+    bulk_wait_read<0>();
+    const uint32_t bias_bytes = o.bias ? 2u * (uint32_t)min(N, o.n - n0) : 0u; /* n % 8 == 0: a multiple of 16 */
+#pragma unroll
+    for (int g = 0; g < SUBTILES; g++) {
+        if (g < RING)
+            fused_load(o, tma_r, s, g, subtile_row<N>(row0, g), subtile_col<N>(n0, g), n0, g == 0 ? bias_bytes : 0u);
+        else if (o.residual)
+            tma_prefetch_l2_2d(tma_r, subtile_col<N>(n0, g), subtile_row<N>(row0, g));
     }
 }
 
 /* Subtiles `first`, `first`+1, ... of the tile (counting from 0 at its first call for a tile) use buffers
  * (index % RING) of `bufs`; a buffer is rewritten only after the store that last read it has finished reading.
  * The first call of a tile also waits for the previous tile's stores to have read their buffers. With RING equal
- * to the tile's subtile count, nothing ever waits inside a tile. The plain epilogue is unrolled over the
- * subtiles; the fused one loops over them (its arithmetic, unrolled four times, would fill the instruction
- * cache). */
-template <int N, int RING, bool FUSED>
-__device__ __forceinline__ void epilogue_tma_m64_impl(const pl_gemm_out &o, const CUtensorMap *tma_d,
-                                                      const float (&acc)[N / 2], uint32_t bufs, int first,
-                                                      uint32_t barrier_id, int row0, int n0)
+ * to the tile's subtile count, nothing ever waits inside a tile. */
+template <int N, int RING>
+__device__ __forceinline__ void epilogue_tma_m64(const CUtensorMap *tma_d, const float (&acc)[N / 2], uint32_t bufs,
+                                                 int first, uint32_t barrier_id, int row0, int n0)
 {
     const int t = threadIdx.x & 127, lane = t & 31, warp = t >> 5;
     const bool leader = t == 0;
-    const int row = row0 + warp * 16 + (lane >> 2);                  /* this lane's rows: row, row + 8 */
     const int srow = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8; /* the row it addresses for stmatrix */
     if (first == 0) {
         if (leader)
             bulk_wait_read<0>();
         named_barrier_sync(barrier_id, 128);
     }
-    constexpr int unroll = FUSED ? 1 : N / 64;
-#pragma unroll unroll
+#pragma unroll
     for (int sub = 0; sub < N / EPI_SUB; sub++) {
         const int g = first + sub;
         const uint32_t buf = bufs + (g % RING) * EPI_SUB_BYTES;
-        /* fused: all of this subtile's bias and residual loads in flight before the arithmetic (loading the next
-         * subtile's while computing this one needs 24 more registers than the 168 a consumer has: it spilled) */
-        epi_operands e;
-        if (FUSED)
-            load_epi_operands(o, row, n0 + sub * EPI_SUB, e);
         if (g >= RING) {
             if (leader)
                 bulk_wait_read<RING - 1>();
@@ -115,7 +166,7 @@ __device__ __forceinline__ void epilogue_tma_m64_impl(const pl_gemm_out &o, cons
         }
         float v[32];
         subtile_values<N>(acc, sub, v);
-        subtile_to_smem<FUSED>(o, v, e, buf, row, srow, n0 + sub * EPI_SUB);
+        plain_subtile_to_smem(v, buf, srow);
         fence_proxy_async_shared();
         named_barrier_sync(barrier_id, 128);
         if (leader) {
@@ -125,35 +176,36 @@ __device__ __forceinline__ void epilogue_tma_m64_impl(const pl_gemm_out &o, cons
     }
 }
 
-/* Fused epilogue: pull this lane's residual lines of a 16-row × `cols` slice (rows row, row + 8) into L2 at the
- * start of a tile, so that the epilogue's loads, issued after the mainloop, hit L2 instead of waiting for HBM.
- * The four lanes that share a row split its 128-byte lines. */
-__device__ __forceinline__ void prefetch_residual(const pl_gemm_out &o, int row, int n0, int cols)
-{
-    if (!o.residual)
-        return;
-    const int lane = threadIdx.x & 31;
-    for (int line = lane & 3; line * 64 < cols; line += 4) {
-        const int col = n0 + line * 64;
-        if (col >= o.n)
-            break;
-        for (int h = 0; h < 2; h++)
-            if (row + 8 * h < o.m)
-                prefetch_l2(o.residual + (size_t)(row + 8 * h) * o.n + col);
-    }
-}
-
-/* The plain and the fused epilogue as two separate instantiations: interleaved in one unrolled body, the plain
- * path would jump over the fused code at every pair and run from instruction-cache misses. */
+/* The fused epilogue of one call (rows row0 .. row0 + 63, first subtile `first` of the tile), its operands loaded
+ * by epilogue_fused_prefetch. Not unrolled over the subtiles: four copies of the arithmetic would fill the
+ * instruction cache. */
 template <int N, int RING>
-__device__ __forceinline__ void epilogue_tma_m64(const pl_gemm_out &o, const CUtensorMap *tma_d,
-                                                 const float (&acc)[N / 2], uint32_t bufs, int first,
-                                                 uint32_t barrier_id, int row0, int n0)
+__device__ __forceinline__ void epilogue_fused_m64(const pl_gemm_out &o, const CUtensorMap *tma_d,
+                                                   const CUtensorMap *tma_r, const float (&acc)[N / 2],
+                                                   epi_fused_smem &s, int first, uint32_t barrier_id, int row0, int n0)
 {
-    if (o.fused)
-        epilogue_tma_m64_impl<N, RING, true>(o, tma_d, acc, bufs, first, barrier_id, row0, n0);
-    else
-        epilogue_tma_m64_impl<N, RING, false>(o, tma_d, acc, bufs, first, barrier_id, row0, n0);
+    const int t = threadIdx.x & 127, lane = t & 31, warp = t >> 5;
+    const int srow = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll 1
+    for (int sub = 0; sub < N / EPI_SUB; sub++) {
+        const int b = (first + sub) % RING;
+        const uint32_t buf = s.bufs + b * EPI_SUB_BYTES;
+        mbar_wait(s.bars + 8 * b, (s.parity >> b) & 1);
+        s.parity ^= 1u << b;
+        float v[32];
+        subtile_values<N>(acc, sub, v);
+        fused_subtile_in_smem(o, v, buf, s.bias + sub * EPI_SUB * 2, srow);
+        fence_proxy_async_shared();
+        named_barrier_sync(barrier_id, 128);
+        if (t == 0) {
+            tma_store_2d(tma_d, buf, n0 + sub * EPI_SUB, row0);
+            bulk_commit();
+            if (sub + RING < N / EPI_SUB) { /* this buffer's next subtile, once the store has read it */
+                bulk_wait_read<0>();
+                fused_load(o, tma_r, s, b, row0, n0 + (sub + RING) * EPI_SUB, n0, 0u);
+            }
+        }
+    }
 }
 
 #endif

@@ -27,29 +27,39 @@
 #include "gemm/gemm.h"
 #include "gemm/sm90_common.cuh"
 #include "gemm/sm90_epilogue.cuh"
+#include "gemm/sm90_epilogue_warps.cuh"
 #include "gemm/tensor_map.h"
 
 #define WS_BM         128
 #define WS_BK         64
 #define WS_THREADS    384 /* producer warpgroup + two consumer warpgroups */
-#define PRODUCER_REGS 40
-#define CONSUMER_REGS 232    /* (40 + 2·232) · 128 = 64512 of the SM's 65536 registers */
+#define PRODUCER_REGS 56     /* the producer thread and, when fused, the epilogue warps */
+#define CONSUMER_REGS 224    /* (56 + 2·224) · 128 = 64512 of the SM's 65536 registers */
 #define GROUP_ROWS    16     /* tile rows per raster group of the scheduler */
 #define SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 (227 KB) */
 
 enum ws_schedule { WS_COOPERATIVE = 0, WS_PINGPONG = 1 };
 
-template <int BN, int SCHED> struct ws_config {
+/* NB: subtile buffers per consumer of the cooperative schedule's epilogue (2, or 4 for a whole tile, which
+ * leaves room for one stage less). */
+template <int BN, int SCHED, int NB = 2> struct ws_config {
     static constexpr int a_bytes = WS_BM * WS_BK * 2;
     static constexpr int b_bytes = BN * WS_BK * 2;
     static constexpr int stage_bytes = a_bytes + b_bytes;
     /* epilogue buffers: ping-pong keeps a whole 128×128 tile per consumer (never waits on its stores), the
      * cooperative kernel two subtiles per consumer (its stages leave no room for more) */
-    static constexpr int epi_buffers = SCHED == WS_PINGPONG ? 4 : 2; /* per consumer warpgroup */
+    static constexpr int epi_buffers = SCHED == WS_PINGPONG ? 4 : NB; /* per consumer warpgroup */
     static constexpr int epi_bytes = 2 * epi_buffers * EPI_SUB_BYTES;
-    static constexpr int barrier_bytes = 2 * 16 * 8 + 2 * 8; /* full/empty of up to 16 stages, 2 order */
-    static constexpr int stages = (SMEM_LIMIT - 1024 - epi_bytes - barrier_bytes) / stage_bytes;
-    static constexpr int smem_bytes = 1024 + stages * stage_bytes + epi_bytes + barrier_bytes;
+    static constexpr int epi_cols = SCHED == WS_PINGPONG ? 128 : BN; /* columns of a consumer's epilogue call */
+    static constexpr int subtiles = (SCHED == WS_PINGPONG ? 128 : 64) * epi_cols / (EPI_SUB * EPI_SUB);
+    static constexpr int bias_bytes = 2 * epi_cols * 2; /* fused: each consumer's bias columns */
+    /* full/empty of up to 16 stages, 2 ordering barriers, then per epilogue buffer: the fused operands'
+     * barrier (ping-pong), the full and free barriers of the epilogue warps' hand-over (cooperative); and the
+     * epilogue warps' two bias barriers */
+    static constexpr int barrier_bytes = 2 * 16 * 8 + 2 * 8 + 3 * 2 * epi_buffers * 8 + 2 * 8;
+    static constexpr int extra_bytes = epi_bytes + bias_bytes + barrier_bytes;
+    static constexpr int stages = (SMEM_LIMIT - 1024 - extra_bytes) / stage_bytes;
+    static constexpr int smem_bytes = 1024 + stages * stage_bytes + extra_bytes;
     static constexpr int readers = SCHED == WS_PINGPONG ? 4 : 8; /* consumer warps that read each stage */
 };
 
@@ -76,18 +86,28 @@ template <int CLUSTER> __device__ __forceinline__ void release_stage(uint32_t em
     }
 }
 
-template <int BN, int CLUSTER, int SCHED>
+template <int BN, int CLUSTER, int SCHED, int NB>
 __global__ void __launch_bounds__(WS_THREADS, 1)
     gemm_wgmma_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                         const __grid_constant__ CUtensorMap tma_d, int tma_store, pl_gemm_out o, int k_blocks,
-                         int tile_rows, int tile_cols)
+                         const __grid_constant__ CUtensorMap tma_d, const __grid_constant__ CUtensorMap tma_r,
+                         int tma_store, pl_gemm_out o, int k_blocks, int tile_rows, int tile_cols)
 {
-    typedef ws_config<BN, SCHED> cfg;
+    typedef ws_config<BN, SCHED, NB> cfg;
     constexpr int STAGES = cfg::stages;
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
     const uint32_t epi = base + STAGES * cfg::stage_bytes; /* 1024-aligned: the swizzle needs it */
-    const uint32_t full = epi + cfg::epi_bytes, empty = full + 8 * STAGES, order = empty + 8 * STAGES;
+    const uint32_t bias = epi + cfg::epi_bytes; /* 16-byte aligned for the bulk copy */
+    const uint32_t full = bias + cfg::bias_bytes, empty = full + 8 * STAGES, order = empty + 8 * STAGES;
+    const uint32_t operands = order + 16; /* ping-pong: per consumer, one barrier per epilogue buffer */
+    /* cooperative + fused: the epilogue warps take the product over (sm90_epilogue_warps.cuh) */
+    const bool handover = SCHED == WS_COOPERATIVE && tma_store && o.fused;
+    ew_smem ew;
+    ew.bufs = epi;
+    ew.full = operands + 2 * cfg::epi_buffers * 8;
+    ew.free = ew.full + 2 * cfg::epi_buffers * 8;
+    ew.bias = bias;
+    ew.bias_bars = ew.free + 2 * cfg::epi_buffers * 8;
     const int wg = threadIdx.x / 128;
     const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
     const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
@@ -101,6 +121,13 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         }
         mbar_init(order, 4); /* ping-pong: the warps of the other consumer have issued their tile */
         mbar_init(order + 8, 4);
+        for (int b = 0; b < 2 * cfg::epi_buffers; b++) {
+            mbar_init(operands + 8 * b, 1); /* the leader's expect_tx; TMA bytes complete it */
+            mbar_init(ew.full + 8 * b, 128); /* every thread of the consumer */
+            mbar_init(ew.free + 8 * b, 1);   /* the epilogue warps' leader, once the store has read it */
+        }
+        mbar_init(ew.bias_bars, 1);
+        mbar_init(ew.bias_bars + 8, 1);
         mbar_fence_init();
     }
     if (CLUSTER > 1)
@@ -137,6 +164,14 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                     }
                 }
             }
+        } else if (handover && threadIdx.x >= EW_FIRST_THREAD) {
+            const int ctas_tiles = (tiles - cluster + clusters - 1) / clusters; /* this CTA's share of the walk */
+            ew_run<BN, NB>(o, &tma_d, &tma_r, ew, ctas_tiles, [&](int local, int &m0, int &n0) {
+                int tr, tc;
+                tile_of(cluster + local * clusters, tile_rows, tile_cols, group, tr, tc);
+                m0 = (tr * CLUSTER + (int)rank) * WS_BM;
+                n0 = tc * BN;
+            });
         }
     } else {
         regs_alloc<CONSUMER_REGS>();
@@ -146,6 +181,14 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         float acc[BN / 2];
         float acc_hi[SCHED == WS_PINGPONG ? 64 : 1];
         uint32_t kcount = 0; /* k-blocks of this CTA's sequence consumed or skipped: the ring position */
+        /* fused, stored through TMA: bias and residual come ahead into shared memory (sm90_epilogue.cuh) */
+        const bool fused_tma = tma_store && o.fused;
+        epi_fused_smem fs;
+        fs.bufs = epi + consumer * cfg::epi_buffers * EPI_SUB_BYTES;
+        fs.bars = operands + consumer * cfg::epi_buffers * 8;
+        fs.bias = bias + consumer * cfg::epi_cols * 2;
+        fs.parity = 0;
+        uint32_t handed = 0; /* cooperative + fused: subtiles handed to the epilogue warps */
         int mine = 0;        /* ping-pong: tiles this consumer has done */
         int local = 0;
         for (int t = cluster; t < tiles; t += clusters, local++) {
@@ -167,19 +210,14 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                     acc_hi[i] = 0.0f;
             }
             int held = -1; /* the stage whose wgmma group may still be reading it */
-            /* fused: the residual this thread adds in the epilogue goes to L2 a few k-blocks before the end (early
-             * enough to arrive, late enough not to be evicted by the operands streaming through) */
-            const int prefetch_at = o.fused ? max(k_blocks - 4, 0) : -1;
+            /* fused: the epilogue's operands start loading a few k-blocks before the end (early enough to arrive,
+             * late enough not to be evicted by the operands streaming through L2) */
+            const int prefetch_at = fused_tma && SCHED == WS_PINGPONG ? max(k_blocks - 4, 0) : -1;
+            const int epi_row0 = SCHED == WS_PINGPONG ? m0 : m0 + consumer * 64;
             for (int kb = 0; kb < k_blocks; kb++, kcount++) {
-                if (kb == prefetch_at) {
-                    const int r = warp * 16 + (lane >> 2);
-                    if constexpr (SCHED == WS_PINGPONG) {
-                        prefetch_residual(o, m0 + r, n0, BN);
-                        prefetch_residual(o, m0 + 64 + r, n0, BN);
-                    } else {
-                        prefetch_residual(o, m0 + consumer * 64 + r, n0, BN);
-                    }
-                }
+                if (kb == prefetch_at)
+                    epilogue_fused_prefetch<cfg::epi_cols, cfg::epi_buffers, cfg::subtiles>(o, &tma_r, fs, epi_row0,
+                                                                                           n0);
                 const int stage = (int)(kcount % STAGES);
                 mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
                 const uint32_t st = base + stage * cfg::stage_bytes;
@@ -210,10 +248,13 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
 
             if constexpr (SCHED == WS_PINGPONG) {
                 accumulators_fence(acc_hi);
-                const uint32_t bufs = epi + consumer * cfg::epi_buffers * EPI_SUB_BYTES;
-                if (tma_store) {
-                    epilogue_tma_m64<128, 4>(o, &tma_d, acc, bufs, 0, 1 + consumer, m0, n0);
-                    epilogue_tma_m64<128, 4>(o, &tma_d, acc_hi, bufs, 2, 1 + consumer, m0 + 64, n0);
+                const uint32_t bufs = fs.bufs;
+                if (fused_tma) {
+                    epilogue_fused_m64<128, 4>(o, &tma_d, &tma_r, acc, fs, 0, 1 + consumer, m0, n0);
+                    epilogue_fused_m64<128, 4>(o, &tma_d, &tma_r, acc_hi, fs, 2, 1 + consumer, m0 + 64, n0);
+                } else if (tma_store) {
+                    epilogue_tma_m64<128, 4>(&tma_d, acc, bufs, 0, 1 + consumer, m0, n0);
+                    epilogue_tma_m64<128, 4>(&tma_d, acc_hi, bufs, 2, 1 + consumer, m0 + 64, n0);
                 } else {
                     const int r = warp * 16 + (lane >> 2);
                     pl_gemm_store_m64<128>(o, acc, m0 + r, n0, pl_gemm_plain_interior(o, m0, n0, 128, 128));
@@ -222,9 +263,10 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                 mine++;
             } else {
                 const int row0 = m0 + consumer * 64;
-                if (tma_store)
-                    epilogue_tma_m64<BN, 2>(o, &tma_d, acc, epi + consumer * cfg::epi_buffers * EPI_SUB_BYTES, 0,
-                                            1 + consumer, row0, n0);
+                if (handover)
+                    ew_hand_over<BN, NB>(acc, ew, consumer, handed);
+                else if (tma_store)
+                    epilogue_tma_m64<BN, NB>(&tma_d, acc, fs.bufs, 0, 1 + consumer, row0, n0);
                 else
                     pl_gemm_store_m64<BN>(o, acc, row0 + warp * 16 + (lane >> 2), n0,
                                           pl_gemm_plain_interior(o, row0, n0, 64, BN));
@@ -257,7 +299,7 @@ static void ws_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr,
 }
 
 /* Clusters the GPU can hold at once for this kernel (the GPCs decide, not only the SM count); cached per device. */
-template <int BN, int CLUSTER, int SCHED> static int max_active_clusters(int device, int sms)
+template <int BN, int CLUSTER, int SCHED, int NB> static int max_active_clusters(int device, int sms)
 {
     static int cached[64];
     if (device < 0 || device >= 64)
@@ -265,9 +307,9 @@ template <int BN, int CLUSTER, int SCHED> static int max_active_clusters(int dev
     if (cached[device] == 0) {
         cudaLaunchConfig_t cfg;
         cudaLaunchAttribute attr;
-        ws_launch_config(&cfg, &attr, CLUSTER * (sms / CLUSTER), CLUSTER, ws_config<BN, SCHED>::smem_bytes, 0);
+        ws_launch_config(&cfg, &attr, CLUSTER * (sms / CLUSTER), CLUSTER, ws_config<BN, SCHED, NB>::smem_bytes, 0);
         int n = 0;
-        if (cudaOccupancyMaxActiveClusters(&n, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED>, &cfg) != cudaSuccess ||
+        if (cudaOccupancyMaxActiveClusters(&n, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB>, &cfg) != cudaSuccess ||
             n <= 0) {
             (void)cudaGetLastError();
             n = sms / CLUSTER;
@@ -277,27 +319,31 @@ template <int BN, int CLUSTER, int SCHED> static int max_active_clusters(int dev
     return cached[device];
 }
 
-static bool aligned4(const void *p)
+static bool aligned16(const void *p)
 {
-    return (uintptr_t)p % 4 == 0;
+    return (uintptr_t)p % 16 == 0;
 }
 
-template <int BN, int CLUSTER, int SCHED> static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
+template <int BN, int CLUSTER, int SCHED, int NB = 2>
+static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    typedef ws_config<BN, SCHED> cfg;
+    typedef ws_config<BN, SCHED, NB> cfg;
     static_assert(cfg::stages >= 3 && cfg::stages <= 16, "stage count out of range");
     static_assert(cfg::smem_bytes <= SMEM_LIMIT, "shared memory over the limit");
     CUtensorMap ta, tb;
     cudaError_t e = pl_tensor_map_bf16(&ta, p->a, (uint64_t)p->m, (uint64_t)p->k, WS_BM, WS_BK);
     if (e == cudaSuccess)
         e = pl_tensor_map_bf16(&tb, p->b, (uint64_t)p->n, (uint64_t)p->k, BN / CLUSTER, WS_BK);
-    /* the TMA store needs D's rows to be 16-byte multiples; otherwise the consumers store from registers */
-    CUtensorMap td = ta;
+    /* TMA stores D (and loads the residual and bias) when rows are 16-byte multiples and the pointers 16-byte
+     * aligned; otherwise the consumers store from registers */
+    CUtensorMap td = ta, tr = ta;
     const int tma_store =
-        p->n % 8 == 0 && (uintptr_t)p->d % 16 == 0 && aligned4(p->epi.bias) && aligned4(p->epi.residual) &&
-        pl_tensor_map_bf16(&td, p->d, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, EPI_SUB) == cudaSuccess;
+        p->n % 8 == 0 && aligned16(p->d) && aligned16(p->epi.bias) && aligned16(p->epi.residual) &&
+        pl_tensor_map_bf16(&td, p->d, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, EPI_SUB) == cudaSuccess &&
+        (!p->epi.residual ||
+         pl_tensor_map_bf16(&tr, p->epi.residual, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, EPI_SUB) == cudaSuccess);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        e = cudaFuncSetAttribute(gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  cfg::smem_bytes);
     int device = 0, sms = 0;
     if (e == cudaSuccess)
@@ -310,14 +356,14 @@ template <int BN, int CLUSTER, int SCHED> static cudaError_t launch_ws(const pl_
     const int tiles_m = (p->m + WS_BM - 1) / WS_BM, tile_cols = (p->n + BN - 1) / BN;
     const int tile_rows = (tiles_m + CLUSTER - 1) / CLUSTER; /* in cluster units */
     const long long tiles = (long long)tile_rows * tile_cols;
-    int clusters = CLUSTER > 1 ? max_active_clusters<BN, CLUSTER, SCHED>(device, sms) : sms;
+    int clusters = CLUSTER > 1 ? max_active_clusters<BN, CLUSTER, SCHED, NB>(device, sms) : sms;
     if (clusters > tiles)
         clusters = (int)tiles;
 
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute attr;
     ws_launch_config(&lc, &attr, clusters * CLUSTER, CLUSTER, cfg::smem_bytes, stream);
-    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED>, ta, tb, td, tma_store, pl_gemm_out_of(p),
+    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB>, ta, tb, td, tr, tma_store, pl_gemm_out_of(p),
                            (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
@@ -350,4 +396,9 @@ extern "C" cudaError_t pl_gemm_wgmma_ws_128x256_c2(const pl_gemm_problem *p, cud
 extern "C" cudaError_t pl_gemm_wgmma_pp_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream)
 {
     return launch_ws<128, 2, WS_PINGPONG>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x256_s3(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<256, 1, WS_COOPERATIVE, 4>(p, stream);
 }

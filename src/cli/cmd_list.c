@@ -70,9 +70,10 @@ static json_t *target_json(const pl_target *t)
             json_object_set_new(pj, "choices", json_string(p->choices));
         json_array_append_new(ps, pj);
     }
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o}", "name", pl_target_full_name(t, name, sizeof name), "group",
-                     t->group, "summary", t->summary, "suite", suite_of(t), "requires",
-                     pl_requirements_text(&t->req, req, sizeof req), "variants", vs, "parameters", ps);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:o}", "name", pl_target_full_name(t, name, sizeof name),
+                     "group", t->group, "summary", t->summary, "suite", suite_of(t), "requires",
+                     pl_requirements_text(&t->req, req, sizeof req), "rounds",
+                     t->flags & PL_TARGET_POWER_BOUND ? PL_POWER_BOUND_ROUNDS : 1, "variants", vs, "parameters", ps);
 }
 
 static void print_target(const pl_target *t)
@@ -82,6 +83,8 @@ static void print_target(const pl_target *t)
     printf("%s%s%s%s  (%s)\n", pl_target_full_name(t, name, sizeof name), *suite ? "  [" : "", suite, *suite ? "]" : "",
            pl_requirements_text(&t->req, req, sizeof req));
     printf("  %s\n", t->summary);
+    if (t->flags & PL_TARGET_POWER_BOUND)
+        printf("  power-bound: its variants are timed in %d interleaved rounds (--rounds)\n", PL_POWER_BOUND_ROUNDS);
     for (const pl_variant *v = t->variants; v->name; v++)
         printf("  - %-14s %s%s\n", v->name, v->technique, v->flags & PL_VARIANT_REFERENCE ? " [reference]" : "");
     for (const pl_param_def *p = t->params; p && p->name; p++)

@@ -26,6 +26,7 @@
 typedef struct run_args {
     const char *targets, *profile, *artifacts_dir, *expectations_dir;
     int graph, skip_verify, update_expectations, accept_regressions;
+    int rounds;
     int json, quiet, help;
     double timeout_s;
     pl_timing_args timing;
@@ -94,6 +95,7 @@ static void fill_settings(const run_args *a, int verify_only, pl_run_settings *s
     pl_timing_args_apply(&a->timing, s);
     s->profile = pl_strdup(a->profile);
     s->graph = a->graph;
+    s->rounds = a->rounds;
     s->timeout_s = a->timeout_s;
     s->skip_verify = a->skip_verify;
     s->verify_only = verify_only;
@@ -188,6 +190,9 @@ static int run_main(const char *verb, int verify_only, int argc, char **argv)
         {"profile", 0, PL_OPT_STRING, &a.profile, "P",
          "none | minimal (+clocks, power, temperature) | roofline (+FLOP/byte)", 0, 0},
         {"graph", 0, PL_OPT_FLAG, &a.graph, NULL, "replay each variant as a captured CUDA graph", 0, 0},
+        {"rounds", 0, PL_OPT_INT, &a.rounds, "N",
+         "time the variants in N interleaved rounds (1: one after another; default 1, power-bound targets 5)", 0,
+         1000},
         {"timeout-s", 0, PL_OPT_DOUBLE, &a.timeout_s, "S", "kill a target's process after S seconds (default 300)", 0.1,
          86400},
         {"artifacts-dir", 0, PL_OPT_STRING, &a.artifacts_dir, "D", "where run folders go (default ./artifacts)", 0, 0},

@@ -82,61 +82,171 @@ static int verify_variant(child *c, const pl_variant *v, void *state, pl_verific
     return 0;
 }
 
-/* Returns 0 to go on with the next variant, -1 to stop the target (its context may be broken). */
-static int run_variant(child *c, pl_measure_env *env, const pl_variant *v, void *state)
+static void variant_result_init(pl_variant_result *r, const pl_variant *v)
 {
-    pl_variant_result r;
-    memset(&r, 0, sizeof r);
-    r.name = pl_strdup(v->name);
-    r.technique = pl_strdup(v->technique);
-    r.is_reference = (v->flags & PL_VARIANT_REFERENCE) != 0;
-    r.reps_per_sample = 1;
-    char why[256];
-    int keep_going = 0;
+    memset(r, 0, sizeof *r);
+    r->name = pl_strdup(v->name);
+    r->technique = pl_strdup(v->technique);
+    r->is_reference = (v->flags & PL_VARIANT_REFERENCE) != 0;
+    r->reps_per_sample = 1;
+}
 
+/* r failed with ctx->error: 0 to go on with the next variant, -1 to stop the target (its context may be broken). */
+static int variant_failed(child *c, pl_variant_result *r)
+{
+    r->status = failure_status(c);
+    r->reason = pl_strdup(c->ctx.error);
+    return r->status == PL_STATUS_CUDA_ERROR ? -1 : 0;
+}
+
+/* Requirements and verification. 1: the variant is to be timed; 0: r is final (skipped, wrong, verify only);
+ * -1: r is final and the target must stop. */
+static int check_variant(child *c, const pl_variant *v, void *state, pl_variant_result *r)
+{
+    char why[256];
     if (!pl_requirements_met(&v->req, c->host ? NULL : &c->dev, c->ctx.device_count, why, sizeof why)) {
-        r.status = PL_STATUS_SKIPPED;
-        r.reason = pl_strdup(why);
-        goto report;
+        r->status = PL_STATUS_SKIPPED;
+        r->reason = pl_strdup(why);
+        return 0;
     }
     c->ctx.error[0] = '\0';
     if (!c->s->skip_verify) {
         send_progress(c, v->name, "verify");
-        if (verify_variant(c, v, state, &r.verification) != 0) {
-            r.status = failure_status(c);
-            r.reason = pl_strdup(c->ctx.error);
-            keep_going = r.status == PL_STATUS_CUDA_ERROR ? -1 : 0;
-            goto report;
-        }
-        if (!r.verification.passed) {
-            r.status = PL_STATUS_FAILED_VERIFICATION;
-            r.reason = pl_strdup(r.verification.message);
-            goto report;
+        if (verify_variant(c, v, state, &r->verification) != 0)
+            return variant_failed(c, r);
+        if (!r->verification.passed) {
+            r->status = PL_STATUS_FAILED_VERIFICATION;
+            r->reason = pl_strdup(r->verification.message);
+            return 0;
         }
     }
     if (c->s->verify_only) {
-        r.status = PL_STATUS_OK;
-        goto report;
+        r->status = PL_STATUS_OK;
+        return 0;
     }
-    send_progress(c, v->name, "measure");
-    if (c->sampler)
-        pl_sampler_begin_window(c->sampler);
-    int rc = pl_measure_variant(env, v, state, &r);
-    if (c->sampler) {
-        pl_sampler_end_window(c->sampler, &r.telemetry);
-        r.has_telemetry = 1;
+    return 1;
+}
+
+/* Verify and time one variant, then report it. Returns 0 to go on, -1 to stop the target. */
+static int run_variant(child *c, pl_measure_env *env, const pl_variant *v, void *state)
+{
+    pl_variant_result r;
+    variant_result_init(&r, v);
+    int go = check_variant(c, v, state, &r);
+    if (go == 1) {
+        go = 0;
+        send_progress(c, v->name, "measure");
+        if (c->sampler)
+            pl_sampler_begin_window(c->sampler);
+        int rc = pl_measure_variant(env, v, state, &r);
+        if (c->sampler) {
+            pl_sampler_end_window(c->sampler, &r.telemetry);
+            r.has_telemetry = 1;
+        }
+        if (rc != 0)
+            go = variant_failed(c, &r);
+        else
+            r.status = c->s->skip_verify ? PL_STATUS_UNVERIFIED : PL_STATUS_OK;
     }
-    if (rc != 0) {
-        r.status = failure_status(c);
-        r.reason = pl_strdup(c->ctx.error);
-        keep_going = r.status == PL_STATUS_CUDA_ERROR ? -1 : 0;
-        goto report;
-    }
-    r.status = c->s->skip_verify ? PL_STATUS_UNVERIFIED : PL_STATUS_OK;
-report:
     send_variant(c, &r);
     pl_variant_result_free(&r);
-    return keep_going;
+    return go;
+}
+
+/* How a round of the interleaved schedule ends for each variant: the run's per-variant time and sample rules
+ * spread over the rounds. */
+static pl_round_quota round_quota(const pl_run_settings *s, int rounds, int round)
+{
+    pl_round_quota q;
+    memset(&q, 0, sizeof q);
+    q.keep = round > 0; /* round 0 runs at load only: every variant starts from the same warm GPU */
+    q.rewarm = 1;
+    if (s->iterations > 0) /* exactly `iterations` in all: the first rounds take one more where it does not divide */
+        q.samples = (size_t)(s->iterations / rounds + (round - 1 < s->iterations % rounds ? 1 : 0));
+    if (!q.keep || q.samples == 0) {
+        q.samples = 0;
+        q.min_s = s->min_time_s;
+        q.min_samples = s->min_samples > rounds ? (size_t)((s->min_samples + rounds - 1) / rounds) : 1;
+    }
+    q.max_s = s->max_time_s / rounds;
+    return q;
+}
+
+/* Every variant verified first, then timed in `rounds` interleaved rounds after one round at load, each round
+ * starting with another variant: power-capped work runs at a clock that depends on how long the GPU has been
+ * loaded and how hot it is, and one variant after another would hand the first a cooler, faster GPU. Each
+ * variant's samples are those of all its rounds; its telemetry covers its own windows only. Results are reported
+ * when every round is done. */
+static void run_interleaved(child *c, pl_measure_env *env, void *state, int rounds)
+{
+    const pl_target *t = c->t;
+    size_t n = 0;
+    while (t->variants[n].name)
+        n++;
+    pl_variant_result *r = calloc(n, sizeof *r);
+    pl_timing **tm = calloc(n, sizeof *tm);
+    if (!r || !tm) {
+        free(r);
+        free(tm);
+        send_target_failure(c, PL_STATUS_ERROR, "out of host memory");
+        return;
+    }
+    int stop = 0;
+    size_t checked = 0; /* variants with a result in r (all but those after a stop) */
+    for (; checked < n && !stop; checked++) {
+        const pl_variant *v = &t->variants[checked];
+        pl_variant_result *ri = &r[checked];
+        variant_result_init(ri, v);
+        int go = check_variant(c, v, state, ri);
+        if (go == 1) {
+            send_progress(c, v->name, "warm-up");
+            tm[checked] = pl_timing_begin(env, v, state, ri);
+            go = tm[checked] ? 1 : variant_failed(c, ri);
+        }
+        stop = go < 0;
+    }
+    for (int round = 0; round <= rounds && !stop; round++) {
+        const pl_round_quota q = round_quota(c->s, rounds, round);
+        char phase[48];
+        if (round)
+            snprintf(phase, sizeof phase, "round %d/%d", round, rounds);
+        else
+            snprintf(phase, sizeof phase, "round at load");
+        for (size_t j = 0; j < n && !stop; j++) {
+            const size_t i = (j + (size_t)round) % n;
+            if (!tm[i])
+                continue;
+            send_progress(c, t->variants[i].name, phase);
+            if (c->sampler && q.keep)
+                pl_sampler_begin_window(c->sampler);
+            int rc = pl_timing_round(env, tm[i], &r[i], &q);
+            if (c->sampler && q.keep) {
+                pl_telemetry w;
+                pl_sampler_end_window(c->sampler, &w);
+                pl_telemetry_merge(&r[i].telemetry, &w);
+                r[i].has_telemetry = 1;
+            }
+            if (rc != 0) {
+                stop = variant_failed(c, &r[i]) < 0;
+                pl_timing_free(tm[i]);
+                tm[i] = NULL;
+            }
+        }
+    }
+    for (size_t i = 0; i < checked; i++) {
+        if (tm[i] && stop) {
+            pl_timing_free(tm[i]);
+            r[i].status = PL_STATUS_NOT_RUN;
+            r[i].reason = pl_strdup("not finished: a CUDA error in another variant stopped the target");
+        } else if (tm[i]) {
+            pl_timing_end(tm[i], &r[i], pl_strfmt("%d interleaved rounds after one at load", rounds));
+            r[i].status = c->s->skip_verify ? PL_STATUS_UNVERIFIED : PL_STATUS_OK;
+        }
+        send_variant(c, &r[i]);
+        pl_variant_result_free(&r[i]);
+    }
+    free(r);
+    free(tm);
 }
 
 static int init_gpu(child *c)
@@ -179,9 +289,13 @@ void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_se
         send_target_failure(&c, failure_status(&c), c.ctx.error[0] ? c.ctx.error : "setup failed");
         return;
     }
-    for (size_t i = 0; t->variants[i].name; i++)
-        if (run_variant(&c, &env, &t->variants[i], state) != 0)
-            break; /* a CUDA error: the next variants would only fail the same way */
+    const int rounds = s->rounds > 0 ? s->rounds : (t->flags & PL_TARGET_POWER_BOUND) ? PL_POWER_BOUND_ROUNDS : 1;
+    if (rounds > 1 && !s->verify_only)
+        run_interleaved(&c, &env, state, rounds);
+    else
+        for (size_t i = 0; t->variants[i].name; i++)
+            if (run_variant(&c, &env, &t->variants[i], state) != 0)
+                break; /* a CUDA error: the next variants would only fail the same way */
     if (t->teardown)
         t->teardown(&c.ctx, state);
     pl_measure_env_free(&env);

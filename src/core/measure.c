@@ -249,80 +249,149 @@ static int should_stop(const pl_run_settings *s, const sample_set *set, double e
     return 0;
 }
 
-int pl_measure_variant(pl_measure_env *env, const pl_variant *v, void *state, pl_variant_result *out)
+/* A variant being timed: its timer, batch size, graph and samples so far, kept between rounds. */
+struct pl_timing {
+    const pl_variant *v;
+    void *state;
+    sample_timer timer;
+    cudaGraphExec_t exec;
+    int reps, latched, latch_failures;
+    double measure_s; /* time spent sampling, over all rounds */
+    sample_set set;
+    size_t next_check;
+};
+
+void pl_timing_free(pl_timing *t)
+{
+    if (!t)
+        return;
+    free(t->set.x);
+    if (t->exec)
+        cudaGraphExecDestroy(t->exec);
+    timer_free(&t->timer);
+    free(t);
+}
+
+pl_timing *pl_timing_begin(pl_measure_env *env, const pl_variant *v, void *state, pl_variant_result *out)
 {
     pl_ctx *ctx = env->ctx;
-    const pl_run_settings *s = env->settings;
-    sample_timer timer;
-    cudaGraphExec_t exec = NULL;
-    sample_set set = {0};
-    int rc = -1;
-
-    if (timer_init(ctx, &timer, env->host) != 0)
-        return -1;
-    if (warm_up(env, v, state, &out->warmup_runs) != 0)
-        goto done;
-
+    pl_timing *t = calloc(1, sizeof *t);
+    if (!t) {
+        pl_fail(ctx, "out of host memory");
+        return NULL;
+    }
+    t->v = v;
+    t->state = state;
+    if (timer_init(ctx, &t->timer, env->host) != 0 || warm_up(env, v, state, &out->warmup_runs) != 0)
+        goto fail;
     /* one run on its own, to size the batch of a hot sample */
-    int latched = !env->host && !(v->flags & PL_VARIANT_HOST_BOUND);
-    int gave_way, latch_failures = 0;
+    t->latched = !env->host && !(v->flags & PL_VARIANT_HOST_BOUND);
+    int gave_way;
     double single_ms;
-    if (time_one_sample(env, v, state, NULL, 1, &timer, latched, &single_ms, &gave_way) != 0)
-        goto done;
-    int reps = 1;
+    if (time_one_sample(env, v, state, NULL, 1, &t->timer, t->latched, &single_ms, &gave_way) != 0)
+        goto fail;
+    t->reps = 1;
     if (!env->cold && single_ms < PL_SAMPLE_TARGET_MS)
-        reps = single_ms > 0 ? (int)ceil(PL_SAMPLE_TARGET_MS / single_ms) : PL_MAX_REPS;
-    if (reps > PL_MAX_REPS)
-        reps = PL_MAX_REPS;
-    out->reps_per_sample = reps;
-
-    if (s->graph && !env->host && !(v->flags & PL_VARIANT_NO_GRAPH)) {
-        if (capture_graph(env, v, state, reps, &exec) != 0)
-            goto done;
+        t->reps = single_ms > 0 ? (int)ceil(PL_SAMPLE_TARGET_MS / single_ms) : PL_MAX_REPS;
+    if (t->reps > PL_MAX_REPS)
+        t->reps = PL_MAX_REPS;
+    out->reps_per_sample = t->reps;
+    if (env->settings->graph && !env->host && !(v->flags & PL_VARIANT_NO_GRAPH)) {
+        if (capture_graph(env, v, state, t->reps, &t->exec) != 0)
+            goto fail;
         out->graph = 1;
     }
+    return t;
+fail:
+    pl_timing_free(t);
+    return NULL;
+}
 
-    double t0 = pl_now_s();
-    size_t next_check = 0;
-    char *reason = NULL;
+/* One sample into t (or dropped: a latch that gave way, a throttled clock). -1 when the variant failed. */
+static int take_sample(pl_measure_env *env, pl_timing *t, pl_variant_result *out, int keep)
+{
+    const pl_run_settings *s = env->settings;
+    double ms;
+    int gave_way;
+    if (time_one_sample(env, t->v, t->state, t->exec, t->reps, &t->timer, t->latched, &ms, &gave_way) != 0)
+        return -1;
+    if (gave_way) {
+        /* the launch queue filled while the stream was held: drop the sample; give up the latch if it keeps
+         * happening (the samples then include launch latency, and the result says so) */
+        if (++t->latch_failures >= 3)
+            t->latched = 0;
+        return 0;
+    }
+    if (!keep)
+        return 0;
+    double mhz = env->max_sm_clock_mhz > 0 ? sm_clock_now(env) : 0;
+    if (mhz > 0 && mhz < s->throttle_threshold * env->max_sm_clock_mhz) {
+        out->throttled_discarded++;
+        if (out->throttled_discarded > 1000 && t->set.n == 0)
+            return pl_fail(env->ctx,
+                           "every sample ran throttled (SM clock %.0f MHz < %.0f%% of %.0f MHz): check the GPU's "
+                           "cooling and power, or lower --throttle-threshold",
+                           mhz, 100 * s->throttle_threshold, env->max_sm_clock_mhz);
+        return 0;
+    }
+    push(&t->set, ms);
+    return 0;
+}
+
+int pl_timing_round(pl_measure_env *env, pl_timing *t, pl_variant_result *out, const pl_round_quota *q)
+{
+    if (q->rewarm) {
+        int runs = 0;
+        PL_TRY(warm_up(env, t->v, t->state, &runs));
+        out->warmup_runs += runs;
+    }
+    const double t0 = pl_now_s();
+    const size_t n0 = t->set.n;
+    size_t taken = 0;
     for (;;) {
-        double ms;
-        if (time_one_sample(env, v, state, exec, reps, &timer, latched, &ms, &gave_way) != 0)
-            goto done;
-        if (gave_way) {
-            /* the launch queue filled while the stream was held: drop the sample; give up the latch if it
-             * keeps happening (the samples then include launch latency, and the result says so) */
-            if (++latch_failures >= 3)
-                latched = 0;
-            continue;
-        }
-        double mhz = env->max_sm_clock_mhz > 0 ? sm_clock_now(env) : 0;
-        if (mhz > 0 && mhz < s->throttle_threshold * env->max_sm_clock_mhz) {
-            out->throttled_discarded++;
-            if (out->throttled_discarded > 1000 && set.n == 0) {
-                pl_fail(ctx,
-                        "every sample ran throttled (SM clock %.0f MHz < %.0f%% of %.0f MHz): check the GPU's "
-                        "cooling and power, or lower --throttle-threshold",
-                        mhz, 100 * s->throttle_threshold, env->max_sm_clock_mhz);
-                goto done;
-            }
-        } else {
-            push(&set, ms);
-        }
-        if (should_stop(s, &set, pl_now_s() - t0, &next_check, &reason))
+        PL_TRY(take_sample(env, t, out, q->keep));
+        taken++;
+        const size_t kept = q->keep ? t->set.n - n0 : taken;
+        const double elapsed = pl_now_s() - t0;
+        if (q->samples > 0 ? kept >= q->samples : (elapsed >= q->min_s && kept >= q->min_samples))
+            break;
+        if (elapsed >= q->max_s && kept >= 1)
+            break;
+        if (taken >= PL_MAX_SAMPLES)
             break;
     }
-    out->latched = latched;
-    out->measure_s = pl_now_s() - t0;
-    out->stop_reason = reason;
-    out->samples_ms = set.x;
-    out->n_samples = set.n;
-    set.x = NULL;
-    rc = 0;
-done:
-    free(set.x);
-    if (exec)
-        cudaGraphExecDestroy(exec);
-    timer_free(&timer);
-    return rc;
+    if (q->keep)
+        t->measure_s += pl_now_s() - t0;
+    return 0;
+}
+
+void pl_timing_end(pl_timing *t, pl_variant_result *out, char *stop_reason)
+{
+    out->latched = t->latched;
+    out->measure_s = t->measure_s;
+    out->stop_reason = stop_reason;
+    out->samples_ms = t->set.x;
+    out->n_samples = t->set.n;
+    t->set.x = NULL;
+    pl_timing_free(t);
+}
+
+int pl_measure_variant(pl_measure_env *env, const pl_variant *v, void *state, pl_variant_result *out)
+{
+    pl_timing *t = pl_timing_begin(env, v, state, out);
+    if (!t)
+        return -1;
+    double t0 = pl_now_s();
+    char *reason = NULL;
+    for (;;) {
+        if (take_sample(env, t, out, 1) != 0) {
+            pl_timing_free(t);
+            return -1;
+        }
+        if (should_stop(env->settings, &t->set, pl_now_s() - t0, &t->next_check, &reason))
+            break;
+    }
+    t->measure_s = pl_now_s() - t0;
+    pl_timing_end(t, out, reason);
+    return 0;
 }

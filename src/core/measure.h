@@ -30,8 +30,28 @@ typedef struct pl_measure_env {
 int pl_measure_env_init(pl_measure_env *env, pl_ctx *ctx, const pl_run_settings *s, int host);
 void pl_measure_env_free(pl_measure_env *env);
 
-/* Warm up and time v; fills samples_ms, reps_per_sample, warmup_runs, throttled_discarded, graph, measure_s and
- * stop_reason of out. Returns -1 (ctx->error says why) when the variant fails while timed. */
+/* Warm up and time v until the adaptive rule (or --iterations) stops it; fills samples_ms, reps_per_sample,
+ * warmup_runs, throttled_discarded, graph, measure_s and stop_reason of out. Returns -1 (ctx->error says why)
+ * when the variant fails while timed. */
 int pl_measure_variant(pl_measure_env *env, const pl_variant *v, void *state, pl_variant_result *out);
+
+/* The same in pieces, for variants timed in interleaved rounds: begin (warm-up, batch size, graph), any number
+ * of rounds, end (the samples of every kept round go to out). NULL / -1 when the variant fails (ctx->error). */
+typedef struct pl_timing pl_timing;
+
+typedef struct pl_round_quota {
+    int keep;           /* 0: a round at load whose samples are dropped */
+    int rewarm;         /* warm up again first (other variants ran since) */
+    size_t samples;     /* exactly this many kept samples, when > 0 */
+    double min_s;       /* else: at least this long ... */
+    size_t min_samples; /* ... and this many kept samples */
+    double max_s;       /* and never longer than this (once one sample is in) */
+} pl_round_quota;
+
+pl_timing *pl_timing_begin(pl_measure_env *env, const pl_variant *v, void *state, pl_variant_result *out);
+int pl_timing_round(pl_measure_env *env, pl_timing *t, pl_variant_result *out, const pl_round_quota *q);
+/* Takes stop_reason (heap) into out; frees t. */
+void pl_timing_end(pl_timing *t, pl_variant_result *out, char *stop_reason);
+void pl_timing_free(pl_timing *t);
 
 #endif

@@ -470,6 +470,7 @@ static json_t *settings_to_json(const pl_run_settings *s)
     json_object_set_new(j, "seed", json_integer((json_int_t)s->seed));
     json_object_set_new(j, "skip_verify", json_boolean(s->skip_verify));
     json_object_set_new(j, "verify_only", json_boolean(s->verify_only));
+    json_object_set_new(j, "rounds", json_integer(s->rounds));
     return j;
 }
 
@@ -491,6 +492,7 @@ static void settings_from_json(json_t *j, pl_run_settings *s)
     s->seed = json_is_integer(seed) ? (unsigned long long)json_integer_value(seed) : 0;
     s->skip_verify = get_int(j, "skip_verify", 0);
     s->verify_only = get_int(j, "verify_only", 0);
+    s->rounds = get_int(j, "rounds", 0);
 }
 
 static json_t *expectations_to_json(const pl_expect_report *r)

@@ -27,6 +27,26 @@ void pl_summary_add(pl_summary *s, double x)
     s->mean += (x - s->mean) / s->n;
 }
 
+static void summary_merge(pl_summary *into, const pl_summary *w)
+{
+    if (w->n == 0)
+        return;
+    if (into->n == 0 || w->min < into->min)
+        into->min = w->min;
+    if (into->n == 0 || w->max > into->max)
+        into->max = w->max;
+    into->mean += (w->mean - into->mean) * w->n / (into->n + w->n);
+    into->n += w->n;
+}
+
+void pl_telemetry_merge(pl_telemetry *into, const pl_telemetry *w)
+{
+    summary_merge(&into->sm_clock_mhz, &w->sm_clock_mhz);
+    summary_merge(&into->mem_clock_mhz, &w->mem_clock_mhz);
+    summary_merge(&into->power_w, &w->power_w);
+    summary_merge(&into->temperature_c, &w->temperature_c);
+}
+
 static void sample_once(pl_sampler *s)
 {
     const pl_nvml *n = s->nvml;

@@ -14,5 +14,7 @@ void pl_sampler_end_window(pl_sampler *s, pl_telemetry *out);
 void pl_sampler_stop(pl_sampler *s);
 
 void pl_summary_add(pl_summary *s, double x);
+/* Add the readings of window w to `into` (a variant timed in several windows). */
+void pl_telemetry_merge(pl_telemetry *into, const pl_telemetry *w);
 
 #endif

@@ -39,6 +39,9 @@ static void env_init(env *e)
     ck_assert(cublasCreate(&e->cublas) == CUBLAS_STATUS_SUCCESS);
 }
 
+/* What the fused epilogue adds (bits of `epilogue`). */
+enum { EPI_BIAS = 1, EPI_GELU = 2, EPI_RESIDUAL = 4, EPI_ALL = 7 };
+
 /* One problem against every kernel; failures are appended to `fails`. */
 static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int epilogue, pl_buf *fails, int *checked)
 {
@@ -57,15 +60,17 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
     ck_assert(pl_fill_uniform_bf16(ctx, b, n * k, -1, 1, 2) == 0);
     p.a = a;
     p.b = b;
-    if (epilogue) {
-        uint16_t *bias = pl_device_alloc(ctx, n * 2), *res = pl_device_alloc(ctx, m * n * 2);
-        ck_assert(bias && res);
-        ck_assert(pl_fill_uniform_bf16(ctx, bias, n, -1, 1, 3) == 0);
-        ck_assert(pl_fill_uniform_bf16(ctx, res, m * n, -1, 1, 4) == 0);
+    if (epilogue & EPI_BIAS) {
+        uint16_t *bias = pl_device_alloc(ctx, n * 2);
+        ck_assert(bias && pl_fill_uniform_bf16(ctx, bias, n, -1, 1, 3) == 0);
         p.epi.bias = bias;
-        p.epi.residual = res;
-        p.epi.gelu = 1;
     }
+    if (epilogue & EPI_RESIDUAL) {
+        uint16_t *res = pl_device_alloc(ctx, m * n * 2);
+        ck_assert(res && pl_fill_uniform_bf16(ctx, res, m * n, -1, 1, 4) == 0);
+        p.epi.residual = res;
+    }
+    p.epi.gelu = (epilogue & EPI_GELU) != 0;
     pl_gemm_reference ref;
     ck_assert_msg(pl_gemm_reference_make(ctx, e->cublas, &p, PL_DTYPE_BF16, &ref) == 0, "%s", ctx->error);
     double rtol, atol;
@@ -74,8 +79,9 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
         const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
         char why[256];
         char label[160];
-        pl_snprintf(label, sizeof label, "%s %dx%dx%d %s%s", kern->name, s->m, s->n, s->k, pl_gemm_layout_name(layout),
-                    epilogue ? " +bias+gelu+residual" : "");
+        pl_snprintf(label, sizeof label, "%s %dx%dx%d %s%s%s%s", kern->name, s->m, s->n, s->k,
+                    pl_gemm_layout_name(layout), epilogue & EPI_BIAS ? " +bias" : "", epilogue & EPI_GELU ? " +gelu" : "",
+                    epilogue & EPI_RESIDUAL ? " +residual" : "");
         if (!pl_requirements_met(&kern->req, &e->dev, ctx->device_count, why, sizeof why)) {
             printf("skip %s: %s\n", label, why);
             continue;
@@ -113,12 +119,19 @@ START_TEST(every_kernel_every_shape)
         check_problem(&e, &shapes[i], PL_GEMM_B_NK, 0, &fails, &checked);
         check_problem(&e, &shapes[i], PL_GEMM_B_KN, 0, &fails, &checked);
     }
-    /* the fused epilogue through every kernel: TMA-stored tiles with edges (n % 8 == 0), register-stored ones
-     * (n odd), and the mma_sync path with B K×N */
-    check_problem(&e, &shapes[0], PL_GEMM_B_NK, 1, &fails, &checked);
-    check_problem(&e, &shapes[4], PL_GEMM_B_NK, 1, &fails, &checked);
-    check_problem(&e, &shapes[4], PL_GEMM_B_KN, 1, &fails, &checked);
-    check_problem(&e, &shapes[9], PL_GEMM_B_NK, 1, &fails, &checked);
+    /* the fused epilogue through every kernel: TMA-stored tiles with edges (n % 8 == 0; bias and residual come
+     * ahead through TMA), register-stored ones (n odd), and the mma_sync path with B K×N; each operand alone; a
+     * single k-block; and several tiles per CTA, so that the operand barriers' phases turn over */
+    static const shape one_k_block = {300, 520, 64}, many_tiles = {4096, 4096, 256};
+    check_problem(&e, &shapes[0], PL_GEMM_B_NK, EPI_ALL, &fails, &checked);
+    check_problem(&e, &shapes[4], PL_GEMM_B_NK, EPI_ALL, &fails, &checked);
+    check_problem(&e, &shapes[4], PL_GEMM_B_KN, EPI_ALL, &fails, &checked);
+    check_problem(&e, &shapes[9], PL_GEMM_B_NK, EPI_ALL, &fails, &checked);
+    check_problem(&e, &shapes[9], PL_GEMM_B_NK, EPI_BIAS, &fails, &checked);
+    check_problem(&e, &shapes[9], PL_GEMM_B_NK, EPI_RESIDUAL, &fails, &checked);
+    check_problem(&e, &shapes[0], PL_GEMM_B_NK, EPI_GELU, &fails, &checked);
+    check_problem(&e, &one_k_block, PL_GEMM_B_NK, EPI_ALL, &fails, &checked);
+    check_problem(&e, &many_tiles, PL_GEMM_B_NK, EPI_ALL, &fails, &checked);
     printf("%d kernel/problem pairs checked\n", checked);
     ck_assert_msg(fails.len == 0, "failed:\n%s", fails.data);
     ck_assert(checked > 0);
@@ -146,21 +159,28 @@ START_TEST(deterministic)
     ck_assert(pl_fill_uniform_bf16(ctx, b, (size_t)n * k, -1, 1, 2) == 0);
     p.a = a;
     p.b = b;
-    p.d = d1;
-    for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
-        const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
-        char why[256];
-        if (!pl_requirements_met(&kern->req, &e.dev, ctx->device_count, why, sizeof why) ||
-            !kern->supports(&p, why, sizeof why))
-            continue;
-        p.d = d1;
-        ck_assert(kern->launch(&p, ctx->stream) == cudaSuccess);
-        p.d = d2;
-        ck_assert(kern->launch(&p, ctx->stream) == cudaSuccess);
-        ck_assert(cudaMemcpy(h1, d1, (size_t)m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
-        ck_assert(cudaMemcpy(h2, d2, (size_t)m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
-        ck_assert_msg(memcmp(h1, h2, (size_t)m * n * 2) == 0, "%s gives different results on the same inputs",
-                      kern->name);
+    uint16_t *bias = pl_device_alloc(ctx, (size_t)n * 2), *res = pl_device_alloc(ctx, (size_t)m * n * 2);
+    ck_assert(pl_fill_uniform_bf16(ctx, bias, (size_t)n, -1, 1, 3) == 0);
+    ck_assert(pl_fill_uniform_bf16(ctx, res, (size_t)m * n, -1, 1, 4) == 0);
+    for (int fused = 0; fused < 2; fused++) { /* plain, then with the epilogue's operands loaded ahead */
+        p.epi.bias = fused ? bias : NULL;
+        p.epi.residual = fused ? res : NULL;
+        p.epi.gelu = fused;
+        for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
+            const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
+            char why[256];
+            if (!pl_requirements_met(&kern->req, &e.dev, ctx->device_count, why, sizeof why) ||
+                !kern->supports(&p, why, sizeof why))
+                continue;
+            p.d = d1;
+            ck_assert(kern->launch(&p, ctx->stream) == cudaSuccess);
+            p.d = d2;
+            ck_assert(kern->launch(&p, ctx->stream) == cudaSuccess);
+            ck_assert(cudaMemcpy(h1, d1, (size_t)m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+            ck_assert(cudaMemcpy(h2, d2, (size_t)m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+            ck_assert_msg(memcmp(h1, h2, (size_t)m * n * 2) == 0, "%s%s gives different results on the same inputs",
+                          kern->name, fused ? " (fused)" : "");
+        }
     }
     pl_free_all(ctx);
     cublasDestroy(e.cublas);

@@ -15,8 +15,8 @@ START_TEST(verify_every_gpu_target)
     pl_cmd_result r;
     int code = pl_test_run_and_load("gpu-verify", "verify --targets all,selftest:gpu_spin", &run, &r);
     ck_assert_msg(code == 0, "exit %d\n%s%s", code, r.out, r.err);
-    ck_assert(run.n_targets >= 4);
-    pl_test_expect_all_ok(&run, 0);
+    /* the single-GPU targets run everywhere (the fabric target needs 2 GPUs) */
+    ck_assert_int_ge(pl_test_expect_all_ok(&run, 0), 4);
     pl_cmd_result_free(&r);
     pl_run_free(&run);
 }

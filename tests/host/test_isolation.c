@@ -128,6 +128,37 @@ START_TEST(noise_is_measured_and_iterations_are_exact)
 }
 END_TEST
 
+START_TEST(interleaved_rounds_are_exact_and_reported)
+{
+    pl_run run;
+    pl_cmd_result r;
+    ck_assert_int_eq(pl_test_run_and_load("iso-rounds", "run --targets selftest:sleep --rounds 4 --iterations 10", &run,
+                                          &r),
+                     0);
+    ck_assert_int_eq(run.settings.rounds, 4);
+    const pl_variant_result *b = variant(&run, "selftest:sleep", "baseline"), *h = variant(&run, "selftest:sleep", "half");
+    ck_assert_int_eq((int)b->n_samples, 10); /* 3 + 3 + 2 + 2 */
+    ck_assert_int_eq((int)h->n_samples, 10);
+    ck_assert_ptr_nonnull(strstr(b->stop_reason, "4 interleaved rounds"));
+    /* the known sleeps still read as themselves when interleaved */
+    ck_assert_msg(b->stats.median > 1.9 && b->stats.median < 2.6, "baseline %g ms", b->stats.median);
+    ck_assert_msg(h->speedup.value > 1.6 && h->speedup.value < 2.1, "speedup %g", h->speedup.value);
+    pl_cmd_result_free(&r);
+    pl_run_free(&run);
+
+    /* a crash while interleaved: the target is crashed, the suite goes on */
+    int code = pl_test_run_and_load("iso-rounds-crash",
+                                    "run --targets selftest:crash,selftest:sleep --rounds 2 --timeout-s 5 "
+                                    "--max-time-s 0.3 --min-time-s 0.05",
+                                    &run, &r);
+    ck_assert_int_eq(code, 1);
+    ck_assert_int_eq(pl_run_find_target(&run, "selftest:crash")->status, PL_STATUS_CRASHED);
+    ck_assert_int_eq(pl_run_find_target(&run, "selftest:sleep")->status, PL_STATUS_OK);
+    pl_cmd_result_free(&r);
+    pl_run_free(&run);
+}
+END_TEST
+
 START_TEST(artifacts_are_complete)
 {
     char *dir = pl_test_tmpdir("iso-art");
@@ -258,6 +289,7 @@ static Suite *suite(void)
     tcase_add_test(tc, wrong_results_fail_verification_and_are_not_timed);
     tcase_add_test(tc, known_sleeps_give_known_statistics);
     tcase_add_test(tc, noise_is_measured_and_iterations_are_exact);
+    tcase_add_test(tc, interleaved_rounds_are_exact_and_reported);
     tcase_add_test(tc, artifacts_are_complete);
     tcase_add_test(tc, compare_of_two_runs_is_noise_aware);
     tcase_add_test(tc, expectations_flag_a_regression_and_exit_1);
