@@ -89,7 +89,7 @@ static const pl_gemm_kernel kernels[] = {
      "wgmma m64n128k16 from 128B-swizzled shared memory filled by TMA on mbarriers, 3 stages, 2 CTAs/SM", 128, 128, 64,
      3, 1, 256, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_tma_128x128},
     {"wgmma_ws_128x128x64_s6", "wgmma_ws",
-     "persistent warp-specialized, cooperative: TMA producer warpgroup (setmaxnreg 40), 2 wgmma consumers (232) "
+     "persistent warp-specialized, cooperative: TMA producer warpgroup (setmaxnreg 56), 2 wgmma consumers (224) "
      "sharing each tile, 6-stage mbarrier ring, TMA-store epilogue",
      128, 128, 64, 6, 1, 384, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x128},
     {"wgmma_ws_128x256x64_s4", "wgmma_ws",

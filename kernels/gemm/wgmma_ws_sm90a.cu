@@ -3,13 +3,16 @@
  *
  * Rung 5 (CLUSTER = 1). One CTA per SM loops over output tiles (a tile scheduler walks them in groups of 16
  * tile-rows so that the CTAs running at once share A and B panels in L2). Warpgroup 0 is the producer: it gives
- * registers back (setmaxnreg.dec to 40) and one of its threads only issues TMA loads into a ring of stages,
- * waiting on each stage's "empty" mbarrier. Warpgroups 1 and 2 are the consumers: they take the registers
- * (setmaxnreg.inc to 232), wait on each stage's "full" mbarrier (TMA completes its transaction bytes there),
+ * registers back (setmaxnreg.dec to 56) and one of its threads only issues TMA loads into a ring of stages,
+ * waiting on each stage's "empty" mbarrier; when the epilogue is fused, its three other warps run it
+ * (sm90_epilogue_warps.cuh). Warpgroups 1 and 2 are the consumers: they take the registers
+ * (setmaxnreg.inc to 224), wait on each stage's "full" mbarrier (TMA completes its transaction bytes there),
  * issue wgmma, keep one wgmma group in flight and release the previous stage as soon as its group is done. The
  * producer runs ahead across tile boundaries. Results leave through shared memory and TMA stores
  * (sm90_epilogue.cuh). Two ways to share the work between the consumers:
- *   cooperative: both work on each 128×BN tile, 64 rows each; the tensor cores idle while they store it.
+ *   cooperative: both work on each 128×BN tile, 64 rows each; the tensor cores idle while they store it (fused:
+ *                while they hand the product to the epilogue warps, which needs NB = 4 buffers per consumer
+ *                to never wait: one stage fewer).
  *   ping-pong:   each owns whole 128×128 tiles (every other tile of the CTA) and they take turns: one stores its
  *                tile while the other multiplies, so the epilogue leaves the critical path. An ordering barrier
  *                makes a consumer start a tile only after the other has issued all of the previous one (the
