@@ -160,11 +160,10 @@ static pl_round_quota round_quota(const pl_run_settings *s, int rounds, int roun
     pl_round_quota q;
     memset(&q, 0, sizeof q);
     q.keep = round > 0; /* round 0 runs at load only: every variant starts from the same warm GPU */
-    q.rewarm = 1;
-    if (s->iterations > 0) /* exactly `iterations` in all: the first rounds take one more where it does not divide */
+    if (q.keep && s->iterations > 0) /* exactly `iterations` in all (rounds <= iterations): the first rounds take
+                                        one more where it does not divide */
         q.samples = (size_t)(s->iterations / rounds + (round - 1 < s->iterations % rounds ? 1 : 0));
-    if (!q.keep || q.samples == 0) {
-        q.samples = 0;
+    else {
         q.min_s = s->min_time_s;
         q.min_samples = s->min_samples > rounds ? (size_t)((s->min_samples + rounds - 1) / rounds) : 1;
     }
@@ -289,7 +288,9 @@ void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_se
         send_target_failure(&c, failure_status(&c), c.ctx.error[0] ? c.ctx.error : "setup failed");
         return;
     }
-    const int rounds = s->rounds > 0 ? s->rounds : (t->flags & PL_TARGET_POWER_BOUND) ? PL_POWER_BOUND_ROUNDS : 1;
+    int rounds = s->rounds > 0 ? s->rounds : (t->flags & PL_TARGET_POWER_BOUND) ? PL_POWER_BOUND_ROUNDS : 1;
+    if (s->iterations > 0 && rounds > s->iterations)
+        rounds = s->iterations; /* every round takes at least one of the exact --iterations samples */
     if (rounds > 1 && !s->verify_only)
         run_interleaved(&c, &env, state, rounds);
     else

@@ -340,11 +340,9 @@ static int take_sample(pl_measure_env *env, pl_timing *t, pl_variant_result *out
 
 int pl_timing_round(pl_measure_env *env, pl_timing *t, pl_variant_result *out, const pl_round_quota *q)
 {
-    if (q->rewarm) {
-        int runs = 0;
-        PL_TRY(warm_up(env, t->v, t->state, &runs));
-        out->warmup_runs += runs;
-    }
+    int runs = 0;
+    PL_TRY(warm_up(env, t->v, t->state, &runs));
+    out->warmup_runs += runs;
     const double t0 = pl_now_s();
     const size_t n0 = t->set.n;
     size_t taken = 0;

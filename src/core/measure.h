@@ -36,12 +36,11 @@ void pl_measure_env_free(pl_measure_env *env);
 int pl_measure_variant(pl_measure_env *env, const pl_variant *v, void *state, pl_variant_result *out);
 
 /* The same in pieces, for variants timed in interleaved rounds: begin (warm-up, batch size, graph), any number
- * of rounds, end (the samples of every kept round go to out). NULL / -1 when the variant fails (ctx->error). */
+ * of rounds (each warms up again first: other variants ran since), end (the samples of every kept round go to out). NULL / -1 when the variant fails (ctx->error). */
 typedef struct pl_timing pl_timing;
 
 typedef struct pl_round_quota {
     int keep;           /* 0: a round at load whose samples are dropped */
-    int rewarm;         /* warm up again first (other variants ran since) */
     size_t samples;     /* exactly this many kept samples, when > 0 */
     double min_s;       /* else: at least this long ... */
     size_t min_samples; /* ... and this many kept samples */

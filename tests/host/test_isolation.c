@@ -146,6 +146,15 @@ START_TEST(interleaved_rounds_are_exact_and_reported)
     pl_cmd_result_free(&r);
     pl_run_free(&run);
 
+    /* fewer samples than rounds: still exactly --iterations */
+    ck_assert_int_eq(pl_test_run_and_load("iso-rounds-few", "run --targets selftest:sleep --rounds 5 --iterations 3",
+                                          &run, &r),
+                     0);
+    ck_assert_int_eq((int)variant(&run, "selftest:sleep", "baseline")->n_samples, 3);
+    ck_assert_int_eq((int)variant(&run, "selftest:sleep", "half")->n_samples, 3);
+    pl_cmd_result_free(&r);
+    pl_run_free(&run);
+
     /* a crash while interleaved: the target is crashed, the suite goes on */
     int code = pl_test_run_and_load("iso-rounds-crash",
                                     "run --targets selftest:crash,selftest:sleep --rounds 2 --timeout-s 5 "
