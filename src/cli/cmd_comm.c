@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/fabric_options.h"
 #include "cli/options.h"
 #include "comm/report.h"
 #include "comm/session.h"
@@ -12,9 +13,10 @@
 #include "core/util.h"
 
 typedef struct comm_args {
-    const char *min_bytes, *max_bytes, *step_bytes, *dtypes, *op, *placement, *reg, *a2a_api, *nccl_env, *out_dir;
-    double factor, timeout_s, seed;
-    int iters, warmup, root, gpus, json, quiet, help;
+    const char *min_bytes, *max_bytes, *step_bytes, *dtypes, *op, *placement, *a2a_api, *out_dir;
+    double factor;
+    int iters, warmup, root;
+    pl_fabric_args fab;
 } comm_args;
 
 static void usage(const pl_option *opts)
@@ -97,22 +99,17 @@ static int build_job(const comm_args *a, const char *colls, pl_comm_job *job, ch
     job->kind = PL_JOB_COLL;
     job->iters = a->iters;
     job->warmup = a->warmup;
-    job->gpus = a->gpus;
     job->root = a->root;
-    job->seed = (uint64_t)a->seed;
-    job->timeout_s = a->timeout_s;
-    job->nccl_env = a->nccl_env;
+    if (pl_fabric_args_apply(&a->fab, job, err, errlen) != 0)
+        return -1;
     if (parse_colls(colls, job, err, errlen) != 0 || parse_dtypes(a->dtypes, job, err, errlen) != 0)
         return -1;
-    int op, reg, api;
+    int op, api;
     if (pl_comm_choice("--op", a->op, pl_redop_from_name, "sum, max or min", &op, err, errlen) != 0 ||
-        pl_comm_choice("--register", a->reg, pl_register_mode_from_name, "none, buffer or window", &reg, err, errlen) !=
-            0 ||
         pl_comm_choice("--alltoall-api", a->a2a_api, pl_a2a_api_from_name, "auto, group or native", &api, err,
                        errlen) != 0)
         return -1;
     job->op = (pl_redop)op;
-    job->reg = (pl_register_mode)reg;
     job->a2a_api = (pl_a2a_api)api;
     if (strcmp(a->placement, "both") == 0)
         job->placements = PL_PLACE_OUT | PL_PLACE_IN;
@@ -150,8 +147,6 @@ static int build_job(const comm_args *a, const char *colls, pl_comm_job *job, ch
                         pl_coll_name(job->colls[c]));
             return -1;
         }
-    if (pl_comm_nccl_env(a->nccl_env, 0, err, errlen) != 0)
-        return -1;
     return 0;
 }
 
@@ -165,7 +160,7 @@ static int finish(void *user, pl_comm_job *job, pl_comm_session *s)
     json_t *report = pl_comm_report_json(job, r, &s->prov);
     pl_buf text = {0}, md = {0};
     pl_comm_report_tables(job, r, &text, &md);
-    if (a->json) {
+    if (a->fab.json) {
         char *js = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         puts(js);
         free(js);
@@ -203,13 +198,11 @@ int pl_cmd_comm(int argc, char **argv)
                    .dtypes = "fp32",
                    .op = "sum",
                    .placement = "both",
-                   .reg = "none",
                    .a2a_api = "auto",
                    .iters = 100,
-                   .warmup = 10,
-                   .timeout_s = 900,
-                   .seed = 20261121};
-    const pl_option opts[] = {
+                   .warmup = 10};
+    pl_fabric_args_defaults(&a.fab, 900);
+    const pl_option own[] = {
         {"min-bytes", 'b', PL_OPT_STRING, &a.min_bytes, "SIZE", "smallest size (default 8k)", 0, 0},
         {"max-bytes", 'e', PL_OPT_STRING, &a.max_bytes, "SIZE", "largest size (default 256m)", 0, 0},
         {"step-factor", 'f', PL_OPT_DOUBLE, &a.factor, "F", "multiply the size by F each step (default 2)", 0, 0},
@@ -222,25 +215,15 @@ int pl_cmd_comm(int argc, char **argv)
         {"warmup", 'w', PL_OPT_INT, &a.warmup, "N", "untimed operations first (default 10)", 0, 1e6},
         {"placement", 0, PL_OPT_STRING, &a.placement, "P", "out, in or both (default both)", 0, 0},
         {"root", 'r', PL_OPT_INT, &a.root, "R", "broadcast root (default 0)", 0, 1e6},
-        {"gpus", 'g', PL_OPT_INT, &a.gpus, "N", "threaded mode: use GPUs 0..N-1 (default: all)", 1, 1024},
-        {"register", 'R', PL_OPT_STRING, &a.reg, "M",
-         "none | buffer (ncclMemAlloc + ncclCommRegister) | window (symmetric) (default none)", 0, 0},
         {"alltoall-api", 0, PL_OPT_STRING, &a.a2a_api, "A",
          "auto (native where NCCL has it) | group (ncclSend/ncclRecv) | native (ncclAlltoAll)", 0, 0},
-        {"nccl-env", 0, PL_OPT_STRING, &a.nccl_env, "LIST",
-         "NCCL_X=V,... set in the GPU process before NCCL starts (recorded)", 0, 0},
-        {"timeout-s", 0, PL_OPT_DOUBLE, &a.timeout_s, "S", "stop the GPU process after S seconds (default 900)", 1,
-         86400},
-        {"seed", 0, PL_OPT_DOUBLE, &a.seed, "N", "seed of the input values (default 20261121)", 0, 9e15},
         {"out-dir", 0, PL_OPT_STRING, &a.out_dir, "D", "also write D/report.json and D/summary.md", 0, 0},
-        {"json", 0, PL_OPT_FLAG, &a.json, NULL, "print report.json to stdout instead of the tables", 0, 0},
-        {"quiet", 'q', PL_OPT_FLAG, &a.quiet, NULL, "no progress on stderr", 0, 0},
-        {"help", 'h', PL_OPT_FLAG, &a.help, NULL, "show this help", 0, 0},
-        {0},
     };
+    pl_option opts[sizeof own / sizeof own[0] + PL_FABRIC_OPTION_COUNT + 1];
+    pl_fabric_options_join(opts, own, sizeof own / sizeof own[0], &a.fab);
     pl_strlist pos = {0};
     char err[512];
-    int code = pl_comm_verb_options("comm", opts, argc, argv, &a.help, usage, &pos);
+    int code = pl_comm_verb_options("comm", opts, argc, argv, &a.fab.help, usage, &pos);
     if (code >= 0) {
         pl_strlist_free(&pos);
         return code;
@@ -263,7 +246,7 @@ int pl_cmd_comm(int argc, char **argv)
         pl_comm_job_free(&job);
         return pl_comm_env_is_root() ? pl_usage_error("comm", err) : PL_EXIT_USAGE;
     }
-    code = pl_comm_verb_run("comm", a.quiet, &job, finish, &a);
+    code = pl_comm_verb_run("comm", a.fab.quiet, &job, finish, &a);
     pl_comm_job_free(&job);
     return code;
 }

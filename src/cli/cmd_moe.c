@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/fabric_options.h"
 #include "cli/options.h"
 #include "comm/report.h"
 #include "comm/session.h"
@@ -14,9 +15,10 @@
 #include "core/util.h"
 
 typedef struct moe_args {
-    const char *sizes, *skews, *model, *dtype, *reg, *nccl_env, *out_dir;
-    double max_p99_ms, min_bw_gbps, timeout_s, seed;
-    int iters, warmup, gpus, json, quiet, help;
+    const char *sizes, *skews, *model, *dtype, *out_dir;
+    double max_p99_ms, min_bw_gbps;
+    int iters, warmup;
+    pl_fabric_args fab;
 } moe_args;
 
 static void usage(const pl_option *opts)
@@ -40,22 +42,17 @@ static int build_job(const moe_args *a, pl_comm_job *job, char *err, size_t errl
     job->kind = PL_JOB_MOE;
     job->iters = a->iters;
     job->warmup = a->warmup;
-    job->gpus = a->gpus;
-    job->seed = (uint64_t)a->seed;
-    job->timeout_s = a->timeout_s;
-    job->nccl_env = a->nccl_env;
-    int d = pl_dtype_from_name(a->dtype), reg, model;
+    if (pl_fabric_args_apply(&a->fab, job, err, errlen) != 0)
+        return -1;
+    int d = pl_dtype_from_name(a->dtype), model;
     if (d != PL_DTYPE_BF16 && d != PL_DTYPE_F16 && d != PL_DTYPE_F32) {
         pl_snprintf(err, errlen, "--dtype must be bf16, fp16 or fp32, not '%s'", a->dtype);
         return -1;
     }
-    if (pl_comm_choice("--register", a->reg, pl_register_mode_from_name, "none, buffer or window", &reg, err, errlen) !=
-            0 ||
-        pl_comm_choice("--skew-model", a->model, pl_skew_model_from_name, "distance or hotspot", &model, err, errlen) !=
-            0)
+    if (pl_comm_choice("--skew-model", a->model, pl_skew_model_from_name, "distance or hotspot", &model, err, errlen) !=
+        0)
         return -1;
     job->moe_dtype = (pl_dtype)d;
-    job->reg = (pl_register_mode)reg;
     job->skew_model = (pl_skew_model)model;
     if (pl_parse_size_list(a->sizes, "--message-sizes", &job->msg_sizes, &job->n_msg_sizes, err, errlen) != 0 ||
         pl_parse_double_list(a->skews, "--skews", 0.0, 8.0, &job->skews, &job->n_skews, err, errlen) != 0)
@@ -66,7 +63,7 @@ static int build_job(const moe_args *a, pl_comm_job *job, char *err, size_t errl
                         a->dtype);
             return -1;
         }
-    return pl_comm_nccl_env(a->nccl_env, 0, err, errlen);
+    return 0;
 }
 
 static int write_outputs(const char *dir, json_t *report, const char *md, const char *svg_lat, const char *svg_bw)
@@ -108,7 +105,7 @@ static int finish(void *user, pl_comm_job *job, pl_comm_session *s)
                                                                                                       : PL_EXIT_OK;
     if (write_outputs(out_dir, report, md.data, svg_lat, svg_bw) != 0)
         code = PL_EXIT_FAILED;
-    if (a->json) {
+    if (a->fab.json) {
         char *js = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         puts(js);
         free(js);
@@ -132,12 +129,10 @@ int pl_cmd_moe(int argc, char **argv)
                   .skews = "1.0,1.25,1.5",
                   .model = "distance",
                   .dtype = "bf16",
-                  .reg = "none",
                   .iters = 200,
-                  .warmup = 20,
-                  .timeout_s = 600,
-                  .seed = 20261121};
-    const pl_option opts[] = {
+                  .warmup = 20};
+    pl_fabric_args_defaults(&a.fab, 600);
+    const pl_option own[] = {
         {"message-sizes", 0, PL_OPT_STRING, &a.sizes, "LIST",
          "bytes each rank sends per all-to-all (default 48k,192k,768k,2m)", 0, 0},
         {"skews", 0, PL_OPT_STRING, &a.skews, "LIST", "Zipf alphas, 0 = uniform (default 1.0,1.25,1.5)", 0, 0},
@@ -150,23 +145,14 @@ int pl_cmd_moe(int argc, char **argv)
          1e9},
         {"min-bw-gbps", 0, PL_OPT_DOUBLE, &a.min_bw_gbps, "GBPS",
          "SLO: bandwidth at p50 at least GBPS (default: not gated)", 0, 1e9},
-        {"gpus", 'g', PL_OPT_INT, &a.gpus, "N", "threaded mode: use GPUs 0..N-1 (default: all)", 1, 1024},
-        {"register", 'R', PL_OPT_STRING, &a.reg, "M", "none | buffer | window: NCCL registration of the buffers", 0, 0},
-        {"nccl-env", 0, PL_OPT_STRING, &a.nccl_env, "LIST",
-         "NCCL_X=V,... set in the GPU process before NCCL starts (recorded)", 0, 0},
         {"out-dir", 'o', PL_OPT_STRING, &a.out_dir, "D", "where the report goes (default artifacts/moe_readiness-<id>)",
          0, 0},
-        {"timeout-s", 0, PL_OPT_DOUBLE, &a.timeout_s, "S", "stop the GPU process after S seconds (default 600)", 1,
-         86400},
-        {"seed", 0, PL_OPT_DOUBLE, &a.seed, "N", "seed of the input values (default 20261121)", 0, 9e15},
-        {"json", 0, PL_OPT_FLAG, &a.json, NULL, "print report.json to stdout instead of the table", 0, 0},
-        {"quiet", 'q', PL_OPT_FLAG, &a.quiet, NULL, "no progress on stderr", 0, 0},
-        {"help", 'h', PL_OPT_FLAG, &a.help, NULL, "show this help", 0, 0},
-        {0},
     };
+    pl_option opts[sizeof own / sizeof own[0] + PL_FABRIC_OPTION_COUNT + 1];
+    pl_fabric_options_join(opts, own, sizeof own / sizeof own[0], &a.fab);
     pl_strlist pos = {0};
     char err[512];
-    int code = pl_comm_verb_options("moe-readiness", opts, argc, argv, &a.help, usage, &pos);
+    int code = pl_comm_verb_options("moe-readiness", opts, argc, argv, &a.fab.help, usage, &pos);
     if (code >= 0) {
         pl_strlist_free(&pos);
         return code;
@@ -199,7 +185,7 @@ int pl_cmd_moe(int argc, char **argv)
         return pl_comm_env_is_root() ? pl_usage_error("moe-readiness", err) : PL_EXIT_USAGE;
     }
     a.out_dir = out_dir;
-    code = pl_comm_verb_run("moe-readiness", a.quiet, &job, finish, &a);
+    code = pl_comm_verb_run("moe-readiness", a.fab.quiet, &job, finish, &a);
     pl_comm_job_free(&job);
     free(out_dir);
     return code;
