@@ -9,14 +9,17 @@
 #include "labs.h"
 
 static const pl_param_def cluster_params[] = {
-    {.name = "m", .type = PL_PARAM_INT, .default_value = "8192", .help = "rows of A and D", .min = 1, .max = 1 << 20},
-    {.name = "n", .type = PL_PARAM_INT, .default_value = "8192", .help = "columns of D", .min = 1, .max = 1 << 20},
+    {.name = "m", .type = PL_PARAM_INT, .default_value = "8192", .help = "rows of A and D", .min = 1, .max = 1 << 20,
+     .small_value = "300"},
+    {.name = "n", .type = PL_PARAM_INT, .default_value = "8192", .help = "columns of D", .min = 1, .max = 1 << 20,
+     .small_value = "392"},
     {.name = "k",
      .type = PL_PARAM_INT,
      .default_value = "8192",
      .help = "the reduction (a multiple of 8)",
      .min = 8,
-     .max = 1 << 20},
+     .max = 1 << 20,
+     .small_value = "136"},
     /* the best non-cluster kernel by default (docs/perf/gemm.md); the others show how tile shape and schedule
      * change what multicast saves */
     {.name = "kernel",

@@ -5,9 +5,9 @@
 #include "labs.h"
 
 static const pl_param_def bf16_params[] = {
-    {.name = "m", .type = PL_PARAM_INT, .default_value = "4096", .help = "rows of A and D", .min = 1, .max = 1 << 20},
-    {.name = "n", .type = PL_PARAM_INT, .default_value = "4096", .help = "columns of D", .min = 1, .max = 1 << 20},
-    {.name = "k", .type = PL_PARAM_INT, .default_value = "4096", .help = "the reduction", .min = 1, .max = 1 << 20},
+    {.name = "m", .type = PL_PARAM_INT, .default_value = "4096", .help = "rows of A and D", .min = 1, .max = 1 << 20, .small_value = "300"},
+    {.name = "n", .type = PL_PARAM_INT, .default_value = "4096", .help = "columns of D", .min = 1, .max = 1 << 20, .small_value = "392"},
+    {.name = "k", .type = PL_PARAM_INT, .default_value = "4096", .help = "the reduction", .min = 1, .max = 1 << 20, .small_value = "136"},
     {.name = "layout",
      .type = PL_PARAM_STRING,
      .default_value = "nk",

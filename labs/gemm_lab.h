@@ -7,7 +7,7 @@
 #include <cublas_v2.h>
 
 #include "gemm/gemm.h"
-#include "gemm/gemm_host.h"
+#include "common/gemm_host.h"
 #include "perflab/perflab.h"
 
 enum gemm_lab_flags {

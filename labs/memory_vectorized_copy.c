@@ -20,7 +20,8 @@ static const pl_param_def copy_params[] = {
      .default_value = "256m",
      .help = "fp32 elements to copy",
      .min = 1,
-     .max = 1e12},
+     .max = 1e12,
+     .small_value = "100003"},
     {.name = NULL},
 };
 

@@ -23,6 +23,10 @@ typedef struct pl_param_def {
     const char *help;
     const char *choices; /* STRING only: '|'-separated allowed values, or NULL */
     double min, max;     /* INT/FLOAT bounds, inclusive. Both 0: none; max <= min: a lower bound only */
+    /* The value of a small run (`perflab verify --small`, which the GPU tests' `sanitize` label runs under
+     * compute-sanitizer): a size that exercises every code path, edges included (not a multiple of any tile), in
+     * well under a second. NULL: the default serves. Every parameter that sets a problem size declares one. */
+    const char *small_value;
 } pl_param_def;
 
 typedef struct pl_param_value {
@@ -44,11 +48,11 @@ double pl_param_float(const pl_params *p, const char *name);
 const char *pl_param_str(const pl_params *p, const char *name);
 int pl_param_bool(const pl_params *p, const char *name);
 
-/* Fill `out` with every declared parameter at its default, then apply "--name value" / "--name=value" tokens
- * from `args` (a shell-like string; quotes group words). On bad input returns -1 and writes one line into
- * err that names the problem and the fix. */
-int pl_params_init(pl_params *out, const pl_param_def *defs, const char *target_name, const char *args, char *err,
-                   size_t errlen);
+/* Fill `out` with every declared parameter at its default (its small_value when `small`), then apply
+ * "--name value" / "--name=value" tokens from `args` (a shell-like string; quotes group words). On bad input returns
+ * -1 and writes one line into err that names the problem and the fix. */
+int pl_params_init(pl_params *out, const pl_param_def *defs, const char *target_name, const char *args, int small,
+                   char *err, size_t errlen);
 void pl_params_free(pl_params *p);
 
 /* Parse one value as its type would ("64m" -> 67108864). Returns -1 with a message on bad input. */

@@ -108,14 +108,14 @@ static cudaError_t read_back(const diff_scratch *s, diff_scratch *h, cudaStream_
     return e;
 }
 
-extern "C" cudaError_t pl_gemm_compare(const uint16_t *out, int out_dtype, const float *ref, size_t n, double rtol,
+extern "C" cudaError_t pl_gemm_compare(const uint16_t *out, int out_is_f16, const float *ref, size_t n, double rtol,
                                        double atol, void *scratch, pl_gemm_diff *diff, cudaStream_t stream)
 {
     diff_scratch *s = static_cast<diff_scratch *>(scratch), h;
     cudaError_t e = cudaMemsetAsync(s, 0, sizeof *s, stream);
     if (e != cudaSuccess)
         return e;
-    compare_kernel<<<cmp_grid(n), CMP_THREADS, 0, stream>>>(out, out_dtype == PL_DTYPE_F16, ref, n, rtol, atol, s);
+    compare_kernel<<<cmp_grid(n), CMP_THREADS, 0, stream>>>(out, out_is_f16 != 0, ref, n, rtol, atol, s);
     if ((e = read_back(s, &h, stream)) != cudaSuccess)
         return e;
     diff->err_sq = h.err_sq;

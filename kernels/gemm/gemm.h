@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
-#include "perflab/target.h"
+#include "common/needs.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,30 +53,18 @@ typedef struct pl_gemm_kernel {
     const char *rung;      /* the ladder step: naive, smem_tiled, mma_sync, wgmma_tma, wgmma_ws, wgmma_ws_cluster */
     const char *technique; /* one line: what this step adds */
     int tile_m, tile_n, tile_k, stages, cluster_m, threads;
-    pl_requirements req; /* compute capability and features (wgmma, TMA, clusters) */
+    pl_kernel_needs needs; /* compute capability and features (wgmma, TMA, clusters) */
     unsigned flags;
     /* 1 when the kernel computes p; else 0 with the reason (e.g. "needs K % 8 == 0 for TMA") in why. */
     int (*supports)(const pl_gemm_problem *p, char *why, size_t whylen);
     cudaError_t (*launch)(const pl_gemm_problem *p, cudaStream_t stream);
 } pl_gemm_kernel;
 
-/* Requirements of the kernel families, shared by the registry and the labs' variants. */
-#define PL_GEMM_REQ_ANY                                                                                                \
-    {                                                                                                                  \
-        .needs_gpu = 1                                                                                                 \
-    }
-#define PL_GEMM_REQ_MMA                                                                                                \
-    {                                                                                                                  \
-        .needs_gpu = 1, .min_cc = 80                                                                                   \
-    }
-#define PL_GEMM_REQ_WGMMA                                                                                              \
-    {                                                                                                                  \
-        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA                            \
-    }
-#define PL_GEMM_REQ_CLUSTER                                                                                            \
-    {                                                                                                                  \
-        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_CLUSTERS         \
-    }
+/* What the kernel families need of the GPU (pl_kernel_needs initialisers for the registry). */
+#define PL_GEMM_NEEDS_ANY {0, 0, 0}
+#define PL_GEMM_NEEDS_MMA {80, 0, 0}
+#define PL_GEMM_NEEDS_WGMMA {90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA}
+#define PL_GEMM_NEEDS_CLUSTER {90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA | PL_KNEED_CLUSTERS}
 
 size_t pl_gemm_kernel_count(void);
 const pl_gemm_kernel *pl_gemm_kernel_at(size_t i);
@@ -120,10 +108,10 @@ typedef struct pl_gemm_diff {
     unsigned long long violations; /* elements beyond |out - ref| <= rtol·|ref| + atol */
 } pl_gemm_diff;
 
-/* `scratch` is device memory of at least pl_gemm_diff_scratch_bytes(); `out_dtype` is PL_DTYPE_BF16 or
- * PL_DTYPE_F16 (the bits of `out`). Synchronises `stream` to read the result back. */
+/* `scratch` is device memory of at least pl_gemm_diff_scratch_bytes(); `out` holds fp16 bits when out_is_f16, else
+ * bf16. Synchronises `stream` to read the result back. */
 size_t pl_gemm_diff_scratch_bytes(void);
-cudaError_t pl_gemm_compare(const uint16_t *out, int out_dtype, const float *ref, size_t n, double rtol, double atol,
+cudaError_t pl_gemm_compare(const uint16_t *out, int out_is_f16, const float *ref, size_t n, double rtol, double atol,
                             void *scratch, pl_gemm_diff *diff, cudaStream_t stream);
 /* sqrt(mean(ref²)) over n fp32 (synchronises). */
 cudaError_t pl_gemm_rms_f32(const float *ref, size_t n, void *scratch, double *rms, cudaStream_t stream);

@@ -1,4 +1,4 @@
-#include "gemm/gemm_host.h"
+#include "gemm/gemm_cublas.h"
 
 cublasStatus_t pl_gemm_cublas(cublasHandle_t h, int m, int n, int k, pl_gemm_b_layout layout, const void *a,
                               const void *b, cudaDataType ab_type, void *d, cudaDataType d_type)

@@ -78,40 +78,40 @@ static int supports_tma(const pl_gemm_problem *p, char *why, size_t whylen)
 }
 
 static const pl_gemm_kernel kernels[] = {
-    {"naive", "naive", "one thread per output, K fp32 FMAs from global memory", 16, 16, 1, 1, 1, 256, PL_GEMM_REQ_ANY,
+    {"naive", "naive", "one thread per output, K fp32 FMAs from global memory", 16, 16, 1, 1, 1, 256, PL_GEMM_NEEDS_ANY,
      PL_GEMM_KERNEL_TEACHING, supports_naive, pl_gemm_naive},
     {"smem_tiled_64x64x16", "smem_tiled", "64×64 tiles staged in shared memory, 4×4 outputs per thread in registers",
-     64, 64, 16, 1, 1, 256, PL_GEMM_REQ_ANY, PL_GEMM_KERNEL_TEACHING, supports_any, pl_gemm_smem_tiled},
+     64, 64, 16, 1, 1, 256, PL_GEMM_NEEDS_ANY, PL_GEMM_KERNEL_TEACHING, supports_any, pl_gemm_smem_tiled},
     {"mma_sync_128x128x32_s4", "mma_sync",
      "mma.sync m16n8k16 tensor cores, ldmatrix from swizzled shared memory, 4-stage cp.async pipeline", 128, 128, 32, 4,
-     1, 256, PL_GEMM_REQ_MMA, 0, supports_any, pl_gemm_mma_sync},
+     1, 256, PL_GEMM_NEEDS_MMA, 0, supports_any, pl_gemm_mma_sync},
     {"wgmma_tma_128x128x64_s3", "wgmma_tma",
      "wgmma m64n128k16 from 128B-swizzled shared memory filled by TMA on mbarriers, 3 stages, 2 CTAs/SM", 128, 128, 64,
-     3, 1, 256, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_tma_128x128},
+     3, 1, 256, PL_GEMM_NEEDS_WGMMA, 0, supports_tma, pl_gemm_wgmma_tma_128x128},
     {"wgmma_ws_128x128x64_s6", "wgmma_ws",
      "persistent warp-specialized, cooperative: TMA producer warpgroup (setmaxnreg 56), 2 wgmma consumers (224) "
      "sharing each tile, 6-stage mbarrier ring, TMA-store epilogue",
-     128, 128, 64, 6, 1, 384, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x128},
+     128, 128, 64, 6, 1, 384, PL_GEMM_NEEDS_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x128},
     {"wgmma_ws_128x256x64_s4", "wgmma_ws",
      "persistent warp-specialized, cooperative: 2 wgmma m64n256 consumers sharing each 128×256 tile, 4 stages", 128,
-     256, 64, 4, 1, 384, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x256},
+     256, 64, 4, 1, 384, PL_GEMM_NEEDS_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x256},
     {"wgmma_ws_128x256x64_s3", "wgmma_ws",
      "cooperative 128×256 with a whole tile of epilogue buffers (3 stages): fused, the consumers hand the product to "
      "the epilogue warps and never wait for them",
-     128, 256, 64, 3, 1, 384, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x256_s3},
+     128, 256, 64, 3, 1, 384, PL_GEMM_NEEDS_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x256_s3},
     {"wgmma_pp_128x128x64_s5", "wgmma_ws",
      "persistent warp-specialized, ping-pong: each consumer owns whole 128×128 tiles and stores one while the other "
      "multiplies, 5 stages",
-     128, 128, 64, 5, 1, 384, PL_GEMM_REQ_WGMMA, 0, supports_tma, pl_gemm_wgmma_pp_128x128},
+     128, 128, 64, 5, 1, 384, PL_GEMM_NEEDS_WGMMA, 0, supports_tma, pl_gemm_wgmma_pp_128x128},
     {"wgmma_ws_128x128x64_s6_c2", "wgmma_ws_cluster",
      "cooperative wgmma_ws in 2-CTA clusters: B panel TMA-multicast to both CTAs, stages released through DSMEM", 128,
-     128, 64, 6, 2, 384, PL_GEMM_REQ_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x128_c2},
+     128, 64, 6, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x128_c2},
     {"wgmma_ws_128x256x64_s4_c2", "wgmma_ws_cluster",
      "cooperative 128×256 wgmma_ws in 2-CTA clusters: B panel TMA-multicast, stages released through DSMEM", 128, 256,
-     64, 4, 2, 384, PL_GEMM_REQ_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x256_c2},
+     64, 4, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x256_c2},
     {"wgmma_pp_128x128x64_s5_c2", "wgmma_ws_cluster",
      "ping-pong wgmma_ws in 2-CTA clusters: B panel TMA-multicast to both CTAs, stages released through DSMEM", 128,
-     128, 64, 5, 2, 384, PL_GEMM_REQ_CLUSTER, 0, supports_tma, pl_gemm_wgmma_pp_128x128_c2},
+     128, 64, 5, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_pp_128x128_c2},
 };
 
 size_t pl_gemm_kernel_count(void)

@@ -25,7 +25,7 @@
 
 typedef struct run_args {
     const char *targets, *profile, *artifacts_dir, *expectations_dir;
-    int graph, skip_verify, update_expectations, accept_regressions;
+    int graph, skip_verify, update_expectations, accept_regressions, small;
     int rounds;
     int json, quiet, help;
     double timeout_s;
@@ -135,7 +135,7 @@ static int validate(const char *verb, run_args *a, const pl_target ***sel, size_
     for (size_t i = 0; rc == 0 && i < *n; i++) {
         char full[256];
         rc = pl_params_init(&(*params)[i], (*sel)[i]->params, pl_target_full_name((*sel)[i], full, sizeof full),
-                            per_target[i], err, sizeof err);
+                            per_target[i], a->small, err, sizeof err);
     }
     for (size_t i = 0; i < *n; i++)
         free(per_target[i]);
@@ -198,6 +198,8 @@ static int run_main(const char *verb, int verify_only, int argc, char **argv)
         {"artifacts-dir", 0, PL_OPT_STRING, &a.artifacts_dir, "D", "where run folders go (default ./artifacts)", 0, 0},
         {"target-extra-arg", 0, PL_OPT_LIST, &a.extra, "'G:N=ARGS'",
          "set a target's parameters, e.g. 'memory:coalescing=--n 16m' (repeatable)", 0, 0},
+        {"small", 0, PL_OPT_FLAG, &a.small, NULL,
+         "every target at its small sizes (quick, edges included: what the sanitize tests run)", 0, 0},
         {"skip-verify", 0, PL_OPT_FLAG, &a.skip_verify, NULL, "time without verifying (results are marked unverified)",
          0, 0},
         {"expectations-dir", 0, PL_OPT_STRING, &a.expectations_dir, "D",

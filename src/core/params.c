@@ -238,8 +238,8 @@ static int apply_word(pl_params *out, const pl_param_def *defs, const char *targ
     return rc;
 }
 
-int pl_params_init(pl_params *out, const pl_param_def *defs, const char *target_name, const char *args, char *err,
-                   size_t errlen)
+int pl_params_init(pl_params *out, const pl_param_def *defs, const char *target_name, const char *args, int small,
+                   char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     const char *target = target_name ? target_name : "target";
@@ -248,8 +248,8 @@ int pl_params_init(pl_params *out, const pl_param_def *defs, const char *target_
     out->values = pl_xcalloc(out->count ? out->count : 1, sizeof *out->values);
     for (size_t i = 0; i < out->count; i++) {
         out->values[i].def = &defs[i];
-        if (set_value(&out->values[i], defs[i].default_value ? defs[i].default_value : "", 0, target, err, errlen) !=
-            0) {
+        const char *initial = small && defs[i].small_value ? defs[i].small_value : defs[i].default_value;
+        if (set_value(&out->values[i], initial ? initial : "", 0, target, err, errlen) != 0) {
             pl_params_free(out);
             return -1; /* a bad default is a bug in the target; say so loudly */
         }

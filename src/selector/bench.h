@@ -10,7 +10,7 @@
 #include "core/devprobe.h"
 #include "core/measure.h"
 #include "gemm/gemm.h"
-#include "gemm/gemm_host.h"
+#include "common/gemm_host.h"
 #include "perflab/results.h"
 #include "selector/comparison.h"
 

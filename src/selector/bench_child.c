@@ -8,7 +8,8 @@
 
 #include "core/childproc.h"
 #include "core/util.h"
-#include "gemm/gemm_host.h"
+#include "common/gemm_host.h"
+#include "common/kernel_req.h"
 #include "perflab/device.h"
 #include "perflab/stats.h"
 #include "selector/bench.h"
@@ -204,6 +205,7 @@ static int run_perflab(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_
         const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
         if (k->flags & PL_GEMM_KERNEL_TEACHING)
             continue;
+        const pl_requirements kreq = pl_requirements_of_kernel(k->needs);
         char no[256];
         pl_gemm_problem p;
         memset(&p, 0, sizeof p);
@@ -214,7 +216,7 @@ static int run_perflab(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_
         p.a = s->sets[0].a;
         p.b = s->sets[0].b;
         p.d = s->sets[0].d;
-        if (!pl_requirements_met(&k->req, &b->dev, b->ctx.device_count, no, sizeof no) ||
+        if (!pl_requirements_met(&kreq, &b->dev, b->ctx.device_count, no, sizeof no) ||
             !k->supports(&p, no, sizeof no)) {
             pl_buf_printf(&reasons, "%s%s: %s", reasons.len ? "; " : "", k->name, no);
             continue;

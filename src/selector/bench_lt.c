@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "core/util.h"
-#include "gemm/gemm_host.h"
+#include "common/gemm_host.h"
 #include "selector/bench.h"
 #include "selector/lt_names.h"
 

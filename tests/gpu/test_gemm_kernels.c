@@ -6,7 +6,8 @@
 
 #include "core/devprobe.h"
 #include "core/util.h"
-#include "gemm/gemm_host.h"
+#include "common/gemm_host.h"
+#include "common/kernel_req.h"
 #include "perflab/device.h"
 #include "testutil.h"
 
@@ -77,12 +78,13 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
     pl_gemm_elementwise_tolerance(PL_DTYPE_BF16, &rtol, &atol);
     for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
         const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
+        const pl_requirements kreq = pl_requirements_of_kernel(kern->needs);
         char why[256];
         char label[160];
         pl_snprintf(label, sizeof label, "%s %dx%dx%d %s%s%s%s", kern->name, s->m, s->n, s->k,
                     pl_gemm_layout_name(layout), epilogue & EPI_BIAS ? " +bias" : "", epilogue & EPI_GELU ? " +gelu" : "",
                     epilogue & EPI_RESIDUAL ? " +residual" : "");
-        if (!pl_requirements_met(&kern->req, &e->dev, ctx->device_count, why, sizeof why)) {
+        if (!pl_requirements_met(&kreq, &e->dev, ctx->device_count, why, sizeof why)) {
             printf("skip %s: %s\n", label, why);
             continue;
         }
@@ -168,8 +170,9 @@ START_TEST(deterministic)
         p.epi.gelu = fused;
         for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
             const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
+            const pl_requirements kreq = pl_requirements_of_kernel(kern->needs);
             char why[256];
-            if (!pl_requirements_met(&kern->req, &e.dev, ctx->device_count, why, sizeof why) ||
+            if (!pl_requirements_met(&kreq, &e.dev, ctx->device_count, why, sizeof why) ||
                 !kern->supports(&p, why, sizeof why))
                 continue;
             p.d = d1;

@@ -19,7 +19,7 @@ static char err[512];
 static int parse(const char *args)
 {
     err[0] = '\0';
-    return pl_params_init(&p, defs, "g:t", args, err, sizeof err);
+    return pl_params_init(&p, defs, "g:t", args, 0, err, sizeof err);
 }
 
 START_TEST(defaults_apply)

@@ -83,7 +83,9 @@ START_TEST(every_target_is_well_formed)
         ck_assert_int_ge((int)pl_target_variant_count(t), 2);
         /* every declared default parses */
         pl_params p;
-        ck_assert_int_eq(pl_params_init(&p, t->params, t->name, NULL, err, sizeof err), 0);
+        ck_assert_int_eq(pl_params_init(&p, t->params, t->name, NULL, 0, err, sizeof err), 0);
+        pl_params_free(&p);
+        ck_assert_int_eq(pl_params_init(&p, t->params, t->name, NULL, 1, err, sizeof err), 0);
         if (t->counters) {
             pl_counters c = {0};
             t->counters(&p, &c);

@@ -1,5 +1,4 @@
-/* Host-side GEMM helpers shared by the labs and the selector: cuBLAS calls in the row-major terms of
- * pl_gemm_problem, the reference product (float64 on the host for small problems, else cuBLAS with fp32
+/* The harness's side of the GEMM kernels, shared by the labs and the selector: the reference product (float64 on the host for small problems, else cuBLAS with fp32
  * accumulation and output), and verification of an output against it. */
 #ifndef PERFLAB_GEMM_HOST_H
 #define PERFLAB_GEMM_HOST_H
@@ -7,12 +6,21 @@
 #include <cublas_v2.h>
 
 #include "gemm/gemm.h"
+#include "gemm/gemm_cublas.h"
+#include "perflab/target.h"
 #include "perflab/ctx.h"
 #include "perflab/verify.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Requirements of the kernel families, for the labs' variants (static initialisers of pl_requirements). */
+#define PL_GEMM_REQ_ANY {.needs_gpu = 1}
+#define PL_GEMM_REQ_MMA {.needs_gpu = 1, .min_cc = 80}
+#define PL_GEMM_REQ_WGMMA {.needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA}
+#define PL_GEMM_REQ_CLUSTER                                                                                            \
+    {.needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_CLUSTERS}
 
 /* Problems of at most this many multiply-adds get a float64 host reference; larger ones cuBLAS's fp32 one. */
 #define PL_GEMM_HOST_REFERENCE_MACS (64.0 * 1024 * 1024)
@@ -25,11 +33,6 @@ extern "C" {
             return pl_fail((ctx), "cuBLAS error %s (%s) in %s at %s:%d", cublasGetStatusName(pl_st_),                  \
                            cublasGetStatusString(pl_st_), #call, __FILE__, __LINE__);                                  \
     } while (0)
-
-/* D (M×N row-major, d_type) = A·B with cublasGemmEx, fp32 accumulation, the default algorithm: the row-major
- * product is computed as the column-major Dᵀ = Bᵀ·Aᵀ. ab_type is CUDA_R_16BF or CUDA_R_16F. */
-cublasStatus_t pl_gemm_cublas(cublasHandle_t h, int m, int n, int k, pl_gemm_b_layout layout, const void *a,
-                              const void *b, cudaDataType ab_type, void *d, cudaDataType d_type);
 
 /* The reference of a problem, epilogue included, as fp32 on the device, and what the comparison needs. */
 typedef struct pl_gemm_reference {
