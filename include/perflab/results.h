@@ -12,7 +12,9 @@
 extern "C" {
 #endif
 
-#define PL_SCHEMA_VERSION 1
+/* 2: "complete" (false while a run is under way or was killed), settings.small, the ceilings a roofline run used.
+ * Runs of schema 1 read as complete. */
+#define PL_SCHEMA_VERSION 2
 
 typedef enum pl_status {
     PL_STATUS_OK,                  /* verified and timed */
@@ -27,6 +29,7 @@ typedef enum pl_status {
     PL_STATUS_COUNT
 } pl_status;
 
+extern const char *const pl_status_names[PL_STATUS_COUNT];
 const char *pl_status_name(pl_status s);
 int pl_status_from_name(const char *name); /* -1 when unknown */
 int pl_status_is_failure(pl_status s);     /* counts toward exit code 1 */
@@ -134,6 +137,7 @@ typedef struct pl_run_settings {
     int verify_only; /* perflab verify */
     int rounds;      /* 0: the target's way (interleaved for power-bound targets); 1: one variant after another;
                         N: N interleaved rounds */
+    int small;       /* every target at its parameters' small values (verify --small) */
 } pl_run_settings;
 
 typedef enum pl_expect_verdict {
@@ -145,6 +149,7 @@ typedef enum pl_expect_verdict {
     PL_EXPECT_COUNT
 } pl_expect_verdict;
 
+extern const char *const pl_expect_verdict_names[PL_EXPECT_COUNT];
 const char *pl_expect_verdict_name(pl_expect_verdict v);
 int pl_expect_verdict_from_name(const char *name); /* -1 when unknown */
 
@@ -170,15 +175,23 @@ typedef struct pl_expect_report {
     int updated;  /* --update-expectations wrote the file */
 } pl_expect_report;
 
+struct pl_ceilings;
+
 typedef struct pl_run {
     int schema_version;
     char *run_id;
     char *run_dir;
+    /* 0 while the run is under way (run.json is rewritten after every target) or when it was killed: the targets
+     * listed are those that finished. */
+    int complete;
     pl_provenance prov;
     pl_run_settings settings;
     pl_target_result *targets;
     size_t n_targets;
     pl_expect_report expectations;
+    /* The ceilings `perflab peak` stored for this GPU, loaded once at the start of a roofline run (NULL: none):
+     * the report reads them from here, never from disk. */
+    struct pl_ceilings *ceilings;
     double duration_s;
     int exit_code;
 } pl_run;

@@ -21,6 +21,7 @@ typedef enum pl_dtype {
     PL_DTYPE_COUNT
 } pl_dtype;
 
+extern const char *const pl_dtype_names[PL_DTYPE_COUNT];
 const char *pl_dtype_name(pl_dtype d);
 /* -1 when the name is unknown. */
 int pl_dtype_from_name(const char *name);

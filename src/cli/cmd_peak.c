@@ -16,7 +16,7 @@
 #include "core/provenance.h"
 #include "core/results_json.h"
 #include "core/util.h"
-#include "hw/ceilings.h"
+#include "core/ceilings.h"
 #include "hw/peak_report.h"
 
 typedef struct peak_progress {

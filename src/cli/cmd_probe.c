@@ -13,7 +13,7 @@
 #include "core/devprobe.h"
 #include "core/provenance.h"
 #include "core/util.h"
-#include "hw/capabilities.h"
+#include "core/capabilities.h"
 #include "hw/probes.h"
 #include "perflab_build_info.h"
 #include "report/table.h"

@@ -16,7 +16,7 @@
 #include "core/results_json.h"
 #include "core/runner.h"
 #include "core/util.h"
-#include "hw/capabilities.h"
+#include "core/capabilities.h"
 #include "perflab/registry.h"
 #include "report/artifacts.h"
 #include "report/run_report.h"

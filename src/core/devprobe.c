@@ -13,7 +13,7 @@
 #include "core/nvml.h"
 #include "core/results_json.h"
 #include "core/util.h"
-#include "hw/capabilities.h"
+#include "core/capabilities.h"
 
 int pl_device_info_query(int ordinal, pl_device_info *d, char *err, size_t errlen)
 {

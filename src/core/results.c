@@ -4,11 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/results_json.h"
 #include "core/util.h"
 
 #define PL_BOOTSTRAP_RESAMPLES 2000
 
-static const char *const status_names[PL_STATUS_COUNT] = {
+const char *const pl_status_names[PL_STATUS_COUNT] = {
     [PL_STATUS_OK] = "ok",
     [PL_STATUS_UNVERIFIED] = "unverified",
     [PL_STATUS_SKIPPED] = "skipped",
@@ -22,12 +23,12 @@ static const char *const status_names[PL_STATUS_COUNT] = {
 
 const char *pl_status_name(pl_status s)
 {
-    return pl_name_of(status_names, PL_STATUS_COUNT, (int)s);
+    return pl_name_of(pl_status_names, PL_STATUS_COUNT, (int)s);
 }
 
 int pl_status_from_name(const char *name)
 {
-    return pl_index_of(status_names, PL_STATUS_COUNT, name);
+    return pl_index_of(pl_status_names, PL_STATUS_COUNT, name);
 }
 
 int pl_status_is_failure(pl_status s)
@@ -42,19 +43,19 @@ int pl_status_is_failure(pl_status s)
     }
 }
 
-static const char *const verdict_names[PL_EXPECT_COUNT] = {
+const char *const pl_expect_verdict_names[PL_EXPECT_COUNT] = {
     [PL_EXPECT_MET] = "met", [PL_EXPECT_IMPROVED] = "improved", [PL_EXPECT_REGRESSED] = "regressed",
     [PL_EXPECT_NEW] = "new", [PL_EXPECT_MISSING] = "missing",
 };
 
 const char *pl_expect_verdict_name(pl_expect_verdict v)
 {
-    return pl_name_of(verdict_names, PL_EXPECT_COUNT, (int)v);
+    return pl_name_of(pl_expect_verdict_names, PL_EXPECT_COUNT, (int)v);
 }
 
 int pl_expect_verdict_from_name(const char *name)
 {
-    return pl_index_of(verdict_names, PL_EXPECT_COUNT, name);
+    return pl_index_of(pl_expect_verdict_names, PL_EXPECT_COUNT, name);
 }
 
 static int has_timing(const pl_variant_result *v)
@@ -118,83 +119,11 @@ pl_status pl_target_result_rollup(const pl_target_result *t)
     return PL_STATUS_NOT_RUN;
 }
 
-void pl_variant_result_free(pl_variant_result *v)
-{
-    free(v->name);
-    free(v->technique);
-    free(v->reason);
-    free(v->stop_reason);
-    free(v->samples_ms);
-    memset(v, 0, sizeof *v);
-}
-
-void pl_target_result_free(pl_target_result *t)
-{
-    free(t->name);
-    free(t->summary);
-    free(t->reason);
-    for (size_t i = 0; i < t->n_params; i++) {
-        free(t->params[i].name);
-        free(t->params[i].value);
-    }
-    free(t->params);
-    for (size_t i = 0; i < t->n_variants; i++)
-        pl_variant_result_free(&t->variants[i]);
-    free(t->variants);
-    free(t->log_file);
-    memset(t, 0, sizeof *t);
-}
-
-void pl_provenance_free(pl_provenance *p)
-{
-    free(p->perflab_version);
-    free(p->git_commit);
-    free(p->command_line);
-    free(p->started_at);
-    free(p->hostname);
-    free(p->os);
-    free(p->cpu);
-    free(p->driver_version);
-    free(p->hardware_key);
-    for (size_t i = 0; i < p->n_gpus; i++) {
-        free(p->gpus[i].name);
-        free(p->gpus[i].pci_bus_id);
-    }
-    free(p->gpus);
-    memset(p, 0, sizeof *p);
-}
-
-void pl_run_settings_free(pl_run_settings *s)
-{
-    free(s->profile);
-    free(s->mode);
-    memset(s, 0, sizeof *s);
-}
-
-void pl_expect_report_free(pl_expect_report *r)
-{
-    free(r->key);
-    free(r->file);
-    for (size_t i = 0; i < r->n_rows; i++) {
-        free(r->rows[i].target);
-        free(r->rows[i].variant);
-        free(r->rows[i].note);
-    }
-    free(r->rows);
-    memset(r, 0, sizeof *r);
-}
-
 void pl_run_free(pl_run *r)
 {
-    free(r->run_id);
-    free(r->run_dir);
-    pl_provenance_free(&r->prov);
-    pl_run_settings_free(&r->settings);
-    for (size_t i = 0; i < r->n_targets; i++)
-        pl_target_result_free(&r->targets[i]);
-    free(r->targets);
-    pl_expect_report_free(&r->expectations);
-    memset(r, 0, sizeof *r);
+    char *dir = r->run_dir;
+    pl_run_fields_free(r); /* every member run.json holds (results_schema.c) */
+    free(dir);
 }
 
 const pl_target_result *pl_run_find_target(const pl_run *r, const char *name)

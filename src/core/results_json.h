@@ -13,11 +13,21 @@ int pl_run_from_json(json_t *j, pl_run *out, char *err, size_t errlen);
 int pl_run_load(const char *path, pl_run *out, char *err, size_t errlen);
 int pl_run_save(const pl_run *r, const char *path, char *err, size_t errlen);
 
+/* Each struct to JSON and back (results_schema.c: one field table per struct drives these and the frees of
+ * perflab/results.h). *_from_json zeroes *out first; after an error, free it. */
 json_t *pl_variant_result_to_json(const pl_variant_result *v);
 int pl_variant_result_from_json(json_t *j, pl_variant_result *out, char *err, size_t errlen);
 json_t *pl_target_result_to_json(const pl_target_result *t);
-json_t *pl_provenance_to_json(const pl_provenance *p);
 int pl_target_result_from_json(json_t *j, pl_target_result *out, char *err, size_t errlen);
+int pl_provenance_from_json(json_t *j, pl_provenance *out, char *err, size_t errlen);
+json_t *pl_run_settings_to_json(const pl_run_settings *s);
+int pl_run_settings_from_json(json_t *j, pl_run_settings *out, char *err, size_t errlen);
+json_t *pl_expect_report_to_json(const pl_expect_report *r);
+int pl_expect_report_from_json(json_t *j, pl_expect_report *out, char *err, size_t errlen);
+/* The run's own table, without the checks of pl_run_from_json. */
+json_t *pl_run_fields_to_json(const pl_run *r);
+int pl_run_fields_from_json(json_t *j, pl_run *out, char *err, size_t errlen);
+void pl_run_fields_free(pl_run *r);
 
 /* Load a JSON file; a syntax error reads "FILE:LINE:COLUMN: message". */
 json_t *pl_json_load_file(const char *path, char *err, size_t errlen);

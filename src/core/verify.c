@@ -7,19 +7,19 @@
 
 #include "core/util.h"
 
-static const char *const dtype_names[PL_DTYPE_COUNT] = {
+const char *const pl_dtype_names[PL_DTYPE_COUNT] = {
     [PL_DTYPE_F64] = "fp64", [PL_DTYPE_F32] = "fp32", [PL_DTYPE_TF32] = "tf32", [PL_DTYPE_BF16] = "bf16",
     [PL_DTYPE_F16] = "fp16", [PL_DTYPE_FP8] = "fp8",  [PL_DTYPE_I32] = "int32",
 };
 
 const char *pl_dtype_name(pl_dtype d)
 {
-    return pl_name_of(dtype_names, PL_DTYPE_COUNT, (int)d);
+    return pl_name_of(pl_dtype_names, PL_DTYPE_COUNT, (int)d);
 }
 
 int pl_dtype_from_name(const char *name)
 {
-    return pl_index_of(dtype_names, PL_DTYPE_COUNT, name);
+    return pl_index_of(pl_dtype_names, PL_DTYPE_COUNT, name);
 }
 
 double pl_default_tolerance(pl_dtype d)

@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#include "hw/ceilings.h"
+#include "core/ceilings.h"
 #include "hw/datasheet.h"
 #include "hw/peak.h"
 #include "perflab/results.h"

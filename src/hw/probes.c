@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/util.h"
-#include "hw/capabilities.h"
+#include "core/capabilities.h"
 #include "peak/peak_kernels.h"
 #include "perflab/device.h"
 #include "perflab/stats.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hw/ceilings.h"
+#include "core/ceilings.h"
 #include "report/table.h"
 
 static int profile_is(const pl_run *r, const char *p)

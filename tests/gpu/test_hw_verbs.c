@@ -9,7 +9,7 @@
 #include "core/devprobe.h"
 #include "core/results_json.h"
 #include "core/util.h"
-#include "hw/capabilities.h"
+#include "core/capabilities.h"
 #include "testutil.h"
 
 static json_t *run_json(const char *env, const char *args, int expect_code, pl_cmd_result *r)

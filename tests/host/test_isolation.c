@@ -181,7 +181,7 @@ START_TEST(artifacts_are_complete)
     ck_assert_msg(j != NULL, "stdout is not JSON: %s", je.text);
     const char *id = json_string_value(json_object_get(j, "run_id"));
     ck_assert_ptr_nonnull(id);
-    ck_assert_int_eq(json_integer_value(json_object_get(j, "schema_version")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "schema_version")), PL_SCHEMA_VERSION);
     json_t *prov = json_object_get(j, "provenance");
     ck_assert_ptr_nonnull(json_object_get(prov, "git_commit"));
     ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(prov, "command_line")), "--targets selftest:sleep"));

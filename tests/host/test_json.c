@@ -178,12 +178,12 @@ START_TEST(schema_errors_are_named)
     ck_assert_int_eq(
         from_text("{\"schema_version\": 1, \"targets\": [{\"name\": \"a:b\", \"status\": \"meh\"}]}", err, sizeof err),
         -1);
-    ck_assert_str_eq(err, "target 'a:b': unknown or missing \"status\"");
+    ck_assert_str_eq(err, "targets[0].status: unknown value");
     ck_assert_int_eq(from_text("{\"schema_version\": 1, \"targets\": [{\"name\": \"a:b\", \"status\": \"ok\", "
                                "\"variants\": [{\"name\": \"v\", \"status\": \"ok\", \"samples_ms\": [1, \"x\"]}]}]}",
                                err, sizeof err),
                      -1);
-    ck_assert_str_eq(err, "target 'a:b': variant 'v': samples_ms[1] is not a number");
+    ck_assert_str_eq(err, "targets[0].variants[0].samples_ms: element 1 is not a number");
 }
 END_TEST
 

@@ -1,4 +1,4 @@
-#include "hw/ceilings.h"
+#include "core/ceilings.h"
 
 #include <math.h>
 #include <stdlib.h>

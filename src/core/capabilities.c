@@ -1,4 +1,4 @@
-#include "hw/capabilities.h"
+#include "core/capabilities.h"
 
 #include <math.h>
 #include <stdio.h>
