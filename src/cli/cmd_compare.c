@@ -32,8 +32,9 @@ static json_t *result_json(const pl_compare_result *c, const pl_run *a, const pl
     json_t *counts = json_object();
     for (int v = 0; v < PL_CMP_COUNT; v++)
         json_object_set_new(counts, pl_compare_verdict_name((pl_compare_verdict)v), json_integer(c->counts[v]));
-    return json_pack("{s:s?, s:s?, s:f, s:o, s:o}", "run_a", a->run_id, "run_b", b->run_id, "threshold", threshold,
-                     "counts", counts, "rows", rows);
+    return json_pack("{s:s?, s:b, s:s?, s:b, s:f, s:o, s:o}", "run_a", a->run_id, "run_a_complete", a->complete,
+                     "run_b", b->run_id, "run_b_complete", b->complete, "threshold", threshold, "counts", counts,
+                     "rows", rows);
 }
 
 static void print_result(const pl_compare_result *c, const pl_run *a, const pl_run *b, double threshold)
@@ -61,6 +62,13 @@ static void print_result(const pl_compare_result *c, const pl_run *a, const pl_r
     }
     printf("perflab compare %s -> %s (threshold %.1f%%)\n", a->run_id ? a->run_id : "A", b->run_id ? b->run_id : "B",
            100 * threshold);
+    const pl_run *runs[2] = {a, b};
+    for (int k = 0; k < 2; k++)
+        if (!runs[k]->complete)
+            printf("run %c (%s) is incomplete: it was interrupted or killed, or is still under way; %zu target%s "
+                   "finished\n",
+                   'A' + k, runs[k]->run_id ? runs[k]->run_id : "?", runs[k]->n_targets,
+                   runs[k]->n_targets == 1 ? "" : "s");
     pl_table_print(t, stdout);
     pl_table_free(t);
     for (int v = 0; v < PL_CMP_COUNT; v++)

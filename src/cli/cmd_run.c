@@ -1,5 +1,5 @@
-/* perflab run / perflab verify: select targets, validate every input, check for a GPU, run each target in its
- * own process, compare with the expectations, write the artifacts and print the table. */
+/* perflab run / perflab verify: parse the options, hand the work to the core (pl_suite_run: selection, GPU,
+ * provenance, expectations, the targets each in its own process, artifacts) and print the table or the JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,19 +9,10 @@
 #include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/timing_options.h"
-#include "core/childproc.h"
-#include "core/devprobe.h"
-#include "core/expectations.h"
-#include "core/provenance.h"
 #include "core/results_json.h"
-#include "core/runner.h"
+#include "core/suite.h"
 #include "core/util.h"
-#include "core/capabilities.h"
-#include "perflab/registry.h"
-#include "report/artifacts.h"
 #include "report/run_report.h"
-
-#define PL_PROBE_TIMEOUT_S 60.0
 
 typedef struct run_args {
     const char *targets, *profile, *artifacts_dir, *expectations_dir;
@@ -50,49 +41,11 @@ static int one_of(const char *s, const char *const *allowed)
     return 0;
 }
 
-/* Split 'group:name=--k v' and append the arguments to that target's string. */
-static int apply_extra_args(const run_args *a, const pl_target **sel, size_t n, char **per_target, char *err,
-                            size_t errlen)
-{
-    for (size_t i = 0; i < a->extra.n; i++) {
-        const char *spec = a->extra.items[i];
-        const char *eq = strchr(spec, '=');
-        if (!eq || eq == spec || !strchr(spec, ':') || strchr(spec, ':') > eq) {
-            pl_snprintf(err, errlen,
-                        "malformed --target-extra-arg '%s': write it as 'group:name=--param value' "
-                        "(e.g. 'memory:coalescing=--n 16m')",
-                        spec);
-            return -1;
-        }
-        char *name = pl_strfmt("%.*s", (int)(eq - spec), spec);
-        size_t k = 0;
-        char full[256];
-        while (k < n && strcmp(pl_target_full_name(sel[k], full, sizeof full), name) != 0)
-            k++;
-        if (k == n) {
-            if (pl_registry_find(name))
-                pl_snprintf(err, errlen,
-                            "--target-extra-arg names '%s', which this run does not select: add it "
-                            "to --targets",
-                            name);
-            else
-                pl_snprintf(err, errlen, "--target-extra-arg names unknown target '%s'; 'perflab list' shows them",
-                            name);
-            free(name);
-            return -1;
-        }
-        free(name);
-        char *joined = pl_strfmt("%s %s", per_target[k] ? per_target[k] : "", eq + 1);
-        free(per_target[k]);
-        per_target[k] = joined;
-    }
-    return 0;
-}
-
 static void fill_settings(const run_args *a, int verify_only, pl_run_settings *s)
 {
     memset(s, 0, sizeof *s);
     pl_timing_args_apply(&a->timing, s);
+    s->small = a->small;
     s->profile = pl_strdup(a->profile);
     s->graph = a->graph;
     s->rounds = a->rounds;
@@ -101,12 +54,28 @@ static void fill_settings(const run_args *a, int verify_only, pl_run_settings *s
     s->verify_only = verify_only;
 }
 
+/* verify runs each variant once, untimed: the timing, profile and expectations options mean nothing to it, and
+ * are refused (as unknown options) rather than ignored. Drops them from the table in place. */
+static void keep_verify_options(pl_option *opts)
+{
+    static const char *const run_only[] = {
+        "profile",    "graph",      "rounds",     "skip-verify", "expectations-dir", "update-expectations",
+        "accept-regressions", "mode", "iterations", "warmup", "min-samples",        "min-time-s",
+        "max-time-s", "max-noise",  "throttle-threshold", NULL};
+    size_t k = 0;
+    for (size_t i = 0; opts[i].name; i++)
+        if (!one_of(opts[i].name, run_only))
+            opts[k++] = opts[i];
+    memset(&opts[k], 0, sizeof opts[k]);
+}
+
 static void usage(const char *verb, const pl_option *opts)
 {
     if (strcmp(verb, "verify") == 0)
         printf("usage: perflab verify [--targets a,b|group|all] [options]\n\nRuns every variant of the selected "
                "targets once on random inputs and checks it against\nthe reference (a smoke test of the suite), "
-               "without timing. Exit code 1 if any fails.\n\noptions:\n");
+               "without timing. Exit code 1 if any fails.\nTiming, profile and expectations options belong to "
+               "'perflab run'.\n\noptions:\n");
     else
         printf("usage: perflab run [--targets a,b|group|all] [options]\n\nVerifies, then times every variant of "
                "the selected targets (default: the quick\nsuite), each target in a process of its own. Prints a "
@@ -114,70 +83,6 @@ static void usage(const char *verb, const pl_option *opts)
     pl_options_help(stdout, opts);
     printf("\nexit codes: 0 ok; 1 a target failed, failed verification or regressed; 2 bad usage or input;\n"
            "3 no usable GPU or driver; 130 interrupted.\n");
-}
-
-/* Validate all that can be validated without a GPU. Fills the selection and the parameters. */
-static int validate(const char *verb, run_args *a, const pl_target ***sel, size_t *n, pl_params **params)
-{
-    char err[1024];
-    static const char *const profiles[] = {"none", "minimal", "roofline", NULL};
-    if (!one_of(a->profile, profiles)) {
-        pl_snprintf(err, sizeof err, "--profile must be none, minimal or roofline, not '%s'", a->profile);
-        return pl_usage_error(verb, err);
-    }
-    if (pl_timing_args_check(&a->timing, err, sizeof err) != 0)
-        return pl_usage_error(verb, err);
-    if (pl_registry_select(a->targets, sel, n, err, sizeof err) != 0)
-        return pl_usage_error(verb, err);
-    char **per_target = pl_xcalloc(*n, sizeof *per_target);
-    int rc = apply_extra_args(a, *sel, *n, per_target, err, sizeof err);
-    *params = pl_xcalloc(*n, sizeof **params);
-    for (size_t i = 0; rc == 0 && i < *n; i++) {
-        char full[256];
-        rc = pl_params_init(&(*params)[i], (*sel)[i]->params, pl_target_full_name((*sel)[i], full, sizeof full),
-                            per_target[i], a->small, err, sizeof err);
-    }
-    for (size_t i = 0; i < *n; i++)
-        free(per_target[i]);
-    free(per_target);
-    if (rc != 0)
-        return pl_usage_error(verb, err);
-    if (!pl_dir_usable(a->artifacts_dir, "artifacts directory", "--artifacts-dir", err, sizeof err))
-        return pl_usage_error(verb, err);
-    return 0;
-}
-
-static int needs_gpu(const pl_target **sel, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (sel[i]->req.needs_gpu)
-            return 1;
-    return 0;
-}
-
-/* Load the expectations before running, so that a malformed file stops us before the work, not after. */
-static int load_expectations(const char *verb, const run_args *a, const pl_provenance *prov, pl_expectations *e,
-                             char **path)
-{
-    char *dir = pl_expectations_dir(a->expectations_dir);
-    char *file = pl_strfmt("%s.json", prov->hardware_key);
-    *path = pl_path_join(dir, file);
-    free(dir);
-    free(file);
-    char err[1024];
-    if (pl_expectations_load(*path, prov->hardware_key, e, err, sizeof err) < 0)
-        return pl_usage_error(verb, err);
-    return 0;
-}
-
-static int exit_code_of(const pl_run *run)
-{
-    for (size_t i = 0; i < run->n_targets; i++)
-        if (pl_status_is_failure(run->targets[i].status))
-            return PL_EXIT_FAILED;
-    if (run->expectations.regressions > 0 && !run->expectations.accepted)
-        return PL_EXIT_FAILED;
-    return PL_EXIT_OK;
 }
 
 static int run_main(const char *verb, int verify_only, int argc, char **argv)
@@ -214,121 +119,73 @@ static int run_main(const char *verb, int verify_only, int argc, char **argv)
     };
     pl_option opts[sizeof own / sizeof own[0] + PL_TIMING_OPTION_COUNT + 1];
     pl_timing_options_join(opts, own, sizeof own / sizeof own[0], 3, &a.timing);
+    if (verify_only)
+        keep_verify_options(opts);
     pl_strlist pos = {0};
     char err[1024];
+    int rc = PL_EXIT_USAGE;
+    static const char *const profiles[] = {"none", "minimal", "roofline", NULL};
     if (pl_options_parse(verb, opts, argc, argv, &pos, err, sizeof err) != 0) {
-        pl_strlist_free(&a.extra);
-        return pl_usage_error(verb, err);
-    }
-    if (a.help) {
+        rc = pl_usage_error(verb, err);
+    } else if (a.help) {
         usage(verb, opts);
-        pl_strlist_free(&a.extra);
-        pl_strlist_free(&pos);
-        return PL_EXIT_OK;
-    }
-    if (pos.n) {
+        rc = PL_EXIT_OK;
+    } else if (pos.n) {
         pl_snprintf(err, sizeof err, "unexpected argument '%s'; select targets with --targets %s", pos.items[0],
                     pos.items[0]);
-        pl_strlist_free(&a.extra);
-        pl_strlist_free(&pos);
-        return pl_usage_error(verb, err);
+        rc = pl_usage_error(verb, err);
+    } else if (!one_of(a.profile, profiles)) {
+        pl_snprintf(err, sizeof err, "--profile must be none, minimal or roofline, not '%s'", a.profile);
+        rc = pl_usage_error(verb, err);
+    } else if (pl_timing_args_check(&a.timing, err, sizeof err) != 0) {
+        rc = pl_usage_error(verb, err);
+    } else {
+        rc = -1; /* parsed: run it */
     }
     pl_strlist_free(&pos);
-
-    const pl_target **sel = NULL;
-    size_t n = 0;
-    pl_params *params = NULL;
-    int rc = validate(verb, &a, &sel, &n, &params);
-    pl_gpu_inventory inv = {0};
-    pl_run run = {0};
-    pl_expectations exp = {0};
-    char *exp_path = NULL;
-    if (rc != 0)
-        goto out;
-
-    if (needs_gpu(sel, n)) {
-        if (pl_gpu_inventory_probe(&inv, PL_PROBE_TIMEOUT_S) != 0 || !inv.usable) {
-            fprintf(stderr, "perflab %s: no usable GPU: %s\n", verb, inv.error[0] ? inv.error : "unknown reason");
-            rc = PL_EXIT_NO_GPU;
-            goto out;
-        }
-        if (a.timing.device >= inv.device_count) {
-            pl_snprintf(err, sizeof err, "--device %d: this machine has %d GPU%s (0..%d)", a.timing.device,
-                        inv.device_count, inv.device_count == 1 ? "" : "s", inv.device_count - 1);
-            rc = pl_usage_error(verb, err);
-            goto out;
-        }
-    }
-    run.schema_version = PL_SCHEMA_VERSION;
-    run.run_id = pl_new_run_id();
-    fill_settings(&a, verify_only, &run.settings);
-    pl_provenance_collect(&run.prov, pl_cli_argc, pl_cli_argv, inv.device_count ? &inv : NULL);
-    if (!verify_only && (rc = load_expectations(verb, &a, &run.prov, &exp, &exp_path)) != 0)
-        goto out;
-    if (pl_artifacts_prepare(&run, a.artifacts_dir, err, sizeof err) != 0) {
-        rc = pl_usage_error(verb, err);
-        goto out;
+    if (rc != -1) {
+        pl_strlist_free(&a.extra);
+        return rc;
     }
 
     pl_progress progress;
     pl_progress_init(&progress, !a.quiet && isatty(STDERR_FILENO));
-    pl_capabilities_use_dir(a.artifacts_dir); /* targets' feature requirements: what `perflab probe` measured */
-    pl_runner_input in = {
-        .targets = sel,
-        .n_targets = n,
-        .params = params,
-        .settings = &run.settings,
-        .inv = inv.device_count ? &inv : NULL,
-        .run_dir = run.run_dir,
+    pl_suite_request req = {
+        .verb = verb,
+        .targets = a.targets,
+        .extra_args = a.extra.items,
+        .n_extra = a.extra.n,
+        .artifacts_dir = a.artifacts_dir,
+        .expectations_dir = a.expectations_dir,
+        .update_expectations = a.update_expectations,
+        .accept_regressions = a.accept_regressions,
+        .argc = pl_cli_argc,
+        .argv = pl_cli_argv,
         .hooks = {pl_progress_on_event, pl_progress_on_target_done, &progress},
     };
-    double t0 = pl_now_s();
-    pl_child_install_interrupt_handler();
-    int interrupted = pl_runner_run(&in, &run) == -2;
+    fill_settings(&a, verify_only, &req.settings);
+    pl_run run;
+    err[0] = '\0';
+    rc = pl_suite_run(&req, &run, err, sizeof err);
     pl_progress_finish(&progress);
-    run.duration_s = pl_now_s() - t0;
-
-    if (!verify_only) {
-        run.expectations.present = 1;
-        pl_expectations_compare(&exp, &run, &run.expectations);
-        run.expectations.key = pl_strdup(run.prov.hardware_key);
-        run.expectations.file = pl_strdup(exp_path);
-        run.expectations.file_found = exp.n_entries > 0 || pl_path_exists(exp_path);
-        run.expectations.accepted = a.accept_regressions;
-        if (a.update_expectations && !interrupted) {
-            pl_expectations_update(&exp, &run);
-            if (pl_expectations_save(&exp, exp_path, err, sizeof err) != 0)
-                fprintf(stderr, "perflab %s: %s\n", verb, err);
-            else
-                run.expectations.updated = 1;
-        }
-    }
-    run.exit_code = interrupted ? PL_EXIT_INTERRUPTED : exit_code_of(&run);
-    if (pl_artifacts_write(&run, err, sizeof err) != 0) {
+    pl_run_settings_free(&req.settings);
+    pl_strlist_free(&a.extra);
+    if (!run.run_id) { /* refused before anything ran: one line, nothing written */
         fprintf(stderr, "perflab %s: %s\n", verb, err);
-        if (run.exit_code == PL_EXIT_OK)
-            run.exit_code = PL_EXIT_FAILED;
+        return rc;
     }
     if (a.json) {
         json_t *j = pl_run_to_json(&run);
-        char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-        puts(s);
-        free(s);
+        char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+        puts(text);
+        free(text);
         json_decref(j);
     } else {
         pl_run_print(&run, stdout);
     }
-    rc = run.exit_code;
-out:
-    for (size_t i = 0; params && i < n; i++)
-        pl_params_free(&params[i]);
-    free(params);
-    free(sel);
-    free(exp_path);
-    pl_expectations_free(&exp);
+    if (err[0])
+        fprintf(stderr, "perflab %s: %s\n", verb, err);
     pl_run_free(&run);
-    pl_gpu_inventory_free(&inv);
-    pl_strlist_free(&a.extra);
     return rc;
 }
 

@@ -5,14 +5,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Exit codes (README and `perflab --help` document them). */
-enum {
-    PL_EXIT_OK = 0,
-    PL_EXIT_FAILED = 1, /* a target failed, failed verification, regressed, or an SLO was missed */
-    PL_EXIT_USAGE = 2,  /* bad usage or bad input file */
-    PL_EXIT_NO_GPU = 3, /* no usable GPU or driver for a GPU verb */
-    PL_EXIT_INTERRUPTED = 130,
-};
+#include "core/exit.h"
+
 
 typedef enum pl_opt_kind {
     PL_OPT_FLAG,   /* int*: set to 1 */

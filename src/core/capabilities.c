@@ -274,44 +274,31 @@ char *pl_capabilities_path(const char *artifacts_dir)
     return pl_path_join(artifacts_dir && *artifacts_dir ? artifacts_dir : "artifacts", PL_CAPABILITIES_FILE);
 }
 
-/* The file the requirements check reads, loaded once per process (a forked target inherits it). */
-static struct {
-    char *dir;
-    int loaded;
-    pl_capabilities caps;
-} cache;
-
-void pl_capabilities_use_dir(const char *artifacts_dir)
+void pl_capabilities_load_for_run(const char *artifacts_dir, pl_capabilities *out)
 {
-    if (cache.dir && artifacts_dir && strcmp(cache.dir, artifacts_dir) == 0)
-        return;
-    free(cache.dir);
-    cache.dir = pl_strdup(artifacts_dir);
-    pl_capabilities_free(&cache.caps);
-    cache.loaded = 0;
+    char *path = pl_capabilities_path(artifacts_dir);
+    char err[512];
+    if (pl_capabilities_load(path, out, err, sizeof err) < 0) {
+        fprintf(stderr, "perflab: ignoring %s (requirements judged from the compute capability)\n", err);
+        pl_capabilities_free(out);
+    }
+    free(path);
 }
 
-int pl_capabilities_feature(const pl_device_info *d, unsigned feature_bit, char *why, size_t whylen)
+int pl_capabilities_feature(const pl_capabilities *caps, const pl_device_info *d, unsigned feature_bit, char *why,
+                            size_t whylen)
 {
     const char *probe = pl_feature_probe_name(feature_bit);
-    if (!d || !probe)
+    if (!caps || !d || !probe)
         return -1;
-    if (!cache.loaded) {
-        cache.loaded = 1;
-        char *path = pl_capabilities_path(cache.dir);
-        char err[512];
-        if (pl_capabilities_load(path, &cache.caps, err, sizeof err) < 0)
-            fprintf(stderr, "perflab: ignoring %s (requirements judged from the compute capability)\n", err);
-        free(path);
-    }
     const pl_probe_result *p =
-        pl_capabilities_probe(pl_capabilities_for_gpu(&cache.caps, d->name, d->pci_bus_id), probe);
+        pl_capabilities_probe(pl_capabilities_for_gpu(caps, d->name, d->pci_bus_id), probe);
     if (!p)
         return -1;
     if (p->status == PL_PROBE_PASSED)
         return 1;
     pl_snprintf(why, whylen, "the '%s' probe %s on this GPU (%s): %s", probe,
                 p->status == PL_PROBE_FAILED ? "failed" : "found it not available",
-                cache.caps.updated_at ? cache.caps.updated_at : PL_CAPABILITIES_FILE, p->detail ? p->detail : "");
+                caps->updated_at ? caps->updated_at : PL_CAPABILITIES_FILE, p->detail ? p->detail : "");
     return 0;
 }

@@ -70,10 +70,13 @@ const char *pl_feature_probe_name(unsigned feature_bit);
 
 /* $PERFLAB_CAPABILITIES if set, else <artifacts_dir>/hardware_capabilities.json. malloc'd. */
 char *pl_capabilities_path(const char *artifacts_dir);
-/* Which artifacts folder the requirements check reads the file from (default ./artifacts). */
-void pl_capabilities_use_dir(const char *artifacts_dir);
+/* The file of <artifacts_dir> (or $PERFLAB_CAPABILITIES) for a run's requirements checks: a missing file gives
+ * empty capabilities; a malformed one is said on stderr once and ignored (requirements are then judged from the
+ * compute capability). Never fails. */
+void pl_capabilities_load_for_run(const char *artifacts_dir, pl_capabilities *out);
 /* For the requirements check: 1 when the probe for the feature passed on this GPU, 0 when it did not (why:
- * what it found), -1 when there is no measured answer (no file, no entry for this GPU, no such probe). */
-int pl_capabilities_feature(const pl_device_info *d, unsigned feature_bit, char *why, size_t whylen);
+ * what it found), -1 when there is no measured answer (caps NULL, no entry for this GPU, no such probe). */
+int pl_capabilities_feature(const pl_capabilities *caps, const pl_device_info *d, unsigned feature_bit, char *why,
+                            size_t whylen);
 
 #endif

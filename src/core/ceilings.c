@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/expectations.h"
+#include "core/provenance.h"
 #include "core/results_json.h"
 #include "core/util.h"
 
@@ -129,27 +129,4 @@ char *pl_ceilings_path(const char *artifacts_dir, const char *hardware_key)
     char *path = pl_path_join(artifacts_dir && *artifacts_dir ? artifacts_dir : "artifacts", file);
     free(file);
     return path;
-}
-
-int pl_ceilings_for_run(const pl_run *r, pl_ceilings *out)
-{
-    pl_ceilings_init(out);
-    if (!r->run_dir || r->prov.n_gpus == 0)
-        return -1;
-    int d = r->settings.device >= 0 && (size_t)r->settings.device < r->prov.n_gpus ? r->settings.device : 0;
-    const char *name = r->prov.gpus[d].name;
-    char *key = pl_hardware_key_from_names(&name, 1);
-    char *dir = pl_strdup(r->run_dir);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    else
-        strcpy(dir, ".");
-    char *path = pl_ceilings_path(dir, key);
-    char err[512];
-    int rc = pl_ceilings_load(path, out, err, sizeof err);
-    free(path);
-    free(dir);
-    free(key);
-    return rc == 0 ? 0 : -1;
 }

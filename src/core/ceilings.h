@@ -46,7 +46,5 @@ int pl_ceilings_load(const char *path, pl_ceilings *out, char *err, size_t errle
 int pl_ceilings_save(const pl_ceilings *c, const char *path, char *err, size_t errlen);
 /* $PERFLAB_CEILINGS if set, else <artifacts_dir>/ceilings-<hardware_key>.json. malloc'd. */
 char *pl_ceilings_path(const char *artifacts_dir, const char *hardware_key);
-/* The ceilings of a run's GPU (its device's hardware key), looked for next to the run's folder. 0 when found. */
-int pl_ceilings_for_run(const pl_run *r, pl_ceilings *out);
 
 #endif

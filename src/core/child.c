@@ -24,6 +24,7 @@ typedef struct child {
     pl_device_info dev;
     int host;
     pl_sampler *sampler;
+    const struct pl_capabilities *caps;
 } child;
 
 static void send_progress(child *c, const char *variant, const char *phase)
@@ -104,7 +105,7 @@ static int variant_failed(child *c, pl_variant_result *r)
 static int check_variant(child *c, const pl_variant *v, void *state, pl_variant_result *r)
 {
     char why[256];
-    if (!pl_requirements_met(&v->req, c->host ? NULL : &c->dev, c->ctx.device_count, why, sizeof why)) {
+    if (!pl_requirements_met(&v->req, c->host ? NULL : &c->dev, c->ctx.device_count, c->caps, why, sizeof why)) {
         r->status = PL_STATUS_SKIPPED;
         r->reason = pl_strdup(why);
         return 0;
@@ -267,11 +268,13 @@ static int init_gpu(child *c)
     return 0;
 }
 
-void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_settings *s, int fd)
+void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_settings *s,
+                         const struct pl_capabilities *caps, int fd)
 {
     child c;
     memset(&c, 0, sizeof c);
     c.fd = fd;
+    c.caps = caps;
     c.t = t;
     c.s = s;
     c.host = !t->req.needs_gpu;

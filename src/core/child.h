@@ -8,6 +8,9 @@
 /* Set up, verify and time every variant of t, sending to fd: {"t":"progress"}, one {"t":"variant", ...} per
  * variant (a pl_variant_result), {"t":"target","status","reason"} when the target as a whole fails, and
  * {"t":"done"} at the end. Returns; the caller _exits. */
-void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_settings *s, int fd);
+struct pl_capabilities;
+/* caps: what `perflab probe` measured (may be NULL), for the variants' feature requirements. */
+void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_settings *s,
+                         const struct pl_capabilities *caps, int fd);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@ int pl_child_spawn(pl_child *c, const char *log_path)
         return -1;
     fflush(stdout); /* or the child would print the parent's buffered output a second time */
     fflush(stderr);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
@@ -45,6 +47,11 @@ int pl_child_spawn(pl_child *c, const char *log_path)
     }
     if (pid == 0) {
         close(fds[0]);
+        /* No orphans: the child dies with its parent, whatever kills the parent (kill -9 included), so that no
+         * GPU process outlives the run. The parent may already have died before this line: check. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(128 + SIGKILL);
         setpgid(0, 0);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);

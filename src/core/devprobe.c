@@ -241,7 +241,8 @@ void pl_gpu_inventory_free(pl_gpu_inventory *inv)
     memset(inv, 0, sizeof *inv);
 }
 
-int pl_requirements_met(const pl_requirements *r, const pl_device_info *d, int device_count, char *why, size_t whylen)
+int pl_requirements_met(const pl_requirements *r, const pl_device_info *d, int device_count,
+                        const pl_capabilities *caps, char *why, size_t whylen)
 {
     if (!r->needs_gpu && !r->min_cc && !r->features && r->min_gpus <= 1)
         return 1;
@@ -279,7 +280,7 @@ int pl_requirements_met(const pl_requirements *r, const pl_device_info *d, int d
             continue;
         /* What `perflab probe` measured on this GPU decides; without it, the compute capability does. */
         char measured[512];
-        int probed = pl_capabilities_feature(d, feats[i].bit, measured, sizeof measured);
+        int probed = pl_capabilities_feature(caps, d, feats[i].bit, measured, sizeof measured);
         if (probed == 0) {
             pl_snprintf(why, whylen, "needs %s: %s", feats[i].name, measured);
             return 0;

@@ -28,7 +28,10 @@ int pl_device_info_query(int ordinal, pl_device_info *out, char *err, size_t err
 json_t *pl_device_info_to_json(const pl_device_info *d);
 void pl_device_info_from_json(json_t *j, pl_device_info *d);
 
-/* Whether a device meets the requirements; if not, why (one line). */
-int pl_requirements_met(const pl_requirements *r, const pl_device_info *d, int device_count, char *why, size_t whylen);
+struct pl_capabilities;
+/* Whether a device meets the requirements; if not, why (one line). Features are judged by what `perflab probe`
+ * measured on this GPU where `caps` (loaded once by the caller; may be NULL) says, else by the compute capability. */
+int pl_requirements_met(const pl_requirements *r, const pl_device_info *d, int device_count,
+                        const struct pl_capabilities *caps, char *why, size_t whylen);
 
 #endif

@@ -1,4 +1,4 @@
-/* Per-GPU expectations: expectations/<hardware_key>.json holds the median time each target variant should reach
+/* Per-GPU expectations (expectations_file.c: the files; expectations.c: the judgement): expectations/<hardware_key>.json holds the median time each target variant should reach
  * on that kind of GPU. A run is compared with them (met/improved/regressed/new/missing); a regression is a
  * slowdown beyond both the stored tolerance and the measured noise. */
 #ifndef PERFLAB_CORE_EXPECTATIONS_H
@@ -32,12 +32,6 @@ typedef struct pl_expectations {
     size_t n_entries;
 } pl_expectations;
 
-/* The key for a set of GPUs: "h100_sxm", "h100_pcie", "h200", "b200", "gb200", "a100", "l40s", "gb10", …,
- * prefixed "<n>x_" for n > 1 GPUs of one kind (e.g. "2x_h200"); unknown names are lower-cased with
- * non-alphanumerics folded to '_'. PERFLAB_EXPECTATION_KEY overrides all of this (see pl_expectations_key). */
-char *pl_hardware_key_from_names(const char *const *gpu_names, size_t n);
-/* The environment override if set, else pl_hardware_key_from_names. malloc'd. */
-char *pl_expectations_key(const char *const *gpu_names, size_t n);
 /* Where the expectation files live: --expectations-dir if given, else $PERFLAB_EXPECTATIONS_DIR, else
  * ./expectations when it exists, else the source tree's expectations/. malloc'd. */
 char *pl_expectations_dir(const char *explicit_dir);
@@ -48,6 +42,9 @@ char *pl_expectations_dir(const char *explicit_dir);
 int pl_expectations_load(const char *path, const char *key, pl_expectations *out, char *err, size_t errlen);
 int pl_expectations_save(const pl_expectations *e, const char *path, char *err, size_t errlen);
 void pl_expectations_free(pl_expectations *e);
+/* The entry of a target/variant, or NULL; the order entries are saved in (target, then variant). */
+pl_expect_entry *pl_expectations_find(const pl_expectations *e, const char *target, const char *variant);
+int pl_expect_entry_cmp(const void *a, const void *b);
 
 /* Compare a run's results with the expectations. Only targets in the run are judged; an expected variant of
  * such a target without a timed result is `missing`; a result without an expectation (or measured with other

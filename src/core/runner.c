@@ -151,7 +151,7 @@ static int run_one(const pl_runner_input *in, size_t index, pl_target_result *r)
     }
     free(log_path);
     if (c.pid == 0) {
-        pl_child_run_target(t, &in->params[index], s, c.fd);
+        pl_child_run_target(t, &in->params[index], s, in->caps, c.fd);
         fflush(stdout);
         fflush(stderr);
         _exit(0);
@@ -228,7 +228,7 @@ int pl_runner_run(const pl_runner_input *in, pl_run *run)
         if (interrupted) {
             r->reason = pl_strdup("the run was interrupted");
             complete_variants(r, t, NULL, PL_STATUS_NOT_RUN, NULL);
-        } else if (!pl_requirements_met(&t->req, t->req.needs_gpu ? dev : NULL, device_count, why, sizeof why)) {
+        } else if (!pl_requirements_met(&t->req, t->req.needs_gpu ? dev : NULL, device_count, in->caps, why, sizeof why)) {
             skip_all(r, t, why);
         } else {
             if (in->hooks.on_progress)

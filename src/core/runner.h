@@ -4,6 +4,7 @@
 #ifndef PERFLAB_CORE_RUNNER_H
 #define PERFLAB_CORE_RUNNER_H
 
+#include "core/capabilities.h"
 #include "core/devprobe.h"
 #include "perflab/results.h"
 #include "perflab/target.h"
@@ -22,6 +23,7 @@ typedef struct pl_runner_input {
     const pl_params *params; /* one per target, parsed and validated */
     const pl_run_settings *settings;
     const pl_gpu_inventory *inv; /* may be NULL for host-only selections */
+    const struct pl_capabilities *caps; /* what `perflab probe` measured, for feature requirements; may be NULL */
     const char *run_dir;         /* logs go to run_dir/logs/ */
     pl_runner_hooks hooks;
 } pl_runner_input;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/expectations.h"
+#include "core/provenance.h"
 
 #define NA          NAN
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/expectations.h"
+#include "core/provenance.h"
 #include "core/results_json.h"
 #include "core/util.h"
 #include "hw/topology.h"

@@ -92,11 +92,10 @@ pl_table *pl_run_table(const pl_run *r)
     show[COL_TFLOPS] = show[COL_GBPS] = show[COL_REF] = 0;
     show[COL_AI] = timed && profile_is(r, "roofline");
     /* roofline: each variant's share of what `perflab peak` measured on this kind of GPU */
-    pl_ceilings ceil;
-    int have_ceilings = show[COL_AI] && pl_ceilings_for_run(r, &ceil) == 0;
-    if (!have_ceilings)
-        pl_ceilings_init(&ceil);
-    const double hbm = ceil.value[PL_CEIL_HBM_GBPS], tensor = ceil.value[PL_CEIL_BF16_TFLOPS];
+    /* (recorded in run.json when the run started: never read from disk here) */
+    int have_ceilings = show[COL_AI] && r->ceilings;
+    const double hbm = have_ceilings ? r->ceilings->value[PL_CEIL_HBM_GBPS] : NAN;
+    const double tensor = have_ceilings ? r->ceilings->value[PL_CEIL_BF16_TFLOPS] : NAN;
     show[COL_PCT_HBM] = have_ceilings && !isnan(hbm);
     show[COL_PCT_TENSOR] = have_ceilings && !isnan(tensor);
     show[COL_CLOCK] = show[COL_POWER] = 0;
@@ -158,7 +157,6 @@ pl_table *pl_run_table(const pl_run *r)
         }
     }
 #undef SET
-    pl_ceilings_free(&ceil);
     return t;
 }
 
@@ -200,11 +198,24 @@ static void expectation_line(const pl_run *r, pl_buf *out)
     pl_buf_append(out, "\n");
     for (size_t i = 0; i < e->n_rows; i++) {
         const pl_expect_row *w = &e->rows[i];
-        if (w->verdict == PL_EXPECT_REGRESSED || w->verdict == PL_EXPECT_MISSING)
+        if (w->verdict != PL_EXPECT_REGRESSED && w->verdict != PL_EXPECT_MISSING)
+            continue;
+        if (isnan(w->measured_ms)) /* not timed: the reason, never NaN figures */
+            pl_buf_printf(out, "  %s %s / %s: expected %.4g ms, not timed: %s\n", pl_expect_verdict_name(w->verdict),
+                          w->target, w->variant, w->expected_ms, w->note ? w->note : "no result");
+        else
             pl_buf_printf(out, "  %s %s / %s: expected %.4g ms, measured %.4g ms (%+.1f%%, threshold %.1f%%)%s%s\n",
                           pl_expect_verdict_name(w->verdict), w->target, w->variant, w->expected_ms, w->measured_ms,
                           100 * w->change, 100 * w->threshold, w->note ? ": " : "", w->note ? w->note : "");
     }
+}
+
+/* A run.json rewritten after each target says whether the run reached its end. */
+static void incomplete_line(const pl_run *r, pl_buf *out)
+{
+    if (!r->complete)
+        pl_buf_printf(out, "incomplete run: %zu target%s finished; the run was interrupted, killed or is still under way\n",
+                      r->n_targets, r->n_targets == 1 ? "" : "s");
 }
 
 static const char *gpu_line(const pl_run *r, char *buf, size_t len)
@@ -229,6 +240,7 @@ void pl_run_print(const pl_run *r, FILE *out)
     pl_table_print(t, out);
     pl_table_free(t);
     pl_buf b = {0};
+    incomplete_line(r, &b);
     problems(r, &b, "");
     expectation_line(r, &b);
     if (b.data)
@@ -249,6 +261,11 @@ char *pl_run_summary_markdown(const pl_run *r)
     pl_buf_printf(&b, "- started %s on %s; profile %s, mode %s%s; exit code %d\n\n", r->prov.started_at,
                   r->prov.hostname, r->settings.profile, r->settings.mode, r->settings.graph ? ", graph replay" : "",
                   r->exit_code);
+    pl_buf inc = {0};
+    incomplete_line(r, &inc);
+    if (inc.data)
+        pl_buf_printf(&b, "**%.*s**\n\n", (int)inc.len - 1, inc.data);
+    pl_buf_free(&inc);
     pl_table *t = pl_run_table(r);
     pl_table_markdown(t, &b);
     pl_table_free(t);

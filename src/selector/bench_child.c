@@ -216,7 +216,7 @@ static int run_perflab(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_
         p.a = s->sets[0].a;
         p.b = s->sets[0].b;
         p.d = s->sets[0].d;
-        if (!pl_requirements_met(&kreq, &b->dev, b->ctx.device_count, no, sizeof no) ||
+        if (!pl_requirements_met(&kreq, &b->dev, b->ctx.device_count, NULL, no, sizeof no) ||
             !k->supports(&p, no, sizeof no)) {
             pl_buf_printf(&reasons, "%s%s: %s", reasons.len ? "; " : "", k->name, no);
             continue;

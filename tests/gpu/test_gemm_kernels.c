@@ -84,7 +84,7 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
         pl_snprintf(label, sizeof label, "%s %dx%dx%d %s%s%s%s", kern->name, s->m, s->n, s->k,
                     pl_gemm_layout_name(layout), epilogue & EPI_BIAS ? " +bias" : "", epilogue & EPI_GELU ? " +gelu" : "",
                     epilogue & EPI_RESIDUAL ? " +residual" : "");
-        if (!pl_requirements_met(&kreq, &e->dev, ctx->device_count, why, sizeof why)) {
+        if (!pl_requirements_met(&kreq, &e->dev, ctx->device_count, NULL, why, sizeof why)) {
             printf("skip %s: %s\n", label, why);
             continue;
         }
@@ -172,7 +172,7 @@ START_TEST(deterministic)
             const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
             const pl_requirements kreq = pl_requirements_of_kernel(kern->needs);
             char why[256];
-            if (!pl_requirements_met(&kreq, &e.dev, ctx->device_count, why, sizeof why) ||
+            if (!pl_requirements_met(&kreq, &e.dev, ctx->device_count, NULL, why, sizeof why) ||
                 !kern->supports(&p, why, sizeof why))
                 continue;
             p.d = d1;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/provenance.h"
 #include "core/expectations.h"
 #include "core/util.h"
 #include "testutil.h"
@@ -177,15 +178,15 @@ START_TEST(key_override_from_environment)
 {
     const char *names[] = {"NVIDIA H200"};
     setenv("PERFLAB_EXPECTATION_KEY", "ci_pool_7", 1);
-    char *key = pl_expectations_key(names, 1);
+    char *key = pl_hardware_key(names, 1);
     ck_assert_str_eq(key, "ci_pool_7");
     free(key);
     setenv("PERFLAB_EXPECTATION_KEY", "", 1); /* empty means unset */
-    key = pl_expectations_key(names, 1);
+    key = pl_hardware_key(names, 1);
     ck_assert_str_eq(key, "h200");
     free(key);
     unsetenv("PERFLAB_EXPECTATION_KEY");
-    key = pl_expectations_key(names, 1);
+    key = pl_hardware_key(names, 1);
     ck_assert_str_eq(key, "h200");
     free(key);
 }

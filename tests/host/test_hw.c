@@ -167,26 +167,30 @@ START_TEST(measured_capabilities_decide_requirements)
     char err[512], why[512];
     ck_assert_int_eq(pl_capabilities_save(&c, path, err, sizeof err), 0);
     pl_capabilities_free(&c);
-    pl_capabilities_use_dir(dir);
+    pl_capabilities caps = {0};
+    pl_capabilities_load_for_run(dir, &caps);
 
     pl_device_info probed = h100("0000:18:00.0"), other = h100("0000:99:00.0");
     pl_requirements tma = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA};
     pl_requirements wgmma = {.needs_gpu = 1, .features = PL_FEAT_WGMMA};
     pl_requirements clusters = {.needs_gpu = 1, .features = PL_FEAT_CLUSTERS};
     /* the probe failed on this GPU: skipped with the probe's reason, though sm_90 would have it */
-    ck_assert_int_eq(pl_requirements_met(&tma, &probed, 1, why, sizeof why), 0);
+    ck_assert_int_eq(pl_requirements_met(&tma, &probed, 1, &caps, why, sizeof why), 0);
     ck_assert_msg(strstr(why, "needs TMA") && strstr(why, "planted: box was wrong"), "%s", why);
-    ck_assert_int_eq(pl_requirements_met(&wgmma, &probed, 1, why, sizeof why), 1);
+    ck_assert_int_eq(pl_requirements_met(&wgmma, &probed, 1, &caps, why, sizeof why), 1);
     /* no probe of that feature in the file: the compute capability decides */
-    ck_assert_int_eq(pl_requirements_met(&clusters, &probed, 1, why, sizeof why), 1);
+    ck_assert_int_eq(pl_requirements_met(&clusters, &probed, 1, &caps, why, sizeof why), 1);
     /* another GPU (another bus id) is not in the file: the compute capability decides */
-    ck_assert_int_eq(pl_requirements_met(&tma, &other, 1, why, sizeof why), 1);
+    ck_assert_int_eq(pl_requirements_met(&tma, &other, 1, &caps, why, sizeof why), 1);
     /* measured success decides too: the derivation alone would refuse wgmma on an sm_80 part */
     pl_device_info old = probed;
     old.cc_major = 8;
-    ck_assert_int_eq(pl_requirements_met(&wgmma, &old, 1, why, sizeof why), 1);
-    pl_capabilities_use_dir("artifacts-of-nobody");
-    ck_assert_int_eq(pl_requirements_met(&wgmma, &old, 1, why, sizeof why), 0);
+    ck_assert_int_eq(pl_requirements_met(&wgmma, &old, 1, &caps, why, sizeof why), 1);
+    pl_capabilities_free(&caps);
+    pl_capabilities_load_for_run("artifacts-of-nobody", &caps);
+    ck_assert_int_eq(pl_requirements_met(&wgmma, &old, 1, &caps, why, sizeof why), 0);
+    ck_assert_int_eq(pl_requirements_met(&wgmma, &old, 1, NULL, why, sizeof why), 0);
+    pl_capabilities_free(&caps);
     free(path);
     free(dir);
 }
