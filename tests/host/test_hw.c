@@ -209,14 +209,13 @@ START_TEST(ceilings_round_trip_and_roofline_columns)
     ck_assert_msg(strstr(path, "ceilings-h100_sxm.json"), "%s", path);
     char err[512];
     ck_assert_int_eq(pl_ceilings_save(&c, path, err, sizeof err), 0);
-    pl_ceilings back;
-    ck_assert_int_eq(pl_ceilings_load(path, &back, err, sizeof err), 0);
-    ck_assert(back.value[PL_CEIL_HBM_GBPS] == 3000 && back.value[PL_CEIL_BF16_TFLOPS] == 800);
-    ck_assert(isnan(back.value[PL_CEIL_L2_GBPS]));
-    pl_ceilings_free(&back);
+    pl_ceilings *back = pl_xcalloc(1, sizeof *back);
+    ck_assert_int_eq(pl_ceilings_load(path, back, err, sizeof err), 0);
+    ck_assert(back->value[PL_CEIL_HBM_GBPS] == 3000 && back->value[PL_CEIL_BF16_TFLOPS] == 800);
+    ck_assert(isnan(back->value[PL_CEIL_L2_GBPS]));
     pl_ceilings_free(&c);
 
-    /* a roofline run in <dir>/<run_id> on an H100 shows each variant's share of the stored ceilings */
+    /* a roofline run that recorded the ceilings shows each variant's share of them */
     pl_run r;
     memset(&r, 0, sizeof r);
     r.run_dir = pl_path_join(dir, "20261121-000000-abcd");
@@ -239,6 +238,8 @@ START_TEST(ceilings_round_trip_and_roofline_columns)
     v->tflops = 400;
     v->arithmetic_intensity = 0.25;
     v->pct_of_reference = NAN;
+    r.ceilings = back;
+    unlink(path); /* the run carries its ceilings: the file is not read again */
     pl_table *t = pl_run_table(&r);
     pl_buf md = {0};
     pl_table_markdown(t, &md);
@@ -246,8 +247,18 @@ START_TEST(ceilings_round_trip_and_roofline_columns)
     ck_assert_msg(strstr(md.data, "% BF16 TC"), "%s", md.data);
     pl_buf_free(&md);
     pl_table_free(t);
-    /* without the file, no such columns */
-    unlink(path);
+    /* ... and they survive run.json: written, read back, the same columns */
+    json_t *j = pl_run_to_json(&r);
+    pl_run again;
+    ck_assert_int_eq(pl_run_from_json(j, &again, err, sizeof err), 0);
+    json_decref(j);
+    ck_assert_ptr_nonnull(again.ceilings);
+    ck_assert(again.ceilings->value[PL_CEIL_HBM_GBPS] == 3000);
+    pl_run_free(&again);
+    /* a run without ceilings has no such columns */
+    pl_ceilings_free(r.ceilings);
+    free(r.ceilings);
+    r.ceilings = NULL;
     t = pl_run_table(&r);
     pl_table_markdown(t, &md);
     ck_assert_msg(!strstr(md.data, "% HBM"), "%s", md.data);
