@@ -5,12 +5,23 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/options.h"
+#include "core/exit.h"
 #include "core/provenance.h"
 #include "core/util.h"
 
 #define PROBE_TIMEOUT_S 60.0
+
+/* The world size the MPI launcher announces in the environment (0 when none does). */
+static int env_world_size(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            return atoi(v);
+    }
+    return 0;
+}
 
 int pl_comm_env_is_root(void)
 {
@@ -62,6 +73,15 @@ int pl_comm_session_run(pl_comm_session *s, pl_comm_job *job, int argc, char **a
             return PL_EXIT_USAGE;
         }
     }
+    /* an all-to-all of one rank moves nothing between GPUs: refused, not measured */
+    const int ranks = threads ? job->gpus : env_world_size();
+    if (job->kind == PL_JOB_MOE && ranks == 1) {
+        if (pl_comm_env_is_root())
+            fprintf(stderr, "perflab %s: an all-to-all needs 2 or more ranks, and this one would have 1 (%s): run it on "
+                            "a machine with several GPUs, or with more MPI processes\n",
+                    s->verb, threads ? "one GPU" : "one MPI process");
+        return threads && s->inv.device_count == 1 ? PL_EXIT_NO_GPU : PL_EXIT_USAGE;
+    }
     pl_provenance_collect(&s->prov, argc, argv, &s->inv);
     s->outcome.on_message = on_message;
     s->outcome.user = s;
@@ -84,43 +104,4 @@ void pl_comm_session_free(pl_comm_session *s)
     pl_comm_result_free(&s->result);
     pl_provenance_free(&s->prov);
     pl_gpu_inventory_free(&s->inv);
-}
-
-int pl_comm_write_output(const char *dir, const char *name, const char *text, char *err, size_t errlen)
-{
-    if (pl_mkdir_p(dir, err, errlen) != 0)
-        return -1;
-    char *path = pl_path_join(dir, name);
-    int rc = pl_write_file_atomic(path, text, strlen(text), err, errlen);
-    free(path);
-    return rc;
-}
-
-int pl_comm_verb_options(const char *verb, const pl_option *opts, int argc, char **argv, const int *help,
-                         void (*usage)(const pl_option *opts), pl_strlist *positional)
-{
-    char err[512];
-    const int root = pl_comm_env_is_root();
-    if (pl_options_parse(verb, opts, argc, argv, positional, err, sizeof err) != 0)
-        return root ? pl_usage_error(verb, err) : PL_EXIT_USAGE;
-    if (*help) {
-        if (root)
-            usage(opts);
-        return PL_EXIT_OK;
-    }
-    return -1;
-}
-
-int pl_comm_verb_run(const char *verb, int quiet, pl_comm_job *job, pl_comm_finish_fn finish, void *user)
-{
-    pl_comm_session s;
-    memset(&s, 0, sizeof s);
-    s.verb = verb;
-    s.quiet = quiet;
-    int code = pl_comm_session_run(&s, job, pl_cli_argc, pl_cli_argv);
-    if (code < 0)
-        code = s.outcome.is_root ? finish(user, job, &s) : PL_EXIT_OK;
-    code = pl_comm_launcher_get()->agree_exit(code);
-    pl_comm_session_free(&s);
-    return code;
 }

@@ -28,18 +28,4 @@ void pl_comm_session_free(pl_comm_session *s);
  * environment: OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID), always otherwise. */
 int pl_comm_env_is_root(void);
 
-/* A fabric verb's command line: parse it; on --help print usage, on an error the one-line message (the root process
- * only, under MPI). Returns -1 to go on, else the exit code to return. */
-struct pl_option;
-struct pl_strlist;
-int pl_comm_verb_options(const char *verb, const struct pl_option *opts, int argc, char **argv, const int *help,
-                         void (*usage)(const struct pl_option *opts), struct pl_strlist *positional);
-
-/* Run a verb's job and, on the root, its finish (the report; returns the exit code); every process returns the
- * root's code. */
-typedef int (*pl_comm_finish_fn)(void *user, pl_comm_job *job, pl_comm_session *s);
-int pl_comm_verb_run(const char *verb, int quiet, pl_comm_job *job, pl_comm_finish_fn finish, void *user);
-
-/* Write text into dir/name atomically (dir created first). */
-int pl_comm_write_output(const char *dir, const char *name, const char *text, char *err, size_t errlen);
 #endif

@@ -2,8 +2,12 @@
  * every GPU of the machine, driven from one thread (one NCCL group around every rank's sends and receives).
  * The baseline does what a naive framework does each step: allocate device buffers, stage the tokens from host
  * memory, exchange, copy the result back to the host, free. The optimized variants keep persistent device
- * buffers; one of them also registers them with NCCL (ncclMemAlloc + ncclCommRegister). The sweep over sizes and
- * skews with SLOs is `perflab moe-readiness`. */
+ * buffers; one of them also registers them with NCCL (ncclMemAlloc + ncclCommRegister).
+ *
+ * Given sizes, skews or service-level objectives (--message-sizes, --skews, --max-p99-ms, --min-bw-gbps), the
+ * target first sweeps the persistent exchange over every size x skew (labs/common/moe_sweep.c) and judges each
+ * point against the objectives: a miss makes the target `slo_missed` (exit code 1), as `perflab moe-readiness`
+ * does for its own sweep. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +15,7 @@
 
 #include "comm/moe.h"
 #include "comm/rank.h"
+#include "common/moe_sweep.h"
 #include "labs.h"
 #include "perflab/perflab.h"
 
@@ -65,11 +70,22 @@ static const pl_param_def moe_params[] = {
     {.name = "gpus",
      .type = PL_PARAM_INT,
      .default_value = "0",
-     .help = "GPUs 0..n-1 (0 = all)",
+     .help = "GPUs 0..n-1 (0 = all; an all-to-all needs 2 or more)",
      .min = 0,
      .max = 1024},
+    PL_MOE_SWEEP_PARAMS,
     {.name = NULL},
 };
+
+/* An all-to-all of one rank moves nothing between GPUs: refused, not measured. */
+static int moe_check_params(const pl_params *p, char *err, size_t errlen)
+{
+    if (pl_param_int(p, "gpus") == 1) {
+        snprintf(err, errlen, "--gpus 1: an all-to-all needs 2 or more GPUs (pass --gpus 0 for all of them)");
+        return -1;
+    }
+    return pl_moe_sweep_check_params(p, err, errlen);
+}
 
 static void moe_counters(const pl_params *p, pl_counters *c)
 {
@@ -182,6 +198,22 @@ static int moe_setup(pl_ctx *ctx, const pl_params *p, void **state)
     cudaSetDevice(s->home);
     if (rc == 0 && cudaEventCreateWithFlags(&s->fork, cudaEventDisableTiming) != cudaSuccess)
         rc = pl_fail(ctx, "cudaEventCreate failed");
+    if (rc == 0 && pl_moe_sweep_wanted(p)) {
+        pl_moe_sweep_ranks ranks = {.n = n, .home = s->home, .dtype = s->dtype, .type = s->type};
+        ncclComm_t *cs = calloc((size_t)n, sizeof *cs);
+        cudaStream_t *ss = calloc((size_t)n, sizeof *ss);
+        rc = cs && ss ? 0 : pl_fail(ctx, "out of host memory");
+        for (int i = 0; rc == 0 && i < n; i++) {
+            cs[i] = s->r[i].comm;
+            ss[i] = s->r[i].stream;
+        }
+        ranks.comms = cs;
+        ranks.streams = ss;
+        if (rc == 0)
+            rc = pl_moe_sweep_run(ctx, p, &ranks);
+        free(cs);
+        free(ss);
+    }
     if (rc != 0) {
         release(s);
         return -1;
@@ -358,11 +390,13 @@ static const pl_variant moe_variants[] = {
 const pl_target pl_target_fullstack_moe_readiness = {
     .group = "fullstack",
     .name = "moe_readiness",
-    .summary = "skewed MoE all-to-all over every GPU: staged and re-allocated vs persistent vs NCCL-registered",
+    .summary = "skewed MoE all-to-all over every GPU: staged and re-allocated vs persistent vs NCCL-registered; "
+               "optionally a size x skew sweep gated by p99 and bandwidth SLOs",
     .req = {.needs_gpu = 1, .min_gpus = 2},
     .params = moe_params,
     .variants = moe_variants,
     .counters = moe_counters,
+    .check_params = moe_check_params,
     .setup = moe_setup,
     .poison = moe_poison,
     .check = moe_check,

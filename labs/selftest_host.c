@@ -213,3 +213,61 @@ static const pl_variant noisy_variants[] = {
 };
 HOST_TARGET(pl_target_selftest_noisy, "noisy", "a variant with heavy-tailed noise: statistics and stopping rules",
             noisy_variants);
+
+/* ---- selftest:gate ---- */
+
+/* The sleep self-test judged against an objective it is given: a target-level gate (pl_gate) beyond
+ * verification, as an SLO sweep reports it. Met when --ms is within --objective-ms. */
+static const pl_param_def gate_params[] = {
+    {.name = "ms", .type = PL_PARAM_FLOAT, .default_value = "2", .help = "how long a run sleeps", .min = 0.01,
+     .max = 10000},
+    {.name = "n", .type = PL_PARAM_INT, .default_value = "1024", .help = "elements of the checked output", .min = 1,
+     .max = 1 << 24},
+    {.name = "objective-ms",
+     .type = PL_PARAM_FLOAT,
+     .default_value = "1000",
+     .help = "the objective: the gate is missed when --ms exceeds it",
+     .min = 0.01,
+     .max = 1e6},
+    {.name = NULL},
+};
+
+typedef struct gate_state {
+    host_state host; /* first: the shared run and check functions take it */
+    double objective_ms;
+} gate_state;
+
+static int gate_setup(pl_ctx *ctx, const pl_params *p, void **out)
+{
+    void *host;
+    PL_TRY(host_setup(ctx, p, &host));
+    gate_state *s = pl_host_alloc(ctx, sizeof *s);
+    if (!s)
+        return -1;
+    s->host = *(host_state *)host;
+    s->objective_ms = pl_param_float(p, "objective-ms");
+    *out = s;
+    return 0;
+}
+
+static void gate_teardown(pl_ctx *ctx, void *state)
+{
+    gate_state *s = state;
+    pl_gate(ctx, s->host.ms <= s->objective_ms, "a sleep of %g ms against an objective of %g ms", s->host.ms,
+            s->objective_ms);
+}
+
+const pl_target pl_target_selftest_gate = {
+    .group = "selftest",
+    .name = "gate",
+    .summary = "the sleep self-test judged against an objective: a missed gate is a failure (slo_missed)",
+    .req = {.needs_gpu = 0},
+    .params = gate_params,
+    .variants = sleep_variants,
+    .flags = PL_TARGET_SELFTEST,
+    .counters = host_counters,
+    .setup = gate_setup,
+    .poison = host_poison,
+    .check = host_check,
+    .teardown = gate_teardown,
+};

@@ -38,11 +38,17 @@ typedef struct pl_ctx {
     uint64_t seed;                /* --seed; derive per-buffer seeds from it */
     char error[512];              /* the failure a target reports through pl_fail */
     pl_alloc_node *allocs;        /* harness-owned list of tracked allocations */
+    /* A target-level verdict beyond verification (a service-level objective), set with pl_gate. */
+    int gate_set, gate_met;
+    char gate[512];
 } pl_ctx;
 
 /* Record a failure message and return -1, so that `return pl_fail(ctx, "...")` reads naturally. */
 int pl_fail(pl_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int pl_fail_cuda(pl_ctx *ctx, cudaError_t err, const char *what, const char *file, int line);
+/* Judge the whole target against an objective it was given (e.g. an all-to-all sweep's p99 and bandwidth SLOs):
+ * met or not, and one line saying what was found. A missed gate makes the target `slo_missed` (exit code 1). */
+void pl_gate(pl_ctx *ctx, int met, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Device and pinned-host allocations freed by the harness after the target's teardown. NULL on failure, with
  * the reason recorded in ctx->error. */

@@ -26,6 +26,7 @@ typedef enum pl_status {
     PL_STATUS_CUDA_ERROR,          /* a CUDA call failed */
     PL_STATUS_ERROR,               /* any other failure (setup, bad parameters, allocation) */
     PL_STATUS_NOT_RUN,             /* a variant after the one that crashed or hung */
+    PL_STATUS_SLO_MISSED,          /* verified and timed, but it missed an objective it was given (pl_gate) */
     PL_STATUS_COUNT
 } pl_status;
 
@@ -89,6 +90,9 @@ typedef struct pl_target_result {
     size_t n_variants;
     double duration_s;
     char *log_file; /* relative to the run directory */
+    int has_gate;   /* the target judged itself against an objective (pl_gate) */
+    int gate_met;
+    char *gate_detail;
 } pl_target_result;
 
 typedef struct pl_gpu_record {

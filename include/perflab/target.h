@@ -83,6 +83,9 @@ typedef struct pl_target {
     int (*check)(pl_ctx *ctx, void *state, pl_verification *out);
     /* Free what pl_device_alloc did not track (after a successful setup only). May be NULL. */
     void (*teardown)(pl_ctx *ctx, void *state);
+    /* Optional: reject combinations of parameters that each pass their own bounds (e.g. heads % kv_heads), before
+     * any work: -1 with one line in err naming the problem and the fix (exit code 2). Runs in the parent. */
+    int (*check_params)(const pl_params *p, char *err, size_t errlen);
     /* Optional: judge the measured median of one variant (harness self-tests). Returns 0 to pass, else writes
      * why into msg. Runs in the parent, after the statistics. */
     int (*check_timing)(const pl_params *p, const pl_variant *v, double median_ms, char *msg, size_t msglen);

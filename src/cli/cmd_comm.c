@@ -7,7 +7,7 @@
 #include "cli/cli.h"
 #include "cli/fabric_options.h"
 #include "cli/options.h"
-#include "comm/report.h"
+#include "report/comm_report.h"
 #include "comm/session.h"
 #include "core/results_json.h"
 #include "core/util.h"
@@ -169,13 +169,10 @@ static int finish(void *user, pl_comm_job *job, pl_comm_session *s)
     }
     if (a->out_dir) {
         char err[512];
-        char *js = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        if (pl_comm_write_output(a->out_dir, "report.json", js, err, sizeof err) != 0 ||
-            pl_comm_write_output(a->out_dir, "summary.md", md.data ? md.data : "", err, sizeof err) != 0) {
+        if (pl_comm_report_write(a->out_dir, report, md.data, err, sizeof err) != 0) {
             fprintf(stderr, "perflab comm: %s\n", err);
             code = PL_EXIT_FAILED;
         }
-        free(js);
     }
     for (size_t i = 0; i < r->n_points; i++) {
         const pl_comm_point_result *p = &r->points[i];
@@ -223,7 +220,7 @@ int pl_cmd_comm(int argc, char **argv)
     pl_fabric_options_join(opts, own, sizeof own / sizeof own[0], &a.fab);
     pl_strlist pos = {0};
     char err[512];
-    int code = pl_comm_verb_options("comm", opts, argc, argv, &a.fab.help, usage, &pos);
+    int code = pl_fabric_verb_options("comm", opts, argc, argv, &a.fab.help, usage, &pos);
     if (code >= 0) {
         pl_strlist_free(&pos);
         return code;
@@ -246,7 +243,7 @@ int pl_cmd_comm(int argc, char **argv)
         pl_comm_job_free(&job);
         return pl_comm_env_is_root() ? pl_usage_error("comm", err) : PL_EXIT_USAGE;
     }
-    code = pl_comm_verb_run("comm", a.fab.quiet, &job, finish, &a);
+    code = pl_fabric_verb_run("comm", a.fab.quiet, &job, finish, &a);
     pl_comm_job_free(&job);
     return code;
 }

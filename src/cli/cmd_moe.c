@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 #include "cli/fabric_options.h"
 #include "cli/options.h"
-#include "comm/report.h"
+#include "report/comm_report.h"
 #include "comm/session.h"
 #include "core/provenance.h"
 #include "core/results_json.h"
@@ -69,17 +69,9 @@ static int build_job(const moe_args *a, pl_comm_job *job, char *err, size_t errl
 static int write_outputs(const char *dir, json_t *report, const char *md, const char *svg_lat, const char *svg_bw)
 {
     char err[512];
-    char *js = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    int rc = pl_comm_write_output(dir, "report.json", js, err, sizeof err);
-    if (rc == 0)
-        rc = pl_comm_write_output(dir, "heatmap_p99_latency.svg", svg_lat, err, sizeof err);
-    if (rc == 0)
-        rc = pl_comm_write_output(dir, "heatmap_bandwidth.svg", svg_bw, err, sizeof err);
-    if (rc == 0)
-        rc = pl_comm_write_output(dir, "summary.md", md, err, sizeof err);
+    int rc = pl_moe_report_write(dir, report, md, svg_lat, svg_bw, err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "perflab moe-readiness: %s\n", err);
-    free(js);
     return rc;
 }
 
@@ -152,7 +144,7 @@ int pl_cmd_moe(int argc, char **argv)
     pl_fabric_options_join(opts, own, sizeof own / sizeof own[0], &a.fab);
     pl_strlist pos = {0};
     char err[512];
-    int code = pl_comm_verb_options("moe-readiness", opts, argc, argv, &a.fab.help, usage, &pos);
+    int code = pl_fabric_verb_options("moe-readiness", opts, argc, argv, &a.fab.help, usage, &pos);
     if (code >= 0) {
         pl_strlist_free(&pos);
         return code;
@@ -185,7 +177,7 @@ int pl_cmd_moe(int argc, char **argv)
         return pl_comm_env_is_root() ? pl_usage_error("moe-readiness", err) : PL_EXIT_USAGE;
     }
     a.out_dir = out_dir;
-    code = pl_comm_verb_run("moe-readiness", a.fab.quiet, &job, finish, &a);
+    code = pl_fabric_verb_run("moe-readiness", a.fab.quiet, &job, finish, &a);
     pl_comm_job_free(&job);
     free(out_dir);
     return code;

@@ -17,7 +17,7 @@
 #include "core/results_json.h"
 #include "core/util.h"
 #include "core/ceilings.h"
-#include "hw/peak_report.h"
+#include "report/peak_report.h"
 
 typedef struct peak_progress {
     json_t *doc;
@@ -151,7 +151,7 @@ int pl_cmd_peak(int argc, char **argv)
     char *run_dir = pl_path_join(artifacts_dir, run_id), *peak_path = pl_path_join(run_dir, "peak.json");
     char *ceil_path = NULL;
     const char *key = json_string_value(json_object_get(json_object_get(doc, "gpu"), "hardware_key"));
-    if (pl_mkdir_p(run_dir, err, sizeof err) != 0 || pl_json_save_file(doc, peak_path, err, sizeof err) != 0 ||
+    if (pl_peak_report_write(run_dir, doc, err, sizeof err) != 0 ||
         (!interrupted && save_ceilings(doc, artifacts_dir, key, dev->name, &ceil_path, err, sizeof err) != 0)) {
         fprintf(stderr, "perflab peak: %s\n", err);
         if (rc == PL_EXIT_OK)

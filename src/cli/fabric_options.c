@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "cli/cli.h"
 #include "comm/session.h"
 #include "core/util.h"
 
@@ -46,4 +47,33 @@ int pl_fabric_args_apply(const pl_fabric_args *f, pl_comm_job *job, char *err, s
         return -1;
     job->reg = (pl_register_mode)reg;
     return pl_comm_nccl_env(f->nccl_env, 0, err, errlen);
+}
+
+int pl_fabric_verb_options(const char *verb, const pl_option *opts, int argc, char **argv, const int *help,
+                           void (*usage)(const pl_option *opts), pl_strlist *positional)
+{
+    char err[512];
+    const int root = pl_comm_env_is_root();
+    if (pl_options_parse(verb, opts, argc, argv, positional, err, sizeof err) != 0)
+        return root ? pl_usage_error(verb, err) : PL_EXIT_USAGE;
+    if (*help) {
+        if (root)
+            usage(opts);
+        return PL_EXIT_OK;
+    }
+    return -1;
+}
+
+int pl_fabric_verb_run(const char *verb, int quiet, pl_comm_job *job, pl_fabric_finish_fn finish, void *user)
+{
+    pl_comm_session s;
+    memset(&s, 0, sizeof s);
+    s.verb = verb;
+    s.quiet = quiet;
+    int code = pl_comm_session_run(&s, job, pl_cli_argc, pl_cli_argv);
+    if (code < 0)
+        code = s.outcome.is_root ? finish(user, job, &s) : PL_EXIT_OK;
+    code = pl_comm_launcher_get()->agree_exit(code);
+    pl_comm_session_free(&s);
+    return code;
 }

@@ -307,6 +307,11 @@ void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_se
     pl_sampler_stop(c.sampler);
     if (!c.host)
         cudaStreamDestroy(c.ctx.stream);
+    if (c.ctx.gate_set) {
+        json_t *gate = json_pack("{s:s, s:b, s:s}", "t", "gate", "met", c.ctx.gate_met, "detail", c.ctx.gate);
+        pl_child_send(fd, gate);
+        json_decref(gate);
+    }
     json_t *done = json_pack("{s:s}", "t", "done");
     pl_child_send(fd, done);
     json_decref(done);

@@ -22,6 +22,16 @@ int pl_fail(pl_ctx *ctx, const char *fmt, ...)
     return -1;
 }
 
+void pl_gate(pl_ctx *ctx, int met, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->gate, sizeof ctx->gate, fmt, ap);
+    va_end(ap);
+    ctx->gate_set = 1;
+    ctx->gate_met = met != 0;
+}
+
 int pl_fail_cuda(pl_ctx *ctx, cudaError_t err, const char *what, const char *file, int line)
 {
     const char *base = strrchr(file, '/');

@@ -19,6 +19,7 @@ const char *const pl_status_names[PL_STATUS_COUNT] = {
     [PL_STATUS_CUDA_ERROR] = "cuda_error",
     [PL_STATUS_ERROR] = "error",
     [PL_STATUS_NOT_RUN] = "not_run",
+    [PL_STATUS_SLO_MISSED] = "slo_missed",
 };
 
 const char *pl_status_name(pl_status s)
@@ -38,7 +39,8 @@ int pl_status_is_failure(pl_status s)
     case PL_STATUS_CRASHED:
     case PL_STATUS_TIMEOUT:
     case PL_STATUS_CUDA_ERROR:
-    case PL_STATUS_ERROR: return 1;
+    case PL_STATUS_ERROR:
+    case PL_STATUS_SLO_MISSED: return 1;
     default: return 0;
     }
 }

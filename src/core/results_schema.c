@@ -167,6 +167,12 @@ static void params_free(void *obj)
     free(t->params);
 }
 
+static const pl_jfield gate_fields[] = {
+    PL_JBOOL(pl_target_result, gate_met, "met"),
+    PL_JSTR(pl_target_result, gate_detail, "detail"),
+};
+static const pl_jtable gate_table = PL_JTABLE(gate_fields, NULL);
+
 static const pl_jfield target_fields[] = {
     {.key = "name", .kind = PL_J_STR, .offset = offsetof(pl_target_result, name), .flags = PL_JF_REQUIRED},
     PL_JSTR(pl_target_result, summary, "summary"),
@@ -177,6 +183,12 @@ static const pl_jfield target_fields[] = {
     PL_JARRAY(pl_target_result, variants, n_variants, "variants", pl_variant_result, &variant_table),
     PL_JREAL(pl_target_result, duration_s, "duration_s"),
     PL_JSTR(pl_target_result, log_file, "log"),
+    {.key = "gate",
+     .kind = PL_J_OBJECT,
+     .offset = 0,
+     .flags = PL_JF_PRESENCE,
+     .sub = &gate_table,
+     .present_offset = offsetof(pl_target_result, has_gate)},
 };
 static const pl_jtable target_table = PL_JTABLE(target_fields, NULL);
 

@@ -123,6 +123,12 @@ static void handle_message(json_t *m, pl_target_result *r, collected *col, const
         const char *reason = json_string_value(json_object_get(m, "reason"));
         r->reason = pl_strdup(reason ? reason : "failed");
         col->target_failed = 1;
+    } else if (strcmp(type, "gate") == 0) {
+        const char *detail = json_string_value(json_object_get(m, "detail"));
+        r->has_gate = 1;
+        r->gate_met = json_is_true(json_object_get(m, "met"));
+        free(r->gate_detail);
+        r->gate_detail = pl_strdup(detail ? detail : "");
     } else if (strcmp(type, "done") == 0) {
         col->done = 1;
     }
@@ -239,6 +245,11 @@ int pl_runner_run(const pl_runner_input *in, pl_run *run)
             pl_status rolled = pl_target_result_rollup(r);
             if (!pl_status_is_failure(r->status))
                 r->status = rolled;
+            if (r->has_gate && !r->gate_met && !pl_status_is_failure(r->status)) {
+                r->status = PL_STATUS_SLO_MISSED;
+                free(r->reason);
+                r->reason = pl_strdup(r->gate_detail);
+            }
         }
         if (in->hooks.on_target_done)
             in->hooks.on_target_done(in->hooks.user, i, in->n_targets, r);

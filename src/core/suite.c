@@ -86,6 +86,12 @@ static int select_and_parse(suite *s, char *err, size_t errlen)
         char full[256];
         rc = pl_params_init(&s->params[i], s->sel[i]->params, pl_target_full_name(s->sel[i], full, sizeof full),
                             per_target[i], req->settings.small, err, errlen);
+        if (rc == 0 && s->sel[i]->check_params) {
+            char sub[768];
+            rc = s->sel[i]->check_params(&s->params[i], sub, sizeof sub);
+            if (rc != 0)
+                pl_snprintf(err, errlen, "%s: %s", full, sub);
+        }
     }
     for (size_t i = 0; i < s->n; i++)
         free(per_target[i]);

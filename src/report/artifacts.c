@@ -6,6 +6,7 @@
 
 #include "core/results_json.h"
 #include "core/util.h"
+#include "report/files.h"
 #include "report/run_report.h"
 
 int pl_artifacts_prepare(pl_run *run, const char *artifacts_dir, char *err, size_t errlen)
@@ -39,23 +40,17 @@ int pl_artifacts_prepare(pl_run *run, const char *artifacts_dir, char *err, size
     return 0;
 }
 
-static int write_text(const char *dir, const char *name, char *text, char *err, size_t errlen)
-{
-    char *path = pl_path_join(dir, name);
-    int rc = pl_write_file_atomic(path, text ? text : "", text ? strlen(text) : 0, err, errlen);
-    free(path);
-    free(text);
-    return rc;
-}
-
 int pl_artifacts_write(const pl_run *run, char *err, size_t errlen)
 {
-    char *path = pl_path_join(run->run_dir, "run.json");
-    int rc = pl_run_save(run, path, err, errlen);
-    free(path);
-    if (rc == 0)
-        rc = write_text(run->run_dir, "summary.md", pl_run_summary_markdown(run), err, errlen);
-    if (rc == 0)
-        rc = write_text(run->run_dir, "results.csv", pl_run_results_csv(run), err, errlen);
+    pl_report_file files[] = {
+        {.name = "run.json", .json = pl_run_to_json(run)},
+        {.name = "summary.md", .text = pl_run_summary_markdown(run)},
+        {.name = "results.csv", .text = pl_run_results_csv(run)},
+    };
+    int rc = pl_report_write_files(run->run_dir, files, 3, err, errlen);
+    for (size_t i = 0; i < 3; i++) {
+        json_decref(files[i].json);
+        free(files[i].text);
+    }
     return rc;
 }

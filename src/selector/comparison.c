@@ -167,7 +167,7 @@ pl_gemm_cell *pl_gemm_cell_at(pl_gemm_comparison *c, size_t shape, size_t provid
     return &c->cells[shape * c->n_providers + provider];
 }
 
-static const pl_gemm_cell *cell_at(const pl_gemm_comparison *c, size_t shape, size_t provider)
+const pl_gemm_cell *pl_gemm_cell_get(const pl_gemm_comparison *c, size_t shape, size_t provider)
 {
     return &c->cells[shape * c->n_providers + provider];
 }
@@ -243,13 +243,13 @@ void pl_gemm_comparison_leaders(const pl_gemm_comparison *c, size_t shape, int *
 {
     *winner = *best_cublas = -1;
     for (size_t p = 0; p < c->n_providers; p++) {
-        const pl_gemm_cell *cell = cell_at(c, shape, p);
+        const pl_gemm_cell *cell = pl_gemm_cell_get(c, shape, p);
         if (cell->status != PL_GEMM_OK)
             continue;
-        if (*winner < 0 || cell->best.tflops > cell_at(c, shape, (size_t)*winner)->best.tflops)
+        if (*winner < 0 || cell->best.tflops > pl_gemm_cell_get(c, shape, (size_t)*winner)->best.tflops)
             *winner = (int)p;
         if (pl_gemm_provider_is_cublas(&c->providers[p]) &&
-            (*best_cublas < 0 || cell->best.tflops > cell_at(c, shape, (size_t)*best_cublas)->best.tflops))
+            (*best_cublas < 0 || cell->best.tflops > pl_gemm_cell_get(c, shape, (size_t)*best_cublas)->best.tflops))
             *best_cublas = (int)p;
     }
 }
@@ -259,7 +259,7 @@ size_t pl_gemm_comparison_missing(const pl_gemm_comparison *c, pl_buf *out)
     size_t count = 0;
     for (size_t s = 0; s < c->n_shapes; s++)
         for (size_t p = 0; p < c->n_providers; p++) {
-            const pl_gemm_cell *cell = cell_at(c, s, p);
+            const pl_gemm_cell *cell = pl_gemm_cell_get(c, s, p);
             if (cell->status == PL_GEMM_OK)
                 continue;
             count++;
@@ -273,181 +273,4 @@ size_t pl_gemm_comparison_missing(const pl_gemm_comparison *c, pl_buf *out)
 int pl_gemm_comparison_exit_code(const pl_gemm_comparison *c)
 {
     return pl_gemm_comparison_missing(c, NULL) > 0 ? 1 : 0;
-}
-
-static const char *cell_text(const pl_gemm_cell *cell, char *buf, size_t len)
-{
-    switch (cell->status) {
-    case PL_GEMM_OK: pl_snprintf(buf, len, "%.1f", cell->best.tflops); return buf;
-    case PL_GEMM_UNSUPPORTED: return "n/a";
-    case PL_GEMM_FAILED: return "failed";
-    default: return "missing";
-    }
-}
-
-/* TFLOP/s of provider p over the best cuBLAS/cuBLASLt TFLOP/s for a shape; NaN when either is absent. */
-static double ratio_to_cublas(const pl_gemm_comparison *c, size_t s, int p, int best_cublas)
-{
-    if (p < 0 || best_cublas < 0 || cell_at(c, s, (size_t)p)->status != PL_GEMM_OK)
-        return NAN;
-    return cell_at(c, s, (size_t)p)->best.tflops / cell_at(c, s, (size_t)best_cublas)->best.tflops;
-}
-
-pl_table *pl_gemm_comparison_table(const pl_gemm_comparison *c)
-{
-    size_t others = 0;
-    for (size_t p = 0; p < c->n_providers; p++)
-        others += !pl_gemm_provider_is_cublas(&c->providers[p]);
-    const size_t ncols = 4 + c->n_providers + 2 + others;
-    char **spec = pl_xcalloc(ncols, sizeof *spec);
-    size_t col = 0;
-    spec[col++] = pl_strdup("shape");
-    spec[col++] = pl_strdup(">M");
-    spec[col++] = pl_strdup(">N");
-    spec[col++] = pl_strdup(">K");
-    for (size_t p = 0; p < c->n_providers; p++)
-        spec[col++] = pl_strfmt(">%s", c->providers[p].label);
-    spec[col++] = pl_strdup("winner");
-    spec[col++] = pl_strdup(">winner/cuBLAS");
-    for (size_t p = 0; p < c->n_providers; p++)
-        if (!pl_gemm_provider_is_cublas(&c->providers[p]))
-            spec[col++] = pl_strfmt(">%s/cuBLAS", c->providers[p].label);
-    pl_table *t = pl_table_new(ncols, (const char *const *)spec);
-    for (size_t i = 0; i < ncols; i++)
-        free(spec[i]);
-    free(spec);
-
-    double *log_sum = pl_xcalloc(others + 1, sizeof *log_sum);
-    int *count = pl_xcalloc(others + 1, sizeof *count);
-    char buf[64];
-    for (size_t s = 0; s < c->n_shapes; s++) {
-        const pl_gemm_shape *sh = &c->shapes[s];
-        size_t row = pl_table_row(t);
-        col = 0;
-        pl_table_set(t, row, col++, "%s", sh->name);
-        pl_table_set(t, row, col++, "%lld", sh->m);
-        pl_table_set(t, row, col++, "%lld", sh->n);
-        pl_table_set(t, row, col++, "%lld", sh->k);
-        for (size_t p = 0; p < c->n_providers; p++)
-            pl_table_set(t, row, col++, "%s", cell_text(cell_at(c, s, p), buf, sizeof buf));
-        int winner, best_cublas;
-        pl_gemm_comparison_leaders(c, s, &winner, &best_cublas);
-        pl_table_set(t, row, col++, "%s", winner >= 0 ? c->providers[winner].label : "-");
-        double w = ratio_to_cublas(c, s, winner, best_cublas);
-        pl_table_set(t, row, col++, isnan(w) ? "-" : "%.3f", w);
-        size_t o = 0;
-        for (size_t p = 0; p < c->n_providers; p++) {
-            if (pl_gemm_provider_is_cublas(&c->providers[p]))
-                continue;
-            double r = ratio_to_cublas(c, s, (int)p, best_cublas);
-            pl_table_set(t, row, col++, isnan(r) ? "-" : "%.3f", r);
-            if (!isnan(r)) {
-                log_sum[o] += log(r);
-                count[o]++;
-            }
-            o++;
-        }
-    }
-    if (others > 0 && c->n_shapes > 1) {
-        size_t row = pl_table_row(t);
-        pl_table_set(t, row, 0, "geometric mean");
-        for (size_t o = 0; o < others; o++)
-            pl_table_set(t, row, 4 + c->n_providers + 2 + o, count[o] ? "%.3f" : "-",
-                         count[o] ? exp(log_sum[o] / count[o]) : 0.0);
-    }
-    free(log_sum);
-    free(count);
-    return t;
-}
-
-static json_t *cell_json(const pl_gemm_cell *cell)
-{
-    json_t *j = json_object();
-    json_object_set_new(j, "status", json_string(pl_gemm_status_name(cell->status)));
-    if (cell->status == PL_GEMM_OK) {
-        json_object_set_new(j, "tflops", pl_json_real(cell->best.tflops));
-        json_object_set_new(j, "median_ms", pl_json_real(cell->best.median_ms));
-        json_object_set_new(j, "noise", pl_json_real(cell->best.noise));
-        json_object_set_new(j, "kernel", json_string(cell->best.kernel ? cell->best.kernel : ""));
-        json_object_set_new(j, "record", pl_gemm_record_to_json(&cell->best));
-    } else {
-        json_object_set_new(j, "reason", json_string(cell->reason ? cell->reason : ""));
-    }
-    return j;
-}
-
-json_t *pl_gemm_comparison_to_json(const pl_gemm_comparison *c, json_t *about)
-{
-    json_t *j = json_object();
-    json_object_set_new(j, "schema", json_string(PL_GEMM_COMPARISON_SCHEMA));
-    if (about)
-        json_object_update(j, about);
-    json_object_set_new(j, "dtype", json_string(c->dtype));
-    json_object_set_new(j, "layout", json_string(c->layout));
-    json_t *provs = json_array();
-    for (size_t p = 0; p < c->n_providers; p++)
-        json_array_append_new(provs, json_string(c->providers[p].label));
-    json_object_set_new(j, "providers", provs);
-    json_t *shapes = json_array();
-    for (size_t s = 0; s < c->n_shapes; s++) {
-        const pl_gemm_shape *sh = &c->shapes[s];
-        json_t *results = json_object();
-        for (size_t p = 0; p < c->n_providers; p++)
-            json_object_set_new(results, c->providers[p].label, cell_json(cell_at(c, s, p)));
-        int winner, best_cublas;
-        pl_gemm_comparison_leaders(c, s, &winner, &best_cublas);
-        double w = ratio_to_cublas(c, s, winner, best_cublas);
-        json_array_append_new(
-            shapes, json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "shape", sh->name, "m", (json_int_t)sh->m,
-                              "n", (json_int_t)sh->n, "k", (json_int_t)sh->k, "results", results, "winner",
-                              winner >= 0 ? json_string(c->providers[winner].label) : json_null(), "best_cublas",
-                              best_cublas >= 0 ? json_string(c->providers[best_cublas].label) : json_null(),
-                              "winner_speedup_vs_best_cublas", pl_json_real(w)));
-    }
-    json_object_set_new(j, "shapes", shapes);
-    json_t *geo = json_object();
-    for (size_t p = 0; p < c->n_providers; p++) {
-        double ls = 0;
-        int n = 0;
-        for (size_t s = 0; s < c->n_shapes; s++) {
-            int winner, best_cublas;
-            pl_gemm_comparison_leaders(c, s, &winner, &best_cublas);
-            double r = ratio_to_cublas(c, s, (int)p, best_cublas);
-            if (!isnan(r)) {
-                ls += log(r);
-                n++;
-            }
-        }
-        json_object_set_new(geo, c->providers[p].label, n ? pl_json_real(exp(ls / n)) : json_null());
-    }
-    json_object_set_new(j, "geomean_vs_best_cublas", geo);
-    json_t *missing = json_array();
-    for (size_t s = 0; s < c->n_shapes; s++)
-        for (size_t p = 0; p < c->n_providers; p++) {
-            const pl_gemm_cell *cell = cell_at(c, s, p);
-            if (cell->status != PL_GEMM_OK)
-                json_array_append_new(missing,
-                                      json_pack("{s:s, s:s, s:s, s:s}", "shape", c->shapes[s].name, "provider",
-                                                c->providers[p].label, "status", pl_gemm_status_name(cell->status),
-                                                "reason", cell->reason ? cell->reason : ""));
-        }
-    json_object_set_new(j, "missing", missing);
-    json_object_set_new(j, "exit_code", json_integer(pl_gemm_comparison_exit_code(c)));
-    return j;
-}
-
-json_t *pl_gemm_comparison_provider_json(const pl_gemm_comparison *c, size_t provider)
-{
-    pl_gemm_record_list all = {0};
-    for (size_t s = 0; s < c->n_shapes; s++) {
-        const pl_gemm_cell *cell = cell_at(c, s, provider);
-        for (size_t i = 0; i < cell->candidates.n; i++) {
-            pl_gemm_record r;
-            pl_gemm_record_copy(&r, &cell->candidates.items[i]);
-            pl_gemm_record_list_push(&all, &r);
-        }
-    }
-    json_t *j = pl_gemm_records_to_json(c->providers[provider].label, &all);
-    pl_gemm_record_list_free(&all);
-    return j;
 }

@@ -60,6 +60,7 @@ void pl_gemm_comparison_init(pl_gemm_comparison *c, const pl_gemm_shape *shapes,
                              const char *layout);
 void pl_gemm_comparison_free(pl_gemm_comparison *c);
 pl_gemm_cell *pl_gemm_cell_at(pl_gemm_comparison *c, size_t shape, size_t provider);
+const pl_gemm_cell *pl_gemm_cell_get(const pl_gemm_comparison *c, size_t shape, size_t provider);
 /* Set a cell from the records tried for it: the fastest verified ok one is the best; without one the cell is
  * `fallback` (failed or unsupported) with `reason` (or the first candidate's reason). Takes the records. */
 void pl_gemm_cell_settle(pl_gemm_cell *cell, pl_gemm_record_list *tried, pl_gemm_status fallback, const char *reason);
@@ -73,10 +74,5 @@ void pl_gemm_comparison_leaders(const pl_gemm_comparison *c, size_t shape, int *
 size_t pl_gemm_comparison_missing(const pl_gemm_comparison *c, pl_buf *out);
 int pl_gemm_comparison_exit_code(const pl_gemm_comparison *c);
 
-pl_table *pl_gemm_comparison_table(const pl_gemm_comparison *c);
-/* comparison.json; `about` (provenance, settings) is merged in when given. */
-json_t *pl_gemm_comparison_to_json(const pl_gemm_comparison *c, json_t *about);
-/* A provider's file: every record tried for it over all shapes. */
-json_t *pl_gemm_comparison_provider_json(const pl_gemm_comparison *c, size_t provider);
 
 #endif

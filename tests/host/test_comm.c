@@ -8,11 +8,11 @@
 #include "comm/coll.h"
 #include "comm/job.h"
 #include "comm/kernels.h"
-#include "comm/report.h"
+#include "report/comm_report.h"
 #include "comm/result.h"
 #include "comm/skew.h"
 #include "comm/slo.h"
-#include "comm/svg.h"
+#include "report/svg.h"
 #include "core/util.h"
 #include "testutil.h"
 

@@ -9,6 +9,7 @@
 
 #include "core/results_json.h"
 #include "core/util.h"
+#include "report/gemm_report.h"
 #include "selector/comparison.h"
 #include "selector/cutlass.h"
 #include "selector/records.h"

@@ -12,7 +12,7 @@
 #include "core/capabilities.h"
 #include "core/ceilings.h"
 #include "hw/datasheet.h"
-#include "hw/peak_report.h"
+#include "report/peak_report.h"
 #include "report/run_report.h"
 #include "testutil.h"
 

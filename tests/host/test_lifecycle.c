@@ -182,6 +182,35 @@ START_TEST(a_finished_run_is_complete)
 }
 END_TEST
 
+START_TEST(a_missed_gate_is_a_failure_with_its_reason)
+{
+    pl_run run;
+    pl_cmd_result r;
+    ck_assert_int_eq(pl_test_run_and_load("gate-met", "run --targets selftest:gate --iterations 3", &run, &r), 0);
+    const pl_target_result *t = pl_run_find_target(&run, "selftest:gate");
+    ck_assert(t->has_gate && t->gate_met);
+    ck_assert_int_eq(t->status, PL_STATUS_OK);
+    pl_cmd_result_free(&r);
+    pl_run_free(&run);
+
+    ck_assert_int_eq(pl_test_run_and_load("gate-missed",
+                                          "run --targets selftest:gate --iterations 3 "
+                                          "--target-extra-arg 'selftest:gate=--ms 2 --objective-ms 1'",
+                                          &run, &r),
+                     1);
+    t = pl_run_find_target(&run, "selftest:gate");
+    ck_assert(t->has_gate && !t->gate_met);
+    ck_assert_int_eq(t->status, PL_STATUS_SLO_MISSED);
+    ck_assert_ptr_nonnull(strstr(t->reason, "objective of 1 ms"));
+    ck_assert_msg(strstr(r.out, "selftest:gate: slo_missed: a sleep of 2 ms"), "%s", r.out);
+    /* the variants themselves were verified and timed */
+    ck_assert_int_eq(t->variants[0].status, PL_STATUS_OK);
+    ck_assert_int_eq((int)t->variants[0].n_samples, 3);
+    pl_cmd_result_free(&r);
+    pl_run_free(&run);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("lifecycle");
@@ -189,6 +218,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, kill_9_keeps_finished_targets_and_leaves_no_process);
     tcase_add_test(tc, a_finished_run_is_complete);
+    tcase_add_test(tc, a_missed_gate_is_a_failure_with_its_reason);
     suite_add_tcase(s, tc);
     return pl_run_suite(s);
 }

@@ -61,4 +61,10 @@ json_t *pl_comm_common_json(const pl_comm_job *job, const pl_comm_result *r, con
                             const char *kind);
 json_t *pl_comm_point_base_json(const pl_comm_point_result *p);
 
+/* report.json and summary.md (perflab comm), each atomically, into dir (created first). */
+int pl_comm_report_write(const char *dir, json_t *report, const char *markdown, char *err, size_t errlen);
+/* report.json, the two heatmaps and summary.md (perflab moe-readiness). */
+int pl_moe_report_write(const char *dir, json_t *report, const char *markdown, const char *svg_latency,
+                        const char *svg_bandwidth, char *err, size_t errlen);
+
 #endif

@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/report.h"
-#include "comm/svg.h"
+#include "report/comm_report.h"
+#include "report/files.h"
+#include "report/svg.h"
 #include "core/results_json.h"
 #include "report/table.h"
 
@@ -221,4 +222,16 @@ char *pl_moe_heatmap_svg(const pl_comm_job *job, const pl_comm_result *r, const 
     free(values);
     free(flagged);
     return svg;
+}
+
+int pl_moe_report_write(const char *dir, json_t *report, const char *markdown, const char *svg_latency,
+                        const char *svg_bandwidth, char *err, size_t errlen)
+{
+    pl_report_file files[] = {
+        {.name = "report.json", .json = report},
+        {.name = "heatmap_p99_latency.svg", .text = (char *)svg_latency},
+        {.name = "heatmap_bandwidth.svg", .text = (char *)svg_bandwidth},
+        {.name = "summary.md", .text = (char *)(markdown ? markdown : "")},
+    };
+    return pl_report_write_files(dir, files, 4, err, errlen);
 }

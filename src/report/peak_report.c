@@ -1,4 +1,6 @@
-#include "hw/peak_report.h"
+#include "report/peak_report.h"
+
+#include "report/files.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -357,4 +359,28 @@ void pl_peak_print(json_t *doc, FILE *out)
     if (json_is_object(sheet))
         fprintf(out, "datasheet: %s (%s)\n", json_string_value(json_object_get(sheet, "source")),
                 json_string_value(json_object_get(sheet, "note")));
+}
+
+int pl_peak_report_write(const char *run_dir, json_t *doc, char *err, size_t errlen)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem) {
+        pl_snprintf(err, errlen, "out of memory writing the peak summary");
+        return -1;
+    }
+    pl_peak_print(doc, mem);
+    fclose(mem);
+    char *md = pl_strfmt("# perflab peak %s\n\nMeasured ceilings (peak.json has every figure and how it was "
+                         "measured).\n\n```\n%s```\n",
+                         json_string_value(json_object_get(doc, "run_id")), text ? text : "");
+    free(text);
+    pl_report_file files[] = {
+        {.name = "peak.json", .json = doc},
+        {.name = "summary.md", .text = md},
+    };
+    int rc = pl_report_write_files(run_dir, files, 2, err, errlen);
+    free(md);
+    return rc;
 }

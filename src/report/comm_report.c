@@ -1,5 +1,7 @@
 /* report.json and the tables of `perflab comm`, and what both fabric reports share. */
-#include "comm/report.h"
+#include "report/comm_report.h"
+
+#include "report/files.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -217,4 +219,13 @@ void pl_comm_report_tables(const pl_comm_job *job, const pl_comm_result *r, pl_b
             pl_table_free(t);
         }
     }
+}
+
+int pl_comm_report_write(const char *dir, json_t *report, const char *markdown, char *err, size_t errlen)
+{
+    pl_report_file files[] = {
+        {.name = "report.json", .json = report},
+        {.name = "summary.md", .text = (char *)(markdown ? markdown : "")},
+    };
+    return pl_report_write_files(dir, files, 2, err, errlen);
 }

@@ -28,4 +28,7 @@ void pl_peak_print(json_t *doc, FILE *out);
 /* Overwrite the ceilings this run measured (ok figures only): a partial run keeps the others as stored. */
 void pl_peak_fill_ceilings(json_t *doc, pl_ceilings *c);
 
+/* peak.json and summary.md into run_dir (created first), each atomically. */
+int pl_peak_report_write(const char *run_dir, json_t *doc, char *err, size_t errlen);
+
 #endif

@@ -1,4 +1,4 @@
-#include "comm/svg.h"
+#include "report/svg.h"
 
 #include <math.h>
 #include <stdlib.h>
