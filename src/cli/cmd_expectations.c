@@ -189,9 +189,12 @@ static int load_run_and_file(const char *verb, const exp_args *a, const pl_strli
         return pl_usage_error(verb, "needs one run: an artifacts/<run_id> folder");
     if (pl_run_load(pos->items[0], run, err, sizeof err) != 0)
         return pl_usage_error(verb, err);
-    if (a->key) {
+    /* --key, else PERFLAB_EXPECTATION_KEY, else the key the run was measured under */
+    const char *env = getenv("PERFLAB_EXPECTATION_KEY");
+    const char *key = a->key ? a->key : env && *env ? env : NULL;
+    if (key) {
         free(run->prov.hardware_key);
-        run->prov.hardware_key = pl_strdup(a->key);
+        run->prov.hardware_key = pl_strdup(key);
     }
     if (!run->prov.hardware_key || !*run->prov.hardware_key) {
         pl_run_free(run);

@@ -33,11 +33,15 @@ static const verb verbs[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: perflab <verb> [options]      (perflab <verb> --help for a verb's options)\n\n"
+    fprintf(out, "usage: perflab <verb> [options]      (perflab <verb> --help for a verb's options)\n"
+                 "       perflab --version | --help\n\n"
                  "A GPU performance-engineering lab: verified baseline/optimized pairs timed with sound\n"
                  "statistics, artifacts you can compare, and per-GPU expectations for CI.\n\nverbs:\n");
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         fprintf(out, "  %-14s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(out, "\noptions:\n"
+                 "  --version      the version and the git commit it was built from\n"
+                 "  -h, --help     this help\n");
     fprintf(out, "\nexit codes:\n"
                  "  0    success\n"
                  "  1    a target failed, failed verification, regressed or an SLO was missed\n"

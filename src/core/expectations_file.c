@@ -288,6 +288,12 @@ int pl_expectations_load(const char *path, const char *key, pl_expectations *out
         out->hardware_key = pl_strdup(key);
         return 1;
     }
+    if (pl_is_dir(path)) {
+        pl_snprintf(err, errlen,
+                    "%s is a directory, not an expectations file: move it away or pass another --expectations-dir",
+                    path);
+        return -1;
+    }
     json_t *root = pl_json_load_file(path, err, errlen);
     if (!root)
         return -1;

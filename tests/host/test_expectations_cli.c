@@ -113,6 +113,73 @@ START_TEST(malformed_files_are_named_with_position)
 }
 END_TEST
 
+/* The environment's key wins over the key the run was measured under, as the help says; --key over both. */
+START_TEST(the_environment_key_is_honoured)
+{
+    char *dir = pl_test_tmpdir("exp-env");
+    char *run = stored_run(dir); /* measured under testkey */
+    char *args = pl_strfmt("expectations update '%s' --expectations-dir '%s'", run, dir);
+    pl_cmd_result r = pl_run_perflab("PERFLAB_EXPECTATION_KEY=otherkey", args);
+    ck_assert_msg(r.exit_code == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "of otherkey"), "%s", r.out);
+    pl_cmd_result_free(&r);
+    char *other = pl_strfmt("%s/otherkey.json", dir), *test = pl_strfmt("%s/testkey.json", dir);
+    ck_assert(pl_path_exists(other) && !pl_path_exists(test));
+    free(args);
+    args = pl_strfmt("expectations compare '%s' --expectations-dir '%s'", run, dir);
+    r = pl_run_perflab("PERFLAB_EXPECTATION_KEY=otherkey", args);
+    ck_assert_msg(r.exit_code == 0 && strstr(r.out, "expectations otherkey"), "%s%s", r.out, r.err);
+    pl_cmd_result_free(&r);
+    free(args);
+    args = pl_strfmt("expectations update '%s' --key thirdkey --expectations-dir '%s'", run, dir);
+    r = pl_run_perflab("PERFLAB_EXPECTATION_KEY=otherkey", args);
+    ck_assert_msg(r.exit_code == 0 && strstr(r.out, "of thirdkey"), "%s%s", r.out, r.err);
+    pl_cmd_result_free(&r);
+    free(args);
+    free(other);
+    free(test);
+    free(run);
+    free(dir);
+}
+END_TEST
+
+/* An expectations "file" that is a directory is named as such; --update-expectations that cannot write exits 2 and
+ * says so, before any target runs. */
+START_TEST(unusable_expectations_are_refused_with_the_reason)
+{
+    char *dir = pl_test_tmpdir("exp-dir");
+    char *as_dir = pl_strfmt("%s/testkey.json", dir);
+    ck_assert_int_eq(pl_mkdir_p(as_dir, NULL, 0), 0);
+    char *args = pl_strfmt("run --quiet --targets selftest:sleep --iterations 3 --artifacts-dir '%s/art' "
+                           "--expectations-dir '%s'",
+                           dir, dir);
+    pl_cmd_result r = pl_run_perflab("PERFLAB_EXPECTATION_KEY=testkey", args);
+    ck_assert_int_eq(r.exit_code, 2);
+    ck_assert_msg(strstr(r.err, "is a directory, not an expectations file"), "%s", r.err);
+    pl_cmd_result_free(&r);
+    free(args);
+    /* a file where the expectations folder should be: --update-expectations is refused before the work */
+    char *file = pl_strfmt("%s/not-a-dir", dir);
+    FILE *f = fopen(file, "w");
+    fputs("x", f);
+    fclose(f);
+    args = pl_strfmt("run --quiet --targets selftest:sleep --iterations 3 --artifacts-dir '%s/art2' "
+                     "--expectations-dir '%s' --update-expectations",
+                     dir, file);
+    r = pl_run_perflab("PERFLAB_EXPECTATION_KEY=testkey", args);
+    ck_assert_int_eq(r.exit_code, 2);
+    ck_assert_msg(strstr(r.err, "not-a-dir") && strstr(r.err, "--expectations-dir"), "%s", r.err);
+    char *art2 = pl_strfmt("%s/art2", dir);
+    ck_assert_msg(!pl_path_exists(art2), "a refused run wrote %s", art2); /* nothing half-written */
+    pl_cmd_result_free(&r);
+    free(art2);
+    free(args);
+    free(file);
+    free(as_dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("expectations_cli");
@@ -120,6 +187,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, update_then_check_show_and_compare);
     tcase_add_test(tc, malformed_files_are_named_with_position);
+    tcase_add_test(tc, the_environment_key_is_honoured);
+    tcase_add_test(tc, unusable_expectations_are_refused_with_the_reason);
     suite_add_tcase(s, tc);
     return s;
 }
