@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/rank.h"
+#include "comm/rank_runners.h"
 #include "core/util.h"
 #include "perflab/device.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "comm/moe.h"
-#include "comm/rank.h"
+#include "comm/rank_runners.h"
 #include "core/util.h"
 #include "perflab/device.h"
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "comm/moe.h"
-#include "comm/rank.h"
+#include "comm/rank_ops.h"
 #include "common/moe_sweep.h"
 #include "labs.h"
 #include "perflab/perflab.h"

@@ -7,7 +7,7 @@
 
 #include "comm/job.h"
 #include "comm/moe.h"
-#include "comm/rank.h"
+#include "comm/rank_ops.h"
 #include "comm/slo.h"
 #include "core/util.h"
 #include "perflab/stats.h"
