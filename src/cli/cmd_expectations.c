@@ -56,8 +56,7 @@ static size_t list_files(const exp_args *a, char ***out)
             size_t len = strlen(e->d_name);
             if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0)
                 continue;
-            *out = pl_xrealloc(*out, (n + 1) * sizeof **out);
-            (*out)[n++] = pl_path_join(dir, e->d_name);
+            *(char **)pl_push(out, &n, NULL, sizeof **out) = pl_path_join(dir, e->d_name);
         }
         closedir(d);
     }

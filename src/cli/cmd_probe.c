@@ -28,9 +28,7 @@ static void on_message(void *arg, json_t *msg)
 {
     probe_collect *pc = arg;
     pl_gpu_capabilities *g = pc->gpu;
-    g->probes = pl_xrealloc(g->probes, (g->n_probes + 1) * sizeof *g->probes);
-    pl_probe_result *p = &g->probes[g->n_probes++];
-    memset(p, 0, sizeof *p);
+    pl_probe_result *p = pl_push(&g->probes, &g->n_probes, NULL, sizeof *p);
     const char *lost = json_string_value(json_object_get(msg, "lost"));
     p->name = pl_strdup(json_string_value(json_object_get(msg, lost ? "task" : "probe")));
     if (lost) {
@@ -124,9 +122,7 @@ int pl_cmd_probe(int argc, char **argv)
     for (int d = 0; d < inv.device_count && !interrupted; d++) {
         if (device >= 0 && d != device)
             continue;
-        run.gpus = pl_xrealloc(run.gpus, (run.n_gpus + 1) * sizeof *run.gpus);
-        pl_gpu_capabilities *g = &run.gpus[run.n_gpus++];
-        memset(g, 0, sizeof *g);
+        pl_gpu_capabilities *g = pl_push(&run.gpus, &run.n_gpus, NULL, sizeof *g);
         const pl_device_info *dev = &inv.devices[d];
         g->ordinal = d;
         g->name = pl_strdup(dev->name);

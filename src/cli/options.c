@@ -16,8 +16,7 @@ void pl_strlist_free(pl_strlist *l)
 
 static void strlist_push(pl_strlist *l, const char *s)
 {
-    l->items = pl_xrealloc(l->items, (l->n + 1) * sizeof *l->items);
-    l->items[l->n++] = s;
+    *(const char **)pl_push(&l->items, &l->n, NULL, sizeof *l->items) = s;
 }
 
 int pl_usage_error(const char *verb, const char *msg)

@@ -203,12 +203,10 @@ void pl_capabilities_merge(pl_capabilities *c, pl_gpu_capabilities *gpu)
     size_t i = 0;
     while (i < c->n_gpus && !same_gpu(&c->gpus[i], gpu->name, gpu->pci_bus_id))
         i++;
-    if (i == c->n_gpus) {
-        c->gpus = pl_xrealloc(c->gpus, (c->n_gpus + 1) * sizeof *c->gpus);
-        c->n_gpus++;
-    } else {
+    if (i == c->n_gpus)
+        pl_push(&c->gpus, &c->n_gpus, NULL, sizeof *c->gpus);
+    else
         pl_gpu_capabilities_free(&c->gpus[i]);
-    }
     c->gpus[i] = *gpu;
     memset(gpu, 0, sizeof *gpu);
 }

@@ -29,9 +29,7 @@ typedef struct row_list {
 
 static pl_compare_row *add_row(row_list *l, const char *target, const char *variant, pl_compare_verdict verdict)
 {
-    pl_reserve(&l->rows, &l->cap, l->n + 1, sizeof *l->rows);
-    pl_compare_row *r = &l->rows[l->n++];
-    memset(r, 0, sizeof *r);
+    pl_compare_row *r = pl_push(&l->rows, &l->n, &l->cap, sizeof *r);
     r->target = pl_strdup(target);
     r->variant = pl_strdup(variant);
     r->verdict = verdict;

@@ -51,9 +51,7 @@ typedef struct row_list {
 
 static pl_expect_row *add_row(row_list *l, const char *target, const char *variant, pl_expect_verdict verdict)
 {
-    pl_reserve(&l->rows, &l->cap, l->n + 1, sizeof *l->rows);
-    pl_expect_row *r = &l->rows[l->n++];
-    memset(r, 0, sizeof *r);
+    pl_expect_row *r = pl_push(&l->rows, &l->n, &l->cap, sizeof *r);
     r->target = pl_strdup(target);
     r->variant = pl_strdup(variant);
     r->verdict = verdict;
@@ -176,9 +174,7 @@ static void replace_string(char **dst, const char *src)
 
 static pl_expect_entry *add_entry(pl_expectations *e, const char *target, const char *variant)
 {
-    e->entries = pl_xrealloc(e->entries, (e->n_entries + 1) * sizeof *e->entries);
-    pl_expect_entry *x = &e->entries[e->n_entries++];
-    memset(x, 0, sizeof *x);
+    pl_expect_entry *x = pl_push(&e->entries, &e->n_entries, NULL, sizeof *x);
     x->target = pl_strdup(target);
     x->variant = pl_strdup(variant);
     x->tolerance = PL_EXPECT_DEFAULT_TOLERANCE;

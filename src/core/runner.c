@@ -30,10 +30,7 @@ void pl_target_result_init(pl_target_result *r, const pl_target *t, const pl_par
 
 static pl_variant_result *add_variant(pl_target_result *r)
 {
-    r->variants = pl_xrealloc(r->variants, (r->n_variants + 1) * sizeof *r->variants);
-    pl_variant_result *v = &r->variants[r->n_variants++];
-    memset(v, 0, sizeof *v);
-    return v;
+    return pl_push(&r->variants, &r->n_variants, NULL, sizeof *r->variants);
 }
 
 /* Put the results in the target's declared order, adding those the child never reported: the one in flight

@@ -91,6 +91,19 @@ void pl_reserve(void *arr, size_t *cap, size_t need, size_t size)
     *cap = c;
 }
 
+void *pl_push(void *arr, size_t *n, size_t *cap, size_t size)
+{
+    void **p = arr;
+    if (cap)
+        pl_reserve(arr, cap, *n + 1, size);
+    else
+        *p = pl_xrealloc(*p, (*n + 1) * size);
+    char *e = (char *)*p + *n * size;
+    memset(e, 0, size);
+    (*n)++;
+    return e;
+}
+
 const char *pl_name_of(const char *const *names, int count, int value)
 {
     return value >= 0 && value < count && names[value] ? names[value] : "unknown";

@@ -17,6 +17,9 @@ void pl_snprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((for
 
 /* Make room for `need` elements of `size` bytes in *arr (capacity *cap, doubled as needed). */
 void pl_reserve(void *arr, size_t *cap, size_t need, size_t size);
+/* The one way to grow a list: append a zeroed element to *arr (*n used of *cap; pass cap NULL when the list keeps
+ * no capacity: it then grows by one) and return it. */
+void *pl_push(void *arr, size_t *n, size_t *cap, size_t size);
 
 /* Enum <-> name through a table indexed by the enum: "unknown" / -1 when out of range or not found. */
 const char *pl_name_of(const char *const *names, int count, int value);
