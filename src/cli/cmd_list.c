@@ -68,6 +68,8 @@ static json_t *target_json(const pl_target *t)
                                p->default_value, "help", p->help ? p->help : "");
         if (p->choices)
             json_object_set_new(pj, "choices", json_string(p->choices));
+        if (p->small_value)
+            json_object_set_new(pj, "small", json_string(p->small_value));
         json_array_append_new(ps, pj);
     }
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:o}", "name", pl_target_full_name(t, name, sizeof name),
@@ -88,8 +90,9 @@ static void print_target(const pl_target *t)
     for (const pl_variant *v = t->variants; v->name; v++)
         printf("  - %-14s %s%s\n", v->name, v->technique, v->flags & PL_VARIANT_REFERENCE ? " [reference]" : "");
     for (const pl_param_def *p = t->params; p && p->name; p++)
-        printf("    --%s %s (%s%s%s): %s\n", p->name, p->default_value, type_name(p->type), p->choices ? ": " : "",
-               p->choices ? p->choices : "", p->help ? p->help : "");
+        printf("    --%s %s (%s%s%s%s%s): %s\n", p->name, p->default_value, type_name(p->type), p->choices ? ": " : "",
+               p->choices ? p->choices : "", p->small_value ? "; --small: " : "", p->small_value ? p->small_value : "",
+               p->help ? p->help : "");
 }
 
 int pl_cmd_list(int argc, char **argv)
