@@ -1,5 +1,5 @@
-/* memory:vectorized_copy — copy n floats with 4-byte accesses, with 16-byte accesses several in flight per
- * thread, and with cudaMemcpyAsync, the ceiling the two kernels are judged against. */
+/* memory:vectorized_copy — copy n fp32 with 4-byte accesses, with 16-byte accesses several in flight per thread,
+ * and with cudaMemcpyAsync, the ceiling the two kernels are judged against. */
 #include "labs.h"
 #include "perflab/perflab.h"
 #include "memory/memory_kernels.h"
@@ -25,15 +25,16 @@ static const pl_param_def copy_params[] = {
     {.name = NULL},
 };
 
+/* FLOPs and the fewest bytes the work must move, from the parameters alone */
 static void copy_counters(const pl_params *p, pl_counters *c)
 {
     const double n = (double)pl_param_int(p, "n");
-    c->flops = 0.0;
     c->bytes_read = 4.0 * n;
     c->bytes_written = 4.0 * n;
     c->elements = n;
 }
 
+/* allocate (tracked: the harness frees it), random inputs, the reference */
 static int copy_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
     copy_state *s = pl_host_alloc(ctx, sizeof *s);
@@ -49,8 +50,6 @@ static int copy_setup(pl_ctx *ctx, const pl_params *p, void **state)
         return -1;
     PL_CUDA(ctx, pl_copy_f32_vec16_resident_blocks(&s->vec16_blocks));
     PL_TRY(pl_fill_uniform_f32(ctx, s->src, s->n, -1.0f, 1.0f, INPUT_STREAM_ID));
-
-    /* dst_host is free until the first check: use it to bring the input back once. */
     PL_CUDA(ctx, cudaMemcpyAsync(s->dst_host, s->src, bytes, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     for (size_t i = 0; i < s->n; i++)
@@ -74,6 +73,7 @@ static int copy_check(pl_ctx *ctx, void *state, pl_verification *v)
     return 0;
 }
 
+/* the variants: the timed work, once, enqueued on ctx->stream */
 static int run_scalar(pl_ctx *ctx, void *state)
 {
     copy_state *s = state;
@@ -119,5 +119,4 @@ const pl_target pl_target_memory_vectorized_copy = {
     .setup = copy_setup,
     .poison = copy_poison,
     .check = copy_check,
-    .teardown = NULL,
 };
