@@ -168,20 +168,15 @@ int pl_capabilities_from_json(json_t *j, pl_capabilities *out, char *err, size_t
     return 0;
 }
 
+static int read_capabilities(json_t *j, void *out, char *err, size_t errlen)
+{
+    return pl_capabilities_from_json(j, out, err, errlen);
+}
+
 int pl_capabilities_load(const char *path, pl_capabilities *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (!pl_path_exists(path))
-        return 1;
-    json_t *j = pl_json_load_file(path, err, errlen);
-    if (!j)
-        return -1;
-    char why[384];
-    int rc = pl_capabilities_from_json(j, out, why, sizeof why);
-    json_decref(j);
-    if (rc != 0)
-        pl_snprintf(err, errlen, "%s: %s", path, why);
-    return rc;
+    return pl_json_load_as(path, read_capabilities, out, err, errlen);
 }
 
 int pl_capabilities_save(const pl_capabilities *c, const char *path, char *err, size_t errlen)

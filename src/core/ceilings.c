@@ -96,20 +96,15 @@ int pl_ceilings_from_json(json_t *j, pl_ceilings *out, char *err, size_t errlen)
     return 0;
 }
 
+static int read_ceilings(json_t *j, void *out, char *err, size_t errlen)
+{
+    return pl_ceilings_from_json(j, out, err, errlen);
+}
+
 int pl_ceilings_load(const char *path, pl_ceilings *out, char *err, size_t errlen)
 {
     pl_ceilings_init(out);
-    if (!pl_path_exists(path))
-        return 1;
-    json_t *j = pl_json_load_file(path, err, errlen);
-    if (!j)
-        return -1;
-    char why[256];
-    int rc = pl_ceilings_from_json(j, out, why, sizeof why);
-    json_decref(j);
-    if (rc != 0)
-        pl_snprintf(err, errlen, "%s: %s", path, why);
-    return rc;
+    return pl_json_load_as(path, read_ceilings, out, err, errlen);
 }
 
 int pl_ceilings_save(const pl_ceilings *c, const char *path, char *err, size_t errlen)

@@ -33,6 +33,22 @@ json_t *pl_json_load_file(const char *path, char *err, size_t errlen)
     return j;
 }
 
+int pl_json_load_as(const char *path, int (*read)(json_t *j, void *out, char *err, size_t errlen), void *out, char *err,
+                    size_t errlen)
+{
+    if (!pl_path_exists(path))
+        return 1;
+    json_t *j = pl_json_load_file(path, err, errlen);
+    if (!j)
+        return -1;
+    char why[512];
+    int rc = read(j, out, why, sizeof why);
+    json_decref(j);
+    if (rc != 0)
+        pl_snprintf(err, errlen, "%s: %s", path, why);
+    return rc != 0 ? -1 : 0;
+}
+
 int pl_json_save_file(json_t *j, const char *path, char *err, size_t errlen)
 {
     char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));

@@ -31,6 +31,10 @@ void pl_run_fields_free(pl_run *r);
 
 /* Load a JSON file; a syntax error reads "FILE:LINE:COLUMN: message". */
 json_t *pl_json_load_file(const char *path, char *err, size_t errlen);
+/* A JSON file read into a struct by `read`: 0 loaded, 1 no such file (nothing read), -1 unreadable or malformed (err:
+ * "FILE: what is wrong", or the syntax error's position). */
+int pl_json_load_as(const char *path, int (*read)(json_t *j, void *out, char *err, size_t errlen), void *out, char *err,
+                    size_t errlen);
 /* Indented, keys in insertion order, written through pl_write_file_atomic. */
 int pl_json_save_file(json_t *j, const char *path, char *err, size_t errlen);
 /* Compact one-line JSON text (malloc'd), for the pipe between child and parent. */
