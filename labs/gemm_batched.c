@@ -163,11 +163,31 @@ static int run_cublas_strided(pl_ctx *ctx, void *state)
     return 0;
 }
 
-static int run_native(pl_ctx *ctx, void *state)
+static int run_native_with(pl_ctx *ctx, void *state, unsigned options)
 {
     batched_state *s = state;
-    PL_CUDA(ctx, pl_gemm_batched_mma(&s->p, ctx->stream));
+    PL_CUDA(ctx, pl_gemm_batched_mma(&s->p, options, ctx->stream));
     return 0;
+}
+
+static int run_native(pl_ctx *ctx, void *state)
+{
+    return run_native_with(ctx, state, 0);
+}
+
+static int run_native_staged(pl_ctx *ctx, void *state)
+{
+    return run_native_with(ctx, state, PL_BATCHED_STAGED_STORE);
+}
+
+static int run_native_halves(pl_ctx *ctx, void *state)
+{
+    return run_native_with(ctx, state, PL_BATCHED_STAGED_STORE | PL_BATCHED_K_HALVES);
+}
+
+static int run_native_pdl(pl_ctx *ctx, void *state)
+{
+    return run_native_with(ctx, state, PL_BATCHED_STAGED_STORE | PL_BATCHED_K_HALVES | PL_BATCHED_PDL);
 }
 
 static const pl_variant batched_variants[] = {
@@ -181,9 +201,24 @@ static const pl_variant batched_variants[] = {
      .flags = PL_VARIANT_REFERENCE},
     {.name = "native",
      .technique = "one launch: a 64×64 tile of one GEMM per block (mma.sync, cp.async, swizzled shared memory), the "
-                  "batch's tiles one grid",
+                  "batch's tiles one grid; D stored from the fragments",
      .run = run_native,
      .req = PL_GEMM_REQ_MMA},
+    {.name = "native_staged",
+     .technique = "native + D staged through shared memory: 16-byte coalesced stores, a quarter of the store "
+                  "instructions",
+     .run = run_native_staged,
+     .req = PL_GEMM_REQ_MMA},
+    {.name = "native_halves",
+     .technique = "native_staged + each k-tile loaded as two cp.async groups: the mma of the first half runs while "
+                  "the second lands",
+     .run = run_native_halves,
+     .req = PL_GEMM_REQ_MMA},
+    {.name = "native_pdl",
+     .technique = "native_halves launched as a programmatic dependent (griddepcontrol): the next launch overlaps "
+                  "this one's tail",
+     .run = run_native_pdl,
+     .req = {.needs_gpu = 1, .min_cc = 90}},
     {.name = NULL},
 };
 

@@ -81,13 +81,18 @@ def bars(targets, peak):
                 print(f"    ideal/achieved {eff:.3f} (bar >= 0.8): {'MET' if ok else 'NOT MET'}; share of the ideal "
                       f"saving achieved (serial - streams)/(serial - ideal) {saved:.3f}")
         if t["name"] == "gemm:batched" and t["status"] != "skipped":
-            nat, ref = find(t, "native"), find(t, "cublas_strided")
-            if nat and ref and median(nat) and median(ref):
-                r = median(ref) / median(nat)
+            ref = find(t, "cublas_strided")
+            natives = [v for v in t["variants"] if v["name"].startswith("native") and median(v)]
+            if ref and median(ref) and natives:
+                for v in natives:
+                    print(f"  gemm:batched {v['name']} {median(v) * 1e3:.2f} us vs cublasGemmStridedBatchedEx "
+                          f"{median(ref) * 1e3:.2f} us: {median(ref) / median(v):.3f}x")
+                plain = [v for v in natives if "pdl" not in v["name"]]
+                best = min(plain, key=median)
+                r = median(ref) / median(best)
                 ok = r >= 1.0
                 ok_all &= ok
-                print(f"  gemm:batched native {median(nat) * 1e3:.2f} us vs cublasGemmStridedBatchedEx "
-                      f"{median(ref) * 1e3:.2f} us: {r:.3f}x (bar >= 1.0): {'MET' if ok else 'NOT MET'}")
+                print(f"    best rung without PDL ({best['name']}): {r:.3f}x (bar >= 1.0): {'MET' if ok else 'NOT MET'}")
     for t in targets:
         if t["status"] == "skipped":
             continue

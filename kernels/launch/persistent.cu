@@ -92,11 +92,9 @@ __global__ void __launch_bounds__(TILE) stencil_persistent_kernel(const float *x
         const size_t i = (size_t)j * TILE + threadIdx.x;
         if (i < n)
             out[i] = stencil_point<true>(in, i, n, coef[2 * k], coef[2 * k + 1]);
-        __syncthreads(); /* every store of the tile is made before it is published (and s_item may be reused) */
-        if (threadIdx.x == 0) {
-            __threadfence();
+        __syncthreads();      /* every store of the tile is made before it is published (and s_item may be reused) */
+        if (threadIdx.x == 0) /* a release at GPU scope: the block's stores, ordered by the barrier, go first */
             store_release(progress + j, k + 1);
-        }
     }
     /* the last block out leaves the queue zeroed for the next launch (the others no longer touch it) */
     if (threadIdx.x == 0) {

@@ -44,6 +44,9 @@ START_TEST(odd_sizes_verify)
     verify_ok("s2-odd-c", "verify --targets gemm:batched,launch:persistent "
                           "--target-extra-arg 'gemm:batched=--count 7 --m 65 --n 129 --k 71' "
                           "--target-extra-arg 'launch:persistent=--elements 777 --steps 64 --blocks 200'");
+    /* rows of D 16-byte aligned (the staged store's vector path) with partial tiles, and several k-tiles */
+    verify_ok("s2-odd-d", "verify --targets gemm:batched --target-extra-arg 'gemm:batched=--count 3 --m 100 --n 72 "
+                          "--k 136'");
 }
 END_TEST
 
