@@ -18,6 +18,7 @@
 
 #include "labs.h"
 #include "perflab/perflab.h"
+#include "common/graph_capture.h"
 #include "launch/jacobi.h"
 
 #define B_STREAM_ID 1
@@ -168,24 +169,13 @@ static int build_while_graph(pl_ctx *ctx, conv_state *s)
                      "capturing the while node's body", __FILE__, __LINE__);
         goto out;
     }
-    if ((e = cudaGraphInstantiate(&s->graph, g, 0)) != cudaSuccess) {
-        s->graph = NULL;
-        pl_fail_cuda(ctx, e, "cudaGraphInstantiate", __FILE__, __LINE__);
+    if (pl_graph_instantiate_upload(ctx, g, &s->graph) != 0)
         goto out;
-    }
-    if ((e = cudaGraphUpload(s->graph, ctx->stream)) != cudaSuccess) {
-        pl_fail_cuda(ctx, e, "cudaGraphUpload", __FILE__, __LINE__);
-        goto out;
-    }
     rc = 0;
 out:
     if (st)
         cudaStreamDestroy(st);
     cudaGraphDestroy(g);
-    if (rc != 0 && s->graph) {
-        cudaGraphExecDestroy(s->graph);
-        s->graph = NULL;
-    }
     return rc;
 }
 

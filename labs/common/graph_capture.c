@@ -23,15 +23,8 @@ int pl_capture_graph(pl_ctx *ctx, pl_enqueue_fn enqueue, void *arg, cudaGraphExe
         pl_fail_cuda(ctx, e, "cudaStreamEndCapture", __FILE__, __LINE__);
         goto out;
     }
-    if ((e = cudaGraphInstantiate(&exec, graph, 0)) != cudaSuccess) {
-        exec = NULL;
-        pl_fail_cuda(ctx, e, "cudaGraphInstantiate", __FILE__, __LINE__);
+    if (pl_graph_instantiate_upload(ctx, graph, &exec) != 0)
         goto out;
-    }
-    if ((e = cudaGraphUpload(exec, ctx->stream)) != cudaSuccess) {
-        pl_fail_cuda(ctx, e, "cudaGraphUpload", __FILE__, __LINE__);
-        goto out;
-    }
     rc = 0;
 out:
     if (graph)
@@ -39,7 +32,19 @@ out:
     cudaStreamDestroy(st);
     if (rc == 0)
         *exec_out = exec;
-    else if (exec)
-        cudaGraphExecDestroy(exec);
     return rc;
+}
+
+int pl_graph_instantiate_upload(pl_ctx *ctx, cudaGraph_t graph, cudaGraphExec_t *exec_out)
+{
+    cudaGraphExec_t exec = NULL;
+    cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+    if (e != cudaSuccess)
+        return pl_fail_cuda(ctx, e, "cudaGraphInstantiate", __FILE__, __LINE__);
+    if ((e = cudaGraphUpload(exec, ctx->stream)) != cudaSuccess) {
+        cudaGraphExecDestroy(exec);
+        return pl_fail_cuda(ctx, e, "cudaGraphUpload", __FILE__, __LINE__);
+    }
+    *exec_out = exec;
+    return 0;
 }

@@ -12,4 +12,8 @@ typedef int (*pl_enqueue_fn)(pl_ctx *ctx, void *arg, cudaStream_t stream);
  * Cleans up after itself on failure. */
 int pl_capture_graph(pl_ctx *ctx, pl_enqueue_fn enqueue, void *arg, cudaGraphExec_t *exec_out);
 
+/* Instantiate `graph` and upload it on ctx->stream. On failure nothing is left behind (*exec_out untouched); the
+ * graph itself stays the caller's. */
+int pl_graph_instantiate_upload(pl_ctx *ctx, cudaGraph_t graph, cudaGraphExec_t *exec_out);
+
 #endif
