@@ -55,8 +55,13 @@ END_TEST
 START_TEST(groups_and_names_without_duplicates)
 {
     char names[2048];
-    ck_assert_int_eq(select_names("memory", names, sizeof names), 2);
-    ck_assert_int_eq(select_names("memory,memory:coalescing", names, sizeof names), 2);
+    /* a group selects every target of it, however many the families add */
+    int in_memory = 0;
+    for (size_t i = 0; i < pl_registry_count(); i++)
+        in_memory += strcmp(pl_registry_at(i)->group, "memory") == 0;
+    ck_assert_int_ge(in_memory, 2);
+    ck_assert_int_eq(select_names("memory", names, sizeof names), in_memory);
+    ck_assert_int_eq(select_names("memory,memory:coalescing", names, sizeof names), in_memory);
     ck_assert_int_eq(select_names("selftest:sleep, selftest:crash", names, sizeof names), 2);
     ck_assert_int_eq(select_names("selftest", names, sizeof names), 7);
 }
