@@ -1,0 +1,245 @@
+/* norm, version 2 — one fused pass per row (the optimized variant of norm:rmsnorm and norm:layernorm).
+ *
+ * Technique: one kernel reads each row once and writes it once. The row belongs to a group of threads sized by
+ * its length (common/rows.h: part of a warp for short rows, a warp up to 1024 columns, a block beyond), each
+ * thread holds NV 16-byte vectors of it in registers (x leaves HBM once), the statistics are reduced by warp
+ * shuffles (plus one shared-memory exchange when several warps share the row), and the normalized row is
+ * written from the registers with 16-byte stores. Rows that do not start 16-byte aligned (cols % 8 != 0) are
+ * handled with element-wise edge vectors (common/rows.cuh). LayerNorm takes its variance as a register two-pass:
+ * the mean first, then the sum of (x - mean)^2 from the registers, no cancellation of E[x^2] - E[x]^2.
+ * Rows too long for the registers of 1024 threads (more than 1024 * NV_MAX vectors) take the looped kernels:
+ * the statistics in one pass over the row (LayerNorm's by Welford/Chan merging), the output in a second pass
+ * that reads the row again (mostly from L2). */
+#include "common/rows.cuh"
+#include "norm/norm_kernels.h"
+
+__device__ __forceinline__ float sumsq8(uint4 v)
+{
+    float f[8], s = 0.0f;
+    rows_unpack8(v, f);
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        s = fmaf(f[e], f[e], s);
+    return s;
+}
+
+__device__ __forceinline__ float sum8(uint4 v)
+{
+    float f[8], s = 0.0f;
+    rows_unpack8(v, f);
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        s += f[e];
+    return s;
+}
+
+/* sum of (x - mean)^2 over the elements of the vector that lie in the row ([0, cols) from c0) */
+__device__ __forceinline__ float sqdev8(uint4 v, float mean, int c0, int cols)
+{
+    float f[8], s = 0.0f;
+    rows_unpack8(v, f);
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        const float d = f[e] - mean;
+        s = (unsigned)(c0 + e) < (unsigned)cols ? fmaf(d, d, s) : s;
+    }
+    return s;
+}
+
+/* the moments of the vector's elements in the row (the looped LayerNorm's Welford step, eight at a time) */
+__device__ __forceinline__ rows_moments moments8(uint4 v, int c0, int cols)
+{
+    const int lo = c0 < 0 ? -c0 : 0, hi = cols - c0 < 8 ? cols - c0 : 8;
+    rows_moments m = {0.0f, 0.0f, 0.0f};
+    if (hi <= lo)
+        return m;
+    m.n = (float)(hi - lo);
+    float f[8];
+    rows_unpack8(v, f);
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        m.mean += e >= lo && e < hi ? f[e] : 0.0f;
+    m.mean /= m.n;
+    m.m2 = sqdev8(v, m.mean, c0, cols);
+    return m;
+}
+
+__device__ __forceinline__ uint4 rms_apply8(uint4 v, uint4 wv, float r)
+{
+    float f[8], g[8];
+    rows_unpack8(v, f);
+    rows_unpack8(wv, g);
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        f[e] = f[e] * r * g[e];
+    return rows_pack8(f);
+}
+
+__device__ __forceinline__ uint4 ln_apply8(uint4 v, uint4 wv, uint4 bv, float mean, float rstd)
+{
+    float f[8], g[8], h[8];
+    rows_unpack8(v, f);
+    rows_unpack8(wv, g);
+    rows_unpack8(bv, h);
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        f[e] = fmaf((f[e] - mean) * rstd, g[e], h[e]);
+    return rows_pack8(f);
+}
+
+/* ---- the row in registers: NV vectors per thread, `group` threads per row ---- */
+
+template <int NV>
+__global__ void __launch_bounds__(PL_ROWS_MAX_GROUP)
+    rmsnorm_regs_kernel(const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, uint16_t *__restrict__ y,
+                        int rows, int cols, float eps, int group)
+{
+    __shared__ float red[32];
+    const rows_group g = rows_group_of(group);
+    const bool live = g.row < (size_t)rows; /* idle groups still take part in the block's barriers */
+    const size_t base = (live ? g.row : 0) * (size_t)cols;
+    const int lead = rows_lead(x + base), nvec = (lead + cols + 7) >> 3;
+    uint4 v[NV];
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        const int j = g.t + k * group;
+        v[k] = live && j < nvec ? rows_load8(x + base, 8 * j - lead, cols, 0) : make_uint4(0, 0, 0, 0);
+    }
+    float ss = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; k++)
+        ss += sumsq8(v[k]); /* the zero fill adds nothing */
+    ss = rows_group_sum(ss, group, red);
+    if (!live)
+        return;
+    const float r = rsqrtf(ss / (float)cols + eps);
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        const int j = g.t + k * group, c0 = 8 * j - lead;
+        if (j < nvec)
+            rows_store8(y + base, c0, cols, rms_apply8(v[k], rows_load8(w, c0, cols, 0), r));
+    }
+}
+
+template <int NV>
+__global__ void __launch_bounds__(PL_ROWS_MAX_GROUP)
+    layernorm_regs_kernel(const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
+                          const uint16_t *__restrict__ b, uint16_t *__restrict__ y, int rows, int cols, float eps,
+                          int group)
+{
+    __shared__ float red[32];
+    const rows_group g = rows_group_of(group);
+    const bool live = g.row < (size_t)rows;
+    const size_t base = (live ? g.row : 0) * (size_t)cols;
+    const int lead = rows_lead(x + base), nvec = (lead + cols + 7) >> 3;
+    uint4 v[NV];
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        const int j = g.t + k * group;
+        v[k] = live && j < nvec ? rows_load8(x + base, 8 * j - lead, cols, 0) : make_uint4(0, 0, 0, 0);
+    }
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; k++)
+        s += sum8(v[k]);
+    const float mean = rows_group_sum(s, group, red) / (float)cols;
+    float d = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; k++)
+        d += sqdev8(v[k], mean, 8 * (g.t + k * group) - lead, cols); /* vectors past the row lie past cols */
+    const float var = rows_group_sum(d, group, red) / (float)cols;
+    if (!live)
+        return;
+    const float rstd = rsqrtf(var + eps);
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        const int j = g.t + k * group, c0 = 8 * j - lead;
+        if (j < nvec)
+            rows_store8(y + base, c0, cols,
+                        ln_apply8(v[k], rows_load8(w, c0, cols, 0), rows_load8(b, c0, cols, 0), mean, rstd));
+    }
+}
+
+/* ---- rows longer than the registers hold: a block per row, two passes over it ---- */
+
+__global__ void __launch_bounds__(PL_ROWS_MAX_GROUP)
+    rmsnorm_looped_kernel(const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, uint16_t *__restrict__ y,
+                          int cols, float eps)
+{
+    __shared__ float red[32];
+    const size_t base = (size_t)blockIdx.x * cols;
+    const int lead = rows_lead(x + base), nvec = (lead + cols + 7) >> 3;
+    float ss = 0.0f;
+    for (int j = (int)threadIdx.x; j < nvec; j += (int)blockDim.x)
+        ss += sumsq8(rows_load8(x + base, 8 * j - lead, cols, 0));
+    const float r = rsqrtf(rows_group_sum(ss, (int)blockDim.x, red) / (float)cols + eps);
+    for (int j = (int)threadIdx.x; j < nvec; j += (int)blockDim.x) {
+        const int c0 = 8 * j - lead;
+        rows_store8(y + base, c0, cols, rms_apply8(rows_load8(x + base, c0, cols, 0), rows_load8(w, c0, cols, 0), r));
+    }
+}
+
+__global__ void __launch_bounds__(PL_ROWS_MAX_GROUP)
+    layernorm_looped_kernel(const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
+                            const uint16_t *__restrict__ b, uint16_t *__restrict__ y, int cols, float eps)
+{
+    __shared__ float4 red[32];
+    const size_t base = (size_t)blockIdx.x * cols;
+    const int lead = rows_lead(x + base), nvec = (lead + cols + 7) >> 3;
+    rows_moments m = {0.0f, 0.0f, 0.0f};
+    for (int j = (int)threadIdx.x; j < nvec; j += (int)blockDim.x) {
+        const int c0 = 8 * j - lead;
+        m = rows_moments_merge(m, moments8(rows_load8(x + base, c0, cols, 0), c0, cols));
+    }
+    m = rows_group_moments(m, (int)blockDim.x, red);
+    const float rstd = rsqrtf(m.m2 / (float)cols + eps);
+    for (int j = (int)threadIdx.x; j < nvec; j += (int)blockDim.x) {
+        const int c0 = 8 * j - lead;
+        rows_store8(y + base, c0, cols,
+                    ln_apply8(rows_load8(x + base, c0, cols, 0), rows_load8(w, c0, cols, 0), rows_load8(b, c0, cols, 0),
+                              m.mean, rstd));
+    }
+}
+
+/* ---- launchers ---- */
+
+/* The shape for these arguments, or -1 (cudaErrorInvalidValue) when they are unusable. */
+static int shape_of(const uint16_t *x, const uint16_t *y, int rows, int cols, int nv, pl_rows_shape *sh)
+{
+    if (!x || !y || (((uintptr_t)x ^ (uintptr_t)y) & 15u) != 0 || ((uintptr_t)x & 1u) != 0)
+        return -1;
+    return pl_rows_pick_shape(rows, cols, pl_rows_aligned(x, cols), nv, PL_NORM_NV_MAX, sh);
+}
+
+extern "C" cudaError_t pl_rmsnorm_fused(const uint16_t *x, const uint16_t *w, uint16_t *y, int rows, int cols,
+                                        float eps, int nv, cudaStream_t stream)
+{
+    pl_rows_shape sh;
+    if (!w || shape_of(x, y, rows, cols, nv, &sh) != 0)
+        return cudaErrorInvalidValue;
+    switch (sh.nv) {
+    case 1: rmsnorm_regs_kernel<1><<<sh.blocks, sh.threads, 0, stream>>>(x, w, y, rows, cols, eps, sh.group); break;
+    case 2: rmsnorm_regs_kernel<2><<<sh.blocks, sh.threads, 0, stream>>>(x, w, y, rows, cols, eps, sh.group); break;
+    case 4: rmsnorm_regs_kernel<4><<<sh.blocks, sh.threads, 0, stream>>>(x, w, y, rows, cols, eps, sh.group); break;
+    case 8: rmsnorm_regs_kernel<8><<<sh.blocks, sh.threads, 0, stream>>>(x, w, y, rows, cols, eps, sh.group); break;
+    default: rmsnorm_looped_kernel<<<(unsigned)rows, PL_ROWS_MAX_GROUP, 0, stream>>>(x, w, y, cols, eps); break;
+    }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pl_layernorm_fused(const uint16_t *x, const uint16_t *w, const uint16_t *b, uint16_t *y,
+                                          int rows, int cols, float eps, int nv, cudaStream_t stream)
+{
+    pl_rows_shape sh;
+    if (!w || !b || shape_of(x, y, rows, cols, nv, &sh) != 0)
+        return cudaErrorInvalidValue;
+    const int gr = sh.group;
+    switch (sh.nv) {
+    case 1: layernorm_regs_kernel<1><<<sh.blocks, sh.threads, 0, stream>>>(x, w, b, y, rows, cols, eps, gr); break;
+    case 2: layernorm_regs_kernel<2><<<sh.blocks, sh.threads, 0, stream>>>(x, w, b, y, rows, cols, eps, gr); break;
+    case 4: layernorm_regs_kernel<4><<<sh.blocks, sh.threads, 0, stream>>>(x, w, b, y, rows, cols, eps, gr); break;
+    case 8: layernorm_regs_kernel<8><<<sh.blocks, sh.threads, 0, stream>>>(x, w, b, y, rows, cols, eps, gr); break;
+    default: layernorm_looped_kernel<<<(unsigned)rows, PL_ROWS_MAX_GROUP, 0, stream>>>(x, w, b, y, cols, eps); break;
+    }
+    return cudaGetLastError();
+}
