@@ -93,6 +93,14 @@ static int run_fused(pl_ctx *ctx, void *state)
     return 0;
 }
 
+static int run_async(pl_ctx *ctx, void *state)
+{
+    layernorm_state *s = state;
+    s->io.ran_copy = 0;
+    PL_CUDA(ctx, pl_layernorm_async(s->io.x, s->w, s->b, s->io.y, s->io.rows, s->io.cols, s->eps, s->vpt, ctx->stream));
+    return 0;
+}
+
 static const pl_variant layernorm_variants[] = {
     {.name = "baseline",
      .technique = "two kernels: mean and 1/std of each row to memory (block per row, two loops over the row, 2-byte "
@@ -102,6 +110,10 @@ static const pl_variant layernorm_variants[] = {
      .technique = "one pass: a row per part-warp/warp/block by cols, 16-byte accesses, the row in registers (x read "
                   "once), variance as a register two-pass",
      .run = run_fused},
+    {.name = "fused_async",
+     .technique = "the same pass with the row staged in shared memory by cp.async instead of registers: 32 "
+                  "registers, 8 blocks per SM, twice the bytes in flight",
+     .run = run_async},
     {.name = "cuda_memcpy",
      .technique = "cudaMemcpyAsync D2D of x into y: the same bytes without the work, the ceiling",
      .run = rows_lab_run_copy,

@@ -11,7 +11,7 @@ many batches. A device-to-device copy of x into y is the ceiling, as perflab's c
     python3 scripts/torch_rows_bench.py --perflab-csv ART/*/results.csv --json torch_rows.json
 
 With --perflab-csv (results.csv of a `perflab run` of those targets on the same GPU), the table adds perflab's
-optimized variant and the ratio torch median / perflab median (> 1: perflab faster).
+optimized variants and the ratio torch median / perflab median (> 1: perflab faster).
 """
 import argparse
 import csv
@@ -27,7 +27,7 @@ HOLD_US_PER_CALL = 30.0  # the stream is held this long per enqueued call: longe
 
 
 def make_ops(rows, cols, rms_eps, ln_eps, scale, dev):
-    """name -> (torch call, bytes moved, perflab target, perflab variant, what it runs)."""
+    """name -> (torch call, bytes moved, perflab target, perflab's optimized variants, what it runs)."""
     g = torch.Generator(device=dev)
     g.manual_seed(1234)
 
@@ -44,14 +44,15 @@ def make_ops(rows, cols, rms_eps, ln_eps, scale, dev):
     mat = 2.0 * rows * cols  # one bf16 matrix
     vec = 2.0 * cols
     return {
-        "rmsnorm": (lambda: F.rms_norm(xn, (cols,), w, rms_eps), 2 * mat + vec, "norm:rmsnorm", "fused",
-                    "F.rms_norm"),
-        "layernorm": (lambda: F.layer_norm(xl, (cols,), w, b, ln_eps), 2 * mat + 2 * vec, "norm:layernorm", "fused",
-                      "F.layer_norm"),
-        "softmax": (lambda: torch.softmax(xs, dim=-1), 2 * mat, "softmax:rows", "online_fused", "torch.softmax"),
+        "rmsnorm": (lambda: F.rms_norm(xn, (cols,), w, rms_eps), 2 * mat + vec, "norm:rmsnorm",
+                    ("fused", "fused_async"), "F.rms_norm"),
+        "layernorm": (lambda: F.layer_norm(xl, (cols,), w, b, ln_eps), 2 * mat + 2 * vec, "norm:layernorm",
+                      ("fused", "fused_async"), "F.layer_norm"),
+        "softmax": (lambda: torch.softmax(xs, dim=-1), 2 * mat, "softmax:rows",
+                    ("online_fused", "online_async"), "torch.softmax"),
         "elementwise_chain": (lambda: F.gelu(xc + b, approximate="tanh") * scale, 2 * mat + vec,
-                              "fusion:elementwise_chain", "fused", "(x + b), F.gelu(tanh), * scale"),
-        "copy": (lambda: y.copy_(xn), 2 * mat, "norm:rmsnorm", "cuda_memcpy", "y.copy_(x) (D2D)"),
+                              "fusion:elementwise_chain", ("fused",), "(x + b), F.gelu(tanh), * scale"),
+        "copy": (lambda: y.copy_(xn), 2 * mat, "norm:rmsnorm", ("cuda_memcpy",), "y.copy_(x) (D2D)"),
     }
 
 
@@ -111,21 +112,26 @@ def main():
           f"median of {args.batches} batches of {args.batch}")
     header = f"{'op':<18} {'torch call':<32} {'torch us':>9} {'GB/s':>7}"
     if perflab:
-        header += f" {'perflab variant':<26} {'us':>8} {'GB/s':>7} {'perflab speedup':>15}"
+        header += f" {'perflab variant':<30} {'us':>8} {'GB/s':>7} {'perflab speedup':>15}"
     print(header)
     for name in args.ops.split(","):
-        fn, nbytes, target, variant, what = ops[name]
+        fn, nbytes, target, variants, what = ops[name]
         med = statistics.median(time_call(fn, args.batch, args.batches, args.warmup, cycles_per_us))
         r = {"op": name, "torch_call": what, "rows": args.rows, "cols": args.cols, "dtype": "bf16",
              "bytes": nbytes, "torch_median_ms": med, "torch_gbps": nbytes / (med * 1e-3) / 1e9,
-             "torch_version": torch.__version__, "gpu": props.name}
-        line = f"{name:<18} {what:<32} {med * 1e3:9.1f} {r['torch_gbps']:7.0f}"
-        pm = perflab.get((target, variant))
-        if pm:
-            r.update({"perflab_target": target, "perflab_variant": variant, "perflab_median_ms": pm,
-                      "perflab_gbps": nbytes / (pm * 1e-3) / 1e9, "speedup_vs_torch": med / pm})
-            line += f" {target + ' ' + variant:<26} {pm * 1e3:8.1f} {r['perflab_gbps']:7.0f} {med / pm:14.2f}x"
-        print(line, flush=True)
+             "torch_version": torch.__version__, "gpu": props.name, "perflab": []}
+        lines = []
+        for variant in variants:  # one line per perflab variant found
+            pm = perflab.get((target, variant))
+            if pm:
+                r["perflab"].append({"target": target, "variant": variant, "median_ms": pm,
+                                     "gbps": nbytes / (pm * 1e-3) / 1e9, "speedup_vs_torch": med / pm})
+                lines.append(f" {target + ' ' + variant:<30} {pm * 1e3:8.1f} {nbytes / (pm * 1e-3) / 1e9:7.0f} "
+                             f"{med / pm:14.2f}x")
+        head = f"{name:<18} {what:<32} {med * 1e3:9.1f} {r['torch_gbps']:7.0f}"
+        print(head + (lines[0] if lines else ""), flush=True)
+        for extra in lines[1:]:
+            print(" " * len(head) + extra, flush=True)
         results.append(r)
     if args.json:
         with open(args.json, "w") as f:

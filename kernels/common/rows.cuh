@@ -16,8 +16,9 @@
 
 #include "common/rows.h"
 
-#define ROWS_LOG2E   1.4426950408889634f
-#define ROWS_NEG_INF 0xff80u /* bf16 -infinity: the filler of a max */
+#define ROWS_LOG2E      1.4426950408889634f
+#define ROWS_NEG_INF    0xff80u /* bf16 -infinity: the filler of a max */
+#define ROWS_NEG_INF_X4 make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u)
 
 __device__ __forceinline__ float rows_bf16(uint16_t bits)
 {
@@ -59,6 +60,17 @@ __device__ __forceinline__ void rows_unpack8(uint4 v, float f[8])
 __device__ __forceinline__ uint4 rows_pack8(const float f[8])
 {
     return make_uint4(rows_pack2(f[0], f[1]), rows_pack2(f[2], f[3]), rows_pack2(f[4], f[5]), rows_pack2(f[6], f[7]));
+}
+
+/* The largest of eight bf16 */
+__device__ __forceinline__ float rows_max8(uint4 v)
+{
+    float f[8], m = -INFINITY;
+    rows_unpack8(v, f);
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        m = fmaxf(m, f[e]);
+    return m;
 }
 
 /* The element-by-element edge of rows_load8 / rows_store8. */
@@ -106,6 +118,41 @@ __device__ __forceinline__ void rows_store8(uint16_t *__restrict__ p, int c0, in
 __device__ __forceinline__ int rows_lead(const uint16_t *row)
 {
     return (int)(((uintptr_t)row & 15u) >> 1);
+}
+
+/* ---- staging a row in shared memory with cp.async (the *_async versions) ---- */
+
+/* 16 bytes global -> shared without passing through registers (sm_80+); .cg: cached in L2 only. */
+__device__ __forceinline__ void rows_cp_async16(void *smem, const void *gmem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+
+/* Wait for every cp.async this thread issued. */
+__device__ __forceinline__ void rows_cp_async_wait_all(void)
+{
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+}
+
+/* Copy this thread's vectors of a row (j = t, t + group, ...; NV of them) into stage[j]: whole vectors by cp.async,
+ * edge vectors by a masked load (`fill` outside the row) and a shared store. Returns when they have landed. Each
+ * thread later reads back only the slots it filled, so no barrier is needed. */
+template <int NV>
+__device__ __forceinline__ void rows_stage(uint4 *stage, const uint16_t *row, int lead, int cols, int nvec, int t,
+                                           int group, bool live, uint16_t fill)
+{
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        const int j = t + k * group, c0 = 8 * j - lead;
+        if (!live || j >= nvec)
+            continue;
+        if (c0 >= 0 && c0 + 8 <= cols)
+            rows_cp_async16(stage + j, row + c0);
+        else
+            stage[j] = rows_load8_edge(row, c0, cols, fill);
+    }
+    rows_cp_async_wait_all();
 }
 
 /* The group that owns a row: `group` consecutive threads of the block (rows.h). */

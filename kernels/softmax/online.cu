@@ -11,20 +11,10 @@
 #include "common/rows.cuh"
 #include "softmax/softmax_kernels.h"
 
-#define NEG_INF_X4 make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u)
-
-__device__ __forceinline__ float max8(uint4 v)
-{
-    float f[8], m = -INFINITY;
-    rows_unpack8(v, f);
-#pragma unroll
-    for (int e = 0; e < 8; e++)
-        m = fmaxf(m, f[e]);
-    return m;
-}
-
+/* At most 48 registers (the compiler's own choice at 4 vectors is 64, which fits 4 blocks of 256 on an SM; 48 fits
+ * 5: more bytes in flight while some blocks reduce). Any block up to 1024 threads fits. */
 template <int NV>
-__global__ void __launch_bounds__(PL_ROWS_MAX_GROUP)
+__global__ void __maxnreg__(48)
     softmax_regs_kernel(const uint16_t *__restrict__ x, uint16_t *__restrict__ y, int rows, int cols, int group)
 {
     __shared__ float2 red[32];
@@ -36,12 +26,12 @@ __global__ void __launch_bounds__(PL_ROWS_MAX_GROUP)
 #pragma unroll
     for (int k = 0; k < NV; k++) {
         const int j = g.t + k * group;
-        v[k] = live && j < nvec ? rows_load8(x + base, 8 * j - lead, cols, ROWS_NEG_INF) : NEG_INF_X4;
+        v[k] = live && j < nvec ? rows_load8(x + base, 8 * j - lead, cols, ROWS_NEG_INF) : ROWS_NEG_INF_X4;
     }
     float m = -INFINITY;
 #pragma unroll
     for (int k = 0; k < NV; k++)
-        m = fmaxf(m, max8(v[k]));
+        m = fmaxf(m, rows_max8(v[k]));
     /* a thread with no element of the row (m = -inf) keeps s = 0 and stores nothing */
     const float ml = m == -INFINITY ? 0.0f : m * ROWS_LOG2E;
     float p[NV][8], s = 0.0f;
@@ -83,7 +73,7 @@ __global__ void __launch_bounds__(PL_ROWS_MAX_GROUP)
     float m = -INFINITY, s = 0.0f;
     for (int j = (int)threadIdx.x; j < nvec; j += (int)blockDim.x) {
         const uint4 v = rows_load8(x + base, 8 * j - lead, cols, ROWS_NEG_INF);
-        const float vm = max8(v); /* every vector of the row holds at least one of its elements */
+        const float vm = rows_max8(v); /* every vector of the row holds at least one of its elements */
         if (vm > m) {
             s *= exp2f((m - vm) * ROWS_LOG2E); /* 0 while m is still -inf */
             m = vm;
