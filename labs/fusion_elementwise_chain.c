@@ -14,20 +14,7 @@ typedef struct chain_state {
 } chain_state;
 
 static const pl_param_def chain_params[] = {
-    {.name = "rows",
-     .type = PL_PARAM_INT,
-     .default_value = "16384",
-     .help = "rows (tokens)",
-     .min = 1,
-     .max = 1 << 24,
-     .small_value = "77"},
-    {.name = "cols",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "columns (features; any, odd included)",
-     .min = 1,
-     .max = 1 << 26,
-     .small_value = "1001"},
+    ROWS_LAB_SIZE_PARAMS("columns (features; any, odd included)"),
     {.name = "scale",
      .type = PL_PARAM_FLOAT,
      .default_value = "1.7",
@@ -90,10 +77,7 @@ static const pl_variant chain_variants[] = {
      .technique = "one kernel, the three operations on the registers between one load and one store: 4 bytes per "
                   "element",
      .run = run_fused},
-    {.name = "cuda_memcpy",
-     .technique = "cudaMemcpyAsync D2D of x into y: the fused kernel's bytes without the work, the ceiling",
-     .run = rows_lab_run_copy,
-     .flags = PL_VARIANT_REFERENCE},
+    ROWS_LAB_COPY_VARIANT,
     {.name = NULL},
 };
 

@@ -1,7 +1,8 @@
 /* norm:layernorm — y = (x - mean) / sqrt(var + eps) * w + b over each bf16 row (biased variance, as PyTorch), fp32
  * accumulation. The plain way in two kernels (mean and 1/std of each row to memory by the textbook two loops, then
  * a second pass over x) against one fused pass with the row in registers and a register two-pass for the
- * variance, and cudaMemcpy of the same bytes as the ceiling. */
+ * variance, the same pass with the row staged in shared memory by cp.async, and cudaMemcpy of the same bytes as the
+ * ceiling. */
 #include "common/rows_lab.h"
 #include "labs.h"
 #include "norm/norm_kernels.h"
@@ -15,20 +16,7 @@ typedef struct layernorm_state {
 } layernorm_state;
 
 static const pl_param_def layernorm_params[] = {
-    {.name = "rows",
-     .type = PL_PARAM_INT,
-     .default_value = "16384",
-     .help = "rows (tokens)",
-     .min = 1,
-     .max = 1 << 24,
-     .small_value = "77"},
-    {.name = "cols",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "columns (hidden size; any, odd included)",
-     .min = 1,
-     .max = 1 << 26,
-     .small_value = "1001"},
+    ROWS_LAB_SIZE_PARAMS("columns (hidden size; any, odd included)"),
     {.name = "eps",
      .type = PL_PARAM_FLOAT,
      .default_value = "1e-5",
@@ -112,19 +100,17 @@ static const pl_variant layernorm_variants[] = {
      .run = run_fused},
     {.name = "fused_async",
      .technique = "the same pass with the row staged in shared memory by cp.async instead of registers: 32 "
-                  "registers, 8 blocks per SM, twice the bytes in flight",
+                  "registers, room for 8 blocks of 256 per SM instead of 4",
      .run = run_async},
-    {.name = "cuda_memcpy",
-     .technique = "cudaMemcpyAsync D2D of x into y: the same bytes without the work, the ceiling",
-     .run = rows_lab_run_copy,
-     .flags = PL_VARIANT_REFERENCE},
+    ROWS_LAB_COPY_VARIANT,
     {.name = NULL},
 };
 
 const pl_target pl_target_norm_layernorm = {
     .group = "norm",
     .name = "layernorm",
-    .summary = "LayerNorm of bf16 rows: two kernels vs one fused register-resident pass, against cudaMemcpy",
+    .summary =
+        "LayerNorm of bf16 rows: two kernels vs one fused pass (registers; cp.async staging), vs cudaMemcpy",
     .req = {.needs_gpu = 1},
     .params = layernorm_params,
     .variants = layernorm_variants,

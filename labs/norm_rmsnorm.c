@@ -14,20 +14,7 @@ typedef struct rmsnorm_state {
 } rmsnorm_state;
 
 static const pl_param_def rmsnorm_params[] = {
-    {.name = "rows",
-     .type = PL_PARAM_INT,
-     .default_value = "16384",
-     .help = "rows (tokens)",
-     .min = 1,
-     .max = 1 << 24,
-     .small_value = "77"},
-    {.name = "cols",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "columns (hidden size; any, odd included)",
-     .min = 1,
-     .max = 1 << 26,
-     .small_value = "1001"},
+    ROWS_LAB_SIZE_PARAMS("columns (hidden size; any, odd included)"),
     {.name = "eps", .type = PL_PARAM_FLOAT, .default_value = "1e-6", .help = "added to mean(x^2)", .min = 0, .max = 1},
     {.name = "vpt",
      .type = PL_PARAM_INT,
@@ -84,14 +71,6 @@ static int run_fused(pl_ctx *ctx, void *state)
     return 0;
 }
 
-static int run_async(pl_ctx *ctx, void *state)
-{
-    rmsnorm_state *s = state;
-    s->io.ran_copy = 0;
-    PL_CUDA(ctx, pl_rmsnorm_async(s->io.x, s->w, s->io.y, s->io.rows, s->io.cols, s->eps, s->vpt, ctx->stream));
-    return 0;
-}
-
 static const pl_variant rmsnorm_variants[] = {
     {.name = "baseline",
      .technique = "two kernels: 1/rms of each row to memory (block per row, 2-byte loads, shared-memory tree), then "
@@ -101,14 +80,7 @@ static const pl_variant rmsnorm_variants[] = {
      .technique = "one pass: a row per part-warp/warp/block by cols, 16-byte accesses, the row held in registers "
                   "(x read once), warp-shuffle reduction",
      .run = run_fused},
-    {.name = "fused_async",
-     .technique = "the same pass with the row staged in shared memory by cp.async instead of registers: 32 "
-                  "registers, 8 blocks per SM, twice the bytes in flight",
-     .run = run_async},
-    {.name = "cuda_memcpy",
-     .technique = "cudaMemcpyAsync D2D of x into y: the same bytes without the work, the ceiling",
-     .run = rows_lab_run_copy,
-     .flags = PL_VARIANT_REFERENCE},
+    ROWS_LAB_COPY_VARIANT,
     {.name = NULL},
 };
 

@@ -12,20 +12,7 @@ typedef struct softmax_state {
 } softmax_state;
 
 static const pl_param_def softmax_params[] = {
-    {.name = "rows",
-     .type = PL_PARAM_INT,
-     .default_value = "16384",
-     .help = "rows",
-     .min = 1,
-     .max = 1 << 24,
-     .small_value = "77"},
-    {.name = "cols",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "columns (any, odd included)",
-     .min = 1,
-     .max = 1 << 26,
-     .small_value = "1001"},
+    ROWS_LAB_SIZE_PARAMS("columns (any, odd included)"),
     {.name = "vpt",
      .type = PL_PARAM_INT,
      .default_value = "0",
@@ -81,14 +68,6 @@ static int run_online(pl_ctx *ctx, void *state)
     return 0;
 }
 
-static int run_online_async(pl_ctx *ctx, void *state)
-{
-    softmax_state *s = state;
-    s->io.ran_copy = 0;
-    PL_CUDA(ctx, pl_softmax_online_async(s->io.x, s->io.y, s->io.rows, s->io.cols, s->vpt, ctx->stream));
-    return 0;
-}
-
 static const pl_variant softmax_variants[] = {
     {.name = "baseline",
      .technique = "three kernels: row max, row sum of exp(x - max), normalize (x read three times, 2-byte accesses)",
@@ -97,14 +76,7 @@ static const pl_variant softmax_variants[] = {
      .technique = "one pass: the row in registers (16-byte accesses), per-thread (max, sum) merged across the row "
                   "in one online-softmax reduction, one exp per element",
      .run = run_online},
-    {.name = "online_async",
-     .technique = "the same online pass with the row staged in shared memory by cp.async instead of registers: 32 "
-                  "registers, 8 blocks per SM, twice the bytes in flight, the exp recomputed for the output",
-     .run = run_online_async},
-    {.name = "cuda_memcpy",
-     .technique = "cudaMemcpyAsync D2D of x into y: the same bytes without the work, the ceiling",
-     .run = rows_lab_run_copy,
-     .flags = PL_VARIANT_REFERENCE},
+    ROWS_LAB_COPY_VARIANT,
     {.name = NULL},
 };
 

@@ -45,11 +45,11 @@ def make_ops(rows, cols, rms_eps, ln_eps, scale, dev):
     vec = 2.0 * cols
     return {
         "rmsnorm": (lambda: F.rms_norm(xn, (cols,), w, rms_eps), 2 * mat + vec, "norm:rmsnorm",
-                    ("fused", "fused_async"), "F.rms_norm"),
+                    ("fused",), "F.rms_norm"),
         "layernorm": (lambda: F.layer_norm(xl, (cols,), w, b, ln_eps), 2 * mat + 2 * vec, "norm:layernorm",
                       ("fused", "fused_async"), "F.layer_norm"),
         "softmax": (lambda: torch.softmax(xs, dim=-1), 2 * mat, "softmax:rows",
-                    ("online_fused", "online_async"), "torch.softmax"),
+                    ("online_fused",), "torch.softmax"),
         "elementwise_chain": (lambda: F.gelu(xc + b, approximate="tanh") * scale, 2 * mat + vec,
                               "fusion:elementwise_chain", ("fused",), "(x + b), F.gelu(tanh), * scale"),
         "copy": (lambda: y.copy_(xn), 2 * mat, "norm:rmsnorm", ("cuda_memcpy",), "y.copy_(x) (D2D)"),

@@ -16,9 +16,8 @@
 
 #include "common/rows.h"
 
-#define ROWS_LOG2E      1.4426950408889634f
-#define ROWS_NEG_INF    0xff80u /* bf16 -infinity: the filler of a max */
-#define ROWS_NEG_INF_X4 make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u)
+#define ROWS_LOG2E   1.4426950408889634f
+#define ROWS_NEG_INF 0xff80u /* bf16 -infinity: the filler of a max */
 
 __device__ __forceinline__ float rows_bf16(uint16_t bits)
 {
@@ -169,6 +168,40 @@ __device__ __forceinline__ rows_group rows_group_of(int group)
     return g;
 }
 
+/* Where a group's row lies. */
+struct rows_at {
+    rows_group g;
+    bool live;   /* a real row; the idle groups of the last block still take part in the block's barriers */
+    size_t base; /* the row's first element (row 0's for an idle group) */
+    int lead;    /* rows_lead of the row */
+    int nvec;    /* the 16-byte vectors it touches */
+};
+
+__device__ __forceinline__ rows_at rows_at_of(const uint16_t *x, int rows, int cols, int group)
+{
+    rows_at a;
+    a.g = rows_group_of(group);
+    a.live = a.g.row < (size_t)rows;
+    a.base = (a.live ? a.g.row : 0) * (size_t)cols;
+    a.lead = rows_lead(x + a.base);
+    a.nvec = (a.lead + cols + 7) >> 3;
+    return a;
+}
+
+/* This thread's vectors of its row into registers: v[k] = vector t + k * group of the row, `fill` (bf16 bits) for
+ * elements outside it and for vectors past its end. */
+template <int NV>
+__device__ __forceinline__ void rows_load_regs(uint4 (&v)[NV], const uint16_t *x, const rows_at &a, int cols, int group,
+                                               uint16_t fill)
+{
+    const uint32_t f2 = (uint32_t)fill * 0x10001u;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        const int j = a.g.t + k * group;
+        v[k] = a.live && j < a.nvec ? rows_load8(x + a.base, 8 * j - a.lead, cols, fill) : make_uint4(f2, f2, f2, f2);
+    }
+}
+
 /* Sum over the group. Within a warp by shuffles (xor offsets below the group size stay inside it); a group of
  * several warps then exchanges one value per warp through red[32]. Every thread of the block calls it: the
  * multi-warp case holds two __syncthreads (group is the same for the whole block, so all take that branch). */
@@ -265,28 +298,18 @@ __device__ __forceinline__ rows_moments rows_group_moments(rows_moments v, int g
 }
 
 /* The baselines' reduction: the textbook shared-memory tree over a block of power-of-two size (sh: blockDim.x
- * floats). The total is returned to every thread. */
-__device__ __forceinline__ float rows_block_sum_tree(float v, float *sh)
+ * floats), of the sum or (take_max) the maximum. The result is returned to every thread. */
+__device__ __forceinline__ float rows_block_tree(float v, float *sh, int take_max)
 {
     sh[threadIdx.x] = v;
     __syncthreads();
     for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half)
-            sh[threadIdx.x] += sh[threadIdx.x + half];
-        __syncthreads();
-    }
-    const float total = sh[0];
-    __syncthreads();
-    return total;
-}
-
-__device__ __forceinline__ float rows_block_max_tree(float v, float *sh)
-{
-    sh[threadIdx.x] = v;
-    __syncthreads();
-    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half)
-            sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + half]);
+        if (threadIdx.x < half) {
+            if (take_max)
+                sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + half]);
+            else
+                sh[threadIdx.x] += sh[threadIdx.x + half];
+        }
         __syncthreads();
     }
     const float total = sh[0];

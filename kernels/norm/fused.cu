@@ -21,22 +21,18 @@ __global__ void __launch_bounds__(PL_ROWS_MAX_GROUP)
                         int rows, int cols, float eps, int group)
 {
     __shared__ float red[32];
-    const rows_group g = rows_group_of(group);
-    const bool live = g.row < (size_t)rows; /* idle groups still take part in the block's barriers */
-    const size_t base = (live ? g.row : 0) * (size_t)cols;
-    const int lead = rows_lead(x + base), nvec = (lead + cols + 7) >> 3;
+    const rows_at a = rows_at_of(x, rows, cols, group);
+    const rows_group g = a.g;
+    const size_t base = a.base;
+    const int lead = a.lead, nvec = a.nvec;
     uint4 v[NV];
-#pragma unroll
-    for (int k = 0; k < NV; k++) {
-        const int j = g.t + k * group;
-        v[k] = live && j < nvec ? rows_load8(x + base, 8 * j - lead, cols, 0) : make_uint4(0, 0, 0, 0);
-    }
+    rows_load_regs<NV>(v, x, a, cols, group, 0);
     float ss = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; k++)
         ss += sumsq8(v[k]); /* the zero fill adds nothing */
     ss = rows_group_sum(ss, group, red);
-    if (!live)
+    if (!a.live)
         return;
     const float r = rsqrtf(ss / (float)cols + eps);
 #pragma unroll
@@ -47,25 +43,22 @@ __global__ void __launch_bounds__(PL_ROWS_MAX_GROUP)
     }
 }
 
-/* At most 48 registers up to 4 vectors per thread (the compiler's own choice is 64, which fits 4 blocks of 256 on an
- * SM; 48 fits 5: more bytes in flight while some blocks reduce), 64 for 8. Any block up to 1024 threads fits. */
+/* The compiler's own register choice (64 at 4 vectors: 4 blocks of 256 per SM). A 48-register cap (5 blocks) was
+ * measured slower on an H200: 164 against 160 us at 16384 x 8192, its 48 bytes of spills cost more than the fifth
+ * block gained (docs/perf/norm.md, run 2). */
 template <int NV>
-__global__ void __maxnreg__(NV > 4 ? 64 : 48)
+__global__ void __launch_bounds__(PL_ROWS_MAX_GROUP)
     layernorm_regs_kernel(const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
                           const uint16_t *__restrict__ b, uint16_t *__restrict__ y, int rows, int cols, float eps,
                           int group)
 {
     __shared__ float red[32];
-    const rows_group g = rows_group_of(group);
-    const bool live = g.row < (size_t)rows;
-    const size_t base = (live ? g.row : 0) * (size_t)cols;
-    const int lead = rows_lead(x + base), nvec = (lead + cols + 7) >> 3;
+    const rows_at a = rows_at_of(x, rows, cols, group);
+    const rows_group g = a.g;
+    const size_t base = a.base;
+    const int lead = a.lead, nvec = a.nvec;
     uint4 v[NV];
-#pragma unroll
-    for (int k = 0; k < NV; k++) {
-        const int j = g.t + k * group;
-        v[k] = live && j < nvec ? rows_load8(x + base, 8 * j - lead, cols, 0) : make_uint4(0, 0, 0, 0);
-    }
+    rows_load_regs<NV>(v, x, a, cols, group, 0);
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; k++)
@@ -76,7 +69,7 @@ __global__ void __maxnreg__(NV > 4 ? 64 : 48)
     for (int k = 0; k < NV; k++)
         d += sqdev8(v[k], mean, 8 * (g.t + k * group) - lead, cols); /* vectors past the row lie past cols */
     const float var = rows_group_sum(d, group, red) / (float)cols;
-    if (!live)
+    if (!a.live)
         return;
     const float rstd = rsqrtf(var + eps);
 #pragma unroll

@@ -1,51 +1,25 @@
-/* norm, version 3 — one fused pass, the row staged in shared memory by cp.async (a second optimized variant of
- * norm:rmsnorm and norm:layernorm).
+/* norm, version 3 — LayerNorm's fused pass with the row staged in shared memory by cp.async (a second optimized
+ * variant of norm:layernorm).
  *
  * Technique: asynchronous global-to-shared copies (cp.async, sm_80+). fused.cu holds the row in registers, so the
  * bytes a block has in flight are bounded by registers: 64 registers x 256 threads fit 4 blocks on an SM, 64 KB
- * of loads, and while a block reduces it has none in flight. Here each thread copies its vectors of the row
- * straight into shared memory (cp.async.cg: no registers, L1 bypassed), waits for its own copies, and reads them
- * back for the statistics and again for the output: the kernel needs ~32 registers, so 8 blocks of 256 (128 KB of
- * the row) are resident per SM, twice the bytes in flight. Same group shapes (common/rows.h), same arithmetic
- * (norm_rows.cuh), same edge handling as fused.cu; rows too long for one block's share of shared memory take
- * fused.cu's looped kernels. */
+ * of loads, and while a block reduces (LayerNorm: twice) it has none in flight. Here each thread copies its
+ * vectors of the row straight into shared memory (cp.async.cg: no registers, L1 bypassed), waits for its own
+ * copies, and reads them back for the mean, the variance and the output: the kernel needs 32 registers, so 8
+ * blocks of 256 (128 KB of rows) fit an SM by registers and shared memory. Same group shapes (common/rows.h),
+ * same arithmetic (norm_rows.cuh), same edge handling as fused.cu; rows too long for the shape's limit take
+ * fused.cu's looped kernel.
+ *
+ * Measured on an H200 at 16384 x 8192 (docs/perf/norm.md, run 2): 149.9 us against the register version's 160.2,
+ * 85.8% of cudaMemcpy. The same staging applied to RMSNorm (150-154 us against the register version's 136) and
+ * to softmax (163 against 150.5) was slower and was removed: staging through shared memory seems to have a ceiling
+ * of its own near 150 us here, which only LayerNorm's register version sat above (the cause is not established:
+ * the shared-memory carveout, the achieved occupancy and the LDGSTS path are the candidates, for ncu). */
 #include "norm/norm_kernels.h"
 #include "norm/norm_rows.cuh"
 
 /* 32 registers up to 4 vectors per thread: 8 blocks of 256 threads per SM, the most an SM holds (2048 threads);
  * 40 at 8 (the addresses of 8 vectors do not fit in 32 without spilling). */
-template <int NV>
-__global__ void __maxnreg__(NV > 4 ? 40 : 32)
-    rmsnorm_async_kernel(const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, uint16_t *__restrict__ y,
-                         int rows, int cols, float eps, int group)
-{
-    extern __shared__ uint4 stage[];
-    __shared__ float red[32];
-    const rows_group g = rows_group_of(group);
-    const bool live = g.row < (size_t)rows; /* idle groups still take part in the block's barriers */
-    const size_t base = (live ? g.row : 0) * (size_t)cols;
-    const int lead = rows_lead(x + base), nvec = (lead + cols + 7) >> 3;
-    uint4 *row = stage + (size_t)(threadIdx.x / (unsigned)group) * NV * group; /* row[j] = vector j */
-    rows_stage<NV>(row, x + base, lead, cols, nvec, g.t, group, live, 0);
-    float ss = 0.0f;
-#pragma unroll
-    for (int k = 0; k < NV; k++) {
-        const int j = g.t + k * group;
-        if (live && j < nvec)
-            ss += sumsq8(row[j]);
-    }
-    ss = rows_group_sum(ss, group, red);
-    if (!live)
-        return;
-    const float r = rsqrtf(ss / (float)cols + eps);
-#pragma unroll
-    for (int k = 0; k < NV; k++) {
-        const int j = g.t + k * group, c0 = 8 * j - lead;
-        if (j < nvec)
-            rows_store8(y + base, c0, cols, rms_apply8(row[j], rows_load8(w, c0, cols, 0), r));
-    }
-}
-
 template <int NV>
 __global__ void __maxnreg__(NV > 4 ? 40 : 32)
     layernorm_async_kernel(const uint16_t *__restrict__ x, const uint16_t *__restrict__ w,
@@ -54,10 +28,11 @@ __global__ void __maxnreg__(NV > 4 ? 40 : 32)
 {
     extern __shared__ uint4 stage[];
     __shared__ float red[32];
-    const rows_group g = rows_group_of(group);
-    const bool live = g.row < (size_t)rows;
-    const size_t base = (live ? g.row : 0) * (size_t)cols;
-    const int lead = rows_lead(x + base), nvec = (lead + cols + 7) >> 3;
+    const rows_at a = rows_at_of(x, rows, cols, group);
+    const rows_group g = a.g;
+    const bool live = a.live;
+    const size_t base = a.base;
+    const int lead = a.lead, nvec = a.nvec;
     uint4 *row = stage + (size_t)(threadIdx.x / (unsigned)group) * NV * group;
     rows_stage<NV>(row, x + base, lead, cols, nvec, g.t, group, live, 0);
     float s = 0.0f;
@@ -109,17 +84,6 @@ template <typename K> static cudaError_t allow_smem(K kernel, size_t smem)
 }
 
 template <int NV>
-static cudaError_t rmsnorm_async_launch(const uint16_t *x, const uint16_t *w, uint16_t *y, int rows, int cols,
-                                        float eps, const pl_rows_shape *sh, size_t smem, cudaStream_t stream)
-{
-    cudaError_t err = allow_smem(rmsnorm_async_kernel<NV>, smem);
-    if (err != cudaSuccess)
-        return err;
-    rmsnorm_async_kernel<NV><<<sh->blocks, sh->threads, smem, stream>>>(x, w, y, rows, cols, eps, sh->group);
-    return cudaGetLastError();
-}
-
-template <int NV>
 static cudaError_t layernorm_async_launch(const uint16_t *x, const uint16_t *w, const uint16_t *b, uint16_t *y,
                                           int rows, int cols, float eps, const pl_rows_shape *sh, size_t smem,
                                           cudaStream_t stream)
@@ -129,22 +93,6 @@ static cudaError_t layernorm_async_launch(const uint16_t *x, const uint16_t *w, 
         return err;
     layernorm_async_kernel<NV><<<sh->blocks, sh->threads, smem, stream>>>(x, w, b, y, rows, cols, eps, sh->group);
     return cudaGetLastError();
-}
-
-extern "C" cudaError_t pl_rmsnorm_async(const uint16_t *x, const uint16_t *w, uint16_t *y, int rows, int cols,
-                                        float eps, int nv, cudaStream_t stream)
-{
-    pl_rows_shape sh;
-    size_t smem;
-    if (!w || async_shape(x, y, rows, cols, nv, &sh, &smem) != 0)
-        return cudaErrorInvalidValue;
-    switch (sh.nv) {
-    case 1: return rmsnorm_async_launch<1>(x, w, y, rows, cols, eps, &sh, smem, stream);
-    case 2: return rmsnorm_async_launch<2>(x, w, y, rows, cols, eps, &sh, smem, stream);
-    case 4: return rmsnorm_async_launch<4>(x, w, y, rows, cols, eps, &sh, smem, stream);
-    case 8: return rmsnorm_async_launch<8>(x, w, y, rows, cols, eps, &sh, smem, stream);
-    default: return pl_rmsnorm_fused(x, w, y, rows, cols, eps, nv, stream); /* the looped kernel */
-    }
 }
 
 extern "C" cudaError_t pl_layernorm_async(const uint16_t *x, const uint16_t *w, const uint16_t *b, uint16_t *y,

@@ -21,7 +21,7 @@ __global__ void __launch_bounds__(NAIVE_THREADS)
         const float v = rows_bf16(xr[c]);
         acc += v * v;
     }
-    acc = rows_block_sum_tree(acc, sh);
+    acc = rows_block_tree(acc, sh, 0);
     if (threadIdx.x == 0)
         rinv[blockIdx.x] = rsqrtf(acc / (float)cols + eps);
 }
@@ -49,13 +49,13 @@ __global__ void __launch_bounds__(NAIVE_THREADS)
     float acc = 0.0f;
     for (int c = (int)threadIdx.x; c < cols; c += NAIVE_THREADS)
         acc += rows_bf16(xr[c]);
-    const float mean = rows_block_sum_tree(acc, sh) / (float)cols;
+    const float mean = rows_block_tree(acc, sh, 0) / (float)cols;
     acc = 0.0f;
     for (int c = (int)threadIdx.x; c < cols; c += NAIVE_THREADS) {
         const float d = rows_bf16(xr[c]) - mean;
         acc += d * d;
     }
-    const float var = rows_block_sum_tree(acc, sh) / (float)cols;
+    const float var = rows_block_tree(acc, sh, 0) / (float)cols;
     if (threadIdx.x == 0)
         stats[blockIdx.x] = make_float2(mean, rsqrtf(var + eps));
 }

@@ -1,9 +1,9 @@
 /* Row normalizations of bf16 rows (rows x cols, row-major) with fp32 accumulation: RMSNorm and LayerNorm, each as
  * the plain multi-kernel version (statistics to memory, then a separate normalizing pass that reads x again) and
  * as one fused pass (a row per part-warp, warp or block, 16-byte accesses, the row held in registers: x read
- * once), and as that pass with the row staged in shared memory by cp.async. Each launcher enqueues on `stream`, never
- * synchronizes, and returns the launch's cudaError_t; cudaErrorInvalidValue without launching when an argument is
- * unusable (named at each launcher).
+ * once); LayerNorm also as that pass with the row staged in shared memory by cp.async. Each launcher enqueues on
+ * `stream`, never synchronizes, and returns the launch's cudaError_t; cudaErrorInvalidValue without launching when an
+ * argument is unusable (named at each launcher).
  *
  *   rmsnorm:   y = x / sqrt(mean(x^2) + eps) * w
  *   layernorm: y = (x - mean(x)) / sqrt(var(x) + eps) * w + b   (biased variance, as PyTorch)
@@ -39,11 +39,9 @@ cudaError_t pl_layernorm_naive(const uint16_t *x, const uint16_t *w, const uint1
 cudaError_t pl_layernorm_fused(const uint16_t *x, const uint16_t *w, const uint16_t *b, uint16_t *y, int rows, int cols,
                                float eps, int nv, cudaStream_t stream);
 
-/* The same pass with the row staged in shared memory by cp.async instead of registers (fused_async.cu): ~32
- * registers, twice the blocks per SM, twice the bytes in flight. Same arguments and shapes as the fused launchers;
- * rows too long for the shape's limit go to their looped kernel. */
-cudaError_t pl_rmsnorm_async(const uint16_t *x, const uint16_t *w, uint16_t *y, int rows, int cols, float eps, int nv,
-                             cudaStream_t stream);
+/* LayerNorm's pass with the row staged in shared memory by cp.async instead of registers (fused_async.cu): 32
+ * registers, twice the blocks per SM. Same arguments and shapes as pl_layernorm_fused; rows beyond the shapes'
+ * limit go to its looped kernel. */
 cudaError_t pl_layernorm_async(const uint16_t *x, const uint16_t *w, const uint16_t *b, uint16_t *y, int rows, int cols,
                                float eps, int nv, cudaStream_t stream);
 

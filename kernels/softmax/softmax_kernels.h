@@ -23,11 +23,6 @@ cudaError_t pl_softmax_three_pass(const uint16_t *x, uint16_t *y, float *rowmax,
  * recurrence and read the row a second time to write it. y must have x's alignment modulo 16 bytes. */
 cudaError_t pl_softmax_online(const uint16_t *x, uint16_t *y, int rows, int cols, int nv, cudaStream_t stream);
 
-/* The same online pass with the row staged in shared memory by cp.async instead of registers (online_async.cu): 32
- * registers, 8 blocks of 256 per SM, twice the bytes in flight; two exps per element. Same arguments and shapes as
- * pl_softmax_online; rows beyond the shapes' limit go to its looped kernel. */
-cudaError_t pl_softmax_online_async(const uint16_t *x, uint16_t *y, int rows, int cols, int nv, cudaStream_t stream);
-
 /* The largest nv the fused kernel holds in registers (it keeps the exponentials as fp32: 32 per vector pair). */
 #define PL_SOFTMAX_NV_MAX 4
 

@@ -18,7 +18,7 @@ __global__ void __launch_bounds__(NAIVE_THREADS)
     float m = -INFINITY;
     for (int c = (int)threadIdx.x; c < cols; c += NAIVE_THREADS)
         m = fmaxf(m, rows_bf16(xr[c]));
-    m = rows_block_max_tree(m, sh);
+    m = rows_block_tree(m, sh, 1);
     if (threadIdx.x == 0)
         rowmax[blockIdx.x] = m;
 }
@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(NAIVE_THREADS)
     float s = 0.0f;
     for (int c = (int)threadIdx.x; c < cols; c += NAIVE_THREADS)
         s += expf(rows_bf16(xr[c]) - m);
-    s = rows_block_sum_tree(s, sh);
+    s = rows_block_tree(s, sh, 0);
     if (threadIdx.x == 0)
         rowsum[blockIdx.x] = s;
 }

@@ -35,6 +35,30 @@ typedef struct rows_lab {
     int ran_copy; /* the last run was the cudaMemcpy reference variant: its check is y == x bit for bit */
 } rows_lab;
 
+/* The size parameters every row target declares: 16384 x 8192 by default (268 MB each way: far beyond L2), 77 x 1001
+ * small (rows not 16-byte aligned, a partial last block). */
+#define ROWS_LAB_SIZE_PARAMS(cols_help)                                                                                \
+    {.name = "rows",                                                                                                   \
+     .type = PL_PARAM_INT,                                                                                             \
+     .default_value = "16384",                                                                                         \
+     .help = "rows (tokens)",                                                                                          \
+     .min = 1,                                                                                                         \
+     .max = 1 << 24,                                                                                                   \
+     .small_value = "77"},                                                                                             \
+    {                                                                                                                  \
+        .name = "cols", .type = PL_PARAM_INT, .default_value = "8192", .help = cols_help, .min = 1, .max = 1 << 26,    \
+        .small_value = "1001"                                                                                          \
+    }
+
+/* The [reference] variant of every row target: the same bytes as its kernels, without their work. */
+#define ROWS_LAB_COPY_VARIANT                                                                                          \
+    {                                                                                                                  \
+        .name = "cuda_memcpy",                                                                                         \
+        .technique = "cudaMemcpyAsync D2D of x into y: the bytes of the optimized kernels without their work, the "    \
+                     "ceiling",                                                                                        \
+        .run = rows_lab_run_copy, .flags = PL_VARIANT_REFERENCE                                                        \
+    }
+
 /* rows and cols from the parameters, x filled with uniform [lo, hi) and copied back, y allocated. `extra_bytes`:
  * the target's other device buffers, for the one-line error when the GPU is too small. */
 int rows_lab_init(pl_ctx *ctx, const pl_params *p, rows_lab *io, float lo, float hi, size_t extra_bytes,
