@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""PyTorch's own row kernels timed the way `perflab run` times the row targets, for a side-by-side comparison.
+
+Same shapes and dtypes as norm:rmsnorm, norm:layernorm, softmax:rows and fusion:elementwise_chain (bf16 rows x
+cols, bf16 weight/bias, the same eps and scale), the same byte counts (x read once, y written once, the cols-sized
+vectors once), and timing in perflab's spirit: CUDA events around a batch of calls enqueued back to back (the
+stream held by torch.cuda._sleep while the host enqueues, as perflab's latch does), warm-up first, the median over
+many batches. A device-to-device copy of x into y is the ceiling, as perflab's cuda_memcpy variant.
+
+    python3 scripts/torch_rows_bench.py                        # 16384 x 8192, table on stdout
+    python3 scripts/torch_rows_bench.py --perflab-csv ART/*/results.csv --json torch_rows.json
+
+With --perflab-csv (results.csv of a `perflab run` of those targets on the same GPU), the table adds perflab's
+optimized variants and the ratio torch median / perflab median (> 1: perflab faster).
+"""
+import argparse
+import csv
+import glob
+import json
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+HOLD_US_PER_CALL = 30.0  # the stream is held this long per enqueued call: longer than Python takes to issue one
+
+
+def make_ops(rows, cols, rms_eps, ln_eps, scale, dev):
+    """name -> (torch call, bytes moved, perflab target, perflab's optimized variants, what it runs)."""
+    g = torch.Generator(device=dev)
+    g.manual_seed(1234)
+
+    def uniform(shape, lo, hi):
+        return (torch.rand(shape, generator=g, device=dev, dtype=torch.float32) * (hi - lo) + lo).to(torch.bfloat16)
+
+    xn = uniform((rows, cols), -2.0, 2.0)
+    xl = uniform((rows, cols), -1.0, 3.0)
+    xs = uniform((rows, cols), -4.0, 4.0)
+    xc = uniform((rows, cols), -1.0, 1.0)
+    w = uniform((cols,), 0.5, 1.5)
+    b = uniform((cols,), -1.0, 1.0)
+    y = torch.empty_like(xn)
+    mat = 2.0 * rows * cols  # one bf16 matrix
+    vec = 2.0 * cols
+    return {
+        "rmsnorm": (lambda: F.rms_norm(xn, (cols,), w, rms_eps), 2 * mat + vec, "norm:rmsnorm",
+                    ("fused",), "F.rms_norm"),
+        "layernorm": (lambda: F.layer_norm(xl, (cols,), w, b, ln_eps), 2 * mat + 2 * vec, "norm:layernorm",
+                      ("fused", "fused_async"), "F.layer_norm"),
+        "softmax": (lambda: torch.softmax(xs, dim=-1), 2 * mat, "softmax:rows",
+                    ("online_fused",), "torch.softmax"),
+        "elementwise_chain": (lambda: F.gelu(xc + b, approximate="tanh") * scale, 2 * mat + vec,
+                              "fusion:elementwise_chain", ("fused",), "(x + b), F.gelu(tanh), * scale"),
+        "copy": (lambda: y.copy_(xn), 2 * mat, "norm:rmsnorm", ("cuda_memcpy",), "y.copy_(x) (D2D)"),
+    }
+
+
+def time_call(fn, batch, batches, warmup, cycles_per_us):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    per_call = []
+    for _ in range(batches):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(int(batch * HOLD_US_PER_CALL * cycles_per_us))
+        start.record()
+        for _ in range(batch):
+            fn()
+        stop.record()
+        torch.cuda.synchronize()
+        per_call.append(start.elapsed_time(stop) / batch)
+    return per_call
+
+
+def load_perflab(paths):
+    """(target, variant) -> median ms from perflab results.csv files (the last one wins)."""
+    out = {}
+    for pattern in paths:
+        for path in sorted(glob.glob(pattern)):
+            with open(path, newline="") as f:
+                for row in csv.DictReader(f):
+                    if row.get("median_ms"):
+                        out[(row["target"], row["variant"])] = float(row["median_ms"])
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=16384)
+    ap.add_argument("--cols", type=int, default=8192)
+    ap.add_argument("--rms-eps", type=float, default=1e-6)
+    ap.add_argument("--ln-eps", type=float, default=1e-5)
+    ap.add_argument("--scale", type=float, default=1.7)
+    ap.add_argument("--ops", default="rmsnorm,layernorm,softmax,elementwise_chain,copy")
+    ap.add_argument("--batch", type=int, default=20, help="calls per timed batch")
+    ap.add_argument("--batches", type=int, default=30, help="timed batches (the median is over these)")
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--perflab-csv", nargs="*", default=[], help="perflab results.csv files (globs) to compare with")
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("no CUDA device", file=sys.stderr)
+        return 3
+    dev = torch.device("cuda", 0)
+    props = torch.cuda.get_device_properties(dev)
+    cycles_per_us = getattr(props, "clock_rate", 1980000) / 1e3
+    ops = make_ops(args.rows, args.cols, args.rms_eps, args.ln_eps, args.scale, dev)
+    perflab = load_perflab(args.perflab_csv)
+    results = []
+    print(f"# {props.name}, torch {torch.__version__}, {args.rows} x {args.cols} bf16, "
+          f"median of {args.batches} batches of {args.batch}")
+    header = f"{'op':<18} {'torch call':<32} {'torch us':>9} {'GB/s':>7}"
+    if perflab:
+        header += f" {'perflab variant':<30} {'us':>8} {'GB/s':>7} {'perflab speedup':>15}"
+    print(header)
+    for name in args.ops.split(","):
+        fn, nbytes, target, variants, what = ops[name]
+        med = statistics.median(time_call(fn, args.batch, args.batches, args.warmup, cycles_per_us))
+        r = {"op": name, "torch_call": what, "rows": args.rows, "cols": args.cols, "dtype": "bf16",
+             "bytes": nbytes, "torch_median_ms": med, "torch_gbps": nbytes / (med * 1e-3) / 1e9,
+             "torch_version": torch.__version__, "gpu": props.name, "perflab": []}
+        lines = []
+        for variant in variants:  # one line per perflab variant found
+            pm = perflab.get((target, variant))
+            if pm:
+                r["perflab"].append({"target": target, "variant": variant, "median_ms": pm,
+                                     "gbps": nbytes / (pm * 1e-3) / 1e9, "speedup_vs_torch": med / pm})
+                lines.append(f" {target + ' ' + variant:<30} {pm * 1e3:8.1f} {nbytes / (pm * 1e-3) / 1e9:7.0f} "
+                             f"{med / pm:14.2f}x")
+        head = f"{name:<18} {what:<32} {med * 1e3:9.1f} {r['torch_gbps']:7.0f}"
+        print(head + (lines[0] if lines else ""), flush=True)
+        for extra in lines[1:]:
+            print(" " * len(head) + extra, flush=True)
+        results.append(r)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
