@@ -1,5 +1,6 @@
-/* atomics:histogram — n uint32 keys into `bins` counters: one global atomic per key, per-block shared-memory bins
- * (privatization), and the same with warp aggregation; against CUB's DeviceHistogram. The input is even or
+/* atomics:histogram — n uint32 keys into `bins` counters: one global atomic per key, the same behind warp
+ * aggregation, per-block shared-memory bins (privatization), and those behind warp aggregation; against CUB's
+ * DeviceHistogram. The input is even or
  * Zipf-skewed (--dist zipf --skew s: bin k drawn with probability ∝ 1/(k+1)^s), where atomics on a few hot bins
  * serialize. Exact check against a host count. */
 #include <stdio.h>
@@ -19,7 +20,7 @@ typedef struct hist_state {
     uint32_t *keys, *hist; /* device */
     uint32_t *keys_host;
     int32_t *ref, *hist_host;
-    unsigned blocks[3]; /* the resident wave of each shared version (index: pl_hist_version) */
+    unsigned blocks[4]; /* the resident wave of each shared version (index: pl_hist_version) */
     void *cub_temp;
     size_t cub_bytes;
 } hist_state;
@@ -147,6 +148,11 @@ static int run_global(pl_ctx *ctx, void *state)
     return run_version(ctx, state, PL_HIST_GLOBAL);
 }
 
+static int run_global_agg(pl_ctx *ctx, void *state)
+{
+    return run_version(ctx, state, PL_HIST_GLOBAL_AGG);
+}
+
 static int run_shared(pl_ctx *ctx, void *state)
 {
     return run_version(ctx, state, PL_HIST_SHARED);
@@ -168,13 +174,16 @@ static const pl_variant hist_variants[] = {
     {.name = "baseline",
      .technique = "one global atomicAdd per key: every increment an L2 atomic, same-bin keys serialized",
      .run = run_global},
+    {.name = "global_agg",
+     .technique = "global atomics behind warp aggregation: __match_any_sync groups equal keys of a warp, one atomic "
+                  "per group",
+     .run = run_global_agg},
     {.name = "shared_private",
      .technique = "per-block bins in shared memory (shared atomics), 16-byte key loads, one global atomic per bin "
                   "per block",
      .run = run_shared},
-    {.name = "warp_agg",
-     .technique = "shared bins plus warp aggregation: __match_any_sync groups equal keys, one atomic per distinct "
-                  "key per warp",
+    {.name = "shared_agg",
+     .technique = "shared bins behind the same warp aggregation: one shared atomic per distinct key per warp",
      .run = run_warp_agg},
     {.name = "cub",
      .technique = "CUB DeviceHistogram::HistogramEven (bins + 1 levels): the library reference",

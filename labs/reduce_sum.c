@@ -18,7 +18,8 @@ typedef struct sum_state {
     float *out; /* device, the result */
     void *ws;   /* warp_vec16's workspace */
     size_t ws_bytes;
-    void *cub_temp; /* CUB's temporary storage */
+    unsigned blocks; /* warp_vec16's grid: one resident wave */
+    void *cub_temp;  /* CUB's temporary storage */
     size_t cub_bytes;
     void *copy_dst; /* the ceiling copy: half the input's bytes, so that read + written = the input's bytes */
     size_t copy_bytes;
@@ -67,7 +68,8 @@ static int sum_setup(pl_ctx *ctx, const pl_params *p, void **state)
     s->esize = elem_size(p);
     s->dtype = s->esize == 2 ? PL_REDUCE_BF16 : PL_REDUCE_F32;
     const size_t bytes = s->n * s->esize;
-    s->ws_bytes = pl_reduce_sum_workspace_bytes(s->n, s->dtype);
+    PL_CUDA(ctx, pl_reduce_sum_warp_vec16_blocks(&s->blocks));
+    s->ws_bytes = pl_reduce_sum_workspace_bytes(s->blocks);
     s->copy_bytes = bytes / 2;
     s->in = pl_device_alloc(ctx, bytes);
     s->out = pl_device_alloc(ctx, sizeof(float));
@@ -136,7 +138,7 @@ static int run_vec16(pl_ctx *ctx, void *state)
 {
     sum_state *s = state;
     s->last_is_copy = 0;
-    PL_CUDA(ctx, pl_reduce_sum_warp_vec16(s->in, s->dtype, s->n, s->out, s->ws, s->ws_bytes, ctx->stream));
+    PL_CUDA(ctx, pl_reduce_sum_warp_vec16(s->in, s->dtype, s->n, s->out, s->blocks, s->ws, s->ws_bytes, ctx->stream));
     return 0;
 }
 
@@ -165,8 +167,8 @@ static const pl_variant sum_variants[] = {
      .technique = "a shared-memory tree per block of 256 (a barrier per halving step), one atomicAdd per block",
      .run = run_tree},
     {.name = "warp_vec16",
-     .technique = "16-byte loads (4 in flight), warp shuffles, one partial per block summed by the last block: "
-                  "deterministic, no atomic on the result",
+     .technique = "one wave of blocks with equal shares, 16-byte loads (4 in flight), warp shuffles, one partial per "
+                  "block summed by the last block: deterministic, no atomic on the result",
      .run = run_vec16},
     {.name = "cub",
      .technique = "CUB DeviceReduce (Sum for fp32; Reduce with an fp32 plus for bf16): the library reference",

@@ -2,6 +2,8 @@
  *
  *  1. global    — one atomicAdd per key on the histogram in global memory. Atomics execute in L2; keys that
  *                 share a bin serialize there, so a skewed input (many keys in a few bins) slows it down most.
+ *  1b. global_agg — the same with warp aggregation (see 3) in front of the global atomics: the technique alone,
+ *                 where the atomics are the bottleneck.
  *  2. shared    — each block counts into its own copy of the bins in shared memory (privatization: shared
  *                 atomics, close to the SM), reading keys 16 bytes at a time, several loads in flight; at the end
  *                 it adds its non-zero bins to the global histogram: bins atomics per block instead of n in all.
@@ -29,6 +31,24 @@ __global__ void __launch_bounds__(GLOBAL_THREADS)
         const uint32_t k = keys[i];
         if (k < bins)
             atomicAdd(&hist[k], 1u);
+    }
+}
+
+/* ---- 1b. global atomics behind warp aggregation ---- */
+
+__global__ void __launch_bounds__(GLOBAL_THREADS)
+    hist_global_agg_kernel(const uint32_t *__restrict__ keys, size_t n, uint32_t *hist, unsigned bins)
+{
+    const size_t step = (size_t)gridDim.x * GLOBAL_THREADS;
+    const unsigned lane = threadIdx.x & 31u;
+    /* the loop runs per warp (base is the warp's first key), so every lane reaches the match; lanes past n carry a
+     * key no bin takes */
+    for (size_t base = (size_t)blockIdx.x * GLOBAL_THREADS + (threadIdx.x & ~31u); base < n; base += step) {
+        const size_t i = base + lane;
+        const uint32_t k = i < n ? keys[i] : 0xffffffffu;
+        const unsigned same = __match_any_sync(0xffffffffu, k);
+        if (k < bins && lane == (unsigned)(__ffs(same) - 1))
+            atomicAdd(&hist[k], (uint32_t)__popc(same));
     }
 }
 
@@ -104,6 +124,7 @@ static const void *kernel_of(pl_hist_version v)
 {
     switch (v) {
     case PL_HIST_GLOBAL: return (const void *)hist_global_kernel;
+    case PL_HIST_GLOBAL_AGG: return (const void *)hist_global_agg_kernel;
     case PL_HIST_SHARED: return (const void *)hist_shared_kernel<0>;
     case PL_HIST_WARP_AGG: return (const void *)hist_shared_kernel<1>;
     default: return NULL;
@@ -115,7 +136,7 @@ extern "C" cudaError_t pl_hist_prepare(pl_hist_version v, unsigned bins, int *bl
     const void *k = kernel_of(v);
     if (!k || bins == 0 || bins > PL_HIST_MAX_BINS)
         return cudaErrorInvalidValue;
-    if (v == PL_HIST_GLOBAL)
+    if (v == PL_HIST_GLOBAL || v == PL_HIST_GLOBAL_AGG)
         return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, k, GLOBAL_THREADS, 0);
     const size_t smem = (size_t)bins * sizeof(uint32_t);
     cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
@@ -132,11 +153,14 @@ extern "C" cudaError_t pl_hist_launch(pl_hist_version v, const uint32_t *keys, s
     cudaError_t e = cudaMemsetAsync(hist, 0, (size_t)bins * sizeof(uint32_t), stream);
     if (e != cudaSuccess || n == 0)
         return e;
-    if (v == PL_HIST_GLOBAL) {
+    if (v == PL_HIST_GLOBAL || v == PL_HIST_GLOBAL_AGG) {
         size_t grid = (n + GLOBAL_THREADS - 1) / GLOBAL_THREADS;
         if (grid > MAX_GRID)
             grid = MAX_GRID;
-        hist_global_kernel<<<(unsigned)grid, GLOBAL_THREADS, 0, stream>>>(keys, n, hist, bins);
+        if (v == PL_HIST_GLOBAL_AGG)
+            hist_global_agg_kernel<<<(unsigned)grid, GLOBAL_THREADS, 0, stream>>>(keys, n, hist, bins);
+        else
+            hist_global_kernel<<<(unsigned)grid, GLOBAL_THREADS, 0, stream>>>(keys, n, hist, bins);
         return cudaGetLastError();
     }
     if ((uintptr_t)keys % 16 != 0)

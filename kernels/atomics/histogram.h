@@ -15,9 +15,10 @@ extern "C" {
 #define PL_HIST_MAX_BINS 16384 /* 64 KiB of shared counters per block */
 
 typedef enum pl_hist_version {
-    PL_HIST_GLOBAL,   /* one global atomicAdd per key */
-    PL_HIST_SHARED,   /* per-block shared-memory bins, 16-byte key loads, one global atomic per bin per block */
-    PL_HIST_WARP_AGG, /* PL_HIST_SHARED plus warp aggregation: one shared atomic per distinct key in a warp */
+    PL_HIST_GLOBAL,     /* one global atomicAdd per key */
+    PL_HIST_GLOBAL_AGG, /* one global atomicAdd per distinct key of a warp (warp aggregation) */
+    PL_HIST_SHARED,     /* per-block shared-memory bins, 16-byte key loads, one global atomic per bin per block */
+    PL_HIST_WARP_AGG,   /* PL_HIST_SHARED plus warp aggregation: one shared atomic per distinct key in a warp */
 } pl_hist_version;
 
 /* Raise the shared versions' dynamic shared-memory limit for `bins` and say how many blocks of version v fit on one
@@ -25,7 +26,7 @@ typedef enum pl_hist_version {
 cudaError_t pl_hist_prepare(pl_hist_version v, unsigned bins, int *blocks_per_sm);
 
 /* keys 16-byte aligned for the shared versions (cudaErrorInvalidValue otherwise). `blocks`: the grid of the shared
- * versions (0: enough for one vector per thread); ignored by GLOBAL. */
+ * versions (0: enough for one vector per thread); ignored by GLOBAL and GLOBAL_AGG. */
 cudaError_t pl_hist_launch(pl_hist_version v, const uint32_t *keys, size_t n, uint32_t *hist, unsigned bins,
                            unsigned blocks, cudaStream_t stream);
 

@@ -46,22 +46,25 @@ __device__ __forceinline__ size_t tiles_of(const pl_stencil_grid &g)
 
 /* Thread t computes column c0 + t of the tile from the box in shared memory (box row 0 is grid row r0 - 1, box
  * column 0 grid column c0 - 4), sliding up/mid/down down the column: three shared loads per output, consecutive
- * threads on consecutive words. */
+ * threads on consecutive words. Fully unrolled, so that the shared loads of later rows are issued early. */
 __device__ __forceinline__ void compute_tile(const float *box, float *__restrict__ y, const pl_stencil_grid &g,
                                              tile_pos p)
 {
     const float *col = box + HALO_C + threadIdx.x;
     const long long c = p.c0 + threadIdx.x;
-    const bool col_ok = c < (long long)g.cols;
+    if (c >= (long long)g.cols)
+        return;
+    const long long left_rows = (long long)g.rows - p.r0;
+    const int rows_here = left_rows < TH ? (int)left_rows : TH;
+    float *out = y + (size_t)p.r0 * g.ld + (size_t)c;
     float up = col[0], mid = col[BOX_W];
-#pragma unroll 8
+#pragma unroll
     for (int r = 0; r < TH; r++) {
         const float down = col[(r + 2) * BOX_W];
         const float left = col[(r + 1) * BOX_W - 1], right = col[(r + 1) * BOX_W + 1];
         const float v = g.a * mid + g.b * ((up + down) + (left + right));
-        const long long row = p.r0 + r;
-        if (col_ok && row < (long long)g.rows)
-            y[(size_t)row * g.ld + (size_t)c] = v;
+        if (r < rows_here)
+            out[(size_t)r * g.ld] = v;
         up = mid;
         mid = down;
     }

@@ -4,21 +4,22 @@
  *                   serialize on one address in L2: the rate of one L2 atomic unit, not of HBM.
  *  2. smem_tree   — each block of 256 threads sums its 256 elements in a shared-memory tree (8 halving steps, a
  *                   barrier after each), then adds its sum with one atomicAdd: n/256 atomics.
- *  3. warp_vec16  — each thread sums 16 sixteen-byte vectors (four loads in flight at a time) into registers; warps
- *                   combine with shuffles (no shared memory, no barrier per step), each block writes one partial,
- *                   and the last block to finish (a ticket counter) adds the partials in a fixed order. No atomic
- *                   on the result: the same input gives the same bits on every run.
+ *  3. warp_vec16  — one resident wave of blocks, each given an equal contiguous share of the input (so that all
+ *                   finish together: no tail of idle SMs); each thread sums sixteen-byte vectors, four loads in
+ *                   flight at a time, into registers; warps combine with shuffles (no shared memory, no barrier per
+ *                   step), each block writes one partial, and the last block to finish (a ticket counter) adds the
+ *                   few partials in a fixed order. No atomic on the result: for a given grid (one per GPU model)
+ *                   the same input gives the same bits on every run.
  *
  * The elements are read once from HBM in every version; they differ in what serializes after the load. */
 #include <stdint.h>
 #include <cuda_bf16.h>
 #include "reduce/reduce.h"
 
-#define BLOCK      256
-#define MAX_GRID   2147483647u
-#define VEC_LOADS  4 /* 16-byte loads in flight per thread */
-#define VEC_ITERS  4 /* rounds of VEC_LOADS per block chunk: 16 vectors, 256 bytes a thread, 64 KiB a block */
-#define CHUNK_VECS ((size_t)BLOCK * VEC_LOADS * VEC_ITERS)
+#define BLOCK     256
+#define MAX_GRID  2147483647u
+#define VEC_LOADS 4                           /* 16-byte loads in flight per thread */
+#define STEP_VECS ((size_t)BLOCK * VEC_LOADS) /* vectors a block reads per step: 16 KiB */
 
 /* element i as float */
 template <int BF16> __device__ __forceinline__ float load_elem(const void *in, size_t i)
@@ -104,32 +105,32 @@ __global__ void __launch_bounds__(BLOCK)
     const size_t per_vec = BF16 ? 8 : 4;
     const size_t n_vec = n / per_vec;
     const uint4 *v16 = static_cast<const uint4 *>(in);
-    const size_t first = (size_t)blockIdx.x * CHUNK_VECS + threadIdx.x;
+    /* this block's share: vectors [begin, end), equal to within 32 vectors, starting on a 512-byte boundary (a warp's
+     * loads then cover whole 128-byte lines) */
+    const size_t units = (n_vec + 31) / 32;
+    const size_t begin = 32 * (units * blockIdx.x / gridDim.x);
+    const size_t end = min(n_vec, 32 * (units * (blockIdx.x + 1) / gridDim.x));
     float acc = 0.0f;
 
-    if ((size_t)(blockIdx.x + 1) * CHUNK_VECS <= n_vec) {
-        /* a whole chunk: no bounds checks; VEC_LOADS independent loads before their sums */
+    size_t i = begin + threadIdx.x;
+    /* whole steps: VEC_LOADS independent loads before their sums, a warp's load covering 512 contiguous bytes */
+    for (; i + (VEC_LOADS - 1) * BLOCK < end; i += STEP_VECS) {
+        uint4 v[VEC_LOADS];
 #pragma unroll
-        for (int it = 0; it < VEC_ITERS; it++) {
-            uint4 v[VEC_LOADS];
+        for (int k = 0; k < VEC_LOADS; k++)
+            v[k] = __ldcs(v16 + i + (size_t)k * BLOCK);
 #pragma unroll
-            for (int k = 0; k < VEC_LOADS; k++)
-                v[k] = __ldcs(v16 + first + (size_t)(it * VEC_LOADS + k) * BLOCK);
-#pragma unroll
-            for (int k = 0; k < VEC_LOADS; k++)
-                acc += vec_sum<BF16>(v[k]);
-        }
-    } else {
-        /* the last, partial chunk: the vectors that exist, then the n % per_vec elements after them */
-        for (int j = 0; j < VEC_LOADS * VEC_ITERS; j++) {
-            const size_t k = first + (size_t)j * BLOCK;
-            if (k < n_vec)
-                acc += vec_sum<BF16>(v16[k]);
-        }
-        const size_t tail = n_vec * per_vec + threadIdx.x;
-        if (tail < n)
-            acc += load_elem<BF16>(in, tail);
+        for (int k = 0; k < VEC_LOADS; k++)
+            acc += vec_sum<BF16>(v[k]);
     }
+    /* the share's last partial step */
+#pragma unroll
+    for (int k = 0; k < VEC_LOADS; k++)
+        if (i + (size_t)k * BLOCK < end)
+            acc += vec_sum<BF16>(v16[i + (size_t)k * BLOCK]);
+    /* the n % per_vec elements after the vectors, in the last block */
+    if (blockIdx.x == gridDim.x - 1 && threadIdx.x < n - n_vec * per_vec)
+        acc += load_elem<BF16>(in, n_vec * per_vec + threadIdx.x);
 
     acc = block_sum(acc, warp_sums);
     if (threadIdx.x == 0) {
@@ -197,32 +198,37 @@ extern "C" cudaError_t pl_reduce_sum_smem_tree(const void *in, pl_reduce_dtype d
     return cudaGetLastError();
 }
 
-static size_t vec16_blocks(size_t n, pl_reduce_dtype dtype)
+extern "C" cudaError_t pl_reduce_sum_warp_vec16_blocks(unsigned *blocks)
 {
-    const size_t per_vec = dtype == PL_REDUCE_BF16 ? 8 : 4;
-    const size_t n_vec = n / per_vec;
-    /* whole chunks, plus one block for the partial chunk and the n % per_vec elements after the vectors (the
-     * only block that takes the bounds-checked path); n = 0 gives that one block, which writes 0 */
-    return n_vec / CHUNK_VECS + (n_vec % CHUNK_VECS != 0 || n % per_vec != 0 || n_vec == 0);
+    int device = 0, sms = 0, per_sm = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess) /* the two instantiations use the same resources */
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sum_vec16_kernel<0>, BLOCK, 0);
+    if (e != cudaSuccess)
+        return e;
+    *blocks = (unsigned)(sms * per_sm);
+    return *blocks > 0 ? cudaSuccess : cudaErrorInvalidConfiguration;
 }
 
-extern "C" size_t pl_reduce_sum_workspace_bytes(size_t n, pl_reduce_dtype dtype)
+extern "C" size_t pl_reduce_sum_workspace_bytes(unsigned blocks)
 {
-    return WS_HEADER + vec16_blocks(n, dtype) * sizeof(float);
+    return WS_HEADER + (size_t)blocks * sizeof(float);
 }
 
 extern "C" cudaError_t pl_reduce_sum_warp_vec16(const void *in, pl_reduce_dtype dtype, size_t n, float *out,
-                                                void *workspace, size_t workspace_bytes, cudaStream_t stream)
+                                                unsigned blocks, void *workspace, size_t workspace_bytes,
+                                                cudaStream_t stream)
 {
-    const size_t blocks = vec16_blocks(n, dtype);
-    if ((uintptr_t)in % 16 != 0 || (uintptr_t)workspace % 16 != 0 || blocks > MAX_GRID ||
-        workspace_bytes < pl_reduce_sum_workspace_bytes(n, dtype))
+    if ((uintptr_t)in % 16 != 0 || (uintptr_t)workspace % 16 != 0 || blocks == 0 || blocks > MAX_GRID ||
+        workspace_bytes < pl_reduce_sum_workspace_bytes(blocks))
         return cudaErrorInvalidValue;
     unsigned *ticket = static_cast<unsigned *>(workspace);
     float *partials = reinterpret_cast<float *>(static_cast<char *>(workspace) + WS_HEADER);
     if (dtype == PL_REDUCE_BF16)
-        sum_vec16_kernel<1><<<(unsigned)blocks, BLOCK, 0, stream>>>(in, n, out, ticket, partials);
+        sum_vec16_kernel<1><<<blocks, BLOCK, 0, stream>>>(in, n, out, ticket, partials);
     else
-        sum_vec16_kernel<0><<<(unsigned)blocks, BLOCK, 0, stream>>>(in, n, out, ticket, partials);
+        sum_vec16_kernel<0><<<blocks, BLOCK, 0, stream>>>(in, n, out, ticket, partials);
     return cudaGetLastError();
 }
