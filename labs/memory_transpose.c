@@ -1,7 +1,6 @@
 /* memory:transpose — out (cols × rows) = in (rows × cols)ᵀ in fp32: naive (uncoalesced writes), a shared-memory
- * tile (coalesced both ways, bank conflicts on the column reads), the padded tile (conflict-free), 64×64 tiles with
- * 16-byte accesses and a swizzled tile, and the same walked in groups of tile rows (longer runs of each output row
- * per DRAM page); against cudaMemcpyAsync of the same bytes, the ceiling. */
+ * tile (coalesced both ways, bank conflicts on the column reads), the padded tile (conflict-free), and 64×64 tiles
+ * with 16-byte accesses and a swizzled tile; against cudaMemcpyAsync of the same bytes, the ceiling. */
 #include <string.h>
 
 #include "labs.h"
@@ -13,7 +12,6 @@
 
 typedef struct transpose_state {
     size_t rows, cols, n;
-    unsigned group;   /* tile rows per group of vec16_grouped's walk */
     float *in, *out;  /* device */
     float *in_host;   /* the input as the GPU holds it */
     float *out_host;  /* the checked output, copied back */
@@ -36,12 +34,6 @@ static const pl_param_def transpose_params[] = {
      .min = 1,
      .max = 1e9,
      .small_value = "1001"},
-    {.name = "group",
-     .type = PL_PARAM_INT,
-     .default_value = "16",
-     .help = "vec16_grouped: 64-row tile rows the blocks walk down together before the next tile column",
-     .min = 1,
-     .max = 65535},
     {.name = NULL},
 };
 
@@ -61,7 +53,6 @@ static int transpose_setup(pl_ctx *ctx, const pl_params *p, void **state)
     s->rows = (size_t)pl_param_int(p, "rows");
     s->cols = (size_t)pl_param_int(p, "cols");
     s->n = s->rows * s->cols;
-    s->group = (unsigned)pl_param_int(p, "group");
     if (s->n > ((size_t)1 << 34))
         return pl_fail(ctx,
                        "memory:transpose: rows × cols = %zu elements is more than 2^34 (64 GiB a matrix); "
@@ -134,22 +125,9 @@ static int run_padded(pl_ctx *ctx, void *state)
     return run_with(ctx, state, pl_transpose_f32_padded);
 }
 
-static int run_vec16_group(pl_ctx *ctx, transpose_state *s, unsigned group)
-{
-    s->last_is_copy = 0;
-    PL_CUDA(ctx, pl_transpose_f32_vec16(s->in, s->out, s->rows, s->cols, group, ctx->stream));
-    return 0;
-}
-
 static int run_vec16(pl_ctx *ctx, void *state)
 {
-    return run_vec16_group(ctx, state, 1);
-}
-
-static int run_grouped(pl_ctx *ctx, void *state)
-{
-    transpose_state *s = state;
-    return run_vec16_group(ctx, s, s->group);
+    return run_with(ctx, state, pl_transpose_f32_vec16);
 }
 
 static int run_memcpy(pl_ctx *ctx, void *state)
@@ -174,10 +152,6 @@ static const pl_variant transpose_variants[] = {
      .technique = "64x64 tiles, 16-byte global loads and stores; the tile XOR-swizzled in 16-byte groups, "
                   "conflict-free both ways",
      .run = run_vec16},
-    {.name = "vec16_grouped",
-     .technique = "the same, tiles walked `group` tile rows at a time: resident blocks write long runs of each "
-                  "output row (DRAM page locality)",
-     .run = run_grouped},
     {.name = "cuda_memcpy",
      .technique = "cudaMemcpyAsync device-to-device of the same bytes: the ceiling (checked as a copy)",
      .run = run_memcpy,
@@ -188,8 +162,7 @@ static const pl_variant transpose_variants[] = {
 const pl_target pl_target_memory_transpose = {
     .group = "memory",
     .name = "transpose",
-    .summary = "fp32 rows x cols transpose: naive, shared tile, padded tile, 16-byte swizzled tile, grouped walk vs "
-               "a copy",
+    .summary = "fp32 rows x cols transpose: naive, shared tile, padded tile, 16-byte swizzled tile vs a copy",
     .req = {.needs_gpu = 1},
     .params = transpose_params,
     .variants = transpose_variants,

@@ -12,10 +12,6 @@
  *                 group q of row r is stored at group q ^ ((r / 4) % 8). Row writes stay inside one 128-byte
  *                 group of 8 slots (no conflict), and the column reads of a warp (8 row groups × 4 columns) hit
  *                 32 different banks.
- *  5. (the same kernel, `group` > 1) — tiles taken in groups of `group` tile rows, column by column, instead of row
- *                 after row: the blocks resident at one time then cover `group` tile rows × a few dozen tile
- *                 columns, so each output row receives a run of group × 256 bytes instead of the ~3 × 256 bytes that
- *                 the ~800 resident blocks of a row-by-row walk give it (DRAM pages are opened for longer runs).
  *
  * Every version handles any size (tiles at the edges are partial); vec16 falls back to single words when rows or
  * columns are not 16-byte aligned. */
@@ -80,18 +76,11 @@ __device__ __forceinline__ unsigned vt_offset(unsigned r, unsigned c)
     return r * VT + 4u * ((c >> 2) ^ ((r >> 2) & 7u)) + (c & 3u);
 }
 
-/* Block b takes the tile at (tile row, tile column) of its place in a walk down `group` tile rows at a time: blocks
- * b, b + 1, ... take the tiles below each other in one column of the group, then the next column. */
-/* 8 blocks a SM (the whole SM: 2048 threads, 128 KiB of tiles): the bound holds registers at 32 (40 without it),
- * without spills. */
-__global__ void __launch_bounds__(VT_THREADS, 8)
-    transpose_vec16_kernel(const float *__restrict__ in, float *__restrict__ out, size_t rows, size_t cols, int vec,
-                           unsigned tiles_x, unsigned tiles_y, unsigned group)
+__global__ void __launch_bounds__(VT_THREADS)
+    transpose_vec16_kernel(const float *__restrict__ in, float *__restrict__ out, size_t rows, size_t cols, int vec)
 {
     __shared__ __align__(16) float tile[VT * VT];
-    const unsigned per_group = group * tiles_x, g = blockIdx.x / per_group, at = blockIdx.x % per_group;
-    const unsigned in_group = min(group, tiles_y - g * group); /* tile rows of this group (the last may be short) */
-    const size_t r0 = (size_t)(g * group + at % in_group) * VT, c0 = (size_t)(at / in_group) * VT;
+    const size_t r0 = (size_t)blockIdx.y * VT, c0 = (size_t)blockIdx.x * VT;
     const unsigned t = threadIdx.x;
 
     /* Load: 64 rows × 16 groups of 4 words; thread t takes groups t, t + 256, ... (16 per row: a warp reads two
@@ -191,15 +180,13 @@ extern "C" cudaError_t pl_transpose_f32_padded(const float *in, float *out, size
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t pl_transpose_f32_vec16(const float *in, float *out, size_t rows, size_t cols, unsigned group,
+extern "C" cudaError_t pl_transpose_f32_vec16(const float *in, float *out, size_t rows, size_t cols,
                                               cudaStream_t stream)
 {
     dim3 grid;
-    if (grid_of(rows, cols, VT, &grid) != 0 || group == 0 || (size_t)grid.x * grid.y > 2147483647u)
+    if (grid_of(rows, cols, VT, &grid) != 0)
         return cudaErrorInvalidValue;
     const int vec = rows % 4 == 0 && cols % 4 == 0 && ((uintptr_t)in | (uintptr_t)out) % 16 == 0;
-    if (group > grid.y)
-        group = grid.y;
-    transpose_vec16_kernel<<<grid.x * grid.y, VT_THREADS, 0, stream>>>(in, out, rows, cols, vec, grid.x, grid.y, group);
+    transpose_vec16_kernel<<<grid, VT_THREADS, 0, stream>>>(in, out, rows, cols, vec);
     return cudaGetLastError();
 }

@@ -20,10 +20,8 @@ cudaError_t pl_transpose_f32_smem(const float *in, float *out, size_t rows, size
 cudaError_t pl_transpose_f32_padded(const float *in, float *out, size_t rows, size_t cols, cudaStream_t stream);
 /* 4. 64×64 tiles, 16-byte global loads and stores, the shared tile XOR-swizzled in 16-byte groups. The 16-byte
  * path needs rows and cols multiples of 4 and 16-byte aligned buffers; otherwise the same kernel moves single
- * words (correct at any size, slower). Tiles are taken `group` tile rows at a time, column by column (1: row after
- * row; >= 1). */
-cudaError_t pl_transpose_f32_vec16(const float *in, float *out, size_t rows, size_t cols, unsigned group,
-                                   cudaStream_t stream);
+ * words (correct at any size, slower). */
+cudaError_t pl_transpose_f32_vec16(const float *in, float *out, size_t rows, size_t cols, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -166,36 +166,30 @@ static unsigned grid_for(size_t items, size_t per_block)
     return blocks > MAX_GRID ? MAX_GRID : (unsigned)blocks;
 }
 
+typedef void (*one_per_thread_kernel)(const void *, size_t, float *);
+
+/* out = 0, then `k` with one thread per element (versions 1 and 2) */
+static cudaError_t zero_then_launch(one_per_thread_kernel k, const void *in, size_t n, float *out, cudaStream_t stream)
+{
+    cudaError_t e = cudaMemsetAsync(out, 0, sizeof(float), stream);
+    if (e != cudaSuccess || n == 0)
+        return e;
+    if ((n + BLOCK - 1) / BLOCK > MAX_GRID)
+        return cudaErrorInvalidValue;
+    k<<<grid_for(n, BLOCK), BLOCK, 0, stream>>>(in, n, out);
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t pl_reduce_sum_atomic(const void *in, pl_reduce_dtype dtype, size_t n, float *out,
                                             cudaStream_t stream)
 {
-    cudaError_t e = cudaMemsetAsync(out, 0, sizeof(float), stream);
-    if (e != cudaSuccess)
-        return e;
-    if (n == 0)
-        return cudaSuccess;
-    if (dtype == PL_REDUCE_BF16)
-        sum_atomic_kernel<1><<<grid_for(n, BLOCK), BLOCK, 0, stream>>>(in, n, out);
-    else
-        sum_atomic_kernel<0><<<grid_for(n, BLOCK), BLOCK, 0, stream>>>(in, n, out);
-    return cudaGetLastError();
+    return zero_then_launch(dtype == PL_REDUCE_BF16 ? sum_atomic_kernel<1> : sum_atomic_kernel<0>, in, n, out, stream);
 }
 
 extern "C" cudaError_t pl_reduce_sum_smem_tree(const void *in, pl_reduce_dtype dtype, size_t n, float *out,
                                                cudaStream_t stream)
 {
-    cudaError_t e = cudaMemsetAsync(out, 0, sizeof(float), stream);
-    if (e != cudaSuccess)
-        return e;
-    if (n == 0)
-        return cudaSuccess;
-    if ((n + BLOCK - 1) / BLOCK > MAX_GRID)
-        return cudaErrorInvalidValue;
-    if (dtype == PL_REDUCE_BF16)
-        sum_tree_kernel<1><<<grid_for(n, BLOCK), BLOCK, 0, stream>>>(in, n, out);
-    else
-        sum_tree_kernel<0><<<grid_for(n, BLOCK), BLOCK, 0, stream>>>(in, n, out);
-    return cudaGetLastError();
+    return zero_then_launch(dtype == PL_REDUCE_BF16 ? sum_tree_kernel<1> : sum_tree_kernel<0>, in, n, out, stream);
 }
 
 extern "C" cudaError_t pl_reduce_sum_warp_vec16_blocks(unsigned *blocks)

@@ -34,7 +34,7 @@ START_TEST(odd_sizes)
               6);
     /* 16-byte paths with partial tiles; bf16; other pipeline depths and ILP; a skewed histogram */
     verify_ok("s1m-odd2",
-              "verify --targets " TARGETS " --target-extra-arg 'memory:transpose=--rows 1000 --cols 1004 --group 3'"
+              "verify --targets " TARGETS " --target-extra-arg 'memory:transpose=--rows 1000 --cols 1004'"
               " --target-extra-arg 'reduce:sum=--n 1000003 --dtype bf16'"
               " --target-extra-arg 'memory:async_prefetch=--rows 65 --cols 260 --stages 2 "
               "--blocks_per_sm 1'"

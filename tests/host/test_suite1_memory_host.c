@@ -112,7 +112,7 @@ START_TEST(targets_declared_with_small_sizes)
         /* every parameter that sets a size has a small value, and no small value is a multiple of 32 */
         for (const pl_param_def *d = t->params; d->name; d++) {
             if (d->type != PL_PARAM_INT || strcmp(d->name, "blocks_per_sm") == 0 || strcmp(d->name, "stages") == 0 ||
-                strcmp(d->name, "low_blocks") == 0 || strcmp(d->name, "ilp") == 0 || strcmp(d->name, "group") == 0)
+                strcmp(d->name, "low_blocks") == 0 || strcmp(d->name, "ilp") == 0)
                 continue;
             ck_assert_msg(d->small_value != NULL, "%s --%s has no small value", targets[i], d->name);
             long long v;
