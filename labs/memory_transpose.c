@@ -1,0 +1,173 @@
+/* memory:transpose — out (cols × rows) = in (rows × cols)ᵀ in fp32: naive (uncoalesced writes), a shared-memory
+ * tile (coalesced both ways, bank conflicts on the column reads), the padded tile (conflict-free), and 64×64 tiles
+ * with 16-byte accesses and a swizzled tile; against cudaMemcpyAsync of the same bytes, the ceiling. */
+#include <string.h>
+
+#include "labs.h"
+#include "perflab/perflab.h"
+#include "common/copy_ceiling.h"
+#include "memory/transpose.h"
+
+#define INPUT_STREAM_ID 1
+
+typedef struct transpose_state {
+    size_t rows, cols, n;
+    float *in, *out;  /* device */
+    float *in_host;   /* the input as the GPU holds it */
+    float *out_host;  /* the checked output, copied back */
+    double *ref;      /* the transpose of in_host, in float64 for pl_verify_f32 */
+    int last_is_copy; /* the variant just run was the ceiling copy */
+} transpose_state;
+
+static const pl_param_def transpose_params[] = {
+    {.name = "rows",
+     .type = PL_PARAM_INT,
+     .default_value = "16384",
+     .help = "rows of the input (columns of the output)",
+     .min = 1,
+     .max = 2097120,
+     .small_value = "777"},
+    {.name = "cols",
+     .type = PL_PARAM_INT,
+     .default_value = "16384",
+     .help = "columns of the input (rows of the output)",
+     .min = 1,
+     .max = 1e9,
+     .small_value = "1001"},
+    {.name = NULL},
+};
+
+static void transpose_counters(const pl_params *p, pl_counters *c)
+{
+    const double n = (double)pl_param_int(p, "rows") * (double)pl_param_int(p, "cols");
+    c->bytes_read = 4.0 * n;
+    c->bytes_written = 4.0 * n;
+    c->elements = n;
+}
+
+static int transpose_setup(pl_ctx *ctx, const pl_params *p, void **state)
+{
+    transpose_state *s = pl_host_alloc(ctx, sizeof *s);
+    if (!s)
+        return -1;
+    s->rows = (size_t)pl_param_int(p, "rows");
+    s->cols = (size_t)pl_param_int(p, "cols");
+    s->n = s->rows * s->cols;
+    if (s->n > ((size_t)1 << 34))
+        return pl_fail(ctx,
+                       "memory:transpose: rows × cols = %zu elements is more than 2^34 (64 GiB a matrix); "
+                       "pass smaller --rows/--cols",
+                       s->n);
+    const size_t bytes = s->n * sizeof(float);
+    s->in = pl_device_alloc(ctx, bytes);
+    s->out = pl_device_alloc(ctx, bytes);
+    s->in_host = pl_host_alloc(ctx, bytes);
+    s->out_host = pl_host_alloc(ctx, bytes);
+    s->ref = pl_host_alloc(ctx, s->n * sizeof(double));
+    if (!s->in || !s->out || !s->in_host || !s->out_host || !s->ref)
+        return -1;
+    PL_TRY(pl_fill_uniform_f32(ctx, s->in, s->n, -1.0f, 1.0f, INPUT_STREAM_ID));
+    PL_CUDA(ctx, cudaMemcpyAsync(s->in_host, s->in, bytes, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    /* in 64x64 blocks, so that neither side walks memory with a stride for long */
+    for (size_t r0 = 0; r0 < s->rows; r0 += 64)
+        for (size_t c0 = 0; c0 < s->cols; c0 += 64)
+            for (size_t r = r0; r < r0 + 64 && r < s->rows; r++)
+                for (size_t c = c0; c < c0 + 64 && c < s->cols; c++)
+                    s->ref[c * s->rows + r] = (double)s->in_host[r * s->cols + c];
+    *state = s;
+    return 0;
+}
+
+static int transpose_poison(pl_ctx *ctx, void *state)
+{
+    transpose_state *s = state;
+    return pl_poison(ctx, s->out, s->n * sizeof(float));
+}
+
+static int transpose_check(pl_ctx *ctx, void *state, pl_verification *v)
+{
+    transpose_state *s = state;
+    const size_t bytes = s->n * sizeof(float);
+    if (s->last_is_copy)
+        return pl_copy_ceiling_check(ctx, s->out, s->in_host, bytes, s->out_host, v);
+    PL_CUDA(ctx, cudaMemcpyAsync(s->out_host, s->out, bytes, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    pl_verify_f32(s->out_host, s->ref, s->n, PL_DTYPE_F32, 0.0, v);
+    /* a transpose moves bits: any difference at all is a wrong element */
+    if (v->passed && v->max_abs_error != 0.0)
+        pl_verify_set(v, 0, "element %zu differs from the input element it should be (by %.3g): a transpose is exact",
+                      v->max_error_index, v->max_abs_error);
+    return 0;
+}
+
+typedef cudaError_t (*transpose_fn)(const float *, float *, size_t, size_t, cudaStream_t);
+
+static int run_with(pl_ctx *ctx, transpose_state *s, transpose_fn fn)
+{
+    s->last_is_copy = 0;
+    PL_CUDA(ctx, fn(s->in, s->out, s->rows, s->cols, ctx->stream));
+    return 0;
+}
+
+static int run_naive(pl_ctx *ctx, void *state)
+{
+    return run_with(ctx, state, pl_transpose_f32_naive);
+}
+
+static int run_smem(pl_ctx *ctx, void *state)
+{
+    return run_with(ctx, state, pl_transpose_f32_smem);
+}
+
+static int run_padded(pl_ctx *ctx, void *state)
+{
+    return run_with(ctx, state, pl_transpose_f32_padded);
+}
+
+static int run_vec16(pl_ctx *ctx, void *state)
+{
+    return run_with(ctx, state, pl_transpose_f32_vec16);
+}
+
+static int run_memcpy(pl_ctx *ctx, void *state)
+{
+    transpose_state *s = state;
+    s->last_is_copy = 1;
+    PL_CUDA(ctx, cudaMemcpyAsync(s->out, s->in, s->n * sizeof(float), cudaMemcpyDeviceToDevice, ctx->stream));
+    return 0;
+}
+
+static const pl_variant transpose_variants[] = {
+    {.name = "baseline",
+     .technique = "naive: coalesced reads, each warp's 32 writes in 32 rows of the output (32 sectors for 128 bytes)",
+     .run = run_naive},
+    {.name = "smem_tile",
+     .technique = "32x32 tile through shared memory: both global sides coalesced; column reads 32-way bank conflicts",
+     .run = run_smem},
+    {.name = "padded_tile",
+     .technique = "the tile padded to 33 words a row: column reads spread over the 32 banks (conflict-free)",
+     .run = run_padded},
+    {.name = "vec16_swizzled",
+     .technique = "64x64 tiles, 16-byte global loads and stores; the tile XOR-swizzled in 16-byte groups, "
+                  "conflict-free both ways",
+     .run = run_vec16},
+    {.name = "cuda_memcpy",
+     .technique = "cudaMemcpyAsync device-to-device of the same bytes: the ceiling (checked as a copy)",
+     .run = run_memcpy,
+     .flags = PL_VARIANT_REFERENCE},
+    {.name = NULL},
+};
+
+const pl_target pl_target_memory_transpose = {
+    .group = "memory",
+    .name = "transpose",
+    .summary = "fp32 rows x cols transpose: naive, shared tile, padded tile, 16-byte swizzled tile vs a copy",
+    .req = {.needs_gpu = 1},
+    .params = transpose_params,
+    .variants = transpose_variants,
+    .counters = transpose_counters,
+    .setup = transpose_setup,
+    .poison = transpose_poison,
+    .check = transpose_check,
+};

@@ -1,0 +1,197 @@
+/* occupancy:ilp — y = a·x + b over n fp32, a memory-bound kernel that needs about bandwidth × latency bytes in
+ * flight: at low occupancy with one 4-byte load per thread; the same occupancy with several 16-byte loads in flight
+ * per thread (ILP); full occupancy with one load per thread (TLP); and right-sized 256-thread blocks under
+ * __launch_bounds__(256, 8) with 4 loads each. Each variant's occupancy, from the occupancy API, goes to the log and
+ * into its verification message. */
+#include <stdio.h>
+
+#include "labs.h"
+#include "perflab/perflab.h"
+#include "occupancy/ilp.h"
+
+#define INPUT_STREAM_ID 1
+#define AFFINE_A        1.5f
+#define AFFINE_B        (-0.25f)
+#define N_VARIANTS      4
+
+typedef struct ilp_state {
+    size_t n;
+    int ilp;
+    size_t reserve; /* the low-occupancy variants' shared-memory reservation */
+    float *x, *y;
+    float *y_host;
+    double *ref;
+    int last;                        /* the variant just run (its index) */
+    char occupancy[N_VARIANTS][160]; /* what the occupancy API said of each */
+} ilp_state;
+
+static const pl_param_def ilp_params[] = {
+    {.name = "n",
+     .type = PL_PARAM_INT,
+     .default_value = "256m",
+     .help = "fp32 elements of x and y",
+     .min = 1,
+     .max = 1e11,
+     .small_value = "1000003"},
+    {.name = "low_blocks",
+     .type = PL_PARAM_INT,
+     .default_value = "2",
+     .help = "resident 128-thread blocks per SM of the low-occupancy variants (2 = 8 warps of 64, 12.5%)",
+     .min = 1,
+     .max = 16},
+    {.name = "ilp",
+     .type = PL_PARAM_INT,
+     .default_value = "8",
+     .help = "16-byte loads in flight per thread in the ilp variant: 1, 2, 4, 8 or 16",
+     .min = 1,
+     .max = 16},
+    {.name = NULL},
+};
+
+static void ilp_counters(const pl_params *p, pl_counters *c)
+{
+    const double n = (double)pl_param_int(p, "n");
+    c->flops = 2.0 * n;
+    c->bytes_read = 4.0 * n;
+    c->bytes_written = 4.0 * n;
+    c->elements = n;
+}
+
+/* the versions, reservations and names of the variants, in their order */
+static const pl_ilp_version variant_version[N_VARIANTS] = {PL_ILP_SCALAR, PL_ILP_VECTOR, PL_ILP_SCALAR, PL_ILP_BOUNDED};
+static const int variant_reserved[N_VARIANTS] = {1, 1, 0, 0};
+static const char *const variant_name[N_VARIANTS] = {"baseline", "ilp", "occupancy", "launch_bounds"};
+
+static int loads_in_flight(ilp_state *s, int k, int *bytes)
+{
+    switch (variant_version[k]) {
+    case PL_ILP_SCALAR: *bytes = 4; return 1;
+    case PL_ILP_VECTOR: *bytes = 16; return s->ilp;
+    default: *bytes = 16; return PL_ILP_BOUNDED_LOADS;
+    }
+}
+
+static int ilp_setup(pl_ctx *ctx, const pl_params *p, void **state)
+{
+    ilp_state *s = pl_host_alloc(ctx, sizeof *s);
+    if (!s)
+        return -1;
+    s->n = (size_t)pl_param_int(p, "n");
+    s->ilp = (int)pl_param_int(p, "ilp");
+    if (!pl_ilp_supported(s->ilp))
+        return pl_fail(ctx, "occupancy:ilp: --ilp %d is not built; pass 1, 2, 4, 8 or 16", s->ilp);
+    const int low = (int)pl_param_int(p, "low_blocks");
+    PL_CUDA(ctx, pl_ilp_reservation(low, s->ilp, &s->reserve));
+
+    const int max_warps = ctx->device->max_threads_per_sm / 32;
+    for (int k = 0; k < N_VARIANTS; k++) {
+        const pl_ilp_version v = variant_version[k];
+        const size_t smem = variant_reserved[k] ? s->reserve : 0;
+        int blocks = 0, regs = 0, bytes = 0;
+        PL_CUDA(ctx, pl_ilp_occupancy(v, s->ilp, smem, &blocks, &regs));
+        const int warps = blocks * (int)pl_ilp_block_threads(v) / 32;
+        const int loads = loads_in_flight(s, k, &bytes);
+        if (variant_reserved[k] && blocks != low)
+            return pl_fail(ctx,
+                           "occupancy:ilp: a reservation of %zu bytes gives %d resident blocks, not the %d asked "
+                           "for; pass another --low_blocks",
+                           smem, blocks, low);
+        snprintf(s->occupancy[k], sizeof s->occupancy[k],
+                 "occupancy %d/%d warps per SM (%.1f%%: %d blocks of %u, %d registers, %zu B shared reserved), "
+                 "%d x %d B loads in flight a thread",
+                 warps, max_warps, 100.0 * warps / max_warps, blocks, pl_ilp_block_threads(v), regs, smem, loads,
+                 bytes);
+        printf("occupancy:ilp: %s: %s\n", variant_name[k], s->occupancy[k]);
+    }
+
+    const size_t bytes = s->n * sizeof(float);
+    s->x = pl_device_alloc(ctx, bytes);
+    s->y = pl_device_alloc(ctx, bytes);
+    s->y_host = pl_host_alloc(ctx, bytes);
+    s->ref = pl_host_alloc(ctx, s->n * sizeof(double));
+    if (!s->x || !s->y || !s->y_host || !s->ref)
+        return -1;
+    PL_TRY(pl_fill_uniform_f32(ctx, s->x, s->n, -1.0f, 1.0f, INPUT_STREAM_ID));
+    PL_CUDA(ctx, cudaMemcpyAsync(s->y_host, s->x, bytes, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    for (size_t i = 0; i < s->n; i++)
+        s->ref[i] = (double)AFFINE_A * (double)s->y_host[i] + (double)AFFINE_B;
+    *state = s;
+    return 0;
+}
+
+static int ilp_poison(pl_ctx *ctx, void *state)
+{
+    ilp_state *s = state;
+    return pl_poison(ctx, s->y, s->n * sizeof(float));
+}
+
+static int ilp_check(pl_ctx *ctx, void *state, pl_verification *v)
+{
+    ilp_state *s = state;
+    PL_CUDA(ctx, cudaMemcpyAsync(s->y_host, s->y, s->n * sizeof(float), cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    pl_verify_f32(s->y_host, s->ref, s->n, PL_DTYPE_F32, 0.0, v);
+    if (v->passed) /* the occupancy goes with the result, into run.json */
+        pl_verify_set(v, 1, "rel. L2 error %.2e; %s", v->rel_l2_error, s->occupancy[s->last]);
+    return 0;
+}
+
+static int run_variant(pl_ctx *ctx, ilp_state *s, int k)
+{
+    s->last = k;
+    PL_CUDA(ctx, pl_ilp_affine(variant_version[k], s->ilp, s->x, s->y, s->n, AFFINE_A, AFFINE_B,
+                               variant_reserved[k] ? s->reserve : 0, ctx->stream));
+    return 0;
+}
+
+static int run_baseline(pl_ctx *ctx, void *state)
+{
+    return run_variant(ctx, state, 0);
+}
+
+static int run_ilp(pl_ctx *ctx, void *state)
+{
+    return run_variant(ctx, state, 1);
+}
+
+static int run_occupancy(pl_ctx *ctx, void *state)
+{
+    return run_variant(ctx, state, 2);
+}
+
+static int run_bounded(pl_ctx *ctx, void *state)
+{
+    return run_variant(ctx, state, 3);
+}
+
+static const pl_variant ilp_variants[] = {
+    {.name = "baseline",
+     .technique = "low occupancy (shared-memory reservation: low_blocks x 128 threads per SM), one 4-byte load per "
+                  "thread",
+     .run = run_baseline},
+    {.name = "ilp",
+     .technique = "the same low occupancy, `ilp` independent 16-byte loads per thread before the first store",
+     .run = run_ilp},
+    {.name = "occupancy",
+     .technique = "full occupancy (no reservation: 16 blocks of 128 per SM), one 4-byte load per thread",
+     .run = run_occupancy},
+    {.name = "launch_bounds",
+     .technique = "right-sized: 256-thread blocks, __launch_bounds__(256, 8) caps registers so 8 fit (full SM), "
+                  "4 x 16-byte loads per thread",
+     .run = run_bounded},
+    {.name = NULL},
+};
+
+const pl_target pl_target_occupancy_ilp = {
+    .group = "occupancy",
+    .name = "ilp",
+    .summary = "y = a*x + b: low occupancy vs ILP (loads in flight) vs full occupancy vs __launch_bounds__",
+    .req = {.needs_gpu = 1},
+    .params = ilp_params,
+    .variants = ilp_variants,
+    .counters = ilp_counters,
+    .setup = ilp_setup,
+    .poison = ilp_poison,
+    .check = ilp_check,
+};
