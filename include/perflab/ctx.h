@@ -36,6 +36,7 @@ typedef struct pl_ctx {
     const pl_device_info *device; /* NULL for host-only targets */
     int device_count;             /* GPUs visible to this process */
     uint64_t seed;                /* --seed; derive per-buffer seeds from it */
+    const char *variant;          /* the variant being run, checked or timed (its name); NULL in setup/teardown */
     char error[512];              /* the failure a target reports through pl_fail */
     pl_alloc_node *allocs;        /* harness-owned list of tracked allocations */
     /* A target-level verdict beyond verification (a service-level objective), set with pl_gate. */

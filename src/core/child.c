@@ -105,6 +105,7 @@ static int variant_failed(child *c, pl_variant_result *r)
 static int check_variant(child *c, const pl_variant *v, void *state, pl_variant_result *r)
 {
     char why[256];
+    c->ctx.variant = v->name;
     if (!pl_requirements_met(&v->req, c->host ? NULL : &c->dev, c->ctx.device_count, c->caps, why, sizeof why)) {
         r->status = PL_STATUS_SKIPPED;
         r->reason = pl_strdup(why);
@@ -217,6 +218,7 @@ static void run_interleaved(child *c, pl_measure_env *env, void *state, int roun
             if (!tm[i])
                 continue;
             send_progress(c, t->variants[i].name, phase);
+            c->ctx.variant = t->variants[i].name;
             if (c->sampler && q.keep)
                 pl_sampler_begin_window(c->sampler);
             int rc = pl_timing_round(env, tm[i], &r[i], &q);
@@ -300,6 +302,7 @@ void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_se
         for (size_t i = 0; t->variants[i].name; i++)
             if (run_variant(&c, &env, &t->variants[i], state) != 0)
                 break; /* a CUDA error: the next variants would only fail the same way */
+    c.ctx.variant = NULL;
     if (t->teardown)
         t->teardown(&c.ctx, state);
     pl_measure_env_free(&env);
