@@ -6,7 +6,7 @@
 
 #include "report/comm_report.h"
 #include "report/files.h"
-#include "report/svg.h"
+#include "report/chart.h"
 #include "core/results_json.h"
 #include "report/table.h"
 
