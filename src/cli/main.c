@@ -30,6 +30,7 @@ static const verb verbs[] = {
     {"comm", pl_cmd_comm, "NCCL collective sweeps (nccl-tests semantics): p50/p99 latency, algbw, busbw"},
     {"moe-readiness", pl_cmd_moe, "skewed all-to-all over sizes x skews against SLOs: report, heatmaps, verdict"},
     {"gemm", pl_cmd_gemm, "pick the fastest GEMM per shape: cuBLAS, cuBLASLt, perflab, CUTLASS, JSON files"},
+    {"calc", pl_cmd_calc, "calculators: kv-cache sizing, cost per token, precision of each dtype (no GPU needed)"},
     {"report", pl_cmd_report, "one self-contained report.html over runs, gemm, comm, moe-readiness, profile folders"},
     {"profile", pl_cmd_profile, "Nsight Compute report of a target's variants (fixed metric set) and findings"},
 };
