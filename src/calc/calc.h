@@ -30,11 +30,11 @@ const pl_kv_model *pl_kv_model_find(const char *name);
 
 typedef struct pl_kv_request {
     int layers, hidden, heads, kv_heads, head_dim, kv_latent_dim; /* 0: not given */
-    long long tokens, batch, page_tokens;                        /* page_tokens 0: no paging */
-    const char *dtype;                                           /* fp32 | bf16 | fp16 | fp8 | int8 | fp4 */
-    double budget_gb;         /* the memory the cache may use before the reserves below; <= 0: none known */
-    const char *budget_from;  /* where budget_gb came from ("--gpu-mem-gb", "free memory of GPU 0 ...") */
-    double kv_overhead_frac;  /* the cache's own overhead (fragmentation, block tables) as a fraction of its size */
+    long long tokens, batch, page_tokens;                         /* page_tokens 0: no paging */
+    const char *dtype;                                            /* fp32 | bf16 | fp16 | fp8 | int8 | fp4 */
+    double budget_gb;        /* the memory the cache may use before the reserves below; <= 0: none known */
+    const char *budget_from; /* where budget_gb came from ("--gpu-mem-gb", "free memory of GPU 0 ...") */
+    double kv_overhead_frac; /* the cache's own overhead (fragmentation, block tables) as a fraction of its size */
     double reserve_activations_gb, weights_gb;
 } pl_kv_request;
 

@@ -9,8 +9,9 @@ int pl_cost_compute(const pl_cost_request *q, pl_cost_result *r, char *err, size
 {
     memset(r, 0, sizeof *r);
     if (!(q->avg_power_w > 0) || !(q->throughput_tps > 0)) {
-        pl_snprintf(err, errlen, "--avg-power (W) and --throughput (tokens/s) must be positive, or take them from a run "
-                                 "with --from-run");
+        pl_snprintf(err, errlen,
+                    "--avg-power (W) and --throughput (tokens/s) must be positive, or take them from a run "
+                    "with --from-run");
         return -1;
     }
     if (!(q->pue >= 1)) {
@@ -49,8 +50,9 @@ int pl_cost_from_run(const pl_run *run, const char *target, const char *variant,
         return -1;
     }
     if (!v->has_telemetry || v->telemetry.power_w.n == 0) {
-        pl_snprintf(err, errlen, "%s / %s has no measured power: run it with --profile minimal (NVML telemetry), or "
-                                 "give --avg-power",
+        pl_snprintf(err, errlen,
+                    "%s / %s has no measured power: run it with --profile minimal (NVML telemetry), or "
+                    "give --avg-power",
                     target, variant);
         return -1;
     }

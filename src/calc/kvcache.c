@@ -87,7 +87,7 @@ static int shape(const pl_kv_request *q, pl_kv_result *r, char *err, size_t errl
     }
     r->kv_heads = kv;
     r->head_dim = head_dim;
-    r->layout = heads <= 0      ? (kv == 1 ? "MQA" : "GQA or MHA (query heads not given)")
+    r->layout = heads <= 0             ? (kv == 1 ? "MQA" : "GQA or MHA (query heads not given)")
                 : kv == 1 && heads > 1 ? "MQA"
                 : kv < heads           ? "GQA"
                                        : "MHA";
@@ -113,8 +113,9 @@ int pl_kv_compute(const pl_kv_request *q, pl_kv_result *r, char *err, size_t err
         return -1;
     }
     if (q->kv_overhead_frac < 0 || q->page_tokens < 0 || q->reserve_activations_gb < 0 || q->weights_gb < 0) {
-        pl_snprintf(err, errlen, "--kv-overhead-frac, --page-tokens, --reserve-activations-gb and --weights-gb cannot "
-                                 "be negative");
+        pl_snprintf(err, errlen,
+                    "--kv-overhead-frac, --page-tokens, --reserve-activations-gb and --weights-gb cannot "
+                    "be negative");
         return -1;
     }
     if (shape(q, r, err, errlen) != 0)

@@ -86,9 +86,9 @@ static void quantize(const double *x, double *y, size_t rows, size_t inner, cons
 
 typedef struct problem {
     const pl_prec_request *req;
-    double *in[3];   /* the random inputs, float64 */
-    size_t len[3];   /* elements of each */
-    size_t rows[3];  /* each as rows x inner, inner the reduction dimension */
+    double *in[3];  /* the random inputs, float64 */
+    size_t len[3];  /* elements of each */
+    size_t rows[3]; /* each as rows x inner, inner the reduction dimension */
     size_t n_in;
     size_t n_out;
 } problem;
@@ -311,8 +311,9 @@ int pl_precision_run(const pl_prec_request *q, pl_prec_row **rows, size_t *n, ch
     for (size_t v = 0; v < N_VARIANTS; v++)
         chosen += selected(q->only, variants[v].name);
     if (!chosen) {
-        pl_snprintf(err, errlen, "--dtypes '%s' names no dtype: fp32, tf32, bf16, fp16, fp8_e4m3[/tensor|/block], "
-                                 "fp8_e5m2[/tensor|/block]",
+        pl_snprintf(err, errlen,
+                    "--dtypes '%s' names no dtype: fp32, tf32, bf16, fp16, fp8_e4m3[/tensor|/block], "
+                    "fp8_e5m2[/tensor|/block]",
                     q->only);
         return -1;
     }

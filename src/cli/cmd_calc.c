@@ -50,8 +50,8 @@ static double gpu_free_gb(int device, char *why, size_t len)
     typedef struct {
         unsigned long long total, free, used;
     } mem_info;
-    int (*get)(pl_nvml_device, mem_info *) = (int (*)(pl_nvml_device, mem_info *))pl_nvml_symbol(
-        "nvmlDeviceGetMemoryInfo");
+    int (*get)(pl_nvml_device, mem_info *) =
+        (int (*)(pl_nvml_device, mem_info *))pl_nvml_symbol("nvmlDeviceGetMemoryInfo");
     pl_nvml_device d;
     mem_info m;
     if (!n || !get)
@@ -117,7 +117,8 @@ static int kv_cache(int argc, char **argv)
     }
     const pl_kv_model *m = NULL;
     if (model && !(m = pl_kv_model_find(model)))
-        return pl_usage_error("calc kv-cache", "unknown --model: perflab calc kv-cache --list-models shows the presets");
+        return pl_usage_error("calc kv-cache",
+                              "unknown --model: perflab calc kv-cache --list-models shows the presets");
     if (m) { /* the preset's figures where no flag gave one */
         q.layers = q.layers ? q.layers : m->layers;
         q.hidden = q.hidden ? q.hidden : m->hidden;
@@ -311,8 +312,8 @@ static int precision(int argc, char **argv)
     if (json) {
         print_json(pl_precision_json(&q, rows, n));
     } else {
-        printf("%s %s, inputs uniform in [-%g, %g], seed %llu; against float64\n", op_name, shape ? shape : defaults[op],
-               scale, scale, (unsigned long long)q.seed);
+        printf("%s %s, inputs uniform in [-%g, %g], seed %llu; against float64\n", op_name,
+               shape ? shape : defaults[op], scale, scale, (unsigned long long)q.seed);
         printf("%-16s %-9s %10s %10s %10s %10s  %s\n", "dtype", "output", "rel L2", "max abs", "max rel", "tolerance",
                "verdict");
         for (size_t i = 0; i < n; i++)

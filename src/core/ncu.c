@@ -22,7 +22,10 @@ typedef struct metric_def {
     agg how;
 } metric_def;
 
-#define M(name, member, how) {name, offsetof(pl_ncu_metrics, member), how}
+#define M(name, member, how)                                                                                           \
+    {                                                                                                                  \
+        name, offsetof(pl_ncu_metrics, member), how                                                                    \
+    }
 static const metric_def metric_defs[] = {
     M("gpu__time_duration.sum", duration_ms, SUM),
     M("dram__bytes_read.sum", dram_bytes_read, SUM),
@@ -89,6 +92,16 @@ char *pl_which(const char *name)
     }
     free(copy);
     return found;
+}
+
+char *pl_self_exe(void)
+{
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    return pl_strdup(buf);
 }
 
 char *pl_ncu_find(void)
@@ -295,9 +308,10 @@ int pl_ncu_parse_csv(const char *csv, pl_ncu_metrics *out, char *err, size_t err
         free_fields(f, n);
     }
     if (!have_header || out->kernels == 0) {
-        pl_snprintf(err, errlen, "%s", have_header ? "no kernel was profiled (the variant launched none between "
-                                                     "cudaProfilerStart and cudaProfilerStop)"
-                                                   : "ncu printed no metric table");
+        pl_snprintf(err, errlen, "%s",
+                    have_header ? "no kernel was profiled (the variant launched none between "
+                                  "cudaProfilerStart and cudaProfilerStop)"
+                                : "ncu printed no metric table");
         return -1;
     }
     for (size_t m = 0; m < N_METRICS; m++) {
@@ -376,12 +390,35 @@ int pl_ncu_profile(const pl_ncu_job *job, pl_ncu_metrics *out, char *err, size_t
         for (size_t m = 0; m < N_METRICS; m++)
             if (use[m])
                 pl_buf_printf(&metrics, "%s%s", metrics.len ? "," : "", metric_defs[m].name);
-        char *argv[] = {(char *)job->ncu, "--clock-control", "none", "--profile-from-start", "off",
-                        "--target-processes", "all", "--launch-count", "64", "--metrics", metrics.data,
-                        "--export", (char *)job->out_base, "--force-overwrite", "--log-file", log_path,
-                        (char *)job->exe, "__ncu-replay", "--target", (char *)job->target, "--variant",
-                        (char *)job->variant, "--device", device, "--seed", seed, "--params",
-                        (char *)(job->params ? job->params : ""), NULL};
+        char *argv[] = {(char *)job->ncu,
+                        "--clock-control",
+                        "none",
+                        "--profile-from-start",
+                        "off",
+                        "--target-processes",
+                        "all",
+                        "--launch-count",
+                        "64",
+                        "--metrics",
+                        metrics.data,
+                        "--export",
+                        (char *)job->out_base,
+                        "--force-overwrite",
+                        "--log-file",
+                        log_path,
+                        (char *)job->exe,
+                        "__ncu-replay",
+                        "--target",
+                        (char *)job->target,
+                        "--variant",
+                        (char *)job->variant,
+                        "--device",
+                        device,
+                        "--seed",
+                        seed,
+                        "--params",
+                        (char *)(job->params ? job->params : ""),
+                        NULL};
         unlink(rep);
         int code = pl_exec_wait(argv, NULL, 0, job->timeout_s > 0, job->timeout_s);
         pl_buf_free(&metrics);
@@ -399,8 +436,9 @@ int pl_ncu_profile(const pl_ncu_job *job, pl_ncu_metrics *out, char *err, size_t
                 dropped = 1;
             }
         if (code == 0 && log && strstr(log, "No kernels were profiled"))
-            pl_snprintf(why, sizeof why, "no kernel was profiled: the variant's work ran outside CUDA kernels (a copy "
-                                         "engine, as cudaMemcpy uses), so ncu has no counters for it");
+            pl_snprintf(why, sizeof why,
+                        "no kernel was profiled: the variant's work ran outside CUDA kernels (a copy "
+                        "engine, as cudaMemcpy uses), so ncu has no counters for it");
         else if (code == 124)
             pl_snprintf(why, sizeof why, "ncu did not finish within %.0f s", job->timeout_s);
         else if (code == 127 && !log)

@@ -22,6 +22,8 @@ void pl_ncu_metrics_init(pl_ncu_metrics *m); /* every figure NaN, no kernels, no
 
 /* $PERFLAB_NCU when set (an empty value: none), else `ncu` on the PATH. malloc'd, NULL when absent. */
 char *pl_ncu_find(void);
+/* This process's own executable (the perflab that runs `__ncu-replay`). malloc'd, NULL when unknown. */
+char *pl_self_exe(void);
 /* An executable of that name on the PATH. malloc'd, NULL when none. */
 char *pl_which(const char *name);
 /* fork + exec argv with stdout (and stderr, when err_too) into out_path (NULL: inherited). own_group: a process
@@ -40,11 +42,11 @@ int pl_ncu_parse_csv(const char *csv, pl_ncu_metrics *out, char *err, size_t err
 
 /* One replay of a variant under ncu. */
 typedef struct pl_ncu_job {
-    const char *ncu;     /* the ncu binary */
-    const char *exe;     /* the perflab binary that runs `__ncu-replay` */
-    const char *target;  /* group:name */
+    const char *ncu;    /* the ncu binary */
+    const char *exe;    /* the perflab binary that runs `__ncu-replay` */
+    const char *target; /* group:name */
     const char *variant;
-    const char *params;  /* the target's parameters as arguments: "--n 4096 --stride 32" */
+    const char *params; /* the target's parameters as arguments: "--n 4096 --stride 32" */
     int device;
     unsigned long long seed;
     const char *out_base; /* files written: <out_base>.ncu-rep, <out_base>.log (ncu's messages), <out_base>.csv */

@@ -20,16 +20,6 @@ struct pl_ncu_replays {
     size_t n, cap;
 };
 
-static char *self_exe(void)
-{
-    char buf[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0)
-        return NULL;
-    buf[n] = '\0';
-    return pl_strdup(buf);
-}
-
 pl_ncu_replays *pl_ncu_replays_new(const pl_target *t, const pl_run_settings *s, const char *run_dir)
 {
     if (!s->profile || strcmp(s->profile, "roofline") != 0 || !t->req.needs_gpu || s->verify_only || !run_dir)
@@ -41,7 +31,7 @@ pl_ncu_replays *pl_ncu_replays_new(const pl_target *t, const pl_run_settings *s,
     r->t = t;
     r->s = s;
     r->ncu = ncu;
-    r->exe = self_exe();
+    r->exe = pl_self_exe();
     r->rel_dir = pl_strdup("ncu");
     r->dir = pl_path_join(run_dir, r->rel_dir);
     return r;
@@ -92,8 +82,8 @@ void pl_ncu_replays_run(pl_ncu_replays *r, const pl_params *p, int fd)
             else
                 fprintf(stderr, "perflab: ncu replay of %s / %s: %s\n", full, r->variants[i], err);
         }
-        json_t *msg = json_pack("{s:s, s:s, s:o}", "t", "ncu", "variant", r->variants[i], "metrics",
-                                pl_ncu_metrics_to_json(&m));
+        json_t *msg =
+            json_pack("{s:s, s:s, s:o}", "t", "ncu", "variant", r->variants[i], "metrics", pl_ncu_metrics_to_json(&m));
         send(fd, msg);
         pl_ncu_metrics_free(&m);
         free(name);
@@ -167,8 +157,9 @@ void pl_ncu_findings(const pl_ncu_metrics *m, double counted_bytes, pl_buf *out)
             pl_buf_printf(out, "DRAM traffic matches the counted bytes: %.2fx (%.4g of %.4g MB)\n", ratio,
                           measured / 1e6, counted_bytes / 1e6);
     }
-    const unit units[] = {{"DRAM", m->dram_pct},         {"L2", m->l2_pct},      {"L1", m->l1_pct},
-                          {"shared memory", m->shared_pct}, {"SM", m->sm_pct}, {"tensor pipe", m->tensor_pct}};
+    const unit units[] = {{"DRAM", m->dram_pct}, {"L2", m->l2_pct},
+                          {"L1", m->l1_pct},     {"shared memory", m->shared_pct},
+                          {"SM", m->sm_pct},     {"tensor pipe", m->tensor_pct}};
     const unit *top = NULL;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (!isnan(units[i].pct) && (!top || units[i].pct > top->pct))
@@ -187,7 +178,8 @@ void pl_ncu_findings(const pl_ncu_metrics *m, double counted_bytes, pl_buf *out)
         pl_buf_printf(out, "shared-memory bank conflicts: %.4g of %.4g wavefronts (%.0f%%)\n", m->bank_conflicts,
                       m->shared_wavefronts, 100 * m->bank_conflicts / m->shared_wavefronts);
     if (m->kernels > 0)
-        pl_buf_printf(out, "%d kernel%s profiled, %.4g ms in all (one replay; ncu flushes the caches before each "
-                           "pass)\n",
+        pl_buf_printf(out,
+                      "%d kernel%s profiled, %.4g ms in all (one replay; ncu flushes the caches before each "
+                      "pass)\n",
                       m->kernels, m->kernels == 1 ? "" : "s", m->duration_ms);
 }

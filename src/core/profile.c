@@ -55,16 +55,6 @@ static const pl_variant *find_variant(const pl_target *t, const char *name, char
     return NULL;
 }
 
-static char *self_exe(void)
-{
-    char buf[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0)
-        return NULL;
-    buf[n] = '\0';
-    return pl_strdup(buf);
-}
-
 /* nsys on the same replay, its capture limited to the profiled run (cudaProfilerApi). */
 static json_t *nsys_timeline(const char *exe, const char *full, const char *variant, const char *args,
                              const pl_profile_request *req, const char *base)
@@ -76,9 +66,29 @@ static json_t *nsys_timeline(const char *exe, const char *full, const char *vari
     pl_snprintf(device, sizeof device, "%d", req->device);
     pl_snprintf(seed, sizeof seed, "%llu", req->seed);
     char *out = pl_strfmt("%s-nsys", base), *log = pl_strfmt("%s-nsys.log", base);
-    char *argv[] = {nsys, "profile", "--trace", "cuda", "--capture-range", "cudaProfilerApi", "--force-overwrite",
-                    "true", "--output", out, (char *)exe, "__ncu-replay", "--target", (char *)full, "--variant",
-                    (char *)variant, "--device", device, "--seed", seed, "--params", (char *)args, NULL};
+    char *argv[] = {nsys,
+                    "profile",
+                    "--trace",
+                    "cuda",
+                    "--capture-range",
+                    "cudaProfilerApi",
+                    "--force-overwrite",
+                    "true",
+                    "--output",
+                    out,
+                    (char *)exe,
+                    "__ncu-replay",
+                    "--target",
+                    (char *)full,
+                    "--variant",
+                    (char *)variant,
+                    "--device",
+                    device,
+                    "--seed",
+                    seed,
+                    "--params",
+                    (char *)args,
+                    NULL};
     int code = pl_exec_wait(argv, log, 1, 1, req->timeout_s);
     char *rep = pl_strfmt("%s.nsys-rep", out);
     json_t *j;
@@ -106,9 +116,9 @@ static json_t *nsys_timeline(const char *exe, const char *full, const char *vari
     return j;
 }
 
-static json_t *profile_variant(const pl_profile_request *req, const pl_target *t, const char *full,
-                               const pl_variant *v, const char *ncu, const char *exe, const char *args,
-                               const char *dir, double counted_bytes, int *failed)
+static json_t *profile_variant(const pl_profile_request *req, const pl_target *t, const char *full, const pl_variant *v,
+                               const char *ncu, const char *exe, const char *args, const char *dir,
+                               double counted_bytes, int *failed)
 {
     char *name = pl_strfmt("%s_%s_%s", t->group, t->name, v->name);
     char *base = pl_path_join(dir, name);
@@ -166,8 +176,9 @@ static char *summary_markdown(json_t *doc)
             pl_buf_printf(&md, "- report: `%s` (open with ncu-ui, or `ncu --import %s --page details`)\n", rep, rep);
         json_t *nsys = json_object_get(v, "nsys");
         if (nsys)
-            pl_buf_printf(&md, "- nsys: %s\n",
-                          json_string_value(json_object_get(nsys, json_object_get(nsys, "report") ? "report" : "error")));
+            pl_buf_printf(
+                &md, "- nsys: %s\n",
+                json_string_value(json_object_get(nsys, json_object_get(nsys, "report") ? "report" : "error")));
     }
     return md.data;
 }
@@ -201,7 +212,7 @@ int pl_profile_run(const pl_profile_request *req, json_t **out, char *err, size_
     }
     pl_buf_free(&args);
     int rc = PL_EXIT_NO_GPU;
-    char *ncu = pl_ncu_find(), *exe = self_exe(), *canon = pl_ncu_params_args(&p), *dir = NULL, *run_id = NULL;
+    char *ncu = pl_ncu_find(), *exe = pl_self_exe(), *canon = pl_ncu_params_args(&p), *dir = NULL, *run_id = NULL;
     pl_gpu_inventory inv = {0};
     char why[256];
     if (!ncu) {
@@ -238,15 +249,15 @@ int pl_profile_run(const pl_profile_request *req, json_t **out, char *err, size_
     for (size_t i = 0; pl_ncu_metric_set[i]; i++)
         pl_buf_printf(&set, "%s%s", i ? "," : "", pl_ncu_metric_set[i]);
     char *tool = pl_ncu_describe();
-    json_t *doc = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o}", "kind", "perflab.profile",
-                            "schema_version", 1, "run_id", run_id, "target", full, "params", canon, "ncu", tool,
-                            "metric_set", set.data, "ncu_options",
-                            "--clock-control none --profile-from-start off (only the variant's own run, between "
-                            "cudaProfilerStart and cudaProfilerStop) --launch-count 64",
-                            "counters",
-                            json_pack("{s:f, s:f, s:f}", "flops", counted.flops, "bytes_read", counted.bytes_read,
-                                      "bytes_written", counted.bytes_written),
-                            "provenance", pl_provenance_to_json(&prov));
+    json_t *doc =
+        json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o}", "kind", "perflab.profile", "schema_version", 1,
+                  "run_id", run_id, "target", full, "params", canon, "ncu", tool, "metric_set", set.data, "ncu_options",
+                  "--clock-control none --profile-from-start off (only the variant's own run, between "
+                  "cudaProfilerStart and cudaProfilerStop) --launch-count 64",
+                  "counters",
+                  json_pack("{s:f, s:f, s:f}", "flops", counted.flops, "bytes_read", counted.bytes_read,
+                            "bytes_written", counted.bytes_written),
+                  "provenance", pl_provenance_to_json(&prov));
     free(tool);
     pl_buf_free(&set);
     pl_provenance_free(&prov);
@@ -254,8 +265,8 @@ int pl_profile_run(const pl_profile_request *req, json_t **out, char *err, size_
     int failed = 0;
     for (size_t i = 0; t->variants[i].name; i++)
         if (!only || only == &t->variants[i])
-            json_array_append_new(vs, profile_variant(req, t, full, &t->variants[i], ncu, exe, canon, dir,
-                                                      counted_bytes, &failed));
+            json_array_append_new(
+                vs, profile_variant(req, t, full, &t->variants[i], ncu, exe, canon, dir, counted_bytes, &failed));
     json_object_set_new(doc, "variants", vs);
     json_object_set_new(doc, "dir", json_string(dir));
     char *md = summary_markdown(doc);

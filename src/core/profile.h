@@ -8,16 +8,16 @@
 #include <stddef.h>
 
 typedef struct pl_profile_request {
-    const char *target;              /* group:name */
-    const char *variant;             /* NULL: every variant */
-    const char *const *extra_args;   /* 'group:name=--param value' each, as perflab run takes them */
+    const char *target;            /* group:name */
+    const char *variant;           /* NULL: every variant */
+    const char *const *extra_args; /* 'group:name=--param value' each, as perflab run takes them */
     size_t n_extra;
-    const char *artifacts_dir;       /* the folder <artifacts_dir>/<run_id>/ is made in it */
+    const char *artifacts_dir; /* the folder <artifacts_dir>/<run_id>/ is made in it */
     int device;
     unsigned long long seed;
-    double timeout_s;                /* per replay */
-    int nsys;                        /* also an nsys timeline where nsys is on the PATH */
-    int argc;                        /* the command line, for provenance */
+    double timeout_s; /* per replay */
+    int nsys;         /* also an nsys timeline where nsys is on the PATH */
+    int argc;         /* the command line, for provenance */
     char **argv;
 } pl_profile_request;
 

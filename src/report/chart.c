@@ -214,8 +214,8 @@ void pl_svg_axis_x(pl_buf *b, const pl_scale *s, const pl_axis *a, double y, dou
     for (size_t i = 0; i < n; i++) {
         double x = pl_scale_map(s, t[i]);
         if (grid_top < y)
-            pl_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", x, grid_top,
-                          x, y);
+            pl_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", x,
+                          grid_top, x, y);
         pl_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\"/>\n", x, y, x, y + 5);
         pl_tick_label(a->format, t[i], lab, sizeof lab);
         pl_svg_text(b, x, y + 18, "middle", "fill=\"#333\"", lab);

@@ -42,11 +42,11 @@ typedef struct pl_axis {
 typedef struct pl_series {
     const char *name; /* in the legend; NULL: not in it */
     size_t n;
-    const double *x, *y;         /* points with a non-finite or (log axis) non-positive coordinate are left out */
-    const char *const *labels;   /* a label beside each point, or NULL */
-    int lines, markers, dashed;  /* how it is drawn */
-    int colour;                  /* palette index; -1 grey */
-    const char *end_label;       /* written beside its last point (a roof's name), or NULL */
+    const double *x, *y;        /* points with a non-finite or (log axis) non-positive coordinate are left out */
+    const char *const *labels;  /* a label beside each point, or NULL */
+    int lines, markers, dashed; /* how it is drawn */
+    int colour;                 /* palette index; -1 grey */
+    const char *end_label;      /* written beside its last point (a roof's name), or NULL */
 } pl_series;
 
 typedef struct pl_arrow {
@@ -70,8 +70,8 @@ char *pl_chart_xy(const pl_xy_chart *c, int standalone);
 
 typedef struct pl_bar_chart {
     const char *title, *subtitle;
-    int width;        /* 0: 760; the height follows the number of bars */
-    pl_axis value;    /* the value axis, horizontal: linear (from 0 unless set) or log */
+    int width;     /* 0: 760; the height follows the number of bars */
+    pl_axis value; /* the value axis, horizontal: linear (from 0 unless set) or log */
     size_t n_categories, n_series;
     const char *const *categories;   /* one row of bars each, labelled on the left */
     const char *const *series_names; /* the legend (NULL when there is one series) */

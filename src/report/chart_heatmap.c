@@ -69,14 +69,16 @@ char *pl_chart_heatmap(const pl_heatmap *h, int standalone)
         id = id * 33 + (unsigned char)*p;
     for (const char *p = h->subtitle; p && *p; p++)
         id = id * 33 + (unsigned char)*p;
-    pl_buf_printf(&b, "<defs><linearGradient id=\"scale%08lx\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n", id & 0xfffffffful);
+    pl_buf_printf(&b, "<defs><linearGradient id=\"scale%08lx\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n",
+                  id & 0xfffffffful);
     for (int s = 0; s <= 10; s++) {
         int rgb[3];
         pl_chart_viridis(s / 10.0, rgb, NULL);
         pl_buf_printf(&b, "<stop offset=\"%d%%\" stop-color=\"rgb(%d,%d,%d)\"/>\n", s * 10, rgb[0], rgb[1], rgb[2]);
     }
     pl_buf_append(&b, "</linearGradient></defs>\n");
-    pl_buf_printf(&b, "<rect x=\"%d\" y=\"%d\" width=\"18\" height=\"%d\" fill=\"url(#scale%08lx)\" stroke=\"#999\"/>\n",
+    pl_buf_printf(&b,
+                  "<rect x=\"%d\" y=\"%d\" width=\"18\" height=\"%d\" fill=\"url(#scale%08lx)\" stroke=\"#999\"/>\n",
                   lx, ly, lh, id & 0xfffffffful);
     if (isfinite(lo)) {
         double best = h->higher_is_better ? hi : lo, worst = h->higher_is_better ? lo : hi;

@@ -5,7 +5,7 @@
 
 #include "report/chart.h"
 
-#define PL_CHART_FONT "Helvetica, Arial, sans-serif"
+#define PL_CHART_FONT      "Helvetica, Arial, sans-serif"
 #define PL_CHART_MAX_TICKS 24
 
 /* A data interval [d0, d1] on an axis mapped to pixels [p0, p1] (p1 < p0 for a y axis: up is smaller). */

@@ -4,10 +4,10 @@
 
 #include "report/chart_impl.h"
 
-#define LEFT   78
-#define RIGHT  24
-#define TOP    62 /* the plot's top without a legend; each legend row pushes it down */
-#define BOTTOM 56
+#define LEFT       78
+#define RIGHT      24
+#define TOP        62 /* the plot's top without a legend; each legend row pushes it down */
+#define BOTTOM     56
 #define LEGEND_ROW 18
 
 /* The data's extent on each axis, over the points each axis can draw. */
@@ -95,7 +95,8 @@ static void draw_series(pl_buf *b, const pl_series *s, const pl_scale *sx, const
         lx = pl_scale_map(sx, s->x[k]);
         ly = pl_scale_map(sy, s->y[k]);
         if (s->markers) {
-            pl_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\" stroke=\"white\" stroke-width=\"1\">",
+            pl_buf_printf(b,
+                          "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\" stroke=\"white\" stroke-width=\"1\">",
                           lx, ly, colour);
             if (s->labels && s->labels[k]) {
                 pl_buf_append(b, "<title>");
@@ -132,8 +133,8 @@ static void draw_arrow(pl_buf *b, const pl_arrow *a, const pl_scale *sx, const p
     const char *colour = pl_chart_colour(a->colour);
     pl_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.6\"/>\n", x0,
                   y0, x1 - 6 * ux, y1 - 6 * uy, colour);
-    pl_buf_printf(b, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"%s\"/>\n", x1, y1,
-                  x1 - 9 * ux + 4 * uy, y1 - 9 * uy - 4 * ux, x1 - 9 * ux - 4 * uy, y1 - 9 * uy + 4 * ux, colour);
+    pl_buf_printf(b, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"%s\"/>\n", x1, y1, x1 - 9 * ux + 4 * uy,
+                  y1 - 9 * uy - 4 * ux, x1 - 9 * ux - 4 * uy, y1 - 9 * uy + 4 * ux, colour);
 }
 
 char *pl_chart_xy(const pl_xy_chart *c, int standalone)

@@ -120,8 +120,9 @@ char *pl_html_report(const pl_report_input *in, size_t n, const char *generated_
                       "<meta charset=\"utf-8\"/>\n<title>perflab report</title>\n<style>");
     pl_buf_append(&b, style);
     pl_buf_append(&b, "</style>\n</head>\n<body>\n<h1>perflab report</h1>\n");
-    pl_html_elemf(&b, "p", "class=\"meta\"", "generated %s from %zu input%s; every figure below was measured (the "
-                                             "report computes nothing but ratios and intervals already stored)",
+    pl_html_elemf(&b, "p", "class=\"meta\"",
+                  "generated %s from %zu input%s; every figure below was measured (the "
+                  "report computes nothing but ratios and intervals already stored)",
                   generated_at ? generated_at : "", n, n == 1 ? "" : "s");
     pl_buf_append(&b, "<nav><ul>\n");
     size_t runs = 0;

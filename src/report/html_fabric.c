@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/results_json.h"
+#include "report/comm_report.h"
 #include "report/html_impl.h"
 
 static const char *str(json_t *o, const char *key)
@@ -32,7 +33,7 @@ static void provenance(pl_buf *b, json_t *doc)
         p = doc;
     json_t *gpus = json_object_get(p, "gpus");
     const char *gpu = json_is_array(gpus) && json_array_size(gpus) ? str(json_array_get(gpus, 0), "name")
-                                                                    : str(json_object_get(doc, "gpu"), "name");
+                                                                   : str(json_object_get(doc, "gpu"), "name");
     pl_buf_append(b, "<dl class=\"prov\">\n");
     pl_html_dl_item(b, "GPU", gpu);
     if (json_is_array(gpus) && json_array_size(gpus) > 1) {
@@ -97,7 +98,8 @@ void pl_html_gemm_section(pl_buf *b, const pl_report_input *in)
                       .categories = snames,
                       .series_names = pnames,
                       .values = v,
-                      .value_fmt = "%.1f"};
+                      .value_fmt = "%.1f",
+                      .reference = NAN};
     if (nsh && np)
         pl_html_figure(b, pl_chart_bars(&c, 0));
     pl_html_table(b, t);
@@ -128,72 +130,6 @@ void pl_html_gemm_section(pl_buf *b, const pl_report_input *in)
 
 /* ---- MoE readiness ---- */
 
-static void moe_heatmap(pl_buf *b, json_t *doc, int which)
-{
-    json_t *set = json_object_get(doc, "settings"), *sizes = json_object_get(set, "message_sizes"),
-           *skews = json_object_get(set, "skews"), *points = json_object_get(doc, "points");
-    const size_t nx = json_array_size(sizes), ny = json_array_size(skews);
-    if (!nx || !ny)
-        return;
-    char **xl = pl_xcalloc(nx, sizeof *xl), **yl = pl_xcalloc(ny, sizeof *yl);
-    double *values = pl_xcalloc(nx * ny, sizeof *values);
-    int *flagged = pl_xcalloc(nx * ny, sizeof *flagged);
-    char lab[48];
-    for (size_t x = 0; x < nx; x++) {
-        pl_tick_label(PL_TICKS_BYTES, (double)json_integer_value(json_array_get(sizes, x)), lab, sizeof lab);
-        xl[x] = pl_strdup(lab);
-    }
-    for (size_t y = 0; y < ny; y++)
-        yl[y] = pl_strfmt("alpha %.2f", json_number_value(json_array_get(skews, y)));
-    for (size_t i = 0; i < nx * ny; i++)
-        values[i] = NAN;
-    size_t i;
-    json_t *p;
-    json_array_foreach(points, i, p)
-    {
-        const json_int_t bytes = json_integer_value(json_object_get(p, "message_bytes"));
-        const double skew = json_number_value(json_object_get(p, "skew"));
-        for (size_t x = 0; x < nx; x++)
-            for (size_t y = 0; y < ny; y++)
-                if (json_integer_value(json_array_get(sizes, x)) == bytes &&
-                    fabs(json_number_value(json_array_get(skews, y)) - skew) < 1e-9) {
-                    values[y * nx + x] = which == 0 ? pl_json_get_real(json_object_get(p, "latency_ms"), "p99")
-                                                    : pl_json_get_real(p, "bw_gbps_p50");
-                    flagged[y * nx + x] = strcmp(str(json_object_get(p, "slo"), "verdict"), "miss") == 0;
-                }
-    }
-    const int ranks = (int)json_integer_value(json_object_get(set, "ranks"));
-    char title[160], sub[256];
-    pl_snprintf(title, sizeof title, "%s, %s all-to-all over %d rank%s",
-                which == 0 ? "p99 latency" : "bandwidth at p50 latency", str(set, "dtype"), ranks,
-                ranks == 1 ? "" : "s");
-    pl_snprintf(sub, sizeof sub, "%s skew (Zipf alpha over destinations), verdict %s; %s", str(set, "skew_model"),
-                str(json_object_get(doc, "verdict"), "overall"), which == 0 ? "lower is better" : "higher is better");
-    pl_heatmap h = {.title = title,
-                    .subtitle = sub,
-                    .x_label = "message bytes per rank",
-                    .y_label = "skew",
-                    .unit = which == 0 ? "ms" : "GB/s",
-                    .value_fmt = which == 0 ? "%.4f" : "%.2f",
-                    .nx = nx,
-                    .ny = ny,
-                    .x_labels = (const char *const *)xl,
-                    .y_labels = (const char *const *)yl,
-                    .values = values,
-                    .flagged = json_object_get(doc, "slo") ? flagged : NULL,
-                    .flag_label = "SLO missed",
-                    .higher_is_better = which != 0};
-    pl_html_figure(b, pl_chart_heatmap(&h, 0));
-    for (size_t x = 0; x < nx; x++)
-        free(xl[x]);
-    for (size_t y = 0; y < ny; y++)
-        free(yl[y]);
-    free(xl);
-    free(yl);
-    free(values);
-    free(flagged);
-}
-
 void pl_html_moe_section(pl_buf *b, const pl_report_input *in)
 {
     json_t *doc = in->doc, *v = json_object_get(doc, "verdict"), *slo = json_object_get(doc, "slo");
@@ -218,8 +154,11 @@ void pl_html_moe_section(pl_buf *b, const pl_report_input *in)
                                                 : "class=\"warn\"",
                  line.data);
     pl_buf_free(&line);
-    moe_heatmap(b, doc, 0);
-    moe_heatmap(b, doc, 1);
+    for (int which = 0; which < 2; which++) {
+        char *svg = pl_moe_heatmap_from_report(doc, which, 0);
+        if (svg)
+            pl_html_figure(b, svg);
+    }
 }
 
 /* ---- comm ---- */
@@ -264,13 +203,19 @@ void pl_html_comm_section(pl_buf *b, const pl_report_input *in)
     pl_series *s = pl_xcalloc(nc + 1, sizeof *s);
     for (int which = 0; which < 2; which++) {
         for (size_t k = 0; k < nc; k++)
-            s[k] = (pl_series){.name = cs[k].name, .n = cs[k].n, .x = cs[k].x, .y = which ? cs[k].p99 : cs[k].bw,
-                               .lines = 1, .markers = 1, .colour = (int)k};
+            s[k] = (pl_series){.name = cs[k].name,
+                               .n = cs[k].n,
+                               .x = cs[k].x,
+                               .y = which ? cs[k].p99 : cs[k].bw,
+                               .lines = 1,
+                               .markers = 1,
+                               .colour = (int)k};
         json_t *set = json_object_get(doc, "settings");
         char sub[200];
-        pl_snprintf(sub, sizeof sub, "%lld ranks (%s launch); %s", (long long)json_integer_value(json_object_get(set, "ranks")),
-                    str(set, "launch"),
-                    which ? "p99 of every rank's per-operation time" : "busbw at the p50 latency (nccl-tests' factors)");
+        pl_snprintf(sub, sizeof sub, "%lld ranks (%s launch); %s",
+                    (long long)json_integer_value(json_object_get(set, "ranks")), str(set, "launch"),
+                    which ? "p99 of every rank's per-operation time"
+                          : "busbw at the p50 latency (nccl-tests' factors)");
         pl_xy_chart c = {.title = which ? "p99 latency against message size" : "bus bandwidth against message size",
                          .subtitle = sub,
                          .x = {.label = "message size", .scale = PL_AXIS_LOG2, .format = PL_TICKS_BYTES},

@@ -117,8 +117,9 @@ typedef struct roof {
 
 static const roof memory_roofs[] = {
     {PL_CEIL_HBM_GBPS, "HBM"}, {PL_CEIL_L2_GBPS, "L2"}, {PL_CEIL_SMEM_GBPS, "shared memory"}};
-static const roof compute_roofs[] = {
-    {PL_CEIL_FP32_TFLOPS, "FP32 (CUDA cores)"}, {PL_CEIL_BF16_TFLOPS, "BF16 tensor"}, {PL_CEIL_FP8_TFLOPS, "FP8 tensor"}};
+static const roof compute_roofs[] = {{PL_CEIL_FP32_TFLOPS, "FP32 (CUDA cores)"},
+                                     {PL_CEIL_BF16_TFLOPS, "BF16 tensor"},
+                                     {PL_CEIL_FP8_TFLOPS, "FP8 tensor"}};
 
 static int plottable(const pl_variant_result *v)
 {
@@ -183,8 +184,14 @@ static void roofline(pl_buf *b, const pl_run *r)
             ys[ns][0] = ay.min;
         }
         names[ns] = pl_strfmt("%s %.0f GB/s", memory_roofs[k].name, bw);
-        series[ns] = (pl_series){.name = names[ns], .n = 2, .x = xs[ns], .y = ys[ns], .lines = 1, .dashed = k > 0,
-                                 .colour = -1, .end_label = NULL};
+        series[ns] = (pl_series){.name = names[ns],
+                                 .n = 2,
+                                 .x = xs[ns],
+                                 .y = ys[ns],
+                                 .lines = 1,
+                                 .dashed = k > 0,
+                                 .colour = -1,
+                                 .end_label = NULL};
         ns++;
     }
     for (size_t k = 0; c && k < 3; k++) {
@@ -196,8 +203,14 @@ static void roofline(pl_buf *b, const pl_run *r)
         xs[ns][1] = ax.max;
         ys[ns][1] = f;
         names[ns] = pl_strfmt("%s %.0f TFLOP/s", compute_roofs[k].name, f);
-        series[ns] = (pl_series){.name = NULL, .n = 2, .x = xs[ns], .y = ys[ns], .lines = 1, .dashed = k == 0,
-                                 .colour = -1, .end_label = names[ns]};
+        series[ns] = (pl_series){.name = NULL,
+                                 .n = 2,
+                                 .x = xs[ns],
+                                 .y = ys[ns],
+                                 .lines = 1,
+                                 .dashed = k == 0,
+                                 .colour = -1,
+                                 .end_label = names[ns]};
         ns++;
     }
     /* the variants: one series per target (its colour), labelled, and arrows from the baseline to the others */
@@ -225,8 +238,12 @@ static void roofline(pl_buf *b, const pl_run *r)
         }
         if (used > first) {
             names[ns] = pl_strdup(t->name);
-            series[ns] = (pl_series){.name = names[ns], .n = used - first, .x = px + first, .y = py + first,
-                                     .labels = (const char *const *)labels + first, .markers = 1,
+            series[ns] = (pl_series){.name = names[ns],
+                                     .n = used - first,
+                                     .x = px + first,
+                                     .y = py + first,
+                                     .labels = (const char *const *)labels + first,
+                                     .markers = 1,
                                      .colour = (int)(ns - roofs)};
             ns++;
         }
@@ -236,8 +253,15 @@ static void roofline(pl_buf *b, const pl_run *r)
                 c ? "roofs: the ceilings perflab peak measured on this GPU, as this run recorded them"
                   : "no ceilings were recorded (run perflab peak on this GPU first): points only",
                 na ? "; arrows go from each baseline to its optimized variants" : "");
-    pl_xy_chart chart = {.title = "Roofline", .subtitle = sub, .height = 480, .x = ax, .y = ay, .series = series,
-                         .n_series = ns, .arrows = arrows, .n_arrows = na};
+    pl_xy_chart chart = {.title = "Roofline",
+                         .subtitle = sub,
+                         .height = 480,
+                         .x = ax,
+                         .y = ay,
+                         .series = series,
+                         .n_series = ns,
+                         .arrows = arrows,
+                         .n_arrows = na};
     pl_html_elem(b, "h3", NULL, "Roofline");
     pl_html_figure(b, pl_chart_xy(&chart, 0));
     for (size_t k = 0; k < ns; k++)
@@ -350,8 +374,8 @@ static void counters(pl_buf *b, const pl_target_result *t)
     const char **cats = pl_xcalloc(n, sizeof *cats);
     double *v = pl_xcalloc(2 * n, sizeof *v);
     static const char *const series[] = {"DRAM bytes (ncu) / counted", "L2 bytes (ncu) / counted"};
-    static const char *const spec[] = {"variant",     ">kernels", ">DRAM read",  ">DRAM write", ">DRAM/counted",
-                                       ">L2/counted", ">DRAM %",  ">L2 %",       ">L1 %",       ">shared %",
+    static const char *const spec[] = {"variant",     ">kernels",  ">DRAM read",   ">DRAM write",     ">DRAM/counted",
+                                       ">L2/counted", ">DRAM %",   ">L2 %",        ">L1 %",           ">shared %",
                                        ">SM %",       ">tensor %", ">occupancy %", ">bank conflicts", "note"};
     pl_table *tab = pl_table_new(sizeof spec / sizeof spec[0], spec);
     for (size_t j = 0; j < n; j++) {
@@ -369,9 +393,18 @@ static void counters(pl_buf *b, const pl_target_result *t)
         }
         v[2 * j] = pl_ncu_dram_ratio(m, counted);
         v[2 * j + 1] = counted > 0 ? m->l2_bytes / counted : NAN;
-        const double cells[] = {m->dram_bytes_read / 1e6, m->dram_bytes_write / 1e6, v[2 * j], v[2 * j + 1],
-                                m->dram_pct, m->l2_pct, m->l1_pct, m->shared_pct, m->sm_pct, m->tensor_pct,
-                                m->occupancy_pct, m->bank_conflicts};
+        const double cells[] = {m->dram_bytes_read / 1e6,
+                                m->dram_bytes_write / 1e6,
+                                v[2 * j],
+                                v[2 * j + 1],
+                                m->dram_pct,
+                                m->l2_pct,
+                                m->l1_pct,
+                                m->shared_pct,
+                                m->sm_pct,
+                                m->tensor_pct,
+                                m->occupancy_pct,
+                                m->bank_conflicts};
         const char *fmts[] = {"%.1f MB", "%.1f MB", "%.2f", "%.2f", "%.1f", "%.1f",
                               "%.1f",    "%.1f",    "%.1f", "%.1f", "%.1f", "%.0f"};
         pl_table_set(tab, row, 1, "%d", m->kernels);

@@ -11,7 +11,7 @@
 #include "testutil.h"
 
 #define NEAR_REL(a, b, rel)                                                                                            \
-    ck_assert_msg(fabs((double)(a) - (double)(b)) <= (rel) * fabs((double)(b)), "%.17g != %.17g", (double)(a),       \
+    ck_assert_msg(fabs((double)(a) - (double)(b)) <= (rel)*fabs((double)(b)), "%.17g != %.17g", (double)(a),           \
                   (double)(b))
 
 static json_t *run_json(const char *args)
@@ -52,8 +52,9 @@ START_TEST(kv_cache_worked_example)
     json_decref(j);
 
     /* the same on the terminal */
-    pl_cmd_result r = pl_run_perflab(NULL, "calc kv-cache --layers 80 --hidden 8192 --tokens 4096 --batch 8 --dtype fp8 "
-                                           "--gpu-mem-gb 192 --kv-overhead-frac 0.10 --reserve-activations-gb 40");
+    pl_cmd_result r =
+        pl_run_perflab(NULL, "calc kv-cache --layers 80 --hidden 8192 --tokens 4096 --batch 8 --dtype fp8 "
+                             "--gpu-mem-gb 192 --kv-overhead-frac 0.10 --reserve-activations-gb 40");
     ck_assert_msg(strstr(r.out, "bytes per token:     1310720") && strstr(r.out, "largest batch at 4096 tokens: 25"),
                   "%s", r.out);
     pl_cmd_result_free(&r);
@@ -123,8 +124,8 @@ START_TEST(cost_worked_example)
                          "--gpu-hour-cost 2.5 --json");
     NEAR_REL(num(j, "joules_per_token"), 800.0 / 1500, 1e-12);
     NEAR_REL(num(j, "facility_joules_per_token"), 0.8, 1e-12);
-    NEAR_REL(num(j, "kwh_per_million_tokens"), 0.8e6 / 3.6e6, 1e-12); /* 0.2222 */
-    NEAR_REL(num(j, "energy_cost_per_million_tokens"), 0.16 * 0.8e6 / 3.6e6, 1e-12); /* $0.03556 */
+    NEAR_REL(num(j, "kwh_per_million_tokens"), 0.8e6 / 3.6e6, 1e-12);                         /* 0.2222 */
+    NEAR_REL(num(j, "energy_cost_per_million_tokens"), 0.16 * 0.8e6 / 3.6e6, 1e-12);          /* $0.03556 */
     NEAR_REL(num(j, "hardware_cost_per_million_tokens"), 2.5 / (1500 * 3600.0) * 1e6, 1e-12); /* $0.4630 */
     NEAR_REL(num(j, "total_cost_per_million_tokens"), 0.035555555555555556 + 0.46296296296296297, 1e-12);
     NEAR_REL(num(j, "tokens_per_kwh"), 4.5e6, 1e-12);
@@ -187,18 +188,18 @@ END_TEST
 /* docs/calc.md, precision: how each format rounds, at its edges. */
 START_TEST(rounding_worked_example)
 {
-    ck_assert(pl_fp_round(0.3, &pl_fp_e4m3) == 0.3125);          /* steps of 1/32 in [0.25, 0.5) */
-    ck_assert(pl_fp_round(0.3, &pl_fp_e5m2) == 0.3125);          /* steps of 1/16 */
-    ck_assert(pl_fp_round(1 + 0x1p-8, &pl_fp_bf16) == 1.0);      /* a tie: to even */
+    ck_assert(pl_fp_round(0.3, &pl_fp_e4m3) == 0.3125);     /* steps of 1/32 in [0.25, 0.5) */
+    ck_assert(pl_fp_round(0.3, &pl_fp_e5m2) == 0.3125);     /* steps of 1/16 */
+    ck_assert(pl_fp_round(1 + 0x1p-8, &pl_fp_bf16) == 1.0); /* a tie: to even */
     ck_assert(pl_fp_round(1 + 3 * 0x1p-9, &pl_fp_bf16) == 1 + 0x1p-7);
     ck_assert(pl_fp_round(1 + 0x1p-11, &pl_fp_tf32) == 1.0);
     ck_assert(pl_fp_round(1 + 0x1p-10, &pl_fp_tf32) == 1 + 0x1p-10);
     ck_assert(pl_fp_round(65519, &pl_fp_fp16) == 65504);
-    ck_assert(isinf(pl_fp_round(65520, &pl_fp_fp16)));           /* the tie above the largest value overflows */
-    ck_assert(pl_fp_round(500, &pl_fp_e4m3) == 448);             /* e4m3 has no Inf: it saturates */
+    ck_assert(isinf(pl_fp_round(65520, &pl_fp_fp16))); /* the tie above the largest value overflows */
+    ck_assert(pl_fp_round(500, &pl_fp_e4m3) == 448);   /* e4m3 has no Inf: it saturates */
     ck_assert(isinf(pl_fp_round(70000, &pl_fp_e5m2)));
-    ck_assert(pl_fp_round(0x1p-9, &pl_fp_e4m3) == 0x1p-9);       /* the smallest subnormal */
-    ck_assert(pl_fp_round(0x1p-10, &pl_fp_e4m3) == 0.0);         /* half of it: a tie, to even (zero) */
+    ck_assert(pl_fp_round(0x1p-9, &pl_fp_e4m3) == 0x1p-9); /* the smallest subnormal */
+    ck_assert(pl_fp_round(0x1p-10, &pl_fp_e4m3) == 0.0);   /* half of it: a tie, to even (zero) */
     ck_assert(pl_fp_round(-0.3, &pl_fp_e4m3) == -0.3125);
     ck_assert(pl_fp_round(1.0 / 3, &pl_fp_fp32) == (double)(1.0f / 3));
     ck_assert(isnan(pl_fp_round(NAN, &pl_fp_bf16)));

@@ -15,8 +15,8 @@
 #include "testutil.h"
 
 #define NEAR(a, b)                                                                                                     \
-    ck_assert_msg(fabs((double)(a) - (double)(b)) <= 1e-9 * fmax(1.0, fabs((double)(b))), "%.17g != %.17g", (double)(a), \
-                  (double)(b))
+    ck_assert_msg(fabs((double)(a) - (double)(b)) <= 1e-9 * fmax(1.0, fabs((double)(b))), "%.17g != %.17g",            \
+                  (double)(a), (double)(b))
 
 static const char *const sample_csv =
     "==PROF== Connected to process 4242\n"
@@ -27,7 +27,8 @@ static const char *const sample_csv =
     "\"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum\","
     "\"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum\"\n"
     "\"\",\"\",\"\",\"nsecond\",\"byte\",\"byte\",\"%\",\"%\",\"%\",\"\",\"\"\n"
-    "\"0\",\"4242\",\"affine(const float *, float *)\",\"3000\",\"1,000,000\",\"500000\",\"90\",\"0\",\"10\",\"4\",\"1\"\n"
+    "\"0\",\"4242\",\"affine(const float *, float "
+    "*)\",\"3000\",\"1,000,000\",\"500000\",\"90\",\"0\",\"10\",\"4\",\"1\"\n"
     "\"1\",\"4242\",\"tail, \"\"quoted\"\" name\",\"1000\",\"250000\",\"n/a\",\"50\",\"0\",\"30\",\"0\",\"0\"\n";
 
 START_TEST(csv_sums_and_weights)
@@ -37,13 +38,13 @@ START_TEST(csv_sums_and_weights)
     char err[256];
     ck_assert_int_eq(pl_ncu_parse_csv(sample_csv, &m, err, sizeof err), 0);
     ck_assert_int_eq(m.kernels, 2);
-    NEAR(m.duration_ms, 4000e-6);         /* ns summed, then ms */
-    NEAR(m.dram_bytes_read, 1250000);     /* "1,000,000" + 250000 */
-    NEAR(m.dram_bytes_write, 500000);     /* "n/a" is no value, not zero */
-    NEAR(m.dram_pct, (3000 * 90 + 1000 * 50) / 4000.0); /* weighted by duration: 80 */
+    NEAR(m.duration_ms, 4000e-6);                         /* ns summed, then ms */
+    NEAR(m.dram_bytes_read, 1250000);                     /* "1,000,000" + 250000 */
+    NEAR(m.dram_bytes_write, 500000);                     /* "n/a" is no value, not zero */
+    NEAR(m.dram_pct, (3000 * 90 + 1000 * 50) / 4000.0);   /* weighted by duration: 80 */
     NEAR(m.tensor_pct, (3000 * 10 + 1000 * 30) / 4000.0); /* the busier of mma.sync and wgmma: 15 */
-    NEAR(m.bank_conflicts, 5);            /* loads and stores */
-    ck_assert(isnan(m.l2_pct));           /* not in the CSV: not collected */
+    NEAR(m.bank_conflicts, 5);                            /* loads and stores */
+    ck_assert(isnan(m.l2_pct));                           /* not in the CSV: not collected */
     NEAR(pl_ncu_dram_ratio(&m, 1750000), 1.0);
     ck_assert(isnan(pl_ncu_dram_ratio(&m, NAN)));
 
@@ -107,7 +108,8 @@ static char *fake_ncu(const char *dir)
         "if [ \"$1\" = --version ]; then echo 'NVIDIA (R) Nsight Compute Command Line Profiler'; "
         "echo 'Version 2099.1.0.0 (build 1) (public-release)'; exit 0; fi\n"
         "if [ \"$1\" = --import ]; then\n"
-        "  echo '\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"dram__bytes_read.sum\",\"dram__bytes_write.sum\"'\n"
+        "  echo '\"ID\",\"Kernel "
+        "Name\",\"gpu__time_duration.sum\",\"dram__bytes_read.sum\",\"dram__bytes_write.sum\"'\n"
         "  echo '\"\",\"\",\"nsecond\",\"byte\",\"byte\"'\n"
         "  echo '\"0\",\"k\",\"2000000\",\"400000000\",\"400000000\"'\n"
         "  exit 0\n"
@@ -117,6 +119,7 @@ static char *fake_ncu(const char *dir)
         "--metrics) metrics=$2; shift;; __ncu-replay) break;; esac; shift; done\n"
         "if [ -n \"$FAKE_NCU_LACKS\" ] && echo \"$metrics\" | grep -q \"$FAKE_NCU_LACKS\"; then\n"
         "  echo \"==ERROR== Failed to find metric $FAKE_NCU_LACKS\" > \"$log\"; exit 1; fi\n"
+        "if [ -n \"$FAKE_NCU_NOKERNEL\" ]; then echo '==WARNING== No kernels were profiled.' > \"$log\"; exit 0; fi\n"
         "if [ -n \"$FAKE_NCU_FAIL\" ]; then echo '==PROF== Connected' > \"$log\"; "
         "echo '==ERROR== ERR_NVGPUCTRPERM - no permission' >> \"$log\"; exit 1; fi\n"
         "echo '==PROF== Report: x' > \"$log\"; echo report > \"$out.ncu-rep\"\n",
@@ -178,6 +181,14 @@ START_TEST(replay_under_a_stand_in)
     unsetenv("FAKE_NCU_FAIL");
     ck_assert_msg(strstr(err, "code 1: ==ERROR== ERR_NVGPUCTRPERM"), "%s", err);
     ck_assert_str_eq(m.error, err);
+    pl_ncu_metrics_free(&m);
+
+    /* work outside kernels (cudaMemcpy on a copy engine): ncu exits 0 with no report */
+    setenv("FAKE_NCU_NOKERNEL", "1", 1);
+    pl_ncu_metrics_init(&m);
+    ck_assert_int_eq(pl_ncu_profile(&job, &m, err, sizeof err), -1);
+    unsetenv("FAKE_NCU_NOKERNEL");
+    ck_assert_msg(strstr(err, "no kernel was profiled") && m.kernels == 0, "%s", err);
     pl_ncu_metrics_free(&m);
 
     /* PERFLAB_NCU names the tool; its version goes into run.json's "profiler" */

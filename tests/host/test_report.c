@@ -87,8 +87,12 @@ START_TEST(ticks_and_labels)
     const char *labels[] = {"baseline", "coalesced", "gemm"};
     pl_series s = {.name = "points & <things>", .n = 3, .x = x, .y = y, .labels = labels, .markers = 1, .colour = 0};
     pl_arrow a = {0.25, 0.085, 0.25, 0.65, 0};
-    pl_xy_chart c = {.title = "t", .x = {.label = "AI", .scale = PL_AXIS_LOG10},
-                     .y = {.label = "TFLOP/s", .scale = PL_AXIS_LOG10}, .series = &s, .n_series = 1, .arrows = &a,
+    pl_xy_chart c = {.title = "t",
+                     .x = {.label = "AI", .scale = PL_AXIS_LOG10},
+                     .y = {.label = "TFLOP/s", .scale = PL_AXIS_LOG10},
+                     .series = &s,
+                     .n_series = 1,
+                     .arrows = &a,
                      .n_arrows = 1};
     char *svg = pl_chart_xy(&c, 1);
     xml_stats st = parse_xml(svg, "the x-y chart");
@@ -96,7 +100,7 @@ START_TEST(ticks_and_labels)
     ck_assert(strncmp(svg, "<?xml", 5) == 0);
     ck_assert(strstr(svg, ">0.1<") && strstr(svg, ">1000<") && strstr(svg, ">10k<") && strstr(svg, ">0.01<"));
     ck_assert(strstr(svg, "points &amp; &lt;things&gt;")); /* escaped */
-    ck_assert(strstr(svg, "<polygon")); /* the arrow's head */
+    ck_assert(strstr(svg, "<polygon"));                    /* the arrow's head */
     ck_assert(strstr(svg, ">coalesced</text>"));
     free(svg);
 
@@ -116,9 +120,17 @@ START_TEST(bars_with_intervals_and_gaps)
 {
     const char *cats[] = {"baseline", "vec", "none"};
     const double v[] = {1, 1.45, NAN}, lo[] = {NAN, 1.44, NAN}, hi[] = {NAN, 1.46, NAN};
-    pl_bar_chart c = {.title = "speedup", .value = {.label = "x", .scale = PL_AXIS_LINEAR}, .n_categories = 3,
-                      .n_series = 1, .categories = cats, .values = v, .lo = lo, .hi = hi, .value_fmt = "%.2fx",
-                      .reference = 1.0, .reference_label = "baseline"};
+    pl_bar_chart c = {.title = "speedup",
+                      .value = {.label = "x", .scale = PL_AXIS_LINEAR},
+                      .n_categories = 3,
+                      .n_series = 1,
+                      .categories = cats,
+                      .values = v,
+                      .lo = lo,
+                      .hi = hi,
+                      .value_fmt = "%.2fx",
+                      .reference = 1.0,
+                      .reference_label = "baseline"};
     char *svg = pl_chart_bars(&c, 1);
     parse_xml(svg, "the bar chart");
     ck_assert(strstr(svg, ">1.45x<") && strstr(svg, ">n/a<") && strstr(svg, "stroke-dasharray"));
@@ -127,8 +139,14 @@ START_TEST(bars_with_intervals_and_gaps)
 
     const char *prov[] = {"cublas", "perflab"}, *shapes[] = {"s1", "s2"};
     const double tf[] = {738.7, 710.9, NAN, 500};
-    pl_bar_chart g = {.title = "gemm", .value = {.label = "TFLOP/s"}, .n_categories = 2, .n_series = 2,
-                      .categories = shapes, .series_names = prov, .values = tf, .value_fmt = "%.1f",
+    pl_bar_chart g = {.title = "gemm",
+                      .value = {.label = "TFLOP/s"},
+                      .n_categories = 2,
+                      .n_series = 2,
+                      .categories = shapes,
+                      .series_names = prov,
+                      .values = tf,
+                      .value_fmt = "%.1f",
                       .reference = NAN};
     svg = pl_chart_bars(&g, 0);
     parse_xml(svg, "the grouped bar chart");
@@ -183,14 +201,13 @@ static char *comm_fixture(const char *dir)
     for (int c = 0; c < 2; c++)
         for (int k = 0; k < 4; k++) {
             double bytes = 65536.0 * (1 << (3 * k)), t_ms = 0.01 + bytes / 200e9 * 1e3 * (c + 1);
-            json_array_append_new(
-                pts, json_pack("{s:s, s:s, s:b, s:I, s:f, s:{s:f, s:f}, s:s}", "collective", colls[c], "dtype",
-                               "bf16", "in_place", 0, "size_bytes", (json_int_t)bytes, "busbw_gbps",
-                               bytes / (t_ms * 1e-3) / 1e9, "latency_ms", "p50", t_ms, "p99", 1.2 * t_ms, "status",
-                               "ok"));
+            json_array_append_new(pts, json_pack("{s:s, s:s, s:b, s:I, s:f, s:{s:f, s:f}, s:s}", "collective", colls[c],
+                                                 "dtype", "bf16", "in_place", 0, "size_bytes", (json_int_t)bytes,
+                                                 "busbw_gbps", bytes / (t_ms * 1e-3) / 1e9, "latency_ms", "p50", t_ms,
+                                                 "p99", 1.2 * t_ms, "status", "ok"));
         }
-    json_t *doc = json_pack("{s:i, s:s, s:{s:s, s:i}, s:o}", "schema_version", 1, "kind", "comm", "settings",
-                            "launch", "threads", "ranks", 8, "points", pts);
+    json_t *doc = json_pack("{s:i, s:s, s:{s:s, s:i}, s:o}", "schema_version", 1, "kind", "comm", "settings", "launch",
+                            "threads", "ranks", 8, "points", pts);
     char err[256];
     char *out = pl_path_join(dir, "comm-fixture");
     ck_assert_int_eq(pl_mkdir_p(out, err, sizeof err), 0);
@@ -292,8 +309,17 @@ START_TEST(standalone_heatmap)
     const char *xl[] = {"48 KiB", "2 MiB"}, *yl[] = {"alpha 1.00"};
     const double v[] = {0.022, NAN};
     const int f[] = {0, 1};
-    pl_heatmap h = {.title = "p99 & co", .x_label = "bytes", .y_label = "skew", .unit = "ms", .value_fmt = "%.4f",
-                    .nx = 2, .ny = 1, .x_labels = xl, .y_labels = yl, .values = v, .flagged = f,
+    pl_heatmap h = {.title = "p99 & co",
+                    .x_label = "bytes",
+                    .y_label = "skew",
+                    .unit = "ms",
+                    .value_fmt = "%.4f",
+                    .nx = 2,
+                    .ny = 1,
+                    .x_labels = xl,
+                    .y_labels = yl,
+                    .values = v,
+                    .flagged = f,
                     .flag_label = "SLO missed"};
     char *svg = pl_svg_heatmap(&h);
     parse_xml(svg, "the heatmap");

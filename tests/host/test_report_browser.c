@@ -123,19 +123,20 @@ out:
 START_TEST(chromium_renders_the_report)
 {
     char *dir = pl_test_tmpdir("report-browser");
-    char *args = pl_strfmt("report " FIXTURES "/h200-report/run-memory-roofline " FIXTURES "/h200-report/gemm-4096 " FIXTURES
-                           "/2x_h200/moe_slo_report.json --out '%s'",
+    char *args = pl_strfmt("report " FIXTURES "/h200-report/run-memory-roofline " FIXTURES
+                           "/h200-report/gemm-4096 " FIXTURES "/2x_h200/moe_slo_report.json --out '%s'",
                            dir);
     pl_cmd_result r = pl_run_perflab(NULL, args);
     ck_assert_msg(r.exit_code == 0, "%s", r.err);
     pl_cmd_result_free(&r);
     free(args);
     char *png = pl_path_join(dir, "shot.png");
-    char *cmd = pl_strfmt("timeout 120 " CHROMIUM " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-                          "--disable-background-networking --disable-component-update --disable-sync "
-                          "--user-data-dir='%s/profile' --hide-scrollbars --window-size=1280,2400 "
-                          "--screenshot='%s' 'file://%s/report.html' >'%s/chromium.log' 2>&1",
-                          dir, png, dir, dir);
+    char *cmd =
+        pl_strfmt("timeout 120 " CHROMIUM " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+                  "--disable-background-networking --disable-component-update --disable-sync "
+                  "--user-data-dir='%s/profile' --hide-scrollbars --window-size=1280,2400 "
+                  "--screenshot='%s' 'file://%s/report.html' >'%s/chromium.log' 2>&1",
+                  dir, png, dir, dir);
     int status = system(cmd);
     free(cmd);
     ck_assert_msg(status == 0, "chromium failed (exit status %d): see %s/chromium.log", status, dir);
@@ -160,11 +161,12 @@ START_TEST(blank_page_reads_blank)
     char *html = pl_path_join(dir, "blank.html"), *png = pl_path_join(dir, "blank.png");
     char err[256];
     ck_assert_int_eq(pl_write_file_atomic(html, "<html><body></body></html>", 26, err, sizeof err), 0);
-    char *cmd = pl_strfmt("timeout 120 " CHROMIUM " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-                          "--disable-background-networking --disable-component-update --disable-sync "
-                          "--user-data-dir='%s/profile' --window-size=400,300 --screenshot='%s' 'file://%s' "
-                          ">/dev/null 2>&1",
-                          dir, png, html);
+    char *cmd =
+        pl_strfmt("timeout 120 " CHROMIUM " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+                  "--disable-background-networking --disable-component-update --disable-sync "
+                  "--user-data-dir='%s/profile' --window-size=400,300 --screenshot='%s' 'file://%s' "
+                  ">/dev/null 2>&1",
+                  dir, png, html);
     ck_assert_int_eq(system(cmd), 0);
     picture pic;
     ck_assert_msg(read_png(png, &pic, err, sizeof err) == 0, "%s", err);
