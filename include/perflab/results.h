@@ -45,6 +45,21 @@ typedef struct pl_telemetry {
     pl_summary sm_clock_mhz, mem_clock_mhz, power_w, temperature_c;
 } pl_telemetry;
 
+/* Hardware counters of one replay of a variant under Nsight Compute (`--profile roofline` with ncu on the PATH):
+ * sums over the variant's kernels, utilisations weighted by each kernel's duration. NaN: not collected. */
+typedef struct pl_ncu_metrics {
+    int kernels;                           /* kernels profiled in the replay */
+    double duration_ms;                    /* gpu__time_duration, summed */
+    double dram_bytes_read, dram_bytes_write;
+    double l2_bytes;                       /* lts__t_bytes */
+    double dram_pct, l2_pct, l1_pct, shared_pct; /* % of peak sustained throughput */
+    double occupancy_pct;                  /* achieved: sm__warps_active */
+    double sm_pct, tensor_pct;             /* SM and tensor-pipe (mma.sync or wgmma, the busier) throughput */
+    double shared_wavefronts, bank_conflicts; /* shared-memory wavefronts and the bank conflicts among them */
+    char *report;                          /* the .ncu-rep, relative to the run directory; NULL when none */
+    char *error;                           /* why nothing was measured; NULL when measured */
+} pl_ncu_metrics;
+
 typedef struct pl_variant_result {
     char *name;
     char *technique;
@@ -71,6 +86,8 @@ typedef struct pl_variant_result {
     pl_interval speedup; /* median(baseline) / median(this) */
     int has_telemetry;
     pl_telemetry telemetry;
+    int has_ncu; /* a roofline run replayed it under ncu (ncu.error says when that failed) */
+    pl_ncu_metrics ncu;
 } pl_variant_result;
 
 typedef struct pl_param_kv {
@@ -196,6 +213,9 @@ typedef struct pl_run {
     /* The ceilings `perflab peak` stored for this GPU, loaded once at the start of a roofline run (NULL: none):
      * the report reads them from here, never from disk. */
     struct pl_ceilings *ceilings;
+    /* Roofline runs: the counter tool ("ncu 2025.2.1 at /usr/local/cuda/bin/ncu") or one line saying why there
+     * are no measured counters; NULL otherwise. */
+    char *profiler;
     double duration_s;
     int exit_code;
 } pl_run;

@@ -15,6 +15,9 @@ int pl_cmd_peak(int argc, char **argv);
 int pl_cmd_comm(int argc, char **argv);
 int pl_cmd_moe(int argc, char **argv);
 int pl_cmd_gemm(int argc, char **argv);
+int pl_cmd_profile(int argc, char **argv);
+int pl_cmd_report(int argc, char **argv);
+int pl_cmd_calc(int argc, char **argv);
 
 /* The whole command line, for provenance. */
 extern int pl_cli_argc;

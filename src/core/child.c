@@ -10,6 +10,7 @@
 #include "core/childproc.h"
 #include "core/devprobe.h"
 #include "core/measure.h"
+#include "core/ncu.h"
 #include "core/results_json.h"
 #include "core/telemetry.h"
 #include "core/util.h"
@@ -25,6 +26,7 @@ typedef struct child {
     int host;
     pl_sampler *sampler;
     const struct pl_capabilities *caps;
+    pl_ncu_replays *ncu; /* roofline with ncu: the variants to replay under it at the end */
 } child;
 
 static void send_progress(child *c, const char *variant, const char *phase)
@@ -53,6 +55,7 @@ static void send_target_failure(child *c, pl_status st, const char *reason)
 
 static void send_variant(child *c, pl_variant_result *r)
 {
+    pl_ncu_replays_note(c->ncu, r);
     json_t *m = pl_variant_result_to_json(r);
     json_object_set_new(m, "t", json_string("variant"));
     pl_child_send(c->fd, m);
@@ -271,7 +274,7 @@ static int init_gpu(child *c)
 }
 
 void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_settings *s,
-                         const struct pl_capabilities *caps, int fd)
+                         const struct pl_capabilities *caps, const char *run_dir, int fd)
 {
     child c;
     memset(&c, 0, sizeof c);
@@ -293,6 +296,7 @@ void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_se
         send_target_failure(&c, failure_status(&c), c.ctx.error[0] ? c.ctx.error : "setup failed");
         return;
     }
+    c.ncu = pl_ncu_replays_new(t, s, run_dir);
     int rounds = s->rounds > 0 ? s->rounds : (t->flags & PL_TARGET_POWER_BOUND) ? PL_POWER_BOUND_ROUNDS : 1;
     if (s->iterations > 0 && rounds > s->iterations)
         rounds = s->iterations; /* every round takes at least one of the exact --iterations samples */
@@ -310,6 +314,8 @@ void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_se
     pl_sampler_stop(c.sampler);
     if (!c.host)
         cudaStreamDestroy(c.ctx.stream);
+    pl_ncu_replays_run(c.ncu, p, fd); /* after teardown: the replays get the GPU's memory back */
+    pl_ncu_replays_free(c.ncu);
     if (c.ctx.gate_set) {
         json_t *gate = json_pack("{s:s, s:b, s:s}", "t", "gate", "met", c.ctx.gate_met, "detail", c.ctx.gate);
         pl_child_send(fd, gate);

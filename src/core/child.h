@@ -9,8 +9,9 @@
  * variant (a pl_variant_result), {"t":"target","status","reason"} when the target as a whole fails, and
  * {"t":"done"} at the end. Returns; the caller _exits. */
 struct pl_capabilities;
-/* caps: what `perflab probe` measured (may be NULL), for the variants' feature requirements. */
+/* caps: what `perflab probe` measured (may be NULL), for the variants' feature requirements. run_dir: the run's
+ * folder (NULL: none), where a roofline run's ncu replays leave their reports. */
 void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_settings *s,
-                         const struct pl_capabilities *caps, int fd);
+                         const struct pl_capabilities *caps, const char *run_dir, int fd);
 
 #endif

@@ -17,6 +17,9 @@ int pl_run_save(const pl_run *r, const char *path, char *err, size_t errlen);
  * perflab/results.h). *_from_json zeroes *out first; after an error, free it. */
 json_t *pl_variant_result_to_json(const pl_variant_result *v);
 int pl_variant_result_from_json(json_t *j, pl_variant_result *out, char *err, size_t errlen);
+json_t *pl_ncu_metrics_to_json(const pl_ncu_metrics *m);
+int pl_ncu_metrics_from_json(json_t *j, pl_ncu_metrics *out, char *err, size_t errlen);
+void pl_ncu_metrics_free(pl_ncu_metrics *m);
 json_t *pl_target_result_to_json(const pl_target_result *t);
 int pl_target_result_from_json(json_t *j, pl_target_result *out, char *err, size_t errlen);
 int pl_provenance_from_json(json_t *j, pl_provenance *out, char *err, size_t errlen);

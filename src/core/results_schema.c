@@ -70,6 +70,26 @@ static const pl_jfield interval_fields[] = {
 };
 static const pl_jtable interval_table = PL_JTABLE(interval_fields, NULL);
 
+static const pl_jfield ncu_fields[] = {
+    PL_JINT(pl_ncu_metrics, kernels, "kernels", 0),
+    PL_JREAL(pl_ncu_metrics, duration_ms, "duration_ms"),
+    PL_JREAL(pl_ncu_metrics, dram_bytes_read, "dram_bytes_read"),
+    PL_JREAL(pl_ncu_metrics, dram_bytes_write, "dram_bytes_write"),
+    PL_JREAL(pl_ncu_metrics, l2_bytes, "l2_bytes"),
+    PL_JREAL(pl_ncu_metrics, dram_pct, "dram_pct"),
+    PL_JREAL(pl_ncu_metrics, l2_pct, "l2_pct"),
+    PL_JREAL(pl_ncu_metrics, l1_pct, "l1_pct"),
+    PL_JREAL(pl_ncu_metrics, shared_pct, "shared_pct"),
+    PL_JREAL(pl_ncu_metrics, occupancy_pct, "achieved_occupancy_pct"),
+    PL_JREAL(pl_ncu_metrics, sm_pct, "sm_pct"),
+    PL_JREAL(pl_ncu_metrics, tensor_pct, "tensor_pct"),
+    PL_JREAL(pl_ncu_metrics, shared_wavefronts, "shared_wavefronts"),
+    PL_JREAL(pl_ncu_metrics, bank_conflicts, "bank_conflicts"),
+    PL_JSTR(pl_ncu_metrics, report, "report"),
+    PL_JSTR(pl_ncu_metrics, error, "error"),
+};
+static const pl_jtable ncu_table = PL_JTABLE(ncu_fields, NULL);
+
 /* ---- variant ---- */
 
 static const pl_jfield timing_fields[] = {
@@ -111,6 +131,7 @@ static const pl_jfield variant_fields[] = {
     PL_JGROUP("derived", &derived_table),
     PL_JOPT(pl_variant_result, speedup, "speedup", &interval_table, has_speedup),
     PL_JOPT(pl_variant_result, telemetry, "telemetry", &telemetry_table, has_telemetry),
+    PL_JOPT(pl_variant_result, ncu, "ncu", &ncu_table, has_ncu),
     PL_JREALS(pl_variant_result, samples_ms, n_samples, "samples_ms"),
 };
 static const pl_jtable variant_table = PL_JTABLE(variant_fields, variant_after_read);
@@ -335,6 +356,7 @@ static const pl_jfield run_fields[] = {
     PL_JOBJ(pl_run, settings, "settings", &settings_table),
     PL_JOPT(pl_run, expectations, "expectations", &expect_report_table, expectations.present),
     PL_JCUSTOM("ceilings", ceilings_to_json, ceilings_from_json, ceilings_free),
+    PL_JSTR(pl_run, profiler, "profiler"),
     {.key = "targets",
      .kind = PL_J_ARRAY,
      .offset = offsetof(pl_run, targets),
@@ -364,6 +386,7 @@ static const pl_jtable run_table = PL_JTABLE(run_fields, NULL);
     }
 
 PL_JSCHEMA_API(variant_result, pl_variant_result, variant_table)
+PL_JSCHEMA_API(ncu_metrics, pl_ncu_metrics, ncu_table)
 PL_JSCHEMA_API(target_result, pl_target_result, target_table)
 PL_JSCHEMA_API(provenance, pl_provenance, provenance_table)
 PL_JSCHEMA_API(run_settings, pl_run_settings, settings_table)

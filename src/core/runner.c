@@ -7,6 +7,7 @@
 
 #include "core/child.h"
 #include "core/childproc.h"
+#include "core/ncu.h"
 #include "core/results_json.h"
 #include "core/util.h"
 #include "perflab/registry.h"
@@ -126,6 +127,8 @@ static void handle_message(json_t *m, pl_target_result *r, collected *col, const
         r->gate_met = json_is_true(json_object_get(m, "met"));
         free(r->gate_detail);
         r->gate_detail = pl_strdup(detail ? detail : "");
+    } else if (strcmp(type, "ncu") == 0) {
+        pl_ncu_attach(m, r);
     } else if (strcmp(type, "done") == 0) {
         col->done = 1;
     }
@@ -154,7 +157,7 @@ static int run_one(const pl_runner_input *in, size_t index, pl_target_result *r)
     }
     free(log_path);
     if (c.pid == 0) {
-        pl_child_run_target(t, &in->params[index], s, in->caps, c.fd);
+        pl_child_run_target(t, &in->params[index], s, in->caps, in->run_dir, c.fd);
         fflush(stdout);
         fflush(stderr);
         _exit(0);

@@ -10,6 +10,7 @@
 #include "core/childproc.h"
 #include "core/exit.h"
 #include "core/expectations.h"
+#include "core/ncu.h"
 #include "core/provenance.h"
 #include "core/util.h"
 #include "perflab/registry.h"
@@ -159,6 +160,7 @@ static void load_ceilings(suite *s)
     const pl_run *r = s->run;
     if (strcmp(r->settings.profile, "roofline") != 0 || r->prov.n_gpus == 0)
         return;
+    s->run->profiler = pl_ncu_describe(); /* the counters' tool, or the line saying there are none */
     int d = r->settings.device >= 0 && (size_t)r->settings.device < r->prov.n_gpus ? r->settings.device : 0;
     const char *name = r->prov.gpus[d].name;
     char *key = pl_hardware_key_from_names(&name, 1);

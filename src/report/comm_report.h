@@ -45,8 +45,10 @@ json_t *pl_moe_report_json(const pl_comm_job *job, const pl_comm_result *r, cons
                            const pl_provenance *prov);
 void pl_moe_report_table(const pl_comm_job *job, const pl_comm_result *r, const pl_moe_summary *s, pl_buf *text,
                          pl_buf *markdown);
-/* which: 0 = p99 latency, 1 = bandwidth at p50. malloc'd SVG. */
+/* which: 0 = p99 latency, 1 = bandwidth at p50. malloc'd SVG (standalone). */
 char *pl_moe_heatmap_svg(const pl_comm_job *job, const pl_comm_result *r, const pl_moe_summary *s, int which);
+/* The same heatmap from a report.json (perflab report draws it inline: standalone 0). NULL without points. */
+char *pl_moe_heatmap_from_report(json_t *report, int which, int standalone);
 
 /* "native" (ncclAlltoAll) or "group" (ncclSend/ncclRecv): what --alltoall-api resolved to. */
 const char *pl_comm_alltoall_api_used(const pl_comm_job *job, const pl_comm_result *r);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/ceilings.h"
+#include "core/ncu.h"
 #include "report/table.h"
 
 static int profile_is(const pl_run *r, const char *p)
@@ -56,6 +57,16 @@ static const char *check_cell(const pl_variant_result *v, char *buf, size_t len)
     return buf;
 }
 
+/* Measured DRAM bytes over the counted ones, or why there is no figure. */
+static const char *ncu_cell(const pl_variant_result *v, const pl_counters *c, char *buf, size_t len)
+{
+    if (v->ncu.error)
+        return v->ncu.kernels == 0 && (strstr(v->ncu.error, "no kernel") || strstr(v->ncu.error, "No kernels"))
+                   ? "no kernel"
+                   : "ncu failed";
+    return fmt_num(pl_ncu_dram_ratio(&v->ncu, c->bytes_read + c->bytes_written), "%.2f", buf, len);
+}
+
 typedef enum column {
     COL_TARGET,
     COL_VARIANT,
@@ -68,6 +79,7 @@ typedef enum column {
     COL_AI,
     COL_PCT_HBM,
     COL_PCT_TENSOR,
+    COL_DRAM_RATIO,
     COL_REF,
     COL_SPEEDUP,
     COL_CLOCK,
@@ -78,7 +90,7 @@ typedef enum column {
 
 static const char *const column_spec[COL_COUNT] = {
     "target",  "variant", "status",     ">median",   ">noise",           ">samples", ">TFLOP/s", ">GB/s",
-    ">FLOP/B", ">% HBM",  ">% BF16 TC", ">% of ref", "speedup [95% CI]", ">SM MHz",  ">W",       "check",
+    ">FLOP/B", ">% HBM",  ">% BF16 TC", ">DRAM meas/cnt", ">% of ref", "speedup [95% CI]", ">SM MHz",  ">W",       "check",
 };
 
 pl_table *pl_run_table(const pl_run *r)
@@ -98,7 +110,7 @@ pl_table *pl_run_table(const pl_run *r)
     const double tensor = have_ceilings ? r->ceilings->value[PL_CEIL_BF16_TFLOPS] : NAN;
     show[COL_PCT_HBM] = have_ceilings && !isnan(hbm);
     show[COL_PCT_TENSOR] = have_ceilings && !isnan(tensor);
-    show[COL_CLOCK] = show[COL_POWER] = 0;
+    show[COL_CLOCK] = show[COL_POWER] = show[COL_DRAM_RATIO] = 0;
     for (size_t i = 0; timed && i < r->n_targets; i++) {
         for (size_t j = 0; j < r->targets[i].n_variants; j++) {
             const pl_variant_result *v = &r->targets[i].variants[j];
@@ -109,6 +121,7 @@ pl_table *pl_run_table(const pl_run *r)
             show[COL_REF] |= !isnan(v->pct_of_reference);
             show[COL_CLOCK] |= v->has_telemetry && v->telemetry.sm_clock_mhz.n > 0;
             show[COL_POWER] |= v->has_telemetry && v->telemetry.power_w.n > 0;
+            show[COL_DRAM_RATIO] |= v->has_ncu; /* measured under ncu: DRAM bytes over the counted ones */
         }
     }
     const char *spec[COL_COUNT];
@@ -146,6 +159,8 @@ pl_table *pl_run_table(const pl_run *r)
                 SET(COL_PCT_TENSOR, "%s", fmt_num(100 * v->tflops / tensor, "%.1f%%", b, sizeof b));
                 SET(COL_REF, "%s", fmt_num(v->pct_of_reference, "%.1f%%", b, sizeof b));
             }
+            if (v->has_ncu)
+                SET(COL_DRAM_RATIO, "%s", ncu_cell(v, &tr->counters, b, sizeof b));
             SET(COL_SPEEDUP, "%s", pl_format_speedup(v, b, sizeof b));
             if (v->has_telemetry) {
                 SET(COL_CLOCK, "%s",
@@ -241,6 +256,8 @@ void pl_run_print(const pl_run *r, FILE *out)
     pl_table_free(t);
     pl_buf b = {0};
     incomplete_line(r, &b);
+    if (r->profiler) /* roofline: which tool measured the counters, or why none did */
+        pl_buf_printf(&b, "counters: %s\n", r->profiler);
     problems(r, &b, "");
     expectation_line(r, &b);
     if (b.data)
