@@ -1,0 +1,401 @@
+/* The warp-specialized persistent kernel of the FP8 GEMM and of the grouped (mixture-of-experts) GEMMs, sm_90a.
+ * Include only from files compiled for sm_90a.
+ *
+ * Structure (as wgmma_ws_sm90a.cu, the BF16 kernel it follows): one CTA per SM loops over output tiles. Warpgroup
+ * 0 is the producer: it gives registers back (setmaxnreg.dec to 40) and one thread issues the TMA loads of A and
+ * B into a ring of stages, each counted on its "full" mbarrier, waiting on the stage's "empty" mbarrier before it
+ * refills it. Warpgroups 1 and 2 are the consumers (setmaxnreg.inc to 232): cooperative, each takes 64 rows of
+ * every 128×BN tile. A stage holds one k-block of 128 bytes per row (64 bf16 or 128 e4m3 elements, one 128-byte
+ * swizzle row), so the wgmma descriptors are the same for both types: a k-step is +32 bytes (k16 bf16, k32 e4m3).
+ * Results leave through shared memory and TMA stores (sm90_epilogue.cuh), or from registers where a store must
+ * stop at a group's last row.
+ *
+ * FP8 accumulation. Hopper's FP8 wgmma adds its products into the accumulator with a reduced precision (about 14
+ * mantissa bits, by DeepSeek-V3's measurements), so a long K loses accuracy. The consumers therefore give each
+ * k-block of 128 (four wgmma k32) a fresh accumulator (`part`, scale-d 0 on the first) and add it into fp32
+ * registers after the block: the promotion interval is 128 K, the block of the block scaling (whose scale
+ * changes there anyway; for tensor scaling the same interval keeps the two variants' numerics alike). The
+ * promotion needs the block's wgmma to be complete (wait_group 0), so a consumer's own tensor work pauses for
+ * its ~64 FMAs per thread; the other consumer's wgmma fill that gap. Block scaling multiplies the part by
+ * sa[row][kb]·sb[n-block][kb] (two rows per thread, loaded a k-block ahead); tensor scaling multiplies the
+ * finished accumulator by sa·sb once.
+ *
+ * The tile walk. A plain GEMM walks its tiles in groups of 16 tile rows (CTAs running at once share A and B panels
+ * in L2). A grouped GEMM (offsets != NULL) walks (group, tile) pairs: group g owns rows offsets[g] ..
+ * offsets[g+1] - 1 of A and D and rows g·N .. g·N + N - 1 of B; its tiles go rows fastest (the tile rows of one
+ * B panel run at once), then columns, then the next group. Every role walks it from the offsets in device memory
+ * with a cursor that only moves forward, so nothing about the group sizes comes back to the host; a group of 0
+ * rows has no tiles. A tile may read rows of the next group (TMA loads whole boxes): those rows are computed and
+ * never stored. */
+#ifndef PERFLAB_GEMM_SM90_WS_SCALED_CUH
+#define PERFLAB_GEMM_SM90_WS_SCALED_CUH
+
+#include "gemm/epilogue.cuh"
+#include "gemm/sm90_common.cuh"
+#include "gemm/sm90_epilogue.cuh"
+#include "gemm/sm90_wgmma_fp8_ops.cuh"
+#include "gemm/tensor_map.h"
+
+#define SW_BM            128
+#define SW_ROW_BYTES     128 /* bytes of a k-block row in a stage */
+#define SW_THREADS       384
+#define SW_PRODUCER_REGS 40
+#define SW_CONSUMER_REGS 232    /* (40 + 2·232) · 128 = 64512 of 65536 */
+#define SW_GROUP_ROWS    16     /* tile rows per raster group of a plain GEMM */
+#define SW_SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 */
+#define SW_EPI_BUFFERS   2      /* 64×64 subtile buffers per consumer */
+
+enum sw_elem { SW_BF16 = 0, SW_E4M3 = 1 };
+enum sw_scale { SW_SCALE_NONE = 0, SW_SCALE_TENSOR = 1, SW_SCALE_BLOCK = 2 };
+
+template <int BN> struct sw_config {
+    static constexpr int a_bytes = SW_BM * SW_ROW_BYTES;
+    static constexpr int b_bytes = BN * SW_ROW_BYTES;
+    static constexpr int stage_bytes = a_bytes + b_bytes;
+    static constexpr int epi_bytes = 2 * SW_EPI_BUFFERS * EPI_SUB_BYTES;
+    static constexpr int barrier_bytes = 2 * 16 * 8;
+    static constexpr int fit = (SW_SMEM_LIMIT - 1024 - epi_bytes - barrier_bytes) / stage_bytes;
+    static constexpr int stages = fit > 16 ? 16 : fit;
+    static constexpr int smem_bytes = 1024 + stages * stage_bytes + epi_bytes + barrier_bytes;
+};
+
+/* What a launch passes by value. */
+struct sw_params {
+    pl_gemm_out o;  /* D: o.m its rows (all groups), o.n its columns (N) */
+    int k_blocks;   /* ⌈K / elements per k-block⌉ */
+    int tile_rows;  /* plain: tile rows over M */
+    int tile_cols;  /* ⌈N / BN⌉ */
+    int tma_store;  /* D through TMA (N % 8 == 0, D aligned) */
+    /* grouped: groups + 1 row offsets in device memory; NULL for one plain GEMM */
+    const int *offsets;
+    int groups;
+    int n; /* B rows per group */
+    /* scales (device memory): tensor: scale_a[0], scale_b[0] (NULL reads as 1); block: A at
+     * scale_a[kb · lda + row], B at scale_b[(g · nblocks + nb) · ldb + kb] */
+    const float *scale_a, *scale_b;
+    int lda, ldb, nblocks;
+};
+
+struct sw_tile {
+    int m0;      /* first row of A and D */
+    int row_end; /* rows from row_end on are not this tile's (the group's end, or M) */
+    int n0;      /* first column of D */
+    int b_row;   /* first row of B */
+    int group;
+};
+
+/* Where a role stands in the walk: the group it is in and that group's first tile, tile count and rows. */
+struct sw_walk {
+    int g, first, tiles, mtiles, start, end;
+
+    __device__ __forceinline__ void init()
+    {
+        g = -1;
+        first = tiles = mtiles = start = end = 0;
+    }
+
+    /* Tile t (t never decreases between calls) of the walk; false once t is past the last tile. A plain GEMM in
+     * clusters of CLUSTER CTAs counts t in cluster tiles (CLUSTER vertically adjacent tiles sharing their B
+     * panel, p.tile_rows of them over M) and `rank` picks this CTA's. */
+    template <int BN, int CLUSTER>
+    __device__ __forceinline__ bool at(const sw_params &p, int t, uint32_t rank, sw_tile &tl)
+    {
+        if (!p.offsets) {
+            const int total = p.tile_rows * p.tile_cols;
+            if (t >= total)
+                return false;
+            const int group_rows = SW_GROUP_ROWS / CLUSTER;
+            const int per_group = group_rows * p.tile_cols;
+            const int first_row = (t / per_group) * group_rows;
+            const int size = min(p.tile_rows - first_row, group_rows);
+            const int r = t % per_group;
+            tl.m0 = ((first_row + r % size) * CLUSTER + (int)rank) * SW_BM;
+            tl.n0 = (r / size) * BN;
+            tl.row_end = p.o.m;
+            tl.b_row = tl.n0;
+            tl.group = 0;
+            return true;
+        }
+        while (t >= first + tiles) {
+            if (g >= p.groups)
+                return false;
+            first += tiles;
+            if (++g >= p.groups)
+                return false;
+            start = min(__ldg(p.offsets + g), p.o.m);
+            end = min(max(__ldg(p.offsets + g + 1), start), p.o.m); /* a bad offsets array stays inside D */
+            mtiles = (end - start + SW_BM - 1) / SW_BM;
+            tiles = mtiles * p.tile_cols;
+        }
+        const int local = t - first;
+        tl.m0 = start + (local % mtiles) * SW_BM;
+        tl.n0 = (local / mtiles) * BN;
+        tl.row_end = end;
+        tl.b_row = g * p.n + tl.n0;
+        tl.group = g;
+        return true;
+    }
+};
+
+/* The block scales of this thread's two rows (r, r + 8) and of the tile's B block at k-block kb. */
+struct sw_block_scales {
+    float lo, hi, b;
+};
+
+__device__ __forceinline__ sw_block_scales sw_load_scales(const sw_params &p, const sw_tile &tl, int r, int kb)
+{
+    sw_block_scales s;
+    const float *sa = p.scale_a + (size_t)kb * p.lda;
+    s.lo = r < p.o.m ? __ldg(sa + r) : 0.0f;
+    s.hi = r + 8 < p.o.m ? __ldg(sa + r + 8) : 0.0f;
+    s.b = __ldg(p.scale_b + ((size_t)tl.group * p.nblocks + tl.n0 / 128) * p.ldb + kb);
+    return s;
+}
+
+/* A consumer warp is done reading stage s: lane r tells CTA r of the cluster (whose producer may write into it). */
+template <int CLUSTER> __device__ __forceinline__ void sw_release(uint32_t empty, int s, int lane)
+{
+    if (lane < CLUSTER) {
+        if (CLUSTER == 1)
+            mbar_arrive(empty + 8 * s);
+        else
+            mbar_arrive_cluster(empty + 8 * s, (uint32_t)lane);
+    }
+}
+
+/* The consumer warpgroups: every tile's mainloop and its epilogue. */
+template <int BN, int ELEM, int SCALE, int CLUSTER>
+__device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap *tma_d, uint32_t base, uint32_t epi,
+                                           uint32_t full, uint32_t empty, uint32_t rank, int cluster, int clusters)
+{
+    typedef sw_config<BN> cfg;
+    constexpr int STAGES = cfg::stages;
+    const int wg = threadIdx.x / 128;
+    regs_alloc<SW_CONSUMER_REGS>();
+    const int consumer = wg - 1;
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+    const uint32_t bufs = epi + consumer * SW_EPI_BUFFERS * EPI_SUB_BYTES;
+    float acc[BN / 2];
+    float part[SCALE == SW_SCALE_NONE ? 1 : BN / 2];
+#pragma unroll
+    for (int i = 0; i < (SCALE == SW_SCALE_NONE ? 1 : BN / 2); i++)
+        part[i] = 0.0f; /* the first wgmma of every k-block overwrites it (scale-d 0) */
+    float tensor_scale = 1.0f;
+    if (SCALE == SW_SCALE_TENSOR)
+        tensor_scale = (p.scale_a ? __ldg(p.scale_a) : 1.0f) * (p.scale_b ? __ldg(p.scale_b) : 1.0f);
+    uint32_t kcount = 0; /* k-blocks consumed: the ring position */
+    sw_walk w;
+    w.init();
+    sw_tile tl;
+    for (int t = cluster; w.at<BN, CLUSTER>(p, t, rank, tl); t += clusters) {
+        const int row0 = tl.m0 + consumer * 64;
+        const int r = row0 + warp * 16 + (lane >> 2); /* this thread's rows: r and r + 8 */
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            acc[i] = 0.0f;
+        sw_block_scales next = {0.0f, 0.0f, 0.0f};
+        if (SCALE == SW_SCALE_BLOCK)
+            next = sw_load_scales(p, tl, r, 0);
+        int held = -1; /* bf16: the stage whose wgmma group may still be reading it */
+        for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
+            const int stage = (int)(kcount % STAGES);
+            const sw_block_scales cur = next;
+            if (SCALE == SW_SCALE_BLOCK && kb + 1 < p.k_blocks) /* a k-block ahead: its latency hides behind this one */
+                next = sw_load_scales(p, tl, r, kb + 1);
+            mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
+            const uint32_t st = base + stage * cfg::stage_bytes;
+            const uint32_t a_st = st + consumer * 64 * SW_ROW_BYTES, b_st = st + cfg::a_bytes;
+            wgmma_fence();
+            if constexpr (ELEM == SW_BF16) {
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const uint64_t da = wgmma_desc_k128(a_st + j * 32), db = wgmma_desc_k128(b_st + j * 32);
+                    if constexpr (BN == 256)
+                        pl_wgmma_m64n256k16_bf16<0>(acc, da, db, 1);
+                    else
+                        pl_wgmma_m64n128k16_bf16<0>(acc, da, db, 1);
+                }
+                wgmma_commit();
+                wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
+                if (held >= 0)
+                    sw_release<CLUSTER>(empty, held, lane);
+                held = stage;
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    pl_wgmma_m64n128k32_e4m3(part, wgmma_desc_k128(a_st + j * 32), wgmma_desc_k128(b_st + j * 32),
+                                             j > 0);
+                wgmma_commit();
+                wgmma_wait<0>();
+                sw_release<CLUSTER>(empty, stage, lane);
+                accumulators_fence(part);
+                if constexpr (SCALE == SW_SCALE_BLOCK) { /* promotion with the k-block's scales */
+                    const float s_lo = cur.lo * cur.b, s_hi = cur.hi * cur.b;
+#pragma unroll
+                    for (int i = 0; i < BN / 2; i++)
+                        acc[i] = fmaf(part[i], (i & 2) ? s_hi : s_lo, acc[i]);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < BN / 2; i++)
+                        acc[i] += part[i];
+                }
+            }
+        }
+        if constexpr (ELEM == SW_BF16) {
+            wgmma_wait<0>();
+            if (held >= 0)
+                sw_release<CLUSTER>(empty, held, lane);
+            accumulators_fence(acc);
+        }
+        if constexpr (SCALE == SW_SCALE_TENSOR) {
+#pragma unroll
+            for (int i = 0; i < BN / 2; i++)
+                acc[i] *= tensor_scale;
+        }
+        /* TMA stores clip at D's edges, not at a group's last row: a consumer whose rows cross it stores from
+         * registers, stopping there */
+        if (row0 >= tl.row_end)
+            continue;
+        if (p.tma_store && (row0 + 64 <= tl.row_end || tl.row_end == p.o.m)) {
+            epilogue_tma_m64<BN, SW_EPI_BUFFERS>(tma_d, acc, bufs, 0, 1 + consumer, row0, tl.n0);
+        } else {
+            pl_gemm_out o = p.o;
+            o.m = tl.row_end;
+            pl_gemm_store_m64<BN>(o, acc, r, tl.n0, false);
+        }
+    }
+    if (p.tma_store && (threadIdx.x & 127) == 0)
+        bulk_wait<0>(); /* the last stores are done before the shared memory they read goes away */
+}
+
+template <int BN, int ELEM, int SCALE, int CLUSTER>
+__global__ void __launch_bounds__(SW_THREADS, 1)
+    sw_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
+                   const __grid_constant__ CUtensorMap tma_d, const sw_params p)
+{
+    typedef sw_config<BN> cfg;
+    constexpr int STAGES = cfg::stages;
+    constexpr int KE = ELEM == SW_E4M3 ? 128 : 64; /* elements of a k-block row */
+    static_assert(ELEM == SW_E4M3 || SCALE == SW_SCALE_NONE, "bf16 takes no scales");
+    static_assert(ELEM == SW_BF16 || BN == 128, "the FP8 path holds two m64n128 accumulators per thread");
+    extern __shared__ __align__(1024) uint8_t smem_raw[];
+    const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
+    const uint32_t epi = base + STAGES * cfg::stage_bytes; /* 1024-aligned: the swizzle needs it */
+    const uint32_t full = epi + cfg::epi_bytes, empty = full + 8 * STAGES;
+    const int wg = threadIdx.x / 128;
+    const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
+    const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(full + 8 * s, 1);            /* the producer's arrive; TMA bytes complete it */
+            mbar_init(empty + 8 * s, 8 * CLUSTER); /* one arrive per consumer warp of every CTA of the cluster */
+        }
+        mbar_fence_init();
+    }
+    if (CLUSTER > 1)
+        cluster_sync(); /* the peer's barriers exist before anything is multicast into or arrived on here */
+    else
+        __syncthreads();
+
+    if (wg == 0) {
+        regs_dealloc<SW_PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            tma_prefetch_descriptor(&tma_a);
+            tma_prefetch_descriptor(&tma_b);
+            int stage = 0;
+            uint32_t phase = 0;
+            sw_walk w;
+            w.init();
+            sw_tile tl;
+            for (int t = cluster; w.at<BN, CLUSTER>(p, t, rank, tl); t += clusters)
+                for (int kb = 0; kb < p.k_blocks; kb++) {
+                    mbar_wait(empty + 8 * stage, phase ^ 1);
+                    const uint32_t st = base + stage * cfg::stage_bytes, bar = full + 8 * stage;
+                    /* boxes count whole, zero-filled parts too; clustered, half of B comes from the peer */
+                    mbar_arrive_expect_tx(bar, cfg::stage_bytes);
+                    tma_load_2d(st, &tma_a, bar, kb * KE, tl.m0);
+                    if (CLUSTER == 1)
+                        tma_load_2d(st + cfg::a_bytes, &tma_b, bar, kb * KE, tl.b_row);
+                    else
+                        tma_load_2d_multicast(st + cfg::a_bytes + rank * (cfg::b_bytes / CLUSTER), &tma_b, bar,
+                                              kb * KE, tl.b_row + (int)rank * (BN / CLUSTER),
+                                              (uint16_t)((1u << CLUSTER) - 1));
+                    if (++stage == STAGES) {
+                        stage = 0;
+                        phase ^= 1;
+                    }
+                }
+        }
+    } else {
+        sw_consume<BN, ELEM, SCALE, CLUSTER>(p, &tma_d, base, epi, full, empty, rank, cluster, clusters);
+    }
+    if (CLUSTER > 1)
+        cluster_sync(); /* the peer may still arrive on this CTA's barriers: stay until it is done */
+}
+
+/* D's tensor map when D can go through TMA (N % 8 == 0, D 16-byte aligned); *tma_store says whether it can. */
+static inline void sw_store_map(CUtensorMap *td, uint16_t *d, int rows, int n, int *tma_store)
+{
+    *tma_store = rows > 0 && n % 8 == 0 && (uintptr_t)d % 16 == 0 &&
+                 pl_tensor_map_bf16(td, d, (uint64_t)rows, (uint64_t)n, EPI_SUB, EPI_SUB) == cudaSuccess;
+}
+
+/* Clusters of the kernel the GPU holds at once (the GPCs decide, not only the SM count), cached per device. */
+template <int BN, int ELEM, int SCALE, int CLUSTER> static int sw_max_clusters(int device, int sms, cudaLaunchConfig_t cfg)
+{
+    static int cached[64];
+    if (CLUSTER == 1 || device < 0 || device >= 64)
+        return sms / CLUSTER;
+    if (cached[device] == 0) {
+        int n = 0;
+        cfg.gridDim = dim3(CLUSTER * (sms / CLUSTER));
+        if (cudaOccupancyMaxActiveClusters(&n, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER>, &cfg) != cudaSuccess || n <= 0) {
+            (void)cudaGetLastError();
+            n = sms / CLUSTER;
+        }
+        cached[device] = n;
+    }
+    return cached[device];
+}
+
+/* Launch persistent CTAs of the kernel for (BN, ELEM, SCALE, CLUSTER): one per SM (whole clusters), no more than
+ * max_tiles work units (tiles, or cluster tiles) ask for. */
+template <int BN, int ELEM, int SCALE, int CLUSTER>
+static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const CUtensorMap &td, const sw_params &p,
+                             long long max_tiles, cudaStream_t stream)
+{
+    typedef sw_config<BN> cfg;
+    static_assert(cfg::stages >= 3, "too few stages");
+    static_assert(cfg::smem_bytes <= SW_SMEM_LIMIT, "shared memory over the limit");
+    cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
+    int device = 0, sms = 0;
+    if (e == cudaSuccess)
+        e = cudaGetDevice(&device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e != cudaSuccess)
+        return e;
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute attr[1];
+    lc.blockDim = dim3(SW_THREADS);
+    lc.dynamicSmemBytes = cfg::smem_bytes;
+    lc.stream = stream;
+    if (CLUSTER > 1) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = CLUSTER;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        lc.attrs = attr;
+        lc.numAttrs = 1;
+    }
+    long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER>(device, sms, lc);
+    if (clusters > max_tiles)
+        clusters = max_tiles < 1 ? 1 : max_tiles;
+    lc.gridDim = dim3((unsigned)(clusters * CLUSTER));
+    e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER>, ta, tb, td, p);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+#endif
