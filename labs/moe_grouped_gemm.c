@@ -300,7 +300,7 @@ static const pl_variant moe_variants[] = {
      .run = run_grouped,
      .req = REQ_GROUPED},
     {.name = "grouped_fp8",
-     .technique = "the same in e4m3 with block scales (tokens 1×128, weights 128×128), 128×128 tiles, fp32 "
+     .technique = "the same in e4m3 with block scales (tokens 1×128, weights 128×128), 128×192 tiles, fp32 "
                   "promotion every 128 K",
      .run = run_grouped_fp8,
      .req = REQ_GROUPED_FP8},

@@ -4,7 +4,7 @@ and grouped sm_90a kernels issue. Each wrapper names every accumulator register 
 generator (as scripts/gen_wgmma_ops.py does for bf16). Run it from the repository root after changing WIDTHS."""
 import sys
 
-WIDTHS = (128,)  # wgmma N of the m64nNk32 e4m3 -> f32 instructions the kernels issue
+WIDTHS = (128, 192)  # wgmma N of the m64nNk32 e4m3 -> f32 instructions the kernels issue
 
 
 def wrapper(n):

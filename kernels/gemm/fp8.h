@@ -68,6 +68,8 @@ typedef struct pl_gemm_fp8_problem {
     pl_fp8_scaling scaling;
     /* device memory. tensor: one float each (NULL reads as 1); block: the layouts above */
     const float *scale_a, *scale_b;
+    /* tensor scaling: k-blocks of 128 per promotion to fp32, 1 or 4 (0: 4); block scaling promotes every k-block */
+    int promote;
 } pl_gemm_fp8_problem;
 
 #define PL_GEMM_FP8_NEEDS {90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA | PL_KNEED_FP8}
@@ -78,11 +80,12 @@ typedef struct pl_gemm_fp8_problem {
 int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, size_t whylen);
 
 /* The native kernel (sm_90a; the caller checks the requirements): persistent and warp-specialized, a TMA producer
- * warpgroup, two consumer warpgroups issuing wgmma m64n128k32 e4m3 into a per-k-block accumulator that is added
- * (scaled, for block scaling) into fp32 registers every 128 K; 128×128×128 tiles, 6 stages; TMA-store epilogue. */
+ * warp, two consumer warpgroups issuing wgmma m64n192k32 e4m3 into an accumulator of their own that is added into
+ * fp32 registers every 512 K (tensor scaling) or, times the block's scales, every 128 K (block scaling); 128×192
+ * tiles, k-blocks of 128, 4 stages; TMA-store epilogue. */
 cudaError_t pl_gemm_fp8_ws(const pl_gemm_fp8_problem *p, cudaStream_t stream);
 /* The same in 2-CTA clusters: vertically adjacent tiles share their B panel, each CTA loads half of it and
- * TMA-multicasts it into both (L2 serves 24 KB per CTA and k-block instead of 32). Needs clusters. */
+ * TMA-multicasts it into both (L2 serves 28 KB per CTA and k-block instead of 40). Needs clusters. */
 cudaError_t pl_gemm_fp8_ws_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream);
 
 /* ---- quantization (bf16 in, e4m3 out; scales are powers of two: 2^⌈log2(amax/448)⌉, 1 for an all-zero block) ---- */

@@ -35,8 +35,8 @@ typedef struct pl_grouped_gemm_problem {
 int pl_grouped_gemm_supports(const pl_grouped_gemm_problem *p, int fp8, char *why, size_t whylen);
 
 /* One persistent launch (sm_90a; the caller checks the requirements): the tile scheduler walks (group, tile)
- * pairs from the device offsets. bf16: 128×256 tiles, k-blocks of 64, 4 stages; fp8: 128×128 tiles, k-blocks of
- * 128 promoted to fp32 with their block scales, 6 stages. */
+ * pairs from the device offsets. bf16: 128×256 tiles, k-blocks of 64, 4 stages; fp8: 128×192 tiles, k-blocks of
+ * 128 promoted to fp32 with their block scales, 4 stages. */
 cudaError_t pl_grouped_gemm_bf16(const pl_grouped_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_grouped_gemm_fp8(const pl_grouped_gemm_problem *p, cudaStream_t stream);
 

@@ -5,8 +5,8 @@
  * loaded with the box) are computed and not stored: the consumer whose 64 rows cross the end stores from registers
  * and stops there; all other output goes through TMA stores.
  *   bf16: 128×256 tiles, wgmma m64n256k16, k-blocks of 64, 4 stages (the BF16 ladder's best tile).
- *   fp8:  128×128 tiles, wgmma m64n128k32 e4m3, k-blocks of 128 promoted into fp32 with sa[token][kb] ·
- *         sb[expert][n-block][kb], 6 stages. */
+ *   fp8:  128×192 tiles, wgmma m64n192k32 e4m3, k-blocks of 128 promoted into fp32 with sa[token][kb] ·
+ *         sb[expert][n-block][kb] (see fp8_ws_sm90a.cu for the tile), 4 stages. */
 #include <stdio.h>
 
 #include "gemm/fp8.h"
@@ -88,5 +88,5 @@ extern "C" cudaError_t pl_grouped_gemm_bf16(const pl_grouped_gemm_problem *p, cu
 
 extern "C" cudaError_t pl_grouped_gemm_fp8(const pl_grouped_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_grouped<128, SW_E4M3, SW_SCALE_BLOCK>(p, stream);
+    return launch_grouped<192, SW_E4M3, SW_SCALE_BLOCK>(p, stream);
 }

@@ -1,32 +1,33 @@
 /* The warp-specialized persistent kernel of the FP8 GEMM and of the grouped (mixture-of-experts) GEMMs, sm_90a.
  * Include only from files compiled for sm_90a.
  *
- * Structure (as wgmma_ws_sm90a.cu, the BF16 kernel it follows): one CTA per SM loops over output tiles. Warpgroup
- * 0 is the producer: it gives registers back (setmaxnreg.dec to 40) and one thread issues the TMA loads of A and
- * B into a ring of stages, each counted on its "full" mbarrier, waiting on the stage's "empty" mbarrier before it
- * refills it. Warpgroups 1 and 2 are the consumers (setmaxnreg.inc to 232): cooperative, each takes 64 rows of
- * every 128×BN tile. A stage holds one k-block of 128 bytes per row (64 bf16 or 128 e4m3 elements, one 128-byte
- * swizzle row), so the wgmma descriptors are the same for both types: a k-step is +32 bytes (k16 bf16, k32 e4m3).
- * Results leave through shared memory and TMA stores (sm90_epilogue.cuh), or from registers where a store must
- * stop at a group's last row.
+ * Structure (as wgmma_ws_sm90a.cu, the BF16 kernel it follows): one CTA per SM loops over output tiles. Warp 8 is
+ * the producer: one thread issues the TMA loads of A and B into a ring of stages, each counted on its "full"
+ * mbarrier, waiting on the stage's "empty" mbarrier before it refills it. Warpgroups 0 and 1 are the consumers:
+ * cooperative, each takes 64 rows of every 128×BN tile. A producer warp rather than a producer warpgroup (and no
+ * setmaxnreg): with 288 threads ptxas may give every thread 224 registers (__maxnreg__), where the 384 threads of
+ * the BF16 kernel cap it at 168 whatever setmaxnreg does at run time; the FP8 promotion needs two accumulators.
+ * A stage holds one k-block of 128 bytes per row (64 bf16 or 128 e4m3 elements, one 128-byte swizzle row), so the
+ * wgmma descriptors are the same for both types: a k-step is +32 bytes (k16 bf16, k32 e4m3). Results leave through
+ * shared memory and TMA stores (sm90_epilogue.cuh), or from registers where a store must stop at a group's last
+ * row (or N % 8 != 0).
  *
  * FP8 accumulation. Hopper's FP8 wgmma adds its products into the accumulator with a reduced precision (about 14
- * mantissa bits, by DeepSeek-V3's measurements), so a long K loses accuracy. The consumers therefore give each
- * k-block of 128 (four wgmma k32) a fresh accumulator (`part`, scale-d 0 on the first) and add it into fp32
- * registers after the block: the promotion interval is 128 K, the block of the block scaling (whose scale
- * changes there anyway; for tensor scaling the same interval keeps the two variants' numerics alike). The
- * promotion needs the block's wgmma to be complete (wait_group 0), so a consumer's own tensor work pauses for
- * its ~64 FMAs per thread; the other consumer's wgmma fill that gap. Block scaling multiplies the part by
- * sa[row][kb]·sb[n-block][kb] (two rows per thread, loaded a k-block ahead); tensor scaling multiplies the
- * finished accumulator by sa·sb once.
+ * mantissa bits, by DeepSeek-V3's measurements), so a long K loses accuracy. The consumers therefore run each
+ * promotion group of PROMOTE k-blocks of 128 (4·PROMOTE wgmma k32) into an accumulator of their own (`part`,
+ * scale-d 0 on the group's first) and add it into fp32 registers at the group's end: block scaling promotes every
+ * k-block (128 K: its scales change there), times sa[row][kb]·sb[n-block][kb]; tensor scaling every PROMOTE
+ * k-blocks, its one scale multiplying the finished accumulator. Inside a group the stages are released one
+ * wgmma group behind, as in the BF16 kernel; at a promotion the consumer drains its wgmma (wait_group 0), and the
+ * other consumer's wgmma keep the tensor cores busy meanwhile.
  *
  * The tile walk. A plain GEMM walks its tiles in groups of 16 tile rows (CTAs running at once share A and B panels
- * in L2). A grouped GEMM (offsets != NULL) walks (group, tile) pairs: group g owns rows offsets[g] ..
- * offsets[g+1] - 1 of A and D and rows g·N .. g·N + N - 1 of B; its tiles go rows fastest (the tile rows of one
- * B panel run at once), then columns, then the next group. Every role walks it from the offsets in device memory
- * with a cursor that only moves forward, so nothing about the group sizes comes back to the host; a group of 0
- * rows has no tiles. A tile may read rows of the next group (TMA loads whole boxes): those rows are computed and
- * never stored. */
+ * in L2); in 2-CTA clusters the two CTAs take vertically adjacent tiles and multicast their shared B panel. A
+ * grouped GEMM (offsets != NULL) walks (group, tile) pairs: group g owns rows offsets[g] .. offsets[g+1] - 1 of A
+ * and D and rows g·N .. g·N + N - 1 of B; its tiles go rows fastest (the tile rows of one B panel run at once),
+ * then columns, then the next group. Every role walks it from the offsets in device memory with a cursor that only
+ * moves forward, so nothing about the group sizes comes back to the host; a group of 0 rows has no tiles. A tile
+ * may read rows of the next group (TMA loads whole boxes): those rows are computed and never stored. */
 #ifndef PERFLAB_GEMM_SM90_WS_SCALED_CUH
 #define PERFLAB_GEMM_SM90_WS_SCALED_CUH
 
@@ -38,9 +39,9 @@
 
 #define SW_BM            128
 #define SW_ROW_BYTES     128 /* bytes of a k-block row in a stage */
-#define SW_THREADS       384
-#define SW_PRODUCER_REGS 40
-#define SW_CONSUMER_REGS 232    /* (40 + 2·232) · 128 = 64512 of 65536 */
+#define SW_THREADS       288 /* two consumer warpgroups (warps 0-7) and one producer warp (8) */
+#define SW_PRODUCER      256 /* the thread that issues every TMA load */
+#define SW_MAX_REGS      224 /* per thread: 288 · 224 = 64512 of the 65536 registers */
 #define SW_GROUP_ROWS    16     /* tile rows per raster group of a plain GEMM */
 #define SW_SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 */
 #define SW_EPI_BUFFERS   2      /* 64×64 subtile buffers per consumer */
@@ -137,9 +138,10 @@ struct sw_walk {
     }
 };
 
-/* The block scales of this thread's two rows (r, r + 8) and of the tile's B block at k-block kb. */
+/* The block scales at k-block kb of this thread's two rows (r, r + 8) and of the B blocks the tile's columns fall
+ * in: b0 for the block of column n0, b1 for the next one (a 192-wide tile spans two). */
 struct sw_block_scales {
-    float lo, hi, b;
+    float lo, hi, b0, b1;
 };
 
 __device__ __forceinline__ sw_block_scales sw_load_scales(const sw_params &p, const sw_tile &tl, int r, int kb)
@@ -148,8 +150,25 @@ __device__ __forceinline__ sw_block_scales sw_load_scales(const sw_params &p, co
     const float *sa = p.scale_a + (size_t)kb * p.lda;
     s.lo = r < p.o.m ? __ldg(sa + r) : 0.0f;
     s.hi = r + 8 < p.o.m ? __ldg(sa + r + 8) : 0.0f;
-    s.b = __ldg(p.scale_b + ((size_t)tl.group * p.nblocks + tl.n0 / 128) * p.ldb + kb);
+    const int nb = tl.n0 / 128;
+    const float *sb = p.scale_b + ((size_t)tl.group * p.nblocks + nb) * p.ldb + kb;
+    s.b0 = __ldg(sb);
+    s.b1 = nb + 1 < p.nblocks ? __ldg(sb + p.ldb) : 0.0f;
     return s;
+}
+
+/* acc += part · scale, register i of the m64nN accumulator holding column 8·(i/4) + 2·(lane%4) + i%2 of the tile
+ * and row r (i%4 < 2) or r + 8: columns from SPLIT on take the second B block's scale. */
+template <int N, int SPLIT>
+__device__ __forceinline__ void sw_promote_scaled(float (&acc)[N / 2], const float (&part)[N / 2],
+                                                  const sw_block_scales &s)
+{
+    const float lo0 = s.lo * s.b0, hi0 = s.hi * s.b0, lo1 = s.lo * s.b1, hi1 = s.hi * s.b1;
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) {
+        const bool second = 8 * (i / 4) >= SPLIT;
+        acc[i] = fmaf(part[i], (i & 2) ? (second ? hi1 : hi0) : (second ? lo1 : lo0), acc[i]);
+    }
 }
 
 /* A consumer warp is done reading stage s: lane r tells CTA r of the cluster (whose producer may write into it). */
@@ -163,16 +182,24 @@ template <int CLUSTER> __device__ __forceinline__ void sw_release(uint32_t empty
     }
 }
 
-/* The consumer warpgroups: every tile's mainloop and its epilogue. */
-template <int BN, int ELEM, int SCALE, int CLUSTER>
+/* The e4m3 wgmma of width N. */
+template <int N>
+__device__ __forceinline__ void sw_wgmma_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d)
+{
+    if constexpr (N == 192)
+        pl_wgmma_m64n192k32_e4m3(d, desc_a, desc_b, scale_d);
+    else
+        pl_wgmma_m64n128k32_e4m3(d, desc_a, desc_b, scale_d);
+}
+
+/* The consumer warpgroups: every tile's mainloop and its epilogue. FP8 promotes every PROMOTE k-blocks. */
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE>
 __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap *tma_d, uint32_t base, uint32_t epi,
                                            uint32_t full, uint32_t empty, uint32_t rank, int cluster, int clusters)
 {
     typedef sw_config<BN> cfg;
     constexpr int STAGES = cfg::stages;
-    const int wg = threadIdx.x / 128;
-    regs_alloc<SW_CONSUMER_REGS>();
-    const int consumer = wg - 1;
+    const int consumer = threadIdx.x / 128;
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
     const uint32_t bufs = epi + consumer * SW_EPI_BUFFERS * EPI_SUB_BYTES;
     float acc[BN / 2];
@@ -193,10 +220,11 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             acc[i] = 0.0f;
-        sw_block_scales next = {0.0f, 0.0f, 0.0f};
+        sw_block_scales next = {0.0f, 0.0f, 0.0f, 0.0f};
+        const int split = 128 - tl.n0 % 128; /* the first column of the tile in the next B block */
         if (SCALE == SW_SCALE_BLOCK)
             next = sw_load_scales(p, tl, r, 0);
-        int held = -1; /* bf16: the stage whose wgmma group may still be reading it */
+        int held = -1; /* the stage whose wgmma group may still be reading it */
         for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
             const int stage = (int)(kcount % STAGES);
             const sw_block_scales cur = next;
@@ -221,19 +249,31 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
                     sw_release<CLUSTER>(empty, held, lane);
                 held = stage;
             } else {
+                /* a promotion group of PROMOTE k-blocks starts from zero (scale-d 0) and ends in fp32 registers */
+                const bool first = kb % PROMOTE == 0, last = kb % PROMOTE == PROMOTE - 1 || kb + 1 == p.k_blocks;
 #pragma unroll
                 for (int j = 0; j < 4; j++)
-                    pl_wgmma_m64n128k32_e4m3(part, wgmma_desc_k128(a_st + j * 32), wgmma_desc_k128(b_st + j * 32),
-                                             j > 0);
+                    sw_wgmma_e4m3<BN>(part, wgmma_desc_k128(a_st + j * 32), wgmma_desc_k128(b_st + j * 32),
+                                      first && j == 0 ? 0 : 1);
                 wgmma_commit();
+                if (!last) {
+                    wgmma_wait<1>();
+                    if (held >= 0)
+                        sw_release<CLUSTER>(empty, held, lane);
+                    held = stage;
+                    continue;
+                }
                 wgmma_wait<0>();
+                if (held >= 0)
+                    sw_release<CLUSTER>(empty, held, lane);
                 sw_release<CLUSTER>(empty, stage, lane);
+                held = -1;
                 accumulators_fence(part);
-                if constexpr (SCALE == SW_SCALE_BLOCK) { /* promotion with the k-block's scales */
-                    const float s_lo = cur.lo * cur.b, s_hi = cur.hi * cur.b;
-#pragma unroll
-                    for (int i = 0; i < BN / 2; i++)
-                        acc[i] = fmaf(part[i], (i & 2) ? s_hi : s_lo, acc[i]);
+                if constexpr (SCALE == SW_SCALE_BLOCK) { /* with the k-block's scales */
+                    if (BN > 128 && split < BN && split <= 64)
+                        sw_promote_scaled<BN, 64>(acc, part, cur);
+                    else
+                        sw_promote_scaled<BN, 128>(acc, part, cur);
                 } else {
 #pragma unroll
                     for (int i = 0; i < BN / 2; i++)
@@ -268,8 +308,8 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
         bulk_wait<0>(); /* the last stores are done before the shared memory they read goes away */
 }
 
-template <int BN, int ELEM, int SCALE, int CLUSTER>
-__global__ void __launch_bounds__(SW_THREADS, 1)
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE>
+__global__ void __maxnreg__(SW_MAX_REGS)
     sw_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                    const __grid_constant__ CUtensorMap tma_d, const sw_params p)
 {
@@ -277,12 +317,12 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
     constexpr int STAGES = cfg::stages;
     constexpr int KE = ELEM == SW_E4M3 ? 128 : 64; /* elements of a k-block row */
     static_assert(ELEM == SW_E4M3 || SCALE == SW_SCALE_NONE, "bf16 takes no scales");
-    static_assert(ELEM == SW_BF16 || BN == 128, "the FP8 path holds two m64n128 accumulators per thread");
+    static_assert(ELEM == SW_BF16 || BN == 128 || BN == 192, "FP8 tiles are 128 or 192 wide (two accumulators)");
+    static_assert(SCALE != SW_SCALE_BLOCK || PROMOTE == 1, "block scales change every k-block");
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
     const uint32_t epi = base + STAGES * cfg::stage_bytes; /* 1024-aligned: the swizzle needs it */
     const uint32_t full = epi + cfg::epi_bytes, empty = full + 8 * STAGES;
-    const int wg = threadIdx.x / 128;
     const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
     const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
 
@@ -298,9 +338,8 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
     else
         __syncthreads();
 
-    if (wg == 0) {
-        regs_dealloc<SW_PRODUCER_REGS>();
-        if (threadIdx.x == 0) {
+    if (threadIdx.x >= SW_PRODUCER) {
+        if (threadIdx.x == SW_PRODUCER) {
             tma_prefetch_descriptor(&tma_a);
             tma_prefetch_descriptor(&tma_b);
             int stage = 0;
@@ -328,7 +367,7 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
                 }
         }
     } else {
-        sw_consume<BN, ELEM, SCALE, CLUSTER>(p, &tma_d, base, epi, full, empty, rank, cluster, clusters);
+        sw_consume<BN, ELEM, SCALE, CLUSTER, PROMOTE>(p, &tma_d, base, epi, full, empty, rank, cluster, clusters);
     }
     if (CLUSTER > 1)
         cluster_sync(); /* the peer may still arrive on this CTA's barriers: stay until it is done */
@@ -342,7 +381,7 @@ static inline void sw_store_map(CUtensorMap *td, uint16_t *d, int rows, int n, i
 }
 
 /* Clusters of the kernel the GPU holds at once (the GPCs decide, not only the SM count), cached per device. */
-template <int BN, int ELEM, int SCALE, int CLUSTER> static int sw_max_clusters(int device, int sms, cudaLaunchConfig_t cfg)
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE> static int sw_max_clusters(int device, int sms, cudaLaunchConfig_t cfg)
 {
     static int cached[64];
     if (CLUSTER == 1 || device < 0 || device >= 64)
@@ -350,7 +389,7 @@ template <int BN, int ELEM, int SCALE, int CLUSTER> static int sw_max_clusters(i
     if (cached[device] == 0) {
         int n = 0;
         cfg.gridDim = dim3(CLUSTER * (sms / CLUSTER));
-        if (cudaOccupancyMaxActiveClusters(&n, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER>, &cfg) != cudaSuccess || n <= 0) {
+        if (cudaOccupancyMaxActiveClusters(&n, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>, &cfg) != cudaSuccess || n <= 0) {
             (void)cudaGetLastError();
             n = sms / CLUSTER;
         }
@@ -359,16 +398,16 @@ template <int BN, int ELEM, int SCALE, int CLUSTER> static int sw_max_clusters(i
     return cached[device];
 }
 
-/* Launch persistent CTAs of the kernel for (BN, ELEM, SCALE, CLUSTER): one per SM (whole clusters), no more than
- * max_tiles work units (tiles, or cluster tiles) ask for. */
-template <int BN, int ELEM, int SCALE, int CLUSTER>
+/* Launch persistent CTAs of the kernel for (BN, ELEM, SCALE, CLUSTER, PROMOTE): one per SM (whole clusters), no
+ * more than max_tiles work units (tiles, or cluster tiles) ask for. */
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE = 1>
 static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const CUtensorMap &td, const sw_params &p,
                              long long max_tiles, cudaStream_t stream)
 {
     typedef sw_config<BN> cfg;
     static_assert(cfg::stages >= 3, "too few stages");
     static_assert(cfg::smem_bytes <= SW_SMEM_LIMIT, "shared memory over the limit");
-    cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER>,
+    cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
     int device = 0, sms = 0;
     if (e == cudaSuccess)
@@ -390,11 +429,11 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
         lc.attrs = attr;
         lc.numAttrs = 1;
     }
-    long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER>(device, sms, lc);
+    long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER, PROMOTE>(device, sms, lc);
     if (clusters > max_tiles)
         clusters = max_tiles < 1 ? 1 : max_tiles;
     lc.gridDim = dim3((unsigned)(clusters * CLUSTER));
-    e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER>, ta, tb, td, p);
+    e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>, ta, tb, td, p);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

@@ -1,6 +1,6 @@
 /* On a GPU: gemm:fp8 and moe:grouped_gemm verified (every variant against the float64 or cuBLAS fp32 product of the
  * values it multiplied) at sizes that are no multiple of any tile: odd M, K not a multiple of 128, N odd (D stored
- * from registers) and N % 8 == 0 (TMA stores), experts with zero tokens, odd token counts per expert, one token,
+ * from registers; moe) and N % 8 == 0 (TMA stores), experts with zero tokens, odd token counts per expert, one token,
  * several tiles per CTA; and the native kernels directly (with and without clusters, odd N included, which the
  * target leaves to them where cuBLASLt cannot take it), each also run twice on the same inputs: the same bits, or a
  * race. Exits 77 without a GPU. */
@@ -35,8 +35,8 @@ static void verify_ok(const char *tag, const char *target, const char *args)
 START_TEST(fp8_gemm_odd_shapes)
 {
     verify_ok("fp8-small", "gemm:fp8", "--m 300 --n 392 --k 272");     /* the small values */
-    verify_ok("fp8-odd-n", "gemm:fp8", "--m 129 --n 201 --k 400");     /* N odd: stores from registers */
-    verify_ok("fp8-one", "gemm:fp8", "--m 1 --n 1 --k 16");            /* one element, one partial k-block */
+    verify_ok("fp8-odd-m", "gemm:fp8", "--m 129 --n 200 --k 400");     /* N % 16 == 8, K not a multiple of 128 */
+    verify_ok("fp8-one", "gemm:fp8", "--m 1 --n 8 --k 16");            /* one row, one partial k-block */
     verify_ok("fp8-cublas-ref", "gemm:fp8", "--m 1000 --n 1000 --k 1040"); /* past the host reference: cuBLAS fp32 */
     verify_ok("fp8-many-tiles", "gemm:fp8", "--m 2048 --n 2176 --k 2048"); /* several tiles per CTA: ring phases */
 }
