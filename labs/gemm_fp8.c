@@ -215,7 +215,7 @@ static const pl_variant fp8_variants[] = {
      .technique = "dequantize the block-scaled e4m3 operands to bf16 (a pass over A and B), then cuBLAS BF16 GEMM",
      .run = run_baseline},
     {.name = "fp8_tensor",
-     .technique = "warp-specialized persistent wgmma m64n192k32 e4m3 (TMA producer warp, 2 consumer warpgroups, "
+     .technique = "warp-specialized persistent wgmma m64n192k32 e4m3 (TMA producer warpgroup, 2 consumers at 232 registers, "
                   "128×192 tiles), fp32 promotion every 512 K, per-tensor scales on the accumulator",
      .run = run_fp8_tensor,
      .req = REQ_FP8_NATIVE},

@@ -80,7 +80,7 @@ typedef struct pl_gemm_fp8_problem {
 int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, size_t whylen);
 
 /* The native kernel (sm_90a; the caller checks the requirements): persistent and warp-specialized, a TMA producer
- * warp, two consumer warpgroups issuing wgmma m64n192k32 e4m3 into an accumulator of their own that is added into
+ * warpgroup, two consumer warpgroups issuing wgmma m64n192k32 e4m3 into an accumulator of their own that is added into
  * fp32 registers every 512 K (tensor scaling) or, times the block's scales, every 128 K (block scaling); 128×192
  * tiles, k-blocks of 128, 4 stages; TMA-store epilogue. */
 cudaError_t pl_gemm_fp8_ws(const pl_gemm_fp8_problem *p, cudaStream_t stream);

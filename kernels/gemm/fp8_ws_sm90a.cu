@@ -1,13 +1,13 @@
 /* FP8 GEMM, sm_90a: D (bf16) = scale · (A·B), A M×K and B N×K in e4m3, tensor or block scaling (gemm/fp8.h).
  *
  * The kernel is the warp-specialized persistent one of sm90_ws_scaled.cuh with 128×192 tiles and k-blocks of 128
- * e4m3 (one 128-byte swizzle row: 16 KB of A and 24 KB of B per stage, 4 stages): a TMA producer warp, two
+ * e4m3 (one 128-byte swizzle row: 16 KB of A and 24 KB of B per stage, 4 stages): a TMA producer warpgroup, two
  * consumer warpgroups each issuing four wgmma m64n192k32 e4m3 per k-block into an accumulator of its own (`part`)
  * that is promoted into fp32 registers: every 4 k-blocks (512 K) for tensor scaling, whose single scale multiplies
  * the result once; every k-block (128 K) for block scaling, times sa[row][kb]·sb[n-block][kb] (a 192-wide tile spans
  * two 128-wide B blocks: each column takes its own). Why 128×192: the promotion keeps two accumulators per thread,
- * 2 × 96 registers for m64n192, which fit the 224 registers a thread gets with 288 threads per CTA (and not the 168
- * of the BF16 kernel's 384); per k-block the tile reads 104 KB of shared memory (TMA writes 40, wgmma reads 64) for
+ * 2 × 96 registers for m64n192, which fit the consumers' 232 registers (setmaxnreg), where two m64n256 ones would
+ * not; per k-block the tile reads 104 KB of shared memory (TMA writes 40, wgmma reads 64) for
  * 768 tensor-core cycles, 135 B/clk against the SM's 128: 128×128 tiles needed 160 B/clk (80 KB for 512). Any M and
  * N; K % 16 == 0 (TMA row pitch); D by TMA when N % 8 == 0.
  *
@@ -19,7 +19,7 @@
 #include "gemm/fp8.h"
 #include "gemm/sm90_ws_scaled.cuh"
 
-#define FP8_BN             192 /* tile width: two m64n192 accumulators (part and total) fit 224 registers */
+#define FP8_BN             192 /* tile width: two m64n192 accumulators (part and total) fit 232 registers */
 #define FP8_TENSOR_PROMOTE 4   /* tensor scaling: k-blocks of 128 per promotion (512 K) */
 
 extern "C" int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, size_t whylen)

@@ -1,12 +1,13 @@
 /* The warp-specialized persistent kernel of the FP8 GEMM and of the grouped (mixture-of-experts) GEMMs, sm_90a.
  * Include only from files compiled for sm_90a.
  *
- * Structure (as wgmma_ws_sm90a.cu, the BF16 kernel it follows): one CTA per SM loops over output tiles. Warp 8 is
- * the producer: one thread issues the TMA loads of A and B into a ring of stages, each counted on its "full"
- * mbarrier, waiting on the stage's "empty" mbarrier before it refills it. Warpgroups 0 and 1 are the consumers:
- * cooperative, each takes 64 rows of every 128×BN tile. A producer warp rather than a producer warpgroup (and no
- * setmaxnreg): with 288 threads ptxas may give every thread 224 registers (__maxnreg__), where the 384 threads of
- * the BF16 kernel cap it at 168 whatever setmaxnreg does at run time; the FP8 promotion needs two accumulators.
+ * Structure (as wgmma_ws_sm90a.cu, the BF16 kernel it follows): one CTA per SM loops over output tiles. Warpgroups
+ * 0 and 1 are the consumers (setmaxnreg.inc to 232 registers), cooperative: each takes 64 rows of every 128×BN
+ * tile. Warpgroup 2 is the producer: it gives registers back (setmaxnreg.dec to 40) and one thread issues the TMA
+ * loads of A and B into a ring of stages, each counted on its "full" mbarrier, waiting on the stage's "empty"
+ * mbarrier before it refills it. ptxas compiles the consumers' code for the 232 registers setmaxnreg gives them
+ * (the 128×192 FP8 tile needs ~200: two accumulators of 96), though it reports the launch's 168; a 288-thread
+ * layout with a producer warp cannot have more than 168 (an SM sub-partition then holds three of the nine warps).
  * A stage holds one k-block of 128 bytes per row (64 bf16 or 128 e4m3 elements, one 128-byte swizzle row), so the
  * wgmma descriptors are the same for both types: a k-step is +32 bytes (k16 bf16, k32 e4m3). Results leave through
  * shared memory and TMA stores (sm90_epilogue.cuh), or from registers where a store must stop at a group's last
@@ -39,9 +40,10 @@
 
 #define SW_BM            128
 #define SW_ROW_BYTES     128 /* bytes of a k-block row in a stage */
-#define SW_THREADS       288 /* two consumer warpgroups (warps 0-7) and one producer warp (8) */
+#define SW_THREADS       384 /* two consumer warpgroups (warps 0-7) and the producer warpgroup (8-11) */
 #define SW_PRODUCER      256 /* the thread that issues every TMA load */
-#define SW_MAX_REGS      224 /* per thread: 288 · 224 = 64512 of the 65536 registers */
+#define SW_PRODUCER_REGS 40
+#define SW_CONSUMER_REGS 232 /* each SM sub-partition holds one warp of each warpgroup: 40 + 2·232 = 504 of 512 */
 #define SW_GROUP_ROWS    16     /* tile rows per raster group of a plain GEMM */
 #define SW_SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 */
 #define SW_EPI_BUFFERS   2      /* 64×64 subtile buffers per consumer */
@@ -199,6 +201,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
 {
     typedef sw_config<BN> cfg;
     constexpr int STAGES = cfg::stages;
+    regs_alloc<SW_CONSUMER_REGS>();
     const int consumer = threadIdx.x / 128;
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
     const uint32_t bufs = epi + consumer * SW_EPI_BUFFERS * EPI_SUB_BYTES;
@@ -309,7 +312,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
 }
 
 template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE>
-__global__ void __maxnreg__(SW_MAX_REGS)
+__global__ void __launch_bounds__(SW_THREADS, 1)
     sw_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                    const __grid_constant__ CUtensorMap tma_d, const sw_params p)
 {
@@ -339,6 +342,7 @@ __global__ void __maxnreg__(SW_MAX_REGS)
         __syncthreads();
 
     if (threadIdx.x >= SW_PRODUCER) {
+        regs_dealloc<SW_PRODUCER_REGS>();
         if (threadIdx.x == SW_PRODUCER) {
             tma_prefetch_descriptor(&tma_a);
             tma_prefetch_descriptor(&tma_b);
