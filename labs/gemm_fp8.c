@@ -35,7 +35,8 @@ typedef struct fp8_state {
 } fp8_state;
 
 static const pl_param_def fp8_params[] = {
-    {.name = "m", .type = PL_PARAM_INT, .default_value = "8192", .help = "rows of A and D", .min = 1, .max = 1 << 20,
+    {.name = "m", .type = PL_PARAM_INT, .default_value = "8192",
+     .help = "rows of A and D; a multiple of 4 (cuBLASLt's block-scaled FP8)", .min = 4, .max = 1 << 20,
      .small_value = "300"},
     {.name = "n", .type = PL_PARAM_INT, .default_value = "8192", .help = "columns of D (rows of B)", .min = 1,
      .max = 1 << 20, .small_value = "392"},
@@ -88,6 +89,11 @@ static int fp8_setup(pl_ctx *ctx, const pl_params *params, void **state)
                             "of D in whole 16-byte units; pass e.g. --n %d (the native kernels take any N: "
                             "tests/gpu/test_fp8_moe.c checks odd N on them directly)",
                        s->n, (s->n + 7) / 8 * 8);
+    if (s->m % 4 != 0)
+        return pl_fail(ctx, "--m %d is not a multiple of 4: cuBLASLt's block-scaled FP8 GEMM (a reference variant) "
+                            "refused M = 129 and took M = 300 on an H200; pass e.g. --m %d (the native kernels take "
+                            "any M: tests/gpu/test_fp8_moe.c checks odd M on them directly)",
+                       s->m, (s->m + 3) / 4 * 4);
     const size_t m = (size_t)s->m, n = (size_t)s->n, k = (size_t)s->k;
     uint16_t *x = pl_device_alloc(ctx, m * k * 2), *w = pl_device_alloc(ctx, n * k * 2);
     s->a16 = pl_device_alloc(ctx, m * k * 2);
@@ -216,7 +222,7 @@ static const pl_variant fp8_variants[] = {
      .run = run_baseline},
     {.name = "fp8_tensor",
      .technique = "warp-specialized persistent wgmma m64n192k32 e4m3 (TMA producer warpgroup, 2 consumers at 232 registers, "
-                  "128×192 tiles), fp32 promotion every 512 K, per-tensor scales on the accumulator",
+                  "128×192 tiles), fp32 promotion every 128 K, per-tensor scales on the accumulator",
      .run = run_fp8_tensor,
      .req = REQ_FP8_NATIVE},
     {.name = "fp8_block",

@@ -68,7 +68,7 @@ typedef struct pl_gemm_fp8_problem {
     pl_fp8_scaling scaling;
     /* device memory. tensor: one float each (NULL reads as 1); block: the layouts above */
     const float *scale_a, *scale_b;
-    /* tensor scaling: k-blocks of 128 per promotion to fp32, 1 or 4 (0: 4); block scaling promotes every k-block */
+    /* tensor scaling: k-blocks of 128 per promotion to fp32, 1 or 4 (0: 1); block scaling promotes every k-block */
     int promote;
 } pl_gemm_fp8_problem;
 
@@ -81,8 +81,8 @@ int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, size_t whylen)
 
 /* The native kernel (sm_90a; the caller checks the requirements): persistent and warp-specialized, a TMA producer
  * warpgroup, two consumer warpgroups issuing wgmma m64n192k32 e4m3 into an accumulator of their own that is added into
- * fp32 registers every 512 K (tensor scaling) or, times the block's scales, every 128 K (block scaling); 128×192
- * tiles, k-blocks of 128, 4 stages; TMA-store epilogue. */
+ * fp32 registers every 128 K (times the block's scales for block scaling); 128×192 tiles, k-blocks of 128, 4
+ * stages; TMA-store epilogue. */
 cudaError_t pl_gemm_fp8_ws(const pl_gemm_fp8_problem *p, cudaStream_t stream);
 /* The same in 2-CTA clusters: vertically adjacent tiles share their B panel, each CTA loads half of it and
  * TMA-multicasts it into both (L2 serves 28 KB per CTA and k-block instead of 40). Needs clusters. */

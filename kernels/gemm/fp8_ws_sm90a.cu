@@ -3,9 +3,10 @@
  * The kernel is the warp-specialized persistent one of sm90_ws_scaled.cuh with 128×192 tiles and k-blocks of 128
  * e4m3 (one 128-byte swizzle row: 16 KB of A and 24 KB of B per stage, 4 stages): a TMA producer warpgroup, two
  * consumer warpgroups each issuing four wgmma m64n192k32 e4m3 per k-block into an accumulator of its own (`part`)
- * that is promoted into fp32 registers: every 4 k-blocks (512 K) for tensor scaling, whose single scale multiplies
- * the result once; every k-block (128 K) for block scaling, times sa[row][kb]·sb[n-block][kb] (a 192-wide tile spans
- * two 128-wide B blocks: each column takes its own). Why 128×192: the promotion keeps two accumulators per thread,
+ * that is promoted into fp32 registers every k-block (128 K): for block scaling times sa[row][kb]·sb[n-block][kb] (a
+ * 192-wide tile spans two 128-wide B blocks: each column takes its own), for tensor scaling as is, its one scale
+ * multiplying the finished accumulator. (Promoting every 4 k-blocks, `promote = 4`, keeps one wgmma group in flight
+ * inside a group but measured slower: 1051 against 1174 TFLOP/s at 8192³, docs/perf/gemm.md.) Why 128×192: the promotion keeps two accumulators per thread,
  * 2 × 96 registers for m64n192, which fit the consumers' 232 registers (setmaxnreg), where two m64n256 ones would
  * not; per k-block the tile reads 104 KB of shared memory (TMA writes 40, wgmma reads 64) for
  * 768 tensor-core cycles, 135 B/clk against the SM's 128: 128×128 tiles needed 160 B/clk (80 KB for 512). Any M and
@@ -20,7 +21,7 @@
 #include "gemm/sm90_ws_scaled.cuh"
 
 #define FP8_BN             192 /* tile width: two m64n192 accumulators (part and total) fit 232 registers */
-#define FP8_TENSOR_PROMOTE 4   /* tensor scaling: k-blocks of 128 per promotion (512 K) */
+#define FP8_TENSOR_PROMOTE_LONG 4 /* promote = 4: k-blocks of 128 per promotion (512 K), measured slower */
 
 extern "C" int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, size_t whylen)
 {
@@ -44,8 +45,8 @@ extern "C" int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, siz
         snprintf(why, whylen, "M·N exceeds 2^32 elements");
         return 0;
     }
-    if (p->promote != 0 && p->promote != 1 && p->promote != FP8_TENSOR_PROMOTE) {
-        snprintf(why, whylen, "promote must be 0, 1 or %d k-blocks (got %d)", FP8_TENSOR_PROMOTE, p->promote);
+    if (p->promote != 0 && p->promote != 1 && p->promote != FP8_TENSOR_PROMOTE_LONG) {
+        snprintf(why, whylen, "promote must be 0, 1 or %d k-blocks (got %d)", FP8_TENSOR_PROMOTE_LONG, p->promote);
         return 0;
     }
     if (p->scaling == PL_FP8_SCALING_BLOCK && (!p->scale_a || !p->scale_b)) {
@@ -85,9 +86,10 @@ template <int CLUSTER> static cudaError_t launch_fp8(const pl_gemm_fp8_problem *
     const long long tiles = (long long)sp.tile_rows * sp.tile_cols;
     if (p->scaling == PL_FP8_SCALING_BLOCK)
         return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1>(ta, tb, td, sp, tiles, stream);
-    if (p->promote == 1)
-        return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1>(ta, tb, td, sp, tiles, stream);
-    return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, FP8_TENSOR_PROMOTE>(ta, tb, td, sp, tiles, stream);
+    if (p->promote == FP8_TENSOR_PROMOTE_LONG)
+        return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, FP8_TENSOR_PROMOTE_LONG>(ta, tb, td, sp, tiles,
+                                                                                            stream);
+    return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1>(ta, tb, td, sp, tiles, stream);
 }
 
 extern "C" cudaError_t pl_gemm_fp8_ws(const pl_gemm_fp8_problem *p, cudaStream_t stream)

@@ -172,10 +172,10 @@ static cudaError_t launch_fp8(const pl_gemm_problem *p, cudaStream_t stream)
     return pl_gemm_fp8_ws(&q, stream);
 }
 
-static cudaError_t launch_fp8_p1(const pl_gemm_problem *p, cudaStream_t stream)
+static cudaError_t launch_fp8_p4(const pl_gemm_problem *p, cudaStream_t stream)
 {
     pl_gemm_fp8_problem q = fp8_problem_of(p);
-    q.promote = 1;
+    q.promote = 4;
     return pl_gemm_fp8_ws(&q, stream);
 }
 
@@ -188,11 +188,11 @@ static cudaError_t launch_fp8_c2(const pl_gemm_problem *p, cudaStream_t stream)
 static const pl_gemm_kernel fp8_kernels[] = {
     {"fp8_ws_128x192x128_s4", "fp8_ws",
      "persistent warp-specialized FP8: a TMA producer warpgroup, 2 consumers (setmaxnreg 232) issuing wgmma m64n192k32 e4m3 into "
-     "an accumulator promoted to fp32 every 512 K, 4 stages, TMA-store epilogue",
+     "an accumulator promoted to fp32 every 128 K, 4 stages, TMA-store epilogue",
      128, 192, 128, 4, 1, 384, PL_GEMM_FP8_NEEDS, 0, supports_fp8, launch_fp8},
-    {"fp8_ws_128x192x128_s4_p1", "fp8_ws",
-     "the FP8 kernel promoting to fp32 every 128 K (each k-block) instead of every 512 K: the interval's cost", 128,
-     192, 128, 4, 1, 384, PL_GEMM_FP8_NEEDS, 0, supports_fp8, launch_fp8_p1},
+    {"fp8_ws_128x192x128_s4_p4", "fp8_ws",
+     "the FP8 kernel promoting to fp32 every 512 K (4 k-blocks, one wgmma group kept in flight inside) instead of 128 K",
+     128, 192, 128, 4, 1, 384, PL_GEMM_FP8_NEEDS, 0, supports_fp8, launch_fp8_p4},
     {"fp8_ws_128x192x128_s4_c2", "fp8_ws_cluster",
      "the FP8 kernel in 2-CTA clusters: the shared B panel TMA-multicast to both CTAs, stages released through DSMEM",
      128, 192, 128, 4, 2, 384, PL_GEMM_FP8_CLUSTER_NEEDS, 0, supports_fp8, launch_fp8_c2},
