@@ -17,32 +17,53 @@
 #define LT_WORKSPACE_BYTES (32u << 20)
 
 #define REQ_FP8_NATIVE                                                                                                 \
-    {.needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8}
-#define REQ_FP8_LT {.needs_gpu = 1, .min_cc = 89, .features = PL_FEAT_FP8}
-#define REQ_FP8_LT_BLOCK {.needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_FP8}
+    {                                                                                                                  \
+        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8              \
+    }
+#define REQ_FP8_LT                                                                                                     \
+    {                                                                                                                  \
+        .needs_gpu = 1, .min_cc = 89, .features = PL_FEAT_FP8                                                          \
+    }
+#define REQ_FP8_LT_BLOCK                                                                                               \
+    {                                                                                                                  \
+        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_FP8                                            \
+    }
 
 typedef struct fp8_state {
     int m, n, k;
-    pl_fp8_operands q[2];           /* [scaling]: tensor, block */
-    pl_gemm_reference ref[2];       /* the product of q[s]'s values */
-    uint16_t *a16, *b16;            /* dequantized operands: the baseline's scratch */
-    uint16_t *d;                    /* every variant's output */
-    pl_fp8_cublaslt *lt[2];         /* NULL where cuBLASLt has no algorithm */
+    pl_fp8_operands q[2];     /* [scaling]: tensor, block */
+    pl_gemm_reference ref[2]; /* the product of q[s]'s values */
+    uint16_t *a16, *b16;      /* dequantized operands: the baseline's scratch */
+    uint16_t *d;              /* every variant's output */
+    pl_fp8_cublaslt *lt[2];   /* NULL where cuBLASLt has no algorithm */
     cublasStatus_t lt_status[2];
     cublasHandle_t cublas;
     cublasLtHandle_t lt_handle;
-    pl_fp8_scaling last;            /* the operands the last run multiplied: their reference judges it */
+    pl_fp8_scaling last; /* the operands the last run multiplied: their reference judges it */
 } fp8_state;
 
 static const pl_param_def fp8_params[] = {
-    {.name = "m", .type = PL_PARAM_INT, .default_value = "8192",
-     .help = "rows of A and D; a multiple of 4 (cuBLASLt's block-scaled FP8)", .min = 4, .max = 1 << 20,
+    {.name = "m",
+     .type = PL_PARAM_INT,
+     .default_value = "8192",
+     .help = "rows of A and D; a multiple of 4 (cuBLASLt's block-scaled FP8)",
+     .min = 4,
+     .max = 1 << 20,
      .small_value = "300"},
-    {.name = "n", .type = PL_PARAM_INT, .default_value = "8192", .help = "columns of D (rows of B)", .min = 1,
-     .max = 1 << 20, .small_value = "392"},
-    {.name = "k", .type = PL_PARAM_INT, .default_value = "8192",
-     .help = "the reduction; a multiple of 16 (e4m3 rows of whole 16-byte units, for TMA and cuBLASLt)", .min = 16,
-     .max = 1 << 20, .small_value = "272"},
+    {.name = "n",
+     .type = PL_PARAM_INT,
+     .default_value = "8192",
+     .help = "columns of D (rows of B)",
+     .min = 1,
+     .max = 1 << 20,
+     .small_value = "392"},
+    {.name = "k",
+     .type = PL_PARAM_INT,
+     .default_value = "8192",
+     .help = "the reduction; a multiple of 16 (e4m3 rows of whole 16-byte units, for TMA and cuBLASLt)",
+     .min = 16,
+     .max = 1 << 20,
+     .small_value = "272"},
     {.name = NULL},
 };
 
@@ -81,18 +102,21 @@ static int fp8_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->n = (int)pl_param_int(params, "n");
     s->k = (int)pl_param_int(params, "k");
     if (s->k % 16 != 0)
-        return pl_fail(ctx, "--k %d is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA, cuBLASLt); "
-                            "pass e.g. --k %d",
+        return pl_fail(ctx,
+                       "--k %d is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA, cuBLASLt); "
+                       "pass e.g. --k %d",
                        s->k, (s->k + 15) / 16 * 16);
     if (s->n % 8 != 0)
-        return pl_fail(ctx, "--n %d is not a multiple of 8: cuBLASLt's FP8 GEMM (the reference variants) takes only rows "
-                            "of D in whole 16-byte units; pass e.g. --n %d (the native kernels take any N: "
-                            "tests/gpu/test_fp8_moe.c checks odd N on them directly)",
+        return pl_fail(ctx,
+                       "--n %d is not a multiple of 8: cuBLASLt's FP8 GEMM (the reference variants) takes only rows "
+                       "of D in whole 16-byte units; pass e.g. --n %d (the native kernels take any N: "
+                       "tests/gpu/test_fp8_moe.c checks odd N on them directly)",
                        s->n, (s->n + 7) / 8 * 8);
     if (s->m % 4 != 0)
-        return pl_fail(ctx, "--m %d is not a multiple of 4: cuBLASLt's block-scaled FP8 GEMM (a reference variant) "
-                            "refused M = 129 and took M = 300 on an H200; pass e.g. --m %d (the native kernels take "
-                            "any M: tests/gpu/test_fp8_moe.c checks odd M on them directly)",
+        return pl_fail(ctx,
+                       "--m %d is not a multiple of 4: cuBLASLt's block-scaled FP8 GEMM (a reference variant) "
+                       "refused M = 129 and took M = 300 on an H200; pass e.g. --m %d (the native kernels take "
+                       "any M: tests/gpu/test_fp8_moe.c checks odd M on them directly)",
                        s->m, (s->m + 3) / 4 * 4);
     const size_t m = (size_t)s->m, n = (size_t)s->n, k = (size_t)s->k;
     uint16_t *x = pl_device_alloc(ctx, m * k * 2), *w = pl_device_alloc(ctx, n * k * 2);
@@ -169,8 +193,8 @@ static int run_baseline(pl_ctx *ctx, void *state)
     s->last = PL_FP8_SCALING_BLOCK;
     PL_TRY(pl_fp8_operands_dequantize(ctx, &s->q[PL_FP8_SCALING_BLOCK], s->a16, s->b16));
     PL_CUBLAS(ctx, cublasSetStream(s->cublas, ctx->stream));
-    PL_CUBLAS(ctx, pl_gemm_cublas(s->cublas, s->m, s->n, s->k, PL_GEMM_B_NK, s->a16, s->b16, CUDA_R_16BF, s->d,
-                                  CUDA_R_16BF));
+    PL_CUBLAS(
+        ctx, pl_gemm_cublas(s->cublas, s->m, s->n, s->k, PL_GEMM_B_NK, s->a16, s->b16, CUDA_R_16BF, s->d, CUDA_R_16BF));
     return 0;
 }
 
@@ -221,8 +245,9 @@ static const pl_variant fp8_variants[] = {
      .technique = "dequantize the block-scaled e4m3 operands to bf16 (a pass over A and B), then cuBLAS BF16 GEMM",
      .run = run_baseline},
     {.name = "fp8_tensor",
-     .technique = "warp-specialized persistent wgmma m64n192k32 e4m3 (TMA producer warpgroup, 2 consumers at 232 registers, "
-                  "128×192 tiles), fp32 promotion every 128 K, per-tensor scales on the accumulator",
+     .technique =
+         "warp-specialized persistent wgmma m64n192k32 e4m3 (TMA producer warpgroup, 2 consumers at 232 registers, "
+         "128×192 tiles), fp32 promotion every 128 K, per-tensor scales on the accumulator",
      .run = run_fp8_tensor,
      .req = REQ_FP8_NATIVE},
     {.name = "fp8_block",

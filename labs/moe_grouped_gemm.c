@@ -19,9 +19,14 @@
 #define STREAM_A 31 /* per-buffer seed streams of the inputs */
 #define STREAM_B 32
 
-#define REQ_GROUPED {.needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA}
+#define REQ_GROUPED                                                                                                    \
+    {                                                                                                                  \
+        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA                            \
+    }
 #define REQ_GROUPED_FP8                                                                                                \
-    {.needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8}
+    {                                                                                                                  \
+        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8              \
+    }
 
 enum { OUT_BF16 = 0, OUT_FP8 = 1 };
 
@@ -44,19 +49,46 @@ typedef struct moe_state {
 } moe_state;
 
 static const pl_param_def moe_params[] = {
-    {.name = "experts", .type = PL_PARAM_INT, .default_value = "64", .help = "E: experts (8, 64, 128 ...)", .min = 1,
-     .max = 4096, .small_value = "40"},
-    {.name = "tokens", .type = PL_PARAM_INT, .default_value = "8192", .help = "T: tokens of the batch", .min = 1,
-     .max = 1 << 24, .small_value = "37"},
-    {.name = "topk", .type = PL_PARAM_INT, .default_value = "2", .help = "experts per token", .min = 1, .max = 64,
+    {.name = "experts",
+     .type = PL_PARAM_INT,
+     .default_value = "64",
+     .help = "E: experts (8, 64, 128 ...)",
+     .min = 1,
+     .max = 4096,
+     .small_value = "40"},
+    {.name = "tokens",
+     .type = PL_PARAM_INT,
+     .default_value = "8192",
+     .help = "T: tokens of the batch",
+     .min = 1,
+     .max = 1 << 24,
+     .small_value = "37"},
+    {.name = "topk",
+     .type = PL_PARAM_INT,
+     .default_value = "2",
+     .help = "experts per token",
+     .min = 1,
+     .max = 64,
      .small_value = "2"},
-    {.name = "n", .type = PL_PARAM_INT, .default_value = "1536", .help = "N: output columns per expert", .min = 1,
-     .max = 1 << 20, .small_value = "200"},
-    {.name = "k", .type = PL_PARAM_INT, .default_value = "4096",
-     .help = "K: the reduction (hidden size); a multiple of 16 (TMA rows of e4m3)", .min = 16, .max = 1 << 20,
+    {.name = "n",
+     .type = PL_PARAM_INT,
+     .default_value = "1536",
+     .help = "N: output columns per expert",
+     .min = 1,
+     .max = 1 << 20,
+     .small_value = "200"},
+    {.name = "k",
+     .type = PL_PARAM_INT,
+     .default_value = "4096",
+     .help = "K: the reduction (hidden size); a multiple of 16 (TMA rows of e4m3)",
+     .min = 16,
+     .max = 1 << 20,
      .small_value = "272"},
-    {.name = "alpha", .type = PL_PARAM_FLOAT, .default_value = "1.0",
-     .help = "Zipf skew of the routing: the r-th most popular expert gets weight 1/r^alpha (0: even)", .min = 0,
+    {.name = "alpha",
+     .type = PL_PARAM_FLOAT,
+     .default_value = "1.0",
+     .help = "Zipf skew of the routing: the r-th most popular expert gets weight 1/r^alpha (0: even)",
+     .min = 0,
      .max = 8},
     {.name = NULL},
 };
@@ -135,8 +167,9 @@ static int moe_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->n = (int)pl_param_int(params, "n");
     s->k = (int)pl_param_int(params, "k");
     if (s->k % 16 != 0)
-        return pl_fail(ctx, "--k %d is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA); pass e.g. "
-                            "--k %d",
+        return pl_fail(ctx,
+                       "--k %d is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA); pass e.g. "
+                       "--k %d",
                        s->k, (s->k + 15) / 16 * 16);
     const int E = (int)pl_param_int(params, "experts");
     if ((long long)E * s->n > 0x7fffffffLL)
@@ -226,9 +259,9 @@ static int run_loop(pl_ctx *ctx, void *state)
         const int m = s->route.counts[e], off = s->route.offsets[e];
         if (m == 0)
             continue;
-        PL_CUBLAS(ctx, pl_gemm_cublas(s->cublas, m, s->n, s->k, PL_GEMM_B_NK, s->a + (size_t)off * s->k,
-                                      s->b + (size_t)e * s->n * s->k, CUDA_R_16BF, s->d + (size_t)off * s->n,
-                                      CUDA_R_16BF));
+        PL_CUBLAS(ctx,
+                  pl_gemm_cublas(s->cublas, m, s->n, s->k, PL_GEMM_B_NK, s->a + (size_t)off * s->k,
+                                 s->b + (size_t)e * s->n * s->k, CUDA_R_16BF, s->d + (size_t)off * s->n, CUDA_R_16BF));
     }
     return 0;
 }
@@ -238,11 +271,10 @@ static int run_cublas_grouped(pl_ctx *ctx, void *state)
     moe_state *s = state;
     s->last = OUT_BF16;
     PL_CUBLAS(ctx, cublasSetStream(s->cublas, ctx->stream));
-    PL_CUBLAS(ctx, cublasGemmGroupedBatchedEx(s->cublas, s->ta, s->tb, s->gm, s->gn, s->gk, s->alpha,
-                                              (const void *const *)s->a_arr, CUDA_R_16BF, s->glda,
-                                              (const void *const *)s->b_arr, CUDA_R_16BF, s->gldb, s->beta,
-                                              (void *const *)s->d_arr, CUDA_R_16BF, s->gldc, s->groups, s->gsize,
-                                              CUBLAS_COMPUTE_32F));
+    PL_CUBLAS(ctx, cublasGemmGroupedBatchedEx(
+                       s->cublas, s->ta, s->tb, s->gm, s->gn, s->gk, s->alpha, (const void *const *)s->a_arr,
+                       CUDA_R_16BF, s->glda, (const void *const *)s->b_arr, CUDA_R_16BF, s->gldb, s->beta,
+                       (void *const *)s->d_arr, CUDA_R_16BF, s->gldc, s->groups, s->gsize, CUBLAS_COMPUTE_32F));
     return 0;
 }
 

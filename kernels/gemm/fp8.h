@@ -72,8 +72,14 @@ typedef struct pl_gemm_fp8_problem {
     int promote;
 } pl_gemm_fp8_problem;
 
-#define PL_GEMM_FP8_NEEDS {90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA | PL_KNEED_FP8}
-#define PL_GEMM_FP8_CLUSTER_NEEDS {90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA | PL_KNEED_FP8 | PL_KNEED_CLUSTERS}
+#define PL_GEMM_FP8_NEEDS                                                                                              \
+    {                                                                                                                  \
+        90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA | PL_KNEED_FP8                                                           \
+    }
+#define PL_GEMM_FP8_CLUSTER_NEEDS                                                                                      \
+    {                                                                                                                  \
+        90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA | PL_KNEED_FP8 | PL_KNEED_CLUSTERS                                       \
+    }
 
 /* 1 when the native kernel takes p; else 0 with the reason: K % 16 == 0 (TMA rows are 16-byte multiples), A and
  * B 16-byte aligned, scales present for block scaling. */

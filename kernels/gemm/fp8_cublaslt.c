@@ -67,18 +67,19 @@ cublasStatus_t pl_fp8_cublaslt_plan(cublasLtHandle_t lt, const pl_gemm_fp8_probl
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
     if (p->scaling == PL_FP8_SCALING_BLOCK) {
-        const int32_t mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+        const int32_t mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
+                      mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
         if (st == CUBLAS_STATUS_SUCCESS)
             st = cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_a, sizeof mode_a);
         if (st == CUBLAS_STATUS_SUCCESS)
             st = cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_b, sizeof mode_b);
     }
     if (st == CUBLAS_STATUS_SUCCESS && lt_a_scale)
-        st = cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &lt_a_scale,
-                                            sizeof lt_a_scale);
+        st =
+            cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &lt_a_scale, sizeof lt_a_scale);
     if (st == CUBLAS_STATUS_SUCCESS && lt_b_scale)
-        st = cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &lt_b_scale,
-                                            sizeof lt_b_scale);
+        st =
+            cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &lt_b_scale, sizeof lt_b_scale);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatrixLayoutCreate(&c->la, CUDA_R_8F_E4M3, k, n, (int64_t)k);
     if (st == CUBLAS_STATUS_SUCCESS)

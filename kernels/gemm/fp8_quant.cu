@@ -196,7 +196,7 @@ extern "C" cudaError_t pl_fp8_dequantize(const uint8_t *q, int batch, int rows, 
 {
     const size_t n = (size_t)batch * rows * cols;
     dequantize_kernel<<<q_grid(n, Q_THREADS * 4), Q_THREADS, 0, stream>>>(q, batch, rows, cols, kind, scale, ld,
-                                                                           reinterpret_cast<__nv_bfloat16 *>(out));
+                                                                          reinterpret_cast<__nv_bfloat16 *>(out));
     return cudaGetLastError();
 }
 
@@ -231,6 +231,6 @@ extern "C" cudaError_t pl_bf16_scale_blocks_pow2(uint16_t *x, int rows, int cols
         return cudaErrorInvalidValue;
     const size_t n = (size_t)rows * cols;
     scale_blocks_kernel<<<q_grid(n, Q_THREADS * 4), Q_THREADS, 0, stream>>>(x, rows, cols, block_rows, block_cols,
-                                                                             max_exp, seed);
+                                                                            max_exp, seed);
     return cudaGetLastError();
 }

@@ -6,11 +6,11 @@
  * that is promoted into fp32 registers every k-block (128 K): for block scaling times sa[row][kb]·sb[n-block][kb] (a
  * 192-wide tile spans two 128-wide B blocks: each column takes its own), for tensor scaling as is, its one scale
  * multiplying the finished accumulator. (Promoting every 4 k-blocks, `promote = 4`, keeps one wgmma group in flight
- * inside a group but measured slower: 1051 against 1174 TFLOP/s at 8192³, docs/perf/gemm.md.) Why 128×192: the promotion keeps two accumulators per thread,
- * 2 × 96 registers for m64n192, which fit the consumers' 232 registers (setmaxnreg), where two m64n256 ones would
- * not; per k-block the tile reads 104 KB of shared memory (TMA writes 40, wgmma reads 64) for
- * 768 tensor-core cycles, 135 B/clk against the SM's 128: 128×128 tiles needed 160 B/clk (80 KB for 512). Any M and
- * N; K % 16 == 0 (TMA row pitch); D by TMA when N % 8 == 0.
+ * inside a group but measured slower: 1051 against 1174 TFLOP/s at 8192³, docs/perf/gemm.md.) Why 128×192: the
+ * promotion keeps two accumulators per thread, 2 × 96 registers for m64n192, which fit the consumers' 232 registers
+ * (setmaxnreg), where two m64n256 ones would not; per k-block the tile reads 104 KB of shared memory (TMA writes 40,
+ * wgmma reads 64) for 768 tensor-core cycles, 135 B/clk against the SM's 128: 128×128 tiles needed 160 B/clk (80 KB for
+ * 512). Any M and N; K % 16 == 0 (TMA row pitch); D by TMA when N % 8 == 0.
  *
  * The _c2 launcher runs it in 2-CTA clusters (as the BF16 ladder's rung 6): the two CTAs take vertically adjacent
  * tiles, each loads half of their common B panel and multicasts it into both, and a consumer releases a stage on
@@ -20,8 +20,8 @@
 #include "gemm/fp8.h"
 #include "gemm/sm90_ws_scaled.cuh"
 
-#define FP8_BN             192 /* tile width: two m64n192 accumulators (part and total) fit 232 registers */
-#define FP8_TENSOR_PROMOTE_LONG 4 /* promote = 4: k-blocks of 128 per promotion (512 K), measured slower */
+#define FP8_BN                  192 /* tile width: two m64n192 accumulators (part and total) fit 232 registers */
+#define FP8_TENSOR_PROMOTE_LONG 4   /* promote = 4: k-blocks of 128 per promotion (512 K), measured slower */
 
 extern "C" int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, size_t whylen)
 {
@@ -68,9 +68,7 @@ template <int CLUSTER> static cudaError_t launch_fp8(const pl_gemm_fp8_problem *
     if (e != cudaSuccess)
         return e;
     sw_params sp = {};
-    sp.o.d = p->d;
-    sp.o.m = p->m;
-    sp.o.n = p->n;
+    sw_set_out_and_scales(sp, p->d, p->m, p->n, p->k, p->scale_a, p->scale_b);
     sp.k_blocks = pl_fp8_kblocks(p->k);
     const int tiles_m = (p->m + SW_BM - 1) / SW_BM;
     sp.tile_rows = (tiles_m + CLUSTER - 1) / CLUSTER; /* in cluster units */
@@ -78,17 +76,12 @@ template <int CLUSTER> static cudaError_t launch_fp8(const pl_gemm_fp8_problem *
     sw_store_map(&td, p->d, p->m, p->n, &sp.tma_store);
     if (!sp.tma_store)
         td = ta; /* unused */
-    sp.scale_a = p->scale_a;
-    sp.scale_b = p->scale_b;
-    sp.lda = pl_fp8_scale_a_ld(p->m);
-    sp.ldb = pl_fp8_scale_b_ld(p->k);
-    sp.nblocks = pl_fp8_kblocks(p->n);
     const long long tiles = (long long)sp.tile_rows * sp.tile_cols;
     if (p->scaling == PL_FP8_SCALING_BLOCK)
         return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1>(ta, tb, td, sp, tiles, stream);
     if (p->promote == FP8_TENSOR_PROMOTE_LONG)
         return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, FP8_TENSOR_PROMOTE_LONG>(ta, tb, td, sp, tiles,
-                                                                                            stream);
+                                                                                             stream);
     return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1>(ta, tb, td, sp, tiles, stream);
 }
 

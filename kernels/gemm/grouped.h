@@ -28,7 +28,10 @@ typedef struct pl_grouped_gemm_problem {
     const float *scale_a, *scale_b;
 } pl_grouped_gemm_problem;
 
-#define PL_GROUPED_GEMM_NEEDS {90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA}
+#define PL_GROUPED_GEMM_NEEDS                                                                                          \
+    {                                                                                                                  \
+        90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA                                                                          \
+    }
 
 /* 1 when the native kernel takes p (fp8: e4m3 with block scales; else bf16); else 0 with the reason: K % 8 == 0
  * for bf16, K % 16 == 0 for fp8 (TMA row pitch), 16-byte aligned A and B, G·N and rows·N within range. */

@@ -60,9 +60,7 @@ static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t
     if (e != cudaSuccess)
         return e;
     sw_params sp = {};
-    sp.o.d = p->d;
-    sp.o.m = p->rows;
-    sp.o.n = p->n;
+    sw_set_out_and_scales(sp, p->d, p->rows, p->n, p->k, p->scale_a, p->scale_b);
     sp.k_blocks = (p->k + (int)ke - 1) / (int)ke;
     sp.tile_cols = (p->n + BN - 1) / BN;
     sp.offsets = p->offsets;
@@ -71,11 +69,6 @@ static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t
     sw_store_map(&td, p->d, p->rows, p->n, &sp.tma_store);
     if (!sp.tma_store)
         td = ta; /* unused */
-    sp.scale_a = p->scale_a;
-    sp.scale_b = p->scale_b;
-    sp.lda = pl_fp8_scale_a_ld(p->rows);
-    sp.ldb = pl_fp8_scale_b_ld(p->k);
-    sp.nblocks = pl_fp8_kblocks(p->n);
     /* at most one partial tile row per group beyond the full ones */
     const long long max_tiles = ((long long)p->rows / SW_BM + p->groups) * sp.tile_cols;
     return sw_launch<BN, ELEM, SCALE, 1>(ta, tb, td, sp, max_tiles, stream);

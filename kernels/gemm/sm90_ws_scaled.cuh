@@ -33,6 +33,7 @@
 #define PERFLAB_GEMM_SM90_WS_SCALED_CUH
 
 #include "gemm/epilogue.cuh"
+#include "gemm/fp8.h"
 #include "gemm/sm90_common.cuh"
 #include "gemm/sm90_epilogue.cuh"
 #include "gemm/sm90_wgmma_fp8_ops.cuh"
@@ -43,7 +44,7 @@
 #define SW_THREADS       384 /* two consumer warpgroups (warps 0-7) and the producer warpgroup (8-11) */
 #define SW_PRODUCER      256 /* the thread that issues every TMA load */
 #define SW_PRODUCER_REGS 40
-#define SW_CONSUMER_REGS 232 /* each SM sub-partition holds one warp of each warpgroup: 40 + 2·232 = 504 of 512 */
+#define SW_CONSUMER_REGS 232    /* each SM sub-partition holds one warp of each warpgroup: 40 + 2·232 = 504 of 512 */
 #define SW_GROUP_ROWS    16     /* tile rows per raster group of a plain GEMM */
 #define SW_SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 */
 #define SW_EPI_BUFFERS   2      /* 64×64 subtile buffers per consumer */
@@ -64,11 +65,11 @@ template <int BN> struct sw_config {
 
 /* What a launch passes by value. */
 struct sw_params {
-    pl_gemm_out o;  /* D: o.m its rows (all groups), o.n its columns (N) */
-    int k_blocks;   /* ⌈K / elements per k-block⌉ */
-    int tile_rows;  /* plain: tile rows over M */
-    int tile_cols;  /* ⌈N / BN⌉ */
-    int tma_store;  /* D through TMA (N % 8 == 0, D aligned) */
+    pl_gemm_out o; /* D: o.m its rows (all groups), o.n its columns (N) */
+    int k_blocks;  /* ⌈K / elements per k-block⌉ */
+    int tile_rows; /* plain: tile rows over M */
+    int tile_cols; /* ⌈N / BN⌉ */
+    int tma_store; /* D through TMA (N % 8 == 0, D aligned) */
     /* grouped: groups + 1 row offsets in device memory; NULL for one plain GEMM */
     const int *offsets;
     int groups;
@@ -173,17 +174,6 @@ __device__ __forceinline__ void sw_promote_scaled(float (&acc)[N / 2], const flo
     }
 }
 
-/* A consumer warp is done reading stage s: lane r tells CTA r of the cluster (whose producer may write into it). */
-template <int CLUSTER> __device__ __forceinline__ void sw_release(uint32_t empty, int s, int lane)
-{
-    if (lane < CLUSTER) {
-        if (CLUSTER == 1)
-            mbar_arrive(empty + 8 * s);
-        else
-            mbar_arrive_cluster(empty + 8 * s, (uint32_t)lane);
-    }
-}
-
 /* The e4m3 wgmma of width N. */
 template <int N>
 __device__ __forceinline__ void sw_wgmma_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d)
@@ -249,7 +239,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
                 wgmma_commit();
                 wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
                 if (held >= 0)
-                    sw_release<CLUSTER>(empty, held, lane);
+                    release_stage<CLUSTER>(empty, held, lane);
                 held = stage;
             } else {
                 /* a promotion group of PROMOTE k-blocks starts from zero (scale-d 0) and ends in fp32 registers */
@@ -262,14 +252,14 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
                 if (!last) {
                     wgmma_wait<1>();
                     if (held >= 0)
-                        sw_release<CLUSTER>(empty, held, lane);
+                        release_stage<CLUSTER>(empty, held, lane);
                     held = stage;
                     continue;
                 }
                 wgmma_wait<0>();
                 if (held >= 0)
-                    sw_release<CLUSTER>(empty, held, lane);
-                sw_release<CLUSTER>(empty, stage, lane);
+                    release_stage<CLUSTER>(empty, held, lane);
+                release_stage<CLUSTER>(empty, stage, lane);
                 held = -1;
                 accumulators_fence(part);
                 if constexpr (SCALE == SW_SCALE_BLOCK) { /* with the k-block's scales */
@@ -287,7 +277,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
         if constexpr (ELEM == SW_BF16) {
             wgmma_wait<0>();
             if (held >= 0)
-                sw_release<CLUSTER>(empty, held, lane);
+                release_stage<CLUSTER>(empty, held, lane);
             accumulators_fence(acc);
         }
         if constexpr (SCALE == SW_SCALE_TENSOR) {
@@ -361,9 +351,8 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
                     if (CLUSTER == 1)
                         tma_load_2d(st + cfg::a_bytes, &tma_b, bar, kb * KE, tl.b_row);
                     else
-                        tma_load_2d_multicast(st + cfg::a_bytes + rank * (cfg::b_bytes / CLUSTER), &tma_b, bar,
-                                              kb * KE, tl.b_row + (int)rank * (BN / CLUSTER),
-                                              (uint16_t)((1u << CLUSTER) - 1));
+                        tma_load_2d_multicast(st + cfg::a_bytes + rank * (cfg::b_bytes / CLUSTER), &tma_b, bar, kb * KE,
+                                              tl.b_row + (int)rank * (BN / CLUSTER), (uint16_t)((1u << CLUSTER) - 1));
                     if (++stage == STAGES) {
                         stage = 0;
                         phase ^= 1;
@@ -377,6 +366,20 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
         cluster_sync(); /* the peer may still arrive on this CTA's barriers: stay until it is done */
 }
 
+/* The scale fields of p for A of `rows` rows, N and K (the layouts of gemm/fp8.h), and D's row count and width. */
+static inline void sw_set_out_and_scales(sw_params &p, uint16_t *d, int rows, int n, int k, const float *scale_a,
+                                         const float *scale_b)
+{
+    p.o.d = d;
+    p.o.m = rows;
+    p.o.n = n;
+    p.scale_a = scale_a;
+    p.scale_b = scale_b;
+    p.lda = pl_fp8_scale_a_ld(rows);
+    p.ldb = pl_fp8_scale_b_ld(k);
+    p.nblocks = pl_fp8_kblocks(n);
+}
+
 /* D's tensor map when D can go through TMA (N % 8 == 0, D 16-byte aligned); *tma_store says whether it can. */
 static inline void sw_store_map(CUtensorMap *td, uint16_t *d, int rows, int n, int *tma_store)
 {
@@ -385,7 +388,8 @@ static inline void sw_store_map(CUtensorMap *td, uint16_t *d, int rows, int n, i
 }
 
 /* Clusters of the kernel the GPU holds at once (the GPCs decide, not only the SM count), cached per device. */
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE> static int sw_max_clusters(int device, int sms, cudaLaunchConfig_t cfg)
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE>
+static int sw_max_clusters(int device, int sms, cudaLaunchConfig_t cfg)
 {
     static int cached[64];
     if (CLUSTER == 1 || device < 0 || device >= 64)
@@ -393,7 +397,9 @@ template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE> static int sw_m
     if (cached[device] == 0) {
         int n = 0;
         cfg.gridDim = dim3(CLUSTER * (sms / CLUSTER));
-        if (cudaOccupancyMaxActiveClusters(&n, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>, &cfg) != cudaSuccess || n <= 0) {
+        if (cudaOccupancyMaxActiveClusters(&n, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>, &cfg) !=
+                cudaSuccess ||
+            n <= 0) {
             (void)cudaGetLastError();
             n = sms / CLUSTER;
         }

@@ -11,8 +11,8 @@ int pl_fp8_sources_fill(pl_ctx *ctx, uint16_t *a, int rows_a, uint16_t *b, int r
 {
     PL_TRY(pl_fill_uniform_bf16(ctx, a, (size_t)rows_a * k, -1.0f, 1.0f, stream_a));
     PL_TRY(pl_fill_uniform_bf16(ctx, b, (size_t)rows_b_total * k, -1.0f, 1.0f, stream_b));
-    PL_CUDA(ctx, pl_bf16_scale_blocks_pow2(a, rows_a, k, 1, PL_FP8_BLOCK, MAGNITUDE_EXP, ctx->seed ^ stream_a,
-                                           ctx->stream));
+    PL_CUDA(ctx,
+            pl_bf16_scale_blocks_pow2(a, rows_a, k, 1, PL_FP8_BLOCK, MAGNITUDE_EXP, ctx->seed ^ stream_a, ctx->stream));
     PL_CUDA(ctx, pl_bf16_scale_blocks_pow2(b, rows_b_total, k, PL_FP8_BLOCK, PL_FP8_BLOCK, MAGNITUDE_EXP,
                                            ctx->seed ^ stream_b, ctx->stream));
     return 0;

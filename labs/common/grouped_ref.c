@@ -55,9 +55,8 @@ int pl_grouped_reference_make(pl_ctx *ctx, cublasHandle_t h, const int *offsets,
             const int m = offsets[g + 1] - offsets[g];
             if (m == 0)
                 continue;
-            PL_CUBLAS(ctx, pl_gemm_cublas(h, m, n, k, PL_GEMM_B_NK, a + (size_t)offsets[g] * k,
-                                          b + (size_t)g * n * k, CUDA_R_16BF, out->ref + (size_t)offsets[g] * n,
-                                          CUDA_R_32F));
+            PL_CUBLAS(ctx, pl_gemm_cublas(h, m, n, k, PL_GEMM_B_NK, a + (size_t)offsets[g] * k, b + (size_t)g * n * k,
+                                          CUDA_R_16BF, out->ref + (size_t)offsets[g] * n, CUDA_R_32F));
         }
         snprintf(out->how, sizeof out->how, "cuBLAS fp32-accumulated reference, one GEMM per group");
     }

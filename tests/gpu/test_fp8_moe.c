@@ -34,8 +34,8 @@ static void verify_ok(const char *tag, const char *target, const char *args)
 
 START_TEST(fp8_gemm_odd_shapes)
 {
-    verify_ok("fp8-small", "gemm:fp8", "--m 300 --n 392 --k 272");     /* the small values */
-    verify_ok("fp8-m132", "gemm:fp8", "--m 132 --n 392 --k 1040");     /* one full and one 4-row tile row */
+    verify_ok("fp8-small", "gemm:fp8", "--m 300 --n 392 --k 272");         /* the small values */
+    verify_ok("fp8-m132", "gemm:fp8", "--m 132 --n 392 --k 1040");         /* one full and one 4-row tile row */
     verify_ok("fp8-cublas-ref", "gemm:fp8", "--m 1000 --n 1000 --k 1040"); /* past the host reference: cuBLAS fp32 */
     verify_ok("fp8-many-tiles", "gemm:fp8", "--m 2048 --n 2176 --k 2048"); /* several tiles per CTA: ring phases */
 }
@@ -71,9 +71,9 @@ static void check_twice(pl_ctx *ctx, const char *what, cudaError_t (*launch)(voi
     double rtol, atol;
     pl_gemm_elementwise_tolerance(fp8 ? PL_DTYPE_FP8 : PL_DTYPE_BF16, &rtol, &atol);
     pl_verification v;
-    ck_assert_msg(pl_gemm_verify(ctx, ref, d1, PL_DTYPE_BF16, fp8 ? pl_default_tolerance(PL_DTYPE_FP8) : 0, rtol, atol,
-                                 &v) == 0,
-                  "%s", ctx->error);
+    ck_assert_msg(
+        pl_gemm_verify(ctx, ref, d1, PL_DTYPE_BF16, fp8 ? pl_default_tolerance(PL_DTYPE_FP8) : 0, rtol, atol, &v) == 0,
+        "%s", ctx->error);
     printf("%s %s: %s\n", v.passed ? "ok  " : "FAIL", what, v.message);
     ck_assert_msg(v.passed, "%s: %s", what, v.message);
     ck_assert_msg(launch(arg, d2, ctx->stream) == cudaSuccess, "%s", what);
@@ -150,8 +150,14 @@ static void fp8_direct(kenv *e, int m, int n, int k)
         pl_gemm_problem p16 = {.m = m, .n = n, .k = k, .a = x16, .b = w16, .d = d1};
         pl_gemm_reference ref;
         ck_assert_msg(pl_gemm_reference_make(ctx, e->cublas, &p16, PL_DTYPE_BF16, &ref) == 0, "%s", ctx->error);
-        pl_gemm_fp8_problem p = {.m = m, .n = n, .k = k, .a = q.a, .b = q.b, .scaling = (pl_fp8_scaling)sc,
-                                 .scale_a = q.sa, .scale_b = q.sb};
+        pl_gemm_fp8_problem p = {.m = m,
+                                 .n = n,
+                                 .k = k,
+                                 .a = q.a,
+                                 .b = q.b,
+                                 .scaling = (pl_fp8_scaling)sc,
+                                 .scale_a = q.sa,
+                                 .scale_b = q.sb};
         char what[128];
         for (int c2 = 0; c2 < 2; c2++) {
             pl_snprintf(what, sizeof what, "fp8 GEMM %dx%dx%d %s scales%s", m, n, k, sc ? "block" : "tensor",

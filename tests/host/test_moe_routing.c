@@ -36,7 +36,8 @@ START_TEST(counts_sum_and_cap)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int a = 0; a < 4; a++) {
             pl_moe_routing r;
-            ck_assert_msg(pl_moe_routing_make(&r, cases[i][0], cases[i][1], cases[i][2], a * 1.0, 7, err, sizeof err) == 0,
+            ck_assert_msg(pl_moe_routing_make(&r, cases[i][0], cases[i][1], cases[i][2], a * 1.0, 7, err, sizeof err) ==
+                              0,
                           "%s", err);
             check_invariants(&r);
             pl_moe_routing_free(&r);
@@ -81,7 +82,8 @@ START_TEST(seed_places_not_shapes)
     ck_assert_msg(memcmp(a.counts, b.counts, 64 * sizeof(int)) != 0, "the seed must move the hot experts");
     qsort(a.counts, 64, sizeof(int), cmp_int);
     qsort(b.counts, 64, sizeof(int), cmp_int);
-    ck_assert_msg(memcmp(a.counts, b.counts, 64 * sizeof(int)) == 0, "the counts' multiset must not depend on the seed");
+    ck_assert_msg(memcmp(a.counts, b.counts, 64 * sizeof(int)) == 0,
+                  "the counts' multiset must not depend on the seed");
     pl_moe_routing_free(&a);
     pl_moe_routing_free(&b);
     /* same seed, same routing */
