@@ -71,6 +71,11 @@ const pl_gemm_kernel *pl_gemm_kernel_at(size_t i);
 const pl_gemm_kernel *pl_gemm_kernel_find(const char *name); /* NULL when unknown */
 /* The kernel every shape falls back to when a fast path cannot take it (mma_sync: any M, N, K, both layouts). */
 const pl_gemm_kernel *pl_gemm_kernel_fallback(void);
+/* The FP8 (e4m3) kernels, a table of their own (the one above is bf16): A and B of the pl_gemm_problem hold e4m3
+ * bytes (B N×K), D bf16, both scales 1. gemm/fp8.h has the whole interface (tensor and block scales); the selector
+ * enumerates this table for --dtype fp8. */
+size_t pl_gemm_fp8_kernel_count(void);
+const pl_gemm_kernel *pl_gemm_fp8_kernel_at(size_t i);
 /* Argument checks common to every kernel: sizes >= 1, pointers present. 1 when fine. */
 int pl_gemm_problem_valid(const pl_gemm_problem *p, char *why, size_t whylen);
 

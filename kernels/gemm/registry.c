@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gemm/fp8.h"
 #include "gemm/gemm.h"
 
 static const char *const layout_names[] = {"nk", "kn"};
@@ -135,4 +136,74 @@ const pl_gemm_kernel *pl_gemm_kernel_find(const char *name)
 const pl_gemm_kernel *pl_gemm_kernel_fallback(void)
 {
     return pl_gemm_kernel_find("mma_sync_128x128x32_s4");
+}
+
+/* ---- FP8: e4m3 A and B in the pl_gemm_problem's pointers, unit scales ---- */
+
+static pl_gemm_fp8_problem fp8_problem_of(const pl_gemm_problem *p)
+{
+    pl_gemm_fp8_problem q;
+    memset(&q, 0, sizeof q);
+    q.m = p->m;
+    q.n = p->n;
+    q.k = p->k;
+    q.a = (const uint8_t *)p->a;
+    q.b = (const uint8_t *)p->b;
+    q.d = p->d;
+    q.scaling = PL_FP8_SCALING_TENSOR; /* scale pointers NULL: 1 */
+    return q;
+}
+
+static int supports_fp8(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    if (!pl_gemm_problem_valid(p, why, whylen))
+        return 0;
+    if (p->b_layout != PL_GEMM_B_NK || p->epi.bias || p->epi.residual || p->epi.gelu) {
+        snprintf(why, whylen, "takes B N×K (K-major: e4m3 wgmma has no transposed form) and no epilogue");
+        return 0;
+    }
+    const pl_gemm_fp8_problem q = fp8_problem_of(p);
+    return pl_gemm_fp8_supports(&q, why, whylen);
+}
+
+static cudaError_t launch_fp8(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    const pl_gemm_fp8_problem q = fp8_problem_of(p);
+    return pl_gemm_fp8_ws(&q, stream);
+}
+
+static cudaError_t launch_fp8_p4(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    pl_gemm_fp8_problem q = fp8_problem_of(p);
+    q.promote = 4;
+    return pl_gemm_fp8_ws(&q, stream);
+}
+
+static cudaError_t launch_fp8_c2(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    const pl_gemm_fp8_problem q = fp8_problem_of(p);
+    return pl_gemm_fp8_ws_c2(&q, stream);
+}
+
+static const pl_gemm_kernel fp8_kernels[] = {
+    {"fp8_ws_128x192x128_s4", "fp8_ws",
+     "persistent warp-specialized FP8: a TMA producer warpgroup, 2 consumers (setmaxnreg 232) issuing wgmma m64n192k32 e4m3 into "
+     "an accumulator promoted to fp32 every 128 K, 4 stages, TMA-store epilogue",
+     128, 192, 128, 4, 1, 384, PL_GEMM_FP8_NEEDS, 0, supports_fp8, launch_fp8},
+    {"fp8_ws_128x192x128_s4_p4", "fp8_ws",
+     "the FP8 kernel promoting to fp32 every 512 K (4 k-blocks, one wgmma group kept in flight inside) instead of 128 K",
+     128, 192, 128, 4, 1, 384, PL_GEMM_FP8_NEEDS, 0, supports_fp8, launch_fp8_p4},
+    {"fp8_ws_128x192x128_s4_c2", "fp8_ws_cluster",
+     "the FP8 kernel in 2-CTA clusters: the shared B panel TMA-multicast to both CTAs, stages released through DSMEM",
+     128, 192, 128, 4, 2, 384, PL_GEMM_FP8_CLUSTER_NEEDS, 0, supports_fp8, launch_fp8_c2},
+};
+
+size_t pl_gemm_fp8_kernel_count(void)
+{
+    return sizeof fp8_kernels / sizeof fp8_kernels[0];
+}
+
+const pl_gemm_kernel *pl_gemm_fp8_kernel_at(size_t i)
+{
+    return i < pl_gemm_fp8_kernel_count() ? &fp8_kernels[i] : NULL;
 }

@@ -53,6 +53,18 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta_r
                  : "memory");
 }
 
+/* A consumer warp is done reading stage `s` of a ring whose "empty" barriers start at `empty` (8 bytes apart): lane r
+ * tells CTA r of the cluster, whose producer may write into this CTA's stage (multicast). */
+template <int CLUSTER> __device__ __forceinline__ void release_stage(uint32_t empty, int s, int lane)
+{
+    if (lane < CLUSTER) {
+        if (CLUSTER == 1)
+            mbar_arrive(empty + 8 * s);
+        else
+            mbar_arrive_cluster(empty + 8 * s, (uint32_t)lane);
+    }
+}
+
 /* Wait until the phase of parity `parity` has completed. A fresh barrier is in phase 0, so waiting on parity 1
  * returns at once: producers start with parity 1 on their "slot free" barriers. */
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)

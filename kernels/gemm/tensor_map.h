@@ -18,6 +18,11 @@ extern "C" {
 cudaError_t pl_tensor_map_bf16(CUtensorMap *map, const void *base, uint64_t rows, uint64_t cols, uint32_t box_rows,
                                uint32_t box_cols);
 
+/* The same for elements of `elem_bytes` bytes (1: e4m3 bytes, 2: bf16): box_cols · elem_bytes must be 128 at most,
+ * cols · elem_bytes a multiple of 16. */
+cudaError_t pl_tensor_map_2d(CUtensorMap *map, const void *base, uint64_t rows, uint64_t cols, uint32_t elem_bytes,
+                             uint32_t box_rows, uint32_t box_cols);
+
 #ifdef __cplusplus
 }
 #endif

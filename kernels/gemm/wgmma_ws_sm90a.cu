@@ -78,17 +78,6 @@ __device__ __forceinline__ void tile_of(int t, int rows, int cols, int group, in
     col = r / size;
 }
 
-/* A consumer warp is done reading stage `s`: lane r tells CTA r of the cluster. */
-template <int CLUSTER> __device__ __forceinline__ void release_stage(uint32_t empty, int s, int lane)
-{
-    if (lane < CLUSTER) {
-        if (CLUSTER == 1)
-            mbar_arrive(empty + 8 * s);
-        else
-            mbar_arrive_cluster(empty + 8 * s, (uint32_t)lane);
-    }
-}
-
 template <int BN, int CLUSTER, int SCHED, int NB>
 __global__ void __launch_bounds__(WS_THREADS, 1)
     gemm_wgmma_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,

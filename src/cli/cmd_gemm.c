@@ -129,7 +129,7 @@ int pl_cmd_gemm(int argc, char **argv)
         {"list-shapes", 0, PL_OPT_FLAG, &a.list_shapes, NULL, "print the built-in shapes and groups, then exit", 0, 0},
         {"providers", 'p', PL_OPT_STRING, &a.providers, "LIST",
          "cublas,cublaslt,perflab,cutlass,json:FILE (default: cublas,cublaslt,perflab for bf16)", 0, 0},
-        {"dtype", 0, PL_OPT_STRING, &a.dtype, "T", "bf16 | fp16 | fp8 (e4m3, cuBLASLt only for now); default bf16", 0,
+        {"dtype", 0, PL_OPT_STRING, &a.dtype, "T", "bf16 | fp16 | fp8 (e4m3: cuBLASLt and perflab's FP8 kernels); default bf16", 0,
          0},
         {"layout", 0, PL_OPT_STRING, &a.layout, "L", "nk: B given N×K (default) | kn: B given K×N", 0, 0},
         {"max-algos", 0, PL_OPT_INT, &a.max_algos, "N", "cuBLASLt heuristic algorithms to time per shape (default 8)",

@@ -196,13 +196,16 @@ static int run_cublas(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_l
 static int run_perflab(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_list *out, char *why, size_t len)
 {
     pl_buf reasons = {0};
-    if (s->in_dtype != PL_DTYPE_BF16) {
-        pl_snprintf(why, len, "perflab's kernels are bf16 only (%s asked for)", b->req->dtype);
+    if (s->in_dtype != PL_DTYPE_BF16 && s->in_dtype != PL_DTYPE_FP8) {
+        pl_snprintf(why, len, "perflab's kernels are bf16 and fp8 only (%s asked for)", b->req->dtype);
         return 0;
     }
+    /* fp8: the e4m3 kernels' own table (unit scales) */
+    const int fp8 = s->in_dtype == PL_DTYPE_FP8;
+    const size_t count = fp8 ? pl_gemm_fp8_kernel_count() : pl_gemm_kernel_count();
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < pl_gemm_kernel_count(); i++) {
-        const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        const pl_gemm_kernel *k = fp8 ? pl_gemm_fp8_kernel_at(i) : pl_gemm_kernel_at(i);
         if (k->flags & PL_GEMM_KERNEL_TEACHING)
             continue;
         const pl_requirements kreq = pl_requirements_of_kernel(k->needs);

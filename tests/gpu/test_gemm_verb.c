@@ -74,15 +74,18 @@ START_TEST(missing_records_exit_1)
     json_t *j = run_json("CUTLASS_PROFILER_BIN=", args, 1, &r);
     ck_assert_str_eq(json_string_value(json_object_get(cell(j, 0, "cublas"), "status")), "ok");
     ck_assert_str_eq(json_string_value(json_object_get(cell(j, 0, "perflab"), "status")), "unsupported");
-    ck_assert_msg(strstr(r.err, "m512_n512_k512  perflab  unsupported: perflab's kernels are bf16 only"), "%s", r.err);
+    ck_assert_msg(strstr(r.err, "m512_n512_k512  perflab  unsupported: perflab's kernels are bf16 and fp8 only"), "%s", r.err);
     ck_assert_msg(strstr(r.err, "m512_n512_k512  cutlass  unsupported: CUTLASS_PROFILER_BIN is not set"), "%s", r.err);
     json_decref(j);
     pl_cmd_result_free(&r);
     free(args);
-    /* fp8 through cuBLASLt, bf16 out, verified against the same values widened to bf16 */
-    args = pl_strfmt("gemm --shapes 512x512x512,2048x2048x2048 --dtype fp8 --artifacts-dir %s " QUICK, dir);
+    /* fp8 through cuBLASLt and the native FP8 kernel, bf16 out, verified against the same values widened to bf16 */
+    args = pl_strfmt("gemm --shapes 512x512x512,2048x2048x2048 --dtype fp8 --providers cublaslt,perflab "
+                     "--artifacts-dir %s " QUICK,
+                     dir);
     j = run_json(NULL, args, 0, &r);
     ck_assert_str_eq(json_string_value(json_object_get(cell(j, 1, "cublaslt"), "status")), "ok");
+    ck_assert_str_eq(json_string_value(json_object_get(cell(j, 1, "perflab"), "status")), "ok"); /* the native FP8 kernel */
     json_decref(j);
     pl_cmd_result_free(&r);
     free(args);

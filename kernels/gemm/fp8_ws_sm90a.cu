@@ -1,0 +1,96 @@
+/* FP8 GEMM, sm_90a: D (bf16) = scale · (A·B), A M×K and B N×K in e4m3, tensor or block scaling (gemm/fp8.h).
+ *
+ * The kernel is the warp-specialized persistent one of sm90_ws_scaled.cuh with 128×192 tiles and k-blocks of 128
+ * e4m3 (one 128-byte swizzle row: 16 KB of A and 24 KB of B per stage, 4 stages): a TMA producer warpgroup, two
+ * consumer warpgroups each issuing four wgmma m64n192k32 e4m3 per k-block into an accumulator of its own (`part`)
+ * that is promoted into fp32 registers every k-block (128 K): for block scaling times sa[row][kb]·sb[n-block][kb] (a
+ * 192-wide tile spans two 128-wide B blocks: each column takes its own), for tensor scaling as is, its one scale
+ * multiplying the finished accumulator. (Promoting every 4 k-blocks, `promote = 4`, keeps one wgmma group in flight
+ * inside a group but measured slower: 1051 against 1174 TFLOP/s at 8192³, docs/perf/gemm.md.) Why 128×192: the
+ * promotion keeps two accumulators per thread, 2 × 96 registers for m64n192, which fit the consumers' 232 registers
+ * (setmaxnreg), where two m64n256 ones would not; per k-block the tile reads 104 KB of shared memory (TMA writes 40,
+ * wgmma reads 64) for 768 tensor-core cycles, 135 B/clk against the SM's 128: 128×128 tiles needed 160 B/clk (80 KB for
+ * 512). Any M and N; K % 16 == 0 (TMA row pitch); D by TMA when N % 8 == 0.
+ *
+ * The _c2 launcher runs it in 2-CTA clusters (as the BF16 ladder's rung 6): the two CTAs take vertically adjacent
+ * tiles, each loads half of their common B panel and multicasts it into both, and a consumer releases a stage on
+ * both CTAs' "empty" barriers. Per CTA and k-block L2 then serves 16 KB of A and 12 KB of B instead of 16 + 24. */
+#include <stdio.h>
+
+#include "gemm/fp8.h"
+#include "gemm/sm90_ws_scaled.cuh"
+
+#define FP8_BN                  192 /* tile width: two m64n192 accumulators (part and total) fit 232 registers */
+#define FP8_TENSOR_PROMOTE_LONG 4   /* promote = 4: k-blocks of 128 per promotion (512 K), measured slower */
+
+extern "C" int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, size_t whylen)
+{
+    if (p->m < 1 || p->n < 1 || p->k < 1) {
+        snprintf(why, whylen, "M, N and K must be at least 1 (got %d×%d×%d)", p->m, p->n, p->k);
+        return 0;
+    }
+    if (!p->a || !p->b || !p->d) {
+        snprintf(why, whylen, "A, B and D must be device pointers");
+        return 0;
+    }
+    if (p->k % 16 != 0) {
+        snprintf(why, whylen, "needs K %% 16 == 0 (TMA rows of e4m3 are 16-byte multiples); K = %d", p->k);
+        return 0;
+    }
+    if ((uintptr_t)p->a % 16 != 0 || (uintptr_t)p->b % 16 != 0) {
+        snprintf(why, whylen, "needs 16-byte aligned A and B (TMA)");
+        return 0;
+    }
+    if ((size_t)p->m * (size_t)p->n > 0xffffffffu) {
+        snprintf(why, whylen, "M·N exceeds 2^32 elements");
+        return 0;
+    }
+    if (p->promote != 0 && p->promote != 1 && p->promote != FP8_TENSOR_PROMOTE_LONG) {
+        snprintf(why, whylen, "promote must be 0, 1 or %d k-blocks (got %d)", FP8_TENSOR_PROMOTE_LONG, p->promote);
+        return 0;
+    }
+    if (p->scaling == PL_FP8_SCALING_BLOCK && (!p->scale_a || !p->scale_b)) {
+        snprintf(why, whylen, "block scaling needs both scale tensors");
+        return 0;
+    }
+    return 1;
+}
+
+template <int CLUSTER> static cudaError_t launch_fp8(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+{
+    char why[160];
+    if (!pl_gemm_fp8_supports(p, why, sizeof why))
+        return cudaErrorInvalidValue;
+    CUtensorMap ta, tb, td;
+    cudaError_t e = pl_tensor_map_2d(&ta, p->a, (uint64_t)p->m, (uint64_t)p->k, 1, SW_BM, 128);
+    if (e == cudaSuccess) /* clustered, each CTA loads half of the B panel and multicasts it */
+        e = pl_tensor_map_2d(&tb, p->b, (uint64_t)p->n, (uint64_t)p->k, 1, FP8_BN / CLUSTER, 128);
+    if (e != cudaSuccess)
+        return e;
+    sw_params sp = {};
+    sw_set_out_and_scales(sp, p->d, p->m, p->n, p->k, p->scale_a, p->scale_b);
+    sp.k_blocks = pl_fp8_kblocks(p->k);
+    const int tiles_m = (p->m + SW_BM - 1) / SW_BM;
+    sp.tile_rows = (tiles_m + CLUSTER - 1) / CLUSTER; /* in cluster units */
+    sp.tile_cols = (p->n + FP8_BN - 1) / FP8_BN;
+    sw_store_map(&td, p->d, p->m, p->n, &sp.tma_store);
+    if (!sp.tma_store)
+        td = ta; /* unused */
+    const long long tiles = (long long)sp.tile_rows * sp.tile_cols;
+    if (p->scaling == PL_FP8_SCALING_BLOCK)
+        return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1>(ta, tb, td, sp, tiles, stream);
+    if (p->promote == FP8_TENSOR_PROMOTE_LONG)
+        return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, FP8_TENSOR_PROMOTE_LONG>(ta, tb, td, sp, tiles,
+                                                                                             stream);
+    return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1>(ta, tb, td, sp, tiles, stream);
+}
+
+extern "C" cudaError_t pl_gemm_fp8_ws(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+{
+    return launch_fp8<1>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_fp8_ws_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+{
+    return launch_fp8<2>(p, stream);
+}

@@ -1,0 +1,49 @@
+/* Grouped GEMM, the matrix work of a mixture-of-experts layer: G groups (experts), group g multiplies its rows of A
+ * (the tokens routed to it, rows offsets[g] .. offsets[g+1] - 1 of one M×K matrix) by its own B_g (N×K, K-major)
+ * into the same rows of D (M×N, bf16), fp32 accumulation. The group sizes vary and may be 0; they live on the
+ * device (the offsets), so that one launch does every group with no host round trip. BF16, or FP8 e4m3 with block
+ * scales (A 1×128 per token, each B_g 128×128: the layouts of gemm/fp8.h, B's blocks counted per group). */
+#ifndef PERFLAB_GEMM_GROUPED_H
+#define PERFLAB_GEMM_GROUPED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "common/needs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pl_grouped_gemm_problem {
+    int groups, n, k;
+    int rows;           /* rows of A and D: the sum of the group sizes (0 allowed: nothing to do) */
+    const int *offsets; /* device: groups + 1 nondecreasing row offsets, offsets[0] = 0, offsets[groups] = rows */
+    const void *a;      /* rows × K: bf16 bits or e4m3 */
+    const void *b;      /* groups × N × K, group after group */
+    uint16_t *d;        /* rows × N bf16 */
+    /* fp8 only (device): A's 1×128 scales at scale_a[kb · lda + row], lda = pl_fp8_scale_a_ld(rows); B's 128×128
+     * scales at scale_b[(g · ⌈N/128⌉ + nb) · ldb + kb], ldb = pl_fp8_scale_b_ld(K) */
+    const float *scale_a, *scale_b;
+} pl_grouped_gemm_problem;
+
+#define PL_GROUPED_GEMM_NEEDS                                                                                          \
+    {                                                                                                                  \
+        90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA                                                                          \
+    }
+
+/* 1 when the native kernel takes p (fp8: e4m3 with block scales; else bf16); else 0 with the reason: K % 8 == 0
+ * for bf16, K % 16 == 0 for fp8 (TMA row pitch), 16-byte aligned A and B, G·N and rows·N within range. */
+int pl_grouped_gemm_supports(const pl_grouped_gemm_problem *p, int fp8, char *why, size_t whylen);
+
+/* One persistent launch (sm_90a; the caller checks the requirements): the tile scheduler walks (group, tile)
+ * pairs from the device offsets. bf16: 128×256 tiles, k-blocks of 64, 4 stages; fp8: 128×192 tiles, k-blocks of
+ * 128 promoted to fp32 with their block scales, 4 stages. */
+cudaError_t pl_grouped_gemm_bf16(const pl_grouped_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_grouped_gemm_fp8(const pl_grouped_gemm_problem *p, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

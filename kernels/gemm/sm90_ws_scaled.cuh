@@ -1,0 +1,450 @@
+/* The warp-specialized persistent kernel of the FP8 GEMM and of the grouped (mixture-of-experts) GEMMs, sm_90a.
+ * Include only from files compiled for sm_90a.
+ *
+ * Structure (as wgmma_ws_sm90a.cu, the BF16 kernel it follows): one CTA per SM loops over output tiles. Warpgroups
+ * 0 and 1 are the consumers (setmaxnreg.inc to 232 registers), cooperative: each takes 64 rows of every 128×BN
+ * tile. Warpgroup 2 is the producer: it gives registers back (setmaxnreg.dec to 40) and one thread issues the TMA
+ * loads of A and B into a ring of stages, each counted on its "full" mbarrier, waiting on the stage's "empty"
+ * mbarrier before it refills it. ptxas compiles the consumers' code for the 232 registers setmaxnreg gives them
+ * (the 128×192 FP8 tile needs ~200: two accumulators of 96), though it reports the launch's 168; a 288-thread
+ * layout with a producer warp cannot have more than 168 (an SM sub-partition then holds three of the nine warps).
+ * A stage holds one k-block of 128 bytes per row (64 bf16 or 128 e4m3 elements, one 128-byte swizzle row), so the
+ * wgmma descriptors are the same for both types: a k-step is +32 bytes (k16 bf16, k32 e4m3). Results leave through
+ * shared memory and TMA stores (sm90_epilogue.cuh), or from registers where a store must stop at a group's last
+ * row (or N % 8 != 0).
+ *
+ * FP8 accumulation. Hopper's FP8 wgmma adds its products into the accumulator with a reduced precision (about 14
+ * mantissa bits, by DeepSeek-V3's measurements), so a long K loses accuracy. The consumers therefore run each
+ * promotion group of PROMOTE k-blocks of 128 (4·PROMOTE wgmma k32) into an accumulator of their own (`part`,
+ * scale-d 0 on the group's first) and add it into fp32 registers at the group's end: block scaling promotes every
+ * k-block (128 K: its scales change there), times sa[row][kb]·sb[n-block][kb]; tensor scaling every PROMOTE
+ * k-blocks, its one scale multiplying the finished accumulator. Inside a group the stages are released one
+ * wgmma group behind, as in the BF16 kernel; at a promotion the consumer drains its wgmma (wait_group 0), and the
+ * other consumer's wgmma keep the tensor cores busy meanwhile.
+ *
+ * The tile walk. A plain GEMM walks its tiles in groups of 16 tile rows (CTAs running at once share A and B panels
+ * in L2); in 2-CTA clusters the two CTAs take vertically adjacent tiles and multicast their shared B panel. A
+ * grouped GEMM (offsets != NULL) walks (group, tile) pairs: group g owns rows offsets[g] .. offsets[g+1] - 1 of A
+ * and D and rows g·N .. g·N + N - 1 of B; its tiles go rows fastest (the tile rows of one B panel run at once),
+ * then columns, then the next group. Every role walks it from the offsets in device memory with a cursor that only
+ * moves forward, so nothing about the group sizes comes back to the host; a group of 0 rows has no tiles. A tile
+ * may read rows of the next group (TMA loads whole boxes): those rows are computed and never stored. */
+#ifndef PERFLAB_GEMM_SM90_WS_SCALED_CUH
+#define PERFLAB_GEMM_SM90_WS_SCALED_CUH
+
+#include "gemm/epilogue.cuh"
+#include "gemm/fp8.h"
+#include "gemm/sm90_common.cuh"
+#include "gemm/sm90_epilogue.cuh"
+#include "gemm/sm90_wgmma_fp8_ops.cuh"
+#include "gemm/tensor_map.h"
+
+#define SW_BM            128
+#define SW_ROW_BYTES     128 /* bytes of a k-block row in a stage */
+#define SW_THREADS       384 /* two consumer warpgroups (warps 0-7) and the producer warpgroup (8-11) */
+#define SW_PRODUCER      256 /* the thread that issues every TMA load */
+#define SW_PRODUCER_REGS 40
+#define SW_CONSUMER_REGS 232    /* each SM sub-partition holds one warp of each warpgroup: 40 + 2·232 = 504 of 512 */
+#define SW_GROUP_ROWS    16     /* tile rows per raster group of a plain GEMM */
+#define SW_SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 */
+#define SW_EPI_BUFFERS   2      /* 64×64 subtile buffers per consumer */
+
+enum sw_elem { SW_BF16 = 0, SW_E4M3 = 1 };
+enum sw_scale { SW_SCALE_NONE = 0, SW_SCALE_TENSOR = 1, SW_SCALE_BLOCK = 2 };
+
+template <int BN> struct sw_config {
+    static constexpr int a_bytes = SW_BM * SW_ROW_BYTES;
+    static constexpr int b_bytes = BN * SW_ROW_BYTES;
+    static constexpr int stage_bytes = a_bytes + b_bytes;
+    static constexpr int epi_bytes = 2 * SW_EPI_BUFFERS * EPI_SUB_BYTES;
+    static constexpr int barrier_bytes = 2 * 16 * 8;
+    static constexpr int fit = (SW_SMEM_LIMIT - 1024 - epi_bytes - barrier_bytes) / stage_bytes;
+    static constexpr int stages = fit > 16 ? 16 : fit;
+    static constexpr int smem_bytes = 1024 + stages * stage_bytes + epi_bytes + barrier_bytes;
+};
+
+/* What a launch passes by value. */
+struct sw_params {
+    pl_gemm_out o; /* D: o.m its rows (all groups), o.n its columns (N) */
+    int k_blocks;  /* ⌈K / elements per k-block⌉ */
+    int tile_rows; /* plain: tile rows over M */
+    int tile_cols; /* ⌈N / BN⌉ */
+    int tma_store; /* D through TMA (N % 8 == 0, D aligned) */
+    /* grouped: groups + 1 row offsets in device memory; NULL for one plain GEMM */
+    const int *offsets;
+    int groups;
+    int n; /* B rows per group */
+    /* scales (device memory): tensor: scale_a[0], scale_b[0] (NULL reads as 1); block: A at
+     * scale_a[kb · lda + row], B at scale_b[(g · nblocks + nb) · ldb + kb] */
+    const float *scale_a, *scale_b;
+    int lda, ldb, nblocks;
+};
+
+struct sw_tile {
+    int m0;      /* first row of A and D */
+    int row_end; /* rows from row_end on are not this tile's (the group's end, or M) */
+    int n0;      /* first column of D */
+    int b_row;   /* first row of B */
+    int group;
+};
+
+/* Where a role stands in the walk: the group it is in and that group's first tile, tile count and rows. */
+struct sw_walk {
+    int g, first, tiles, mtiles, start, end;
+
+    __device__ __forceinline__ void init()
+    {
+        g = -1;
+        first = tiles = mtiles = start = end = 0;
+    }
+
+    /* Tile t (t never decreases between calls) of the walk; false once t is past the last tile. A plain GEMM in
+     * clusters of CLUSTER CTAs counts t in cluster tiles (CLUSTER vertically adjacent tiles sharing their B
+     * panel, p.tile_rows of them over M) and `rank` picks this CTA's. */
+    template <int BN, int CLUSTER>
+    __device__ __forceinline__ bool at(const sw_params &p, int t, uint32_t rank, sw_tile &tl)
+    {
+        if (!p.offsets) {
+            const int total = p.tile_rows * p.tile_cols;
+            if (t >= total)
+                return false;
+            const int group_rows = SW_GROUP_ROWS / CLUSTER;
+            const int per_group = group_rows * p.tile_cols;
+            const int first_row = (t / per_group) * group_rows;
+            const int size = min(p.tile_rows - first_row, group_rows);
+            const int r = t % per_group;
+            tl.m0 = ((first_row + r % size) * CLUSTER + (int)rank) * SW_BM;
+            tl.n0 = (r / size) * BN;
+            tl.row_end = p.o.m;
+            tl.b_row = tl.n0;
+            tl.group = 0;
+            return true;
+        }
+        while (t >= first + tiles) {
+            if (g >= p.groups)
+                return false;
+            first += tiles;
+            if (++g >= p.groups)
+                return false;
+            start = min(__ldg(p.offsets + g), p.o.m);
+            end = min(max(__ldg(p.offsets + g + 1), start), p.o.m); /* a bad offsets array stays inside D */
+            mtiles = (end - start + SW_BM - 1) / SW_BM;
+            tiles = mtiles * p.tile_cols;
+        }
+        const int local = t - first;
+        tl.m0 = start + (local % mtiles) * SW_BM;
+        tl.n0 = (local / mtiles) * BN;
+        tl.row_end = end;
+        tl.b_row = g * p.n + tl.n0;
+        tl.group = g;
+        return true;
+    }
+};
+
+/* The block scales at k-block kb of this thread's two rows (r, r + 8) and of the B blocks the tile's columns fall
+ * in: b0 for the block of column n0, b1 for the next one (a 192-wide tile spans two). */
+struct sw_block_scales {
+    float lo, hi, b0, b1;
+};
+
+__device__ __forceinline__ sw_block_scales sw_load_scales(const sw_params &p, const sw_tile &tl, int r, int kb)
+{
+    sw_block_scales s;
+    const float *sa = p.scale_a + (size_t)kb * p.lda;
+    s.lo = r < p.o.m ? __ldg(sa + r) : 0.0f;
+    s.hi = r + 8 < p.o.m ? __ldg(sa + r + 8) : 0.0f;
+    const int nb = tl.n0 / 128;
+    const float *sb = p.scale_b + ((size_t)tl.group * p.nblocks + nb) * p.ldb + kb;
+    s.b0 = __ldg(sb);
+    s.b1 = nb + 1 < p.nblocks ? __ldg(sb + p.ldb) : 0.0f;
+    return s;
+}
+
+/* acc += part · scale, register i of the m64nN accumulator holding column 8·(i/4) + 2·(lane%4) + i%2 of the tile
+ * and row r (i%4 < 2) or r + 8: columns from SPLIT on take the second B block's scale. */
+template <int N, int SPLIT>
+__device__ __forceinline__ void sw_promote_scaled(float (&acc)[N / 2], const float (&part)[N / 2],
+                                                  const sw_block_scales &s)
+{
+    const float lo0 = s.lo * s.b0, hi0 = s.hi * s.b0, lo1 = s.lo * s.b1, hi1 = s.hi * s.b1;
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) {
+        const bool second = 8 * (i / 4) >= SPLIT;
+        acc[i] = fmaf(part[i], (i & 2) ? (second ? hi1 : hi0) : (second ? lo1 : lo0), acc[i]);
+    }
+}
+
+/* The e4m3 wgmma of width N. */
+template <int N>
+__device__ __forceinline__ void sw_wgmma_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d)
+{
+    if constexpr (N == 192)
+        pl_wgmma_m64n192k32_e4m3(d, desc_a, desc_b, scale_d);
+    else
+        pl_wgmma_m64n128k32_e4m3(d, desc_a, desc_b, scale_d);
+}
+
+/* The consumer warpgroups: every tile's mainloop and its epilogue. FP8 promotes every PROMOTE k-blocks. */
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE>
+__device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap *tma_d, uint32_t base, uint32_t epi,
+                                           uint32_t full, uint32_t empty, uint32_t rank, int cluster, int clusters)
+{
+    typedef sw_config<BN> cfg;
+    constexpr int STAGES = cfg::stages;
+    regs_alloc<SW_CONSUMER_REGS>();
+    const int consumer = threadIdx.x / 128;
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+    const uint32_t bufs = epi + consumer * SW_EPI_BUFFERS * EPI_SUB_BYTES;
+    float acc[BN / 2];
+    float part[SCALE == SW_SCALE_NONE ? 1 : BN / 2];
+#pragma unroll
+    for (int i = 0; i < (SCALE == SW_SCALE_NONE ? 1 : BN / 2); i++)
+        part[i] = 0.0f; /* the first wgmma of every k-block overwrites it (scale-d 0) */
+    float tensor_scale = 1.0f;
+    if (SCALE == SW_SCALE_TENSOR)
+        tensor_scale = (p.scale_a ? __ldg(p.scale_a) : 1.0f) * (p.scale_b ? __ldg(p.scale_b) : 1.0f);
+    uint32_t kcount = 0; /* k-blocks consumed: the ring position */
+    sw_walk w;
+    w.init();
+    sw_tile tl;
+    for (int t = cluster; w.at<BN, CLUSTER>(p, t, rank, tl); t += clusters) {
+        const int row0 = tl.m0 + consumer * 64;
+        const int r = row0 + warp * 16 + (lane >> 2); /* this thread's rows: r and r + 8 */
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            acc[i] = 0.0f;
+        sw_block_scales next = {0.0f, 0.0f, 0.0f, 0.0f};
+        const int split = 128 - tl.n0 % 128; /* the first column of the tile in the next B block */
+        if (SCALE == SW_SCALE_BLOCK)
+            next = sw_load_scales(p, tl, r, 0);
+        int held = -1; /* the stage whose wgmma group may still be reading it */
+        for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
+            const int stage = (int)(kcount % STAGES);
+            const sw_block_scales cur = next;
+            if (SCALE == SW_SCALE_BLOCK && kb + 1 < p.k_blocks) /* a k-block ahead: its latency hides behind this one */
+                next = sw_load_scales(p, tl, r, kb + 1);
+            mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
+            const uint32_t st = base + stage * cfg::stage_bytes;
+            const uint32_t a_st = st + consumer * 64 * SW_ROW_BYTES, b_st = st + cfg::a_bytes;
+            wgmma_fence();
+            if constexpr (ELEM == SW_BF16) {
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const uint64_t da = wgmma_desc_k128(a_st + j * 32), db = wgmma_desc_k128(b_st + j * 32);
+                    if constexpr (BN == 256)
+                        pl_wgmma_m64n256k16_bf16<0>(acc, da, db, 1);
+                    else
+                        pl_wgmma_m64n128k16_bf16<0>(acc, da, db, 1);
+                }
+                wgmma_commit();
+                wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
+                if (held >= 0)
+                    release_stage<CLUSTER>(empty, held, lane);
+                held = stage;
+            } else {
+                /* a promotion group of PROMOTE k-blocks starts from zero (scale-d 0) and ends in fp32 registers */
+                const bool first = kb % PROMOTE == 0, last = kb % PROMOTE == PROMOTE - 1 || kb + 1 == p.k_blocks;
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    sw_wgmma_e4m3<BN>(part, wgmma_desc_k128(a_st + j * 32), wgmma_desc_k128(b_st + j * 32),
+                                      first && j == 0 ? 0 : 1);
+                wgmma_commit();
+                if (!last) {
+                    wgmma_wait<1>();
+                    if (held >= 0)
+                        release_stage<CLUSTER>(empty, held, lane);
+                    held = stage;
+                    continue;
+                }
+                wgmma_wait<0>();
+                if (held >= 0)
+                    release_stage<CLUSTER>(empty, held, lane);
+                release_stage<CLUSTER>(empty, stage, lane);
+                held = -1;
+                accumulators_fence(part);
+                if constexpr (SCALE == SW_SCALE_BLOCK) { /* with the k-block's scales */
+                    if (BN > 128 && split < BN && split <= 64)
+                        sw_promote_scaled<BN, 64>(acc, part, cur);
+                    else
+                        sw_promote_scaled<BN, 128>(acc, part, cur);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < BN / 2; i++)
+                        acc[i] += part[i];
+                }
+            }
+        }
+        if constexpr (ELEM == SW_BF16) {
+            wgmma_wait<0>();
+            if (held >= 0)
+                release_stage<CLUSTER>(empty, held, lane);
+            accumulators_fence(acc);
+        }
+        if constexpr (SCALE == SW_SCALE_TENSOR) {
+#pragma unroll
+            for (int i = 0; i < BN / 2; i++)
+                acc[i] *= tensor_scale;
+        }
+        /* TMA stores clip at D's edges, not at a group's last row: a consumer whose rows cross it stores from
+         * registers, stopping there */
+        if (row0 >= tl.row_end)
+            continue;
+        if (p.tma_store && (row0 + 64 <= tl.row_end || tl.row_end == p.o.m)) {
+            epilogue_tma_m64<BN, SW_EPI_BUFFERS>(tma_d, acc, bufs, 0, 1 + consumer, row0, tl.n0);
+        } else {
+            pl_gemm_out o = p.o;
+            o.m = tl.row_end;
+            pl_gemm_store_m64<BN>(o, acc, r, tl.n0, false);
+        }
+    }
+    if (p.tma_store && (threadIdx.x & 127) == 0)
+        bulk_wait<0>(); /* the last stores are done before the shared memory they read goes away */
+}
+
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE>
+__global__ void __launch_bounds__(SW_THREADS, 1)
+    sw_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
+                   const __grid_constant__ CUtensorMap tma_d, const sw_params p)
+{
+    typedef sw_config<BN> cfg;
+    constexpr int STAGES = cfg::stages;
+    constexpr int KE = ELEM == SW_E4M3 ? 128 : 64; /* elements of a k-block row */
+    static_assert(ELEM == SW_E4M3 || SCALE == SW_SCALE_NONE, "bf16 takes no scales");
+    static_assert(ELEM == SW_BF16 || BN == 128 || BN == 192, "FP8 tiles are 128 or 192 wide (two accumulators)");
+    static_assert(SCALE != SW_SCALE_BLOCK || PROMOTE == 1, "block scales change every k-block");
+    extern __shared__ __align__(1024) uint8_t smem_raw[];
+    const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
+    const uint32_t epi = base + STAGES * cfg::stage_bytes; /* 1024-aligned: the swizzle needs it */
+    const uint32_t full = epi + cfg::epi_bytes, empty = full + 8 * STAGES;
+    const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
+    const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(full + 8 * s, 1);            /* the producer's arrive; TMA bytes complete it */
+            mbar_init(empty + 8 * s, 8 * CLUSTER); /* one arrive per consumer warp of every CTA of the cluster */
+        }
+        mbar_fence_init();
+    }
+    if (CLUSTER > 1)
+        cluster_sync(); /* the peer's barriers exist before anything is multicast into or arrived on here */
+    else
+        __syncthreads();
+
+    if (threadIdx.x >= SW_PRODUCER) {
+        regs_dealloc<SW_PRODUCER_REGS>();
+        if (threadIdx.x == SW_PRODUCER) {
+            tma_prefetch_descriptor(&tma_a);
+            tma_prefetch_descriptor(&tma_b);
+            int stage = 0;
+            uint32_t phase = 0;
+            sw_walk w;
+            w.init();
+            sw_tile tl;
+            for (int t = cluster; w.at<BN, CLUSTER>(p, t, rank, tl); t += clusters)
+                for (int kb = 0; kb < p.k_blocks; kb++) {
+                    mbar_wait(empty + 8 * stage, phase ^ 1);
+                    const uint32_t st = base + stage * cfg::stage_bytes, bar = full + 8 * stage;
+                    /* boxes count whole, zero-filled parts too; clustered, half of B comes from the peer */
+                    mbar_arrive_expect_tx(bar, cfg::stage_bytes);
+                    tma_load_2d(st, &tma_a, bar, kb * KE, tl.m0);
+                    if (CLUSTER == 1)
+                        tma_load_2d(st + cfg::a_bytes, &tma_b, bar, kb * KE, tl.b_row);
+                    else
+                        tma_load_2d_multicast(st + cfg::a_bytes + rank * (cfg::b_bytes / CLUSTER), &tma_b, bar, kb * KE,
+                                              tl.b_row + (int)rank * (BN / CLUSTER), (uint16_t)((1u << CLUSTER) - 1));
+                    if (++stage == STAGES) {
+                        stage = 0;
+                        phase ^= 1;
+                    }
+                }
+        }
+    } else {
+        sw_consume<BN, ELEM, SCALE, CLUSTER, PROMOTE>(p, &tma_d, base, epi, full, empty, rank, cluster, clusters);
+    }
+    if (CLUSTER > 1)
+        cluster_sync(); /* the peer may still arrive on this CTA's barriers: stay until it is done */
+}
+
+/* The scale fields of p for A of `rows` rows, N and K (the layouts of gemm/fp8.h), and D's row count and width. */
+static inline void sw_set_out_and_scales(sw_params &p, uint16_t *d, int rows, int n, int k, const float *scale_a,
+                                         const float *scale_b)
+{
+    p.o.d = d;
+    p.o.m = rows;
+    p.o.n = n;
+    p.scale_a = scale_a;
+    p.scale_b = scale_b;
+    p.lda = pl_fp8_scale_a_ld(rows);
+    p.ldb = pl_fp8_scale_b_ld(k);
+    p.nblocks = pl_fp8_kblocks(n);
+}
+
+/* D's tensor map when D can go through TMA (N % 8 == 0, D 16-byte aligned); *tma_store says whether it can. */
+static inline void sw_store_map(CUtensorMap *td, uint16_t *d, int rows, int n, int *tma_store)
+{
+    *tma_store = rows > 0 && n % 8 == 0 && (uintptr_t)d % 16 == 0 &&
+                 pl_tensor_map_bf16(td, d, (uint64_t)rows, (uint64_t)n, EPI_SUB, EPI_SUB) == cudaSuccess;
+}
+
+/* Clusters of the kernel the GPU holds at once (the GPCs decide, not only the SM count), cached per device. */
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE>
+static int sw_max_clusters(int device, int sms, cudaLaunchConfig_t cfg)
+{
+    static int cached[64];
+    if (CLUSTER == 1 || device < 0 || device >= 64)
+        return sms / CLUSTER;
+    if (cached[device] == 0) {
+        int n = 0;
+        cfg.gridDim = dim3(CLUSTER * (sms / CLUSTER));
+        if (cudaOccupancyMaxActiveClusters(&n, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>, &cfg) !=
+                cudaSuccess ||
+            n <= 0) {
+            (void)cudaGetLastError();
+            n = sms / CLUSTER;
+        }
+        cached[device] = n;
+    }
+    return cached[device];
+}
+
+/* Launch persistent CTAs of the kernel for (BN, ELEM, SCALE, CLUSTER, PROMOTE): one per SM (whole clusters), no
+ * more than max_tiles work units (tiles, or cluster tiles) ask for. */
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE = 1>
+static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const CUtensorMap &td, const sw_params &p,
+                             long long max_tiles, cudaStream_t stream)
+{
+    typedef sw_config<BN> cfg;
+    static_assert(cfg::stages >= 3, "too few stages");
+    static_assert(cfg::smem_bytes <= SW_SMEM_LIMIT, "shared memory over the limit");
+    cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
+    int device = 0, sms = 0;
+    if (e == cudaSuccess)
+        e = cudaGetDevice(&device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e != cudaSuccess)
+        return e;
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute attr[1];
+    lc.blockDim = dim3(SW_THREADS);
+    lc.dynamicSmemBytes = cfg::smem_bytes;
+    lc.stream = stream;
+    if (CLUSTER > 1) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = CLUSTER;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        lc.attrs = attr;
+        lc.numAttrs = 1;
+    }
+    long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER, PROMOTE>(device, sms, lc);
+    if (clusters > max_tiles)
+        clusters = max_tiles < 1 ? 1 : max_tiles;
+    lc.gridDim = dim3((unsigned)(clusters * CLUSTER));
+    e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>, ta, tb, td, p);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+#endif

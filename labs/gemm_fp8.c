@@ -1,0 +1,283 @@
+/* gemm:fp8 — D (bf16) = scale·(A·B) with A M×K and B N×K in e4m3, fp32 accumulation, per-tensor scales or block
+ * scales (1×128 for A, 128×128 for B) applied on the fp32 accumulator: what a user without FP8 kernels does
+ * (dequantize to bf16, cuBLAS BF16), the native warp-specialized FP8 kernel with each scaling, and cuBLASLt's FP8
+ * GEMM with each (the references). One bf16 source pair is quantized both ways; each output is judged against the
+ * float64 (small) or cuBLAS fp32 (large) product of the very values its variant multiplied, dequantized exactly. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/fp8_operands.h"
+#include "core/util.h"
+#include "common/gemm_host.h"
+#include "labs.h"
+#include "perflab/perflab.h"
+
+#define STREAM_A           21 /* per-buffer seed streams of the sources */
+#define STREAM_B           22
+#define LT_WORKSPACE_BYTES (32u << 20)
+
+#define REQ_FP8_NATIVE                                                                                                 \
+    {                                                                                                                  \
+        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8              \
+    }
+#define REQ_FP8_LT                                                                                                     \
+    {                                                                                                                  \
+        .needs_gpu = 1, .min_cc = 89, .features = PL_FEAT_FP8                                                          \
+    }
+#define REQ_FP8_LT_BLOCK                                                                                               \
+    {                                                                                                                  \
+        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_FP8                                            \
+    }
+
+typedef struct fp8_state {
+    int m, n, k;
+    pl_fp8_operands q[2];     /* [scaling]: tensor, block */
+    pl_gemm_reference ref[2]; /* the product of q[s]'s values */
+    uint16_t *a16, *b16;      /* dequantized operands: the baseline's scratch */
+    uint16_t *d;              /* every variant's output */
+    pl_fp8_cublaslt *lt[2];   /* NULL where cuBLASLt has no algorithm */
+    cublasStatus_t lt_status[2];
+    cublasHandle_t cublas;
+    cublasLtHandle_t lt_handle;
+    pl_fp8_scaling last; /* the operands the last run multiplied: their reference judges it */
+} fp8_state;
+
+static const pl_param_def fp8_params[] = {
+    {.name = "m",
+     .type = PL_PARAM_INT,
+     .default_value = "8192",
+     .help = "rows of A and D; a multiple of 4 (cuBLASLt's block-scaled FP8)",
+     .min = 4,
+     .max = 1 << 20,
+     .small_value = "300"},
+    {.name = "n",
+     .type = PL_PARAM_INT,
+     .default_value = "8192",
+     .help = "columns of D (rows of B)",
+     .min = 1,
+     .max = 1 << 20,
+     .small_value = "392"},
+    {.name = "k",
+     .type = PL_PARAM_INT,
+     .default_value = "8192",
+     .help = "the reduction; a multiple of 16 (e4m3 rows of whole 16-byte units, for TMA and cuBLASLt)",
+     .min = 16,
+     .max = 1 << 20,
+     .small_value = "272"},
+    {.name = NULL},
+};
+
+static void fp8_counters(const pl_params *p, pl_counters *c)
+{
+    const double m = (double)pl_param_int(p, "m"), n = (double)pl_param_int(p, "n"), k = (double)pl_param_int(p, "k");
+    const double kb = (double)((long long)(k + 127) / 128);
+    c->flops = 2.0 * m * n * k;
+    c->bytes_read = m * k + n * k + 4.0 * (m * kb + ((long long)(n + 127) / 128) * kb); /* e4m3 and block scales */
+    c->bytes_written = 2.0 * m * n;
+    c->elements = m * n;
+}
+
+static pl_gemm_fp8_problem problem_of(const fp8_state *s, pl_fp8_scaling scaling)
+{
+    pl_gemm_fp8_problem p;
+    memset(&p, 0, sizeof p);
+    p.m = s->m;
+    p.n = s->n;
+    p.k = s->k;
+    p.a = s->q[scaling].a;
+    p.b = s->q[scaling].b;
+    p.d = s->d;
+    p.scaling = scaling;
+    p.scale_a = s->q[scaling].sa;
+    p.scale_b = s->q[scaling].sb;
+    return p;
+}
+
+static int fp8_setup(pl_ctx *ctx, const pl_params *params, void **state)
+{
+    fp8_state *s = pl_host_alloc(ctx, sizeof *s);
+    if (!s)
+        return -1;
+    s->m = (int)pl_param_int(params, "m");
+    s->n = (int)pl_param_int(params, "n");
+    s->k = (int)pl_param_int(params, "k");
+    if (s->k % 16 != 0)
+        return pl_fail(ctx,
+                       "--k %d is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA, cuBLASLt); "
+                       "pass e.g. --k %d",
+                       s->k, (s->k + 15) / 16 * 16);
+    if (s->n % 8 != 0)
+        return pl_fail(ctx,
+                       "--n %d is not a multiple of 8: cuBLASLt's FP8 GEMM (the reference variants) takes only rows "
+                       "of D in whole 16-byte units; pass e.g. --n %d (the native kernels take any N: "
+                       "tests/gpu/test_fp8_moe.c checks odd N on them directly)",
+                       s->n, (s->n + 7) / 8 * 8);
+    if (s->m % 4 != 0)
+        return pl_fail(ctx,
+                       "--m %d is not a multiple of 4: cuBLASLt's block-scaled FP8 GEMM (a reference variant) "
+                       "refused M = 129 and took M = 300 on an H200; pass e.g. --m %d (the native kernels take "
+                       "any M: tests/gpu/test_fp8_moe.c checks odd M on them directly)",
+                       s->m, (s->m + 3) / 4 * 4);
+    const size_t m = (size_t)s->m, n = (size_t)s->n, k = (size_t)s->k;
+    uint16_t *x = pl_device_alloc(ctx, m * k * 2), *w = pl_device_alloc(ctx, n * k * 2);
+    s->a16 = pl_device_alloc(ctx, m * k * 2);
+    s->b16 = pl_device_alloc(ctx, n * k * 2);
+    s->d = pl_device_alloc(ctx, m * n * 2);
+    void *ws = pl_device_alloc(ctx, LT_WORKSPACE_BYTES);
+    if (!x || !w || !s->a16 || !s->b16 || !s->d || !ws)
+        return -1;
+    PL_TRY(pl_fp8_sources_fill(ctx, x, s->m, w, s->n, s->k, STREAM_A, STREAM_B));
+    PL_CUBLAS(ctx, cublasCreate(&s->cublas));
+    if (cublasLtCreate(&s->lt_handle) != CUBLAS_STATUS_SUCCESS) {
+        cublasDestroy(s->cublas);
+        return pl_fail(ctx, "cublasLtCreate failed");
+    }
+    static const char *const names[2] = {"per-tensor", "block (1×128, 128×128)"};
+    for (int sc = 0; sc < 2; sc++) {
+        int rc = pl_fp8_operands_make(ctx, x, s->m, w, 1, s->n, s->k, (pl_fp8_scaling)sc, &s->q[sc]);
+        if (rc == 0)
+            rc = pl_fp8_operands_dequantize(ctx, &s->q[sc], s->a16, s->b16);
+        pl_gemm_problem p16;
+        memset(&p16, 0, sizeof p16);
+        p16.m = s->m;
+        p16.n = s->n;
+        p16.k = s->k;
+        p16.a = s->a16;
+        p16.b = s->b16;
+        p16.d = s->d;
+        if (rc == 0)
+            rc = pl_gemm_reference_make(ctx, s->cublas, &p16, PL_DTYPE_BF16, &s->ref[sc]);
+        if (rc != 0) {
+            cublasLtDestroy(s->lt_handle);
+            cublasDestroy(s->cublas);
+            return -1;
+        }
+        const size_t used = strlen(s->ref[sc].how);
+        pl_snprintf(s->ref[sc].how + used, sizeof s->ref[sc].how - used, " of the %s-quantized inputs", names[sc]);
+        const pl_gemm_fp8_problem fp = problem_of(s, (pl_fp8_scaling)sc);
+        s->lt_status[sc] = pl_fp8_cublaslt_plan(s->lt_handle, &fp, ws, LT_WORKSPACE_BYTES, &s->lt[sc]);
+    }
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    *state = s;
+    return 0;
+}
+
+static int fp8_poison(pl_ctx *ctx, void *state)
+{
+    fp8_state *s = state;
+    return pl_poison(ctx, s->d, (size_t)s->m * s->n * 2);
+}
+
+static int fp8_check(pl_ctx *ctx, void *state, pl_verification *v)
+{
+    fp8_state *s = state;
+    double rtol, atol;
+    pl_gemm_elementwise_tolerance(PL_DTYPE_FP8, &rtol, &atol);
+    return pl_gemm_verify(ctx, &s->ref[s->last], s->d, PL_DTYPE_BF16, pl_default_tolerance(PL_DTYPE_FP8), rtol, atol,
+                          v);
+}
+
+static void fp8_teardown(pl_ctx *ctx, void *state)
+{
+    (void)ctx;
+    fp8_state *s = state;
+    for (int sc = 0; sc < 2; sc++)
+        pl_fp8_cublaslt_free(s->lt[sc]);
+    cublasLtDestroy(s->lt_handle);
+    cublasDestroy(s->cublas);
+}
+
+static int run_baseline(pl_ctx *ctx, void *state)
+{
+    fp8_state *s = state;
+    s->last = PL_FP8_SCALING_BLOCK;
+    PL_TRY(pl_fp8_operands_dequantize(ctx, &s->q[PL_FP8_SCALING_BLOCK], s->a16, s->b16));
+    PL_CUBLAS(ctx, cublasSetStream(s->cublas, ctx->stream));
+    PL_CUBLAS(
+        ctx, pl_gemm_cublas(s->cublas, s->m, s->n, s->k, PL_GEMM_B_NK, s->a16, s->b16, CUDA_R_16BF, s->d, CUDA_R_16BF));
+    return 0;
+}
+
+static int run_native(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc)
+{
+    s->last = sc;
+    const pl_gemm_fp8_problem p = problem_of(s, sc);
+    char why[200];
+    if (!pl_gemm_fp8_supports(&p, why, sizeof why))
+        return pl_fail(ctx, "the native FP8 kernel cannot take this problem: %s", why);
+    PL_CUDA(ctx, pl_gemm_fp8_ws(&p, ctx->stream));
+    return 0;
+}
+
+static int run_fp8_tensor(pl_ctx *ctx, void *state)
+{
+    return run_native(ctx, state, PL_FP8_SCALING_TENSOR);
+}
+
+static int run_fp8_block(pl_ctx *ctx, void *state)
+{
+    return run_native(ctx, state, PL_FP8_SCALING_BLOCK);
+}
+
+static int run_lt(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc)
+{
+    s->last = sc;
+    if (!s->lt[sc])
+        return pl_fail(ctx, "cuBLASLt planned no %s FP8 GEMM for this problem on this GPU: %s",
+                       sc == PL_FP8_SCALING_BLOCK ? "block-scaled" : "tensor-scaled",
+                       cublasGetStatusString(s->lt_status[sc]));
+    PL_CUBLAS(ctx, pl_fp8_cublaslt_run(s->lt[sc], ctx->stream));
+    return 0;
+}
+
+static int run_lt_tensor(pl_ctx *ctx, void *state)
+{
+    return run_lt(ctx, state, PL_FP8_SCALING_TENSOR);
+}
+
+static int run_lt_block(pl_ctx *ctx, void *state)
+{
+    return run_lt(ctx, state, PL_FP8_SCALING_BLOCK);
+}
+
+static const pl_variant fp8_variants[] = {
+    {.name = "baseline",
+     .technique = "dequantize the block-scaled e4m3 operands to bf16 (a pass over A and B), then cuBLAS BF16 GEMM",
+     .run = run_baseline},
+    {.name = "fp8_tensor",
+     .technique =
+         "warp-specialized persistent wgmma m64n192k32 e4m3 (TMA producer warpgroup, 2 consumers at 232 registers, "
+         "128×192 tiles), fp32 promotion every 128 K, per-tensor scales on the accumulator",
+     .run = run_fp8_tensor,
+     .req = REQ_FP8_NATIVE},
+    {.name = "fp8_block",
+     .technique = "the same kernel promoting every 128 K with the block scales (A 1×128, B 128×128)",
+     .run = run_fp8_block,
+     .req = REQ_FP8_NATIVE},
+    {.name = "cublaslt_fp8",
+     .technique = "cuBLASLt FP8 GEMM, per-tensor scales, its first heuristic algorithm: the library reference",
+     .run = run_lt_tensor,
+     .flags = PL_VARIANT_REFERENCE,
+     .req = REQ_FP8_LT},
+    {.name = "cublaslt_fp8_block",
+     .technique = "cuBLASLt FP8 GEMM with block scales (VEC128_32F for A, BLK128x128_32F for B; sm_90 only)",
+     .run = run_lt_block,
+     .req = REQ_FP8_LT_BLOCK},
+    {.name = NULL},
+};
+
+const pl_target pl_target_gemm_fp8 = {
+    .group = "gemm",
+    .name = "fp8",
+    .summary = "FP8 e4m3 GEMM, bf16 out: dequantize + cuBLAS BF16 vs native warp-specialized wgmma e4m3 with "
+               "per-tensor and block scales, vs cuBLASLt FP8",
+    .flags = PL_TARGET_POWER_BOUND,
+    .req = {.needs_gpu = 1, .min_cc = 80},
+    .params = fp8_params,
+    .variants = fp8_variants,
+    .counters = fp8_counters,
+    .setup = fp8_setup,
+    .poison = fp8_poison,
+    .check = fp8_check,
+    .teardown = fp8_teardown,
+};

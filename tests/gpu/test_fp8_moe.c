@@ -1,0 +1,239 @@
+/* On a GPU: gemm:fp8 and moe:grouped_gemm verified (every variant against the float64 or cuBLAS fp32 product of the
+ * values it multiplied) at sizes that are no multiple of any tile: odd M, K not a multiple of 128, N odd (D stored
+ * from registers; moe) and N % 8 == 0 (TMA stores), experts with zero tokens, odd token counts per expert, one token,
+ * several tiles per CTA; and the native kernels directly (with and without clusters, odd N included, which the
+ * target leaves to them where cuBLASLt cannot take it), each also run twice on the same inputs: the same bits, or a
+ * race. Exits 77 without a GPU. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/fp8_operands.h"
+#include "common/gemm_host.h"
+#include "common/grouped_ref.h"
+#include "common/moe_routing.h"
+#include "core/devprobe.h"
+#include "core/results_json.h"
+#include "core/util.h"
+#include "gemm/grouped.h"
+#include "perflab/device.h"
+#include "testutil.h"
+
+static void verify_ok(const char *tag, const char *target, const char *args)
+{
+    pl_run run;
+    pl_cmd_result r;
+    char *cmd = pl_strfmt("verify --targets %s --target-extra-arg '%s=%s'", target, target, args);
+    int code = pl_test_run_and_load(tag, cmd, &run, &r);
+    printf("%s %s: exit %d\n%s", target, args, code, r.out);
+    ck_assert_msg(code == 0, "%s %s: exit %d\n%s%s", target, args, code, r.out, r.err);
+    ck_assert_int_eq(pl_test_expect_all_ok(&run, 0), 1);
+    pl_cmd_result_free(&r);
+    pl_run_free(&run);
+    free(cmd);
+}
+
+START_TEST(fp8_gemm_odd_shapes)
+{
+    verify_ok("fp8-small", "gemm:fp8", "--m 300 --n 392 --k 272");         /* the small values */
+    verify_ok("fp8-m132", "gemm:fp8", "--m 132 --n 392 --k 1040");         /* one full and one 4-row tile row */
+    verify_ok("fp8-cublas-ref", "gemm:fp8", "--m 1000 --n 1000 --k 1040"); /* past the host reference: cuBLAS fp32 */
+    verify_ok("fp8-many-tiles", "gemm:fp8", "--m 2048 --n 2176 --k 2048"); /* several tiles per CTA: ring phases */
+}
+END_TEST
+
+START_TEST(moe_grouped_odd_routing)
+{
+    /* 74 rows over 40 experts: most get 0, 1 or 2 tokens */
+    verify_ok("moe-small", "moe:grouped_gemm", "--experts 40 --tokens 37 --n 200 --k 272");
+    /* N odd (register stores everywhere), K not a multiple of 128, uneven experts of tens of tokens */
+    verify_ok("moe-odd-n", "moe:grouped_gemm", "--experts 8 --tokens 301 --n 201 --k 400");
+    /* 128 experts, steep skew: many empty ones, one expert capped at every token */
+    verify_ok("moe-steep", "moe:grouped_gemm", "--experts 128 --tokens 513 --n 136 --k 272 --alpha 3");
+    /* one token on one expert */
+    verify_ok("moe-one", "moe:grouped_gemm", "--experts 4 --tokens 1 --topk 1 --n 64 --k 16");
+    /* the default's N and K at fewer tokens: past the host reference (cuBLAS per expert), several tiles per CTA */
+    verify_ok("moe-cublas-ref", "moe:grouped_gemm", "--experts 64 --tokens 2001 --n 1536 --k 1024 --alpha 0.5");
+}
+END_TEST
+
+/* Runs `launch` into d1, checks it against `ref`, runs it into d2 and compares the bits (a race would show as a
+ * difference). */
+static void check_twice(pl_ctx *ctx, const char *what, cudaError_t (*launch)(void *, uint16_t *, cudaStream_t),
+                        void *arg, const pl_gemm_reference *ref, int fp8, uint16_t *d1, uint16_t *d2, size_t bytes)
+{
+    uint8_t *h1 = pl_host_alloc(ctx, bytes), *h2 = pl_host_alloc(ctx, bytes);
+    ck_assert(h1 && h2);
+    ck_assert(pl_poison(ctx, d1, bytes) == 0 && pl_poison(ctx, d2, bytes) == 0);
+    cudaError_t e = launch(arg, d1, ctx->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(ctx->stream);
+    ck_assert_msg(e == cudaSuccess, "%s: %s", what, cudaGetErrorString(e));
+    double rtol, atol;
+    pl_gemm_elementwise_tolerance(fp8 ? PL_DTYPE_FP8 : PL_DTYPE_BF16, &rtol, &atol);
+    pl_verification v;
+    ck_assert_msg(
+        pl_gemm_verify(ctx, ref, d1, PL_DTYPE_BF16, fp8 ? pl_default_tolerance(PL_DTYPE_FP8) : 0, rtol, atol, &v) == 0,
+        "%s", ctx->error);
+    printf("%s %s: %s\n", v.passed ? "ok  " : "FAIL", what, v.message);
+    ck_assert_msg(v.passed, "%s: %s", what, v.message);
+    ck_assert_msg(launch(arg, d2, ctx->stream) == cudaSuccess, "%s", what);
+    ck_assert(cudaMemcpyAsync(h1, d1, bytes, cudaMemcpyDeviceToHost, ctx->stream) == cudaSuccess);
+    ck_assert(cudaMemcpyAsync(h2, d2, bytes, cudaMemcpyDeviceToHost, ctx->stream) == cudaSuccess);
+    ck_assert(cudaStreamSynchronize(ctx->stream) == cudaSuccess);
+    ck_assert_msg(memcmp(h1, h2, bytes) == 0, "%s gives different results on the same inputs", what);
+}
+
+static cudaError_t launch_fp8(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    pl_gemm_fp8_problem *p = arg;
+    p->d = d;
+    return pl_gemm_fp8_ws(p, stream);
+}
+
+static cudaError_t launch_fp8_c2(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    pl_gemm_fp8_problem *p = arg;
+    p->d = d;
+    return pl_gemm_fp8_ws_c2(p, stream);
+}
+
+static cudaError_t launch_grouped_bf16(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    pl_grouped_gemm_problem *p = arg;
+    p->d = d;
+    return pl_grouped_gemm_bf16(p, stream);
+}
+
+static cudaError_t launch_grouped_fp8(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    pl_grouped_gemm_problem *p = arg;
+    p->d = d;
+    return pl_grouped_gemm_fp8(p, stream);
+}
+
+typedef struct kenv {
+    pl_ctx ctx;
+    pl_device_info dev;
+    cublasHandle_t cublas;
+} kenv;
+
+static int kenv_init(kenv *e)
+{
+    char err[256];
+    memset(e, 0, sizeof *e);
+    e->ctx.seed = 11;
+    ck_assert(cudaSetDevice(0) == cudaSuccess);
+    ck_assert_msg(pl_device_info_query(0, &e->dev, err, sizeof err) == 0, "%s", err);
+    if (e->dev.cc_major != 9 || e->dev.cc_minor != 0) {
+        printf("skip: the native kernels are sm_90a (this GPU is sm_%d%d)\n", e->dev.cc_major, e->dev.cc_minor);
+        return 0;
+    }
+    e->ctx.device = &e->dev;
+    ck_assert(cudaStreamCreate(&e->ctx.stream) == cudaSuccess);
+    ck_assert(cublasCreate(&e->cublas) == CUBLAS_STATUS_SUCCESS);
+    return 1;
+}
+
+/* The FP8 kernel, both scalings, with and without clusters, against the product of its quantized inputs. */
+static void fp8_direct(kenv *e, int m, int n, int k)
+{
+    pl_ctx *ctx = &e->ctx;
+    uint16_t *x = pl_device_alloc(ctx, (size_t)m * k * 2), *w = pl_device_alloc(ctx, (size_t)n * k * 2);
+    uint16_t *x16 = pl_device_alloc(ctx, (size_t)m * k * 2), *w16 = pl_device_alloc(ctx, (size_t)n * k * 2);
+    uint16_t *d1 = pl_device_alloc(ctx, (size_t)m * n * 2), *d2 = pl_device_alloc(ctx, (size_t)m * n * 2);
+    ck_assert(x && w && x16 && w16 && d1 && d2);
+    ck_assert(pl_fp8_sources_fill(ctx, x, m, w, n, k, 1, 2) == 0);
+    for (int sc = 0; sc < 2; sc++) {
+        pl_fp8_operands q;
+        ck_assert_msg(pl_fp8_operands_make(ctx, x, m, w, 1, n, k, (pl_fp8_scaling)sc, &q) == 0, "%s", ctx->error);
+        ck_assert(pl_fp8_operands_dequantize(ctx, &q, x16, w16) == 0);
+        pl_gemm_problem p16 = {.m = m, .n = n, .k = k, .a = x16, .b = w16, .d = d1};
+        pl_gemm_reference ref;
+        ck_assert_msg(pl_gemm_reference_make(ctx, e->cublas, &p16, PL_DTYPE_BF16, &ref) == 0, "%s", ctx->error);
+        pl_gemm_fp8_problem p = {.m = m,
+                                 .n = n,
+                                 .k = k,
+                                 .a = q.a,
+                                 .b = q.b,
+                                 .scaling = (pl_fp8_scaling)sc,
+                                 .scale_a = q.sa,
+                                 .scale_b = q.sb};
+        char what[128];
+        for (int c2 = 0; c2 < 2; c2++) {
+            pl_snprintf(what, sizeof what, "fp8 GEMM %dx%dx%d %s scales%s", m, n, k, sc ? "block" : "tensor",
+                        c2 ? ", 2-CTA clusters" : "");
+            check_twice(ctx, what, c2 ? launch_fp8_c2 : launch_fp8, &p, &ref, 1, d1, d2, (size_t)m * n * 2);
+        }
+    }
+    pl_free_all(ctx);
+}
+
+/* The grouped kernels on a skewed routing of `experts` (some empty), bf16 and fp8 block-scaled. */
+static void grouped_direct(kenv *e, int experts, int tokens, double alpha, int n, int k)
+{
+    pl_ctx *ctx = &e->ctx;
+    char err[256], what[128];
+    pl_moe_routing r;
+    ck_assert(pl_moe_routing_make(&r, experts, tokens, 2, alpha, 3, err, sizeof err) == 0);
+    const int rows = r.rows;
+    int *offsets = pl_device_alloc(ctx, ((size_t)experts + 1) * sizeof(int));
+    uint16_t *a = pl_device_alloc(ctx, (size_t)rows * k * 2), *b = pl_device_alloc(ctx, (size_t)experts * n * k * 2);
+    uint16_t *a16 = pl_device_alloc(ctx, (size_t)rows * k * 2);
+    uint16_t *b16 = pl_device_alloc(ctx, (size_t)experts * n * k * 2);
+    uint16_t *g1 = pl_device_alloc(ctx, (size_t)rows * n * 2), *g2 = pl_device_alloc(ctx, (size_t)rows * n * 2);
+    ck_assert(offsets && a && b && a16 && b16 && g1 && g2);
+    ck_assert(cudaMemcpy(offsets, r.offsets, ((size_t)experts + 1) * sizeof(int), cudaMemcpyHostToDevice) ==
+              cudaSuccess);
+    ck_assert(pl_fp8_sources_fill(ctx, a, rows, b, experts * n, k, 3, 4) == 0);
+    pl_gemm_reference ref;
+    ck_assert_msg(pl_grouped_reference_make(ctx, e->cublas, r.offsets, experts, n, k, a, b, &ref) == 0, "%s",
+                  ctx->error);
+    pl_grouped_gemm_problem gp = {.groups = experts, .n = n, .k = k, .rows = rows, .offsets = offsets, .a = a, .b = b};
+    pl_snprintf(what, sizeof what, "grouped bf16 E=%d rows=%d (%d empty) N=%d K=%d", experts, rows, r.empty, n, k);
+    check_twice(ctx, what, launch_grouped_bf16, &gp, &ref, 0, g1, g2, (size_t)rows * n * 2);
+    pl_fp8_operands q;
+    ck_assert(pl_fp8_operands_make(ctx, a, rows, b, experts, n, k, PL_FP8_SCALING_BLOCK, &q) == 0);
+    ck_assert(pl_fp8_operands_dequantize(ctx, &q, a16, b16) == 0);
+    ck_assert(pl_grouped_reference_make(ctx, e->cublas, r.offsets, experts, n, k, a16, b16, &ref) == 0);
+    gp.a = q.a;
+    gp.b = q.b;
+    gp.scale_a = q.sa;
+    gp.scale_b = q.sb;
+    pl_snprintf(what, sizeof what, "grouped fp8 E=%d rows=%d (%d empty) N=%d K=%d", experts, rows, r.empty, n, k);
+    check_twice(ctx, what, launch_grouped_fp8, &gp, &ref, 1, g1, g2, (size_t)rows * n * 2);
+    pl_moe_routing_free(&r);
+    pl_free_all(ctx);
+}
+
+START_TEST(kernels_direct)
+{
+    kenv e;
+    if (!kenv_init(&e))
+        return;
+    fp8_direct(&e, 129, 201, 400);              /* N odd: stores from registers; K not a multiple of 128 */
+    fp8_direct(&e, 1000, 3000, 1040);           /* several tiles per CTA, partial tiles on every edge, cuBLAS ref */
+    fp8_direct(&e, 1, 8, 16);                   /* one row, one partial k-block */
+    grouped_direct(&e, 16, 700, 1.5, 520, 528); /* TMA stores except where an expert's rows end */
+    grouped_direct(&e, 9, 50, 1.0, 33, 64);     /* N odd: every store from registers */
+    cublasDestroy(e.cublas);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("fp8_moe");
+    TCase *tc = tcase_create("gpu");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, fp8_gemm_odd_shapes);
+    tcase_add_test(tc, moe_grouped_odd_routing);
+    tcase_add_test(tc, kernels_direct);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    if (!pl_test_have_gpu())
+        return 77;
+    return pl_run_suite(suite());
+}
