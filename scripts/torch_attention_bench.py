@@ -71,6 +71,18 @@ def sdpa_call(backend, q, k, v, causal, gqa):
         return (lambda: run(ke, ve, False)), "expanded"
 
 
+def time_backends(rows, name, q, k, v, causal, flops, nbytes, iters):
+    """One row per SDPA backend: its median time and rates, or the error that kept it from running."""
+    for be in BACKENDS:
+        try:
+            fn, how = sdpa_call(be, q, k, v, causal, k.shape[1] != q.shape[1])
+            ms = time_ms(fn, iters)
+            rows.append(dict(shape=name, backend=be, note=how, ms=ms, tflops=flops / ms / 1e9, gbps=nbytes / ms / 1e6))
+        except RuntimeError as e:
+            rows.append(dict(shape=name, backend=be, note="error: " + str(e).split("\n")[0][:80], ms=None))
+        print(rows[-1], flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iters", type=int, default=50)
@@ -87,15 +99,7 @@ def main():
         v = torch.empty(b, kv, s, d, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
         flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
         nbytes = 2.0 * (2 * b * h * s * d + 2 * b * kv * s * d)
-        for be in BACKENDS:
-            try:
-                fn, how = sdpa_call(be, q, k, v, causal, kv != h)
-                ms = time_ms(fn, args.iters)
-                rows.append(dict(shape=name, backend=be, note=how, ms=ms, tflops=flops / ms / 1e9,
-                                 gbps=nbytes / ms / 1e6))
-            except RuntimeError as e:
-                rows.append(dict(shape=name, backend=be, note="error: " + str(e).split("\n")[0][:80], ms=None))
-            print(rows[-1], flush=True)
+        time_backends(rows, name, q, k, v, causal, flops, nbytes, args.iters)
         del q, k, v
         torch.cuda.empty_cache()
     for name, b, h, kv, n, d in DECODE:
@@ -108,15 +112,7 @@ def main():
         ms = time_ms(lambda: dst.copy_(k), args.iters)  # K bytes read + written = the K and V bytes decode reads
         rows.append(dict(shape=name, backend="d2d copy (ceiling)", note="", ms=ms, tflops=0.0, gbps=nbytes / ms / 1e6))
         print(rows[-1], flush=True)
-        for be in BACKENDS:
-            try:
-                fn, how = sdpa_call(be, q, k, v, False, kv != h)
-                ms = time_ms(fn, args.iters)
-                rows.append(dict(shape=name, backend=be, note=how, ms=ms, tflops=flops / ms / 1e9,
-                                 gbps=nbytes / ms / 1e6))
-            except RuntimeError as e:
-                rows.append(dict(shape=name, backend=be, note="error: " + str(e).split("\n")[0][:80], ms=None))
-            print(rows[-1], flush=True)
+        time_backends(rows, name, q, k, v, False, flops, nbytes, args.iters)
     print()
     print(f"{'shape':34} {'backend':20} {'ms':>9} {'TFLOP/s':>8} {'GB/s':>8}  note")
     for r in rows:

@@ -95,8 +95,10 @@ cudaError_t pl_attn_flash_mma(const pl_attn_problem *p, cudaStream_t stream);
 /* ---- flash_wgmma_sm90a.cu (sm_90a only; the caller checks the requirements) ---- */
 cudaError_t pl_attn_flash_wgmma(const pl_attn_problem *p, cudaStream_t stream);
 /* The same with the consumer warpgroups' schedule chosen: pingpong 1 makes them take turns issuing their GEMMs
- * (named barriers), 0 leaves the interleaving to the warp schedulers. pl_attn_flash_wgmma uses the default. */
-#define PL_ATTN_WGMMA_PINGPONG_DEFAULT 1
+ * (named barriers), 0 leaves the interleaving to the warp schedulers. pl_attn_flash_wgmma uses the default, 0:
+ * measured on an H200 (docs/perf/attention.md), 0 is 3.5% faster at head_dim 128 without the causal mask, 1 is 3%
+ * faster with it and 6% faster at head_dim 64. */
+#define PL_ATTN_WGMMA_PINGPONG_DEFAULT 0
 cudaError_t pl_attn_flash_wgmma_schedule(const pl_attn_problem *p, int pingpong, cudaStream_t stream);
 
 /* ---- paged decode ---- */

@@ -1,9 +1,12 @@
-/* Device helpers the attention kernels share: fast exp2, bf16 packing, cp.async with zero fill, mma.sync. */
+/* Device helpers the attention kernels share: fast exp2, bf16 packing, cp.async with zero fill, swizzled tiles,
+ * mma.sync, and the row bookkeeping of the online softmax in the mma accumulator layout. */
 #ifndef PERFLAB_ATTENTION_COMMON_CUH
 #define PERFLAB_ATTENTION_COMMON_CUH
 
 #include <stdint.h>
 #include <cuda_bf16.h>
+
+#include "gemm/ldmatrix.cuh" /* ldmatrix_x4, ldmatrix_x4_trans */
 
 #define PL_ATTN_LOG2E 1.4426950408889634f
 #define PL_ATTN_LN2   0.6931471805599453f
@@ -49,23 +52,6 @@ template <int N> __device__ __forceinline__ void attn_cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-/* Four 8×8 b16 matrices from shared memory: lane l gives the address of row l%8 of matrix l/8 and receives, in
- * register i, elements (l/4, 2·(l%4)) and (l/4, 2·(l%4)+1) of matrix i (the mma operand layout). */
-__device__ __forceinline__ void attn_ldmatrix_x4(uint32_t (&r)[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-/* The same, each matrix transposed on the way: a row-major [k][n] tile read as the B operand. */
-__device__ __forceinline__ void attn_ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
 /* Byte offset of 16-byte chunk `chunk` of row `row` in a shared-memory tile whose rows are D bf16, the chunk index
  * XORed with the row's low 3 bits: the 8 rows of an ldmatrix matrix (and of the cp.async writes) land in 8
  * different bank groups. */
@@ -81,6 +67,42 @@ __device__ __forceinline__ void attn_mma_16816(float (&d)[4], const uint32_t (&a
                  "{%0, %1, %2, %3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* The online softmax's new running max of this thread's two rows (g and g + 8 of an m16 accumulator tile, a quad
+ * of lanes sharing each row): mx holds the thread's max over the tile and the old max; reduced over the quad, it
+ * becomes m. alpha = 2^((m_old - m_new)·sl2) rescales O and the sum, mb = m_new·sl2 is the exponent's offset
+ * (0 for a row with nothing visible yet, so that no inf - inf appears). */
+__device__ __forceinline__ void attn_rows_new_max(float (&mx)[2], float (&m)[2], float (&alpha)[2], float (&mb)[2],
+                                                  float sl2)
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        const float use = mx[r] == -INFINITY ? 0.0f : mx[r];
+        alpha[r] = attn_exp2((m[r] - use) * sl2);
+        mb[r] = use * sl2;
+        m[r] = mx[r];
+    }
+}
+
+/* The end of the rows: the per-thread sums l reduced over the quad, and the log-sum-exp m·scale + ln l of rows
+ * row_lo and row_lo + 8 (when inside the sequence) written by the quad's first lane to lse[row]. */
+__device__ __forceinline__ void attn_rows_finish(float (&l)[2], const float (&m)[2], float sl2, float *lse, int row_lo,
+                                                 int seq, int lane)
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    }
+    if ((lane & 3) == 0) {
+        if (row_lo < seq)
+            lse[row_lo] = (m[0] * sl2 + log2f(l[0])) * PL_ATTN_LN2;
+        if (row_lo + 8 < seq)
+            lse[row_lo + 8] = (m[1] * sl2 + log2f(l[1])) * PL_ATTN_LN2;
+    }
 }
 
 #endif

@@ -5,15 +5,19 @@
  * heads is small or the sequences are long. Here each (sequence, kv head) KV range is split into chunks of
  * `chunk` tokens, one CTA per chunk, and the CTA computes every query head of the GQA group from each K/V row
  * it loads (so K/V leave HBM once, not heads/kv_heads times).
- * Inside a CTA, head_dim/8 lanes share a token, each holding 8 elements (one 16-byte load of K and one of V);
- * a warp takes 32·8/head_dim tokens per step and unrolls U = 4 steps, so that 8 independent 16-byte loads per
- * lane are in flight before the first use. Each lane group keeps its own running max, sum and output for each
- * query head (an online softmax, the rescale once per U tokens); groups merge through shuffles, warps through
- * shared memory, and the CTA writes its chunk's (max, sum, unnormalised output) per head to a workspace. A second
- * kernel combines the chunks of each (sequence, head): O = Σ 2^(mᵢ-M)·oᵢ / Σ 2^(mᵢ-M)·lᵢ. Scores are kept in
- * base 2 (q pre-multiplied by scale·log2 e) so that every exponential is one ex2. Tokens of one warp step lie in
- * one page (steps are 8-token aligned, pages a multiple of 8), so the block table costs one cached load per
- * step. */
+ * Inside a CTA, K and V stream through a 3-stage cp.async pipeline of 32-token tiles (16-byte copies; the block
+ * table read once per token row). Each warp takes 8 tokens of a tile: head_dim/8 lanes share a token, each
+ * holding 8 elements of its K and V rows (one 16-byte shared-memory load each), fp32 FMAs for q·k, a shuffle
+ * reduction over the token's lanes, and V accumulated per lane. Each lane group keeps its own running max, sum and
+ * output per query head (an online softmax, the rescale once per tile); groups merge through shuffles, warps
+ * through shared memory (the stages' bytes), and the CTA writes its chunk's (max, sum, unnormalised output) per
+ * head to a workspace. A second kernel combines the chunks of each (sequence, head):
+ * O = Σ 2^(mᵢ-M)·oᵢ / Σ 2^(mᵢ-M)·lᵢ. Scores are kept in base 2 (q pre-multiplied by scale·log2 e) so that every
+ * exponential is one ex2.
+ * Measured (docs/perf/attention.md): the arithmetic, about 90 instructions per token and lane group for G = 4,
+ * makes this memory-bound problem instruction-bound (55-64% of the copy ceiling, the pipeline did not help);
+ * decode_split_mma.cu moves it onto the tensor cores.
+ */
 #include <math.h>
 
 #include "attention/attention.h"
@@ -234,27 +238,7 @@ __global__ void __launch_bounds__(DS_THREADS, DS_MIN_BLOCKS(G)) decode_split_ker
         }
     }
     __syncthreads();
-    const int heads_here = min(G, a.group);
-    for (int i = threadIdx.x; i < heads_here * D; i += DS_THREADS) {
-        const int g = i / D, d = i % D;
-        float mm = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < DS_WARPS; w++)
-            mm = fmaxf(mm, sm_m[w * G + g]);
-        float ll = 0.0f, o = 0.0f;
-#pragma unroll
-        for (int w = 0; w < DS_WARPS; w++) {
-            const float f = attn_exp2(sm_m[w * G + g] - mm); /* a warp that saw no token: m = -inf, f = 0 */
-            ll += sm_l[w * G + g] * f;
-            o += sm_acc[(w * G + g) * D + d] * f;
-        }
-        const long long slot = ((long long)b * p.heads + kvh * a.group + g) * a.max_splits + sp;
-        a.ws_o[slot * D + d] = o;
-        if (d == 0) {
-            a.ws_m[slot] = mm;
-            a.ws_l[slot] = ll;
-        }
-    }
+    ds_store_partials<D, DS_WARPS, G>(a, sm_acc, sm_m, sm_l, min(G, a.group), b, kvh, sp);
 }
 
 template <int D, int G> static cudaError_t launch_split(const ds_args &a, cudaStream_t stream)

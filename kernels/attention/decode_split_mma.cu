@@ -117,7 +117,7 @@ template <int D> __global__ void __launch_bounds__(DM_THREADS, 2) decode_split_m
         for (int kk = 0; kk < KS; kk++) {
             uint32_t bf[4];
             const int mi = lane >> 3;
-            attn_ldmatrix_x4(bf, kt + attn_swz<D>(tok0 + 8 * (mi >> 1) + (lane & 7), 2 * kk + (mi & 1)));
+            ldmatrix_x4(bf, kt + attn_swz<D>(tok0 + 8 * (mi >> 1) + (lane & 7), 2 * kk + (mi & 1)));
             attn_mma_16816(s[0], qa[kk], bf[0], bf[1]);
             attn_mma_16816(s[1], qa[kk], bf[2], bf[3]);
         }
@@ -154,7 +154,7 @@ template <int D> __global__ void __launch_bounds__(DM_THREADS, 2) decode_split_m
         for (int dt = 0; dt < DT; dt += 2) {
             uint32_t bf[4];
             const int mi = lane >> 3;
-            attn_ldmatrix_x4_trans(bf, vt + attn_swz<D>(tok0 + (mi & 1) * 8 + (lane & 7), dt + (mi >> 1)));
+            ldmatrix_x4_trans(bf, vt + attn_swz<D>(tok0 + (mi & 1) * 8 + (lane & 7), dt + (mi >> 1)));
             attn_mma_16816(o[dt], pa, bf[0], bf[1]);
             attn_mma_16816(o[dt + 1], pa, bf[2], bf[3]);
         }
@@ -179,26 +179,7 @@ template <int D> __global__ void __launch_bounds__(DM_THREADS, 2) decode_split_m
         }
     }
     __syncthreads();
-    for (int idx = threadIdx.x; idx < a.group * D; idx += DM_THREADS) {
-        const int h = idx / D, d = idx % D;
-        float mm = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < DM_WARPS; w++)
-            mm = fmaxf(mm, sm_m[w * 8 + h]);
-        float ll = 0.0f, acc = 0.0f;
-#pragma unroll
-        for (int w = 0; w < DM_WARPS; w++) {
-            const float f = attn_exp2(sm_m[w * 8 + h] - mm); /* a warp that saw no token: m = -inf, f = 0 */
-            ll += sm_l[w * 8 + h] * f;
-            acc += sm_o[(w * 8 + h) * D + d] * f;
-        }
-        const long long slot = ((long long)b * p.heads + kvh * a.group + h) * a.max_splits + sp;
-        a.ws_o[slot * D + d] = acc;
-        if (d == 0) {
-            a.ws_m[slot] = mm;
-            a.ws_l[slot] = ll;
-        }
-    }
+    ds_store_partials<D, DM_WARPS, 8>(a, sm_o, sm_m, sm_l, a.group, b, kvh, sp);
 }
 
 template <int D> static cudaError_t launch_split_mma(const ds_args &a, cudaStream_t stream)

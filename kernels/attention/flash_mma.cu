@@ -96,12 +96,12 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) {
             uint32_t af[4];
-            attn_ldmatrix_x4(af, sq + attn_swz<D>(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
+            ldmatrix_x4(af, sq + attn_swz<D>(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
 #pragma unroll
             for (int nt = 0; nt < 8; nt += 2) {
                 uint32_t bf[4];
                 const int mi = lane >> 3;
-                attn_ldmatrix_x4(bf, kt + attn_swz<D>(8 * (nt + (mi >> 1)) + (lane & 7), 2 * kk + (mi & 1)));
+                ldmatrix_x4(bf, kt + attn_swz<D>(8 * (nt + (mi >> 1)) + (lane & 7), 2 * kk + (mi & 1)));
                 attn_mma_16816(s[nt], af, bf[0], bf[1]);
                 attn_mma_16816(s[nt + 1], af, bf[2], bf[3]);
             }
@@ -129,15 +129,7 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
             mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
         }
         float alpha[2], mb[2], rs[2] = {0.0f, 0.0f};
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-            const float use = mx[r] == -INFINITY ? 0.0f : mx[r]; /* a row with nothing visible yet */
-            alpha[r] = attn_exp2((m[r] - use) * a.scale_log2);
-            mb[r] = use * a.scale_log2;
-            m[r] = mx[r];
-        }
+        attn_rows_new_max(mx, m, alpha, mb, a.scale_log2);
         uint32_t pa[4][4]; /* P as the A operand of the four k16 steps over the 64 keys */
 #pragma unroll
         for (int nt = 0; nt < 8; nt++) {
@@ -167,7 +159,7 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
             for (int dt = 0; dt < DT; dt += 2) {
                 uint32_t bf[4];
                 const int mi = lane >> 3;
-                attn_ldmatrix_x4_trans(bf, vt + attn_swz<D>(16 * t + (mi & 1) * 8 + (lane & 7), dt + (mi >> 1)));
+                ldmatrix_x4_trans(bf, vt + attn_swz<D>(16 * t + (mi & 1) * 8 + (lane & 7), dt + (mi >> 1)));
                 attn_mma_16816(o[dt], pa[t], bf[0], bf[1]);
                 attn_mma_16816(o[dt + 1], pa[t], bf[2], bf[3]);
             }
@@ -175,20 +167,9 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
         __syncthreads(); /* every warp is done with buffer j&1 before it is refilled */
     }
 
-    /* finish: l over the quad, O / l, LSE */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    }
+    /* finish: l over the quad, the LSE, O / l */
+    attn_rows_finish(l, m, a.scale_log2, a.lse + ((long long)b * a.heads + h) * a.seq, row_lo, a.seq, lane);
     const float inv0 = 1.0f / l[0], inv1 = 1.0f / l[1];
-    if ((lane & 3) == 0) {
-        float *lse = a.lse + ((long long)b * a.heads + h) * a.seq;
-        if (row_lo < a.seq)
-            lse[row_lo] = (m[0] * a.scale_log2 + log2f(l[0])) * PL_ATTN_LN2;
-        if (row_lo + 8 < a.seq)
-            lse[row_lo + 8] = (m[1] * a.scale_log2 + log2f(l[1])) * PL_ATTN_LN2;
-    }
     /* O through this warp's own Q rows (only this warp ever read them) for 16-byte stores */
     const int lr = lane >> 2;
 #pragma unroll

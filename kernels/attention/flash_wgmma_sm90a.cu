@@ -11,8 +11,10 @@
  * A = P from registers (the bf16 probabilities never touch shared memory) and B = V N-major from shared memory;
  * it waits for S only, does the online softmax of this tile (max, exp2, sums) while the tensor cores still work
  * on P·V, then waits for P·V, rescales O and turns S into the next P. So the exponentials of one tile overlap
- * the GEMMs of the next (the paper's intra-warpgroup pipelining); the two consumer warpgroups interleave
- * further on their own. The epilogue divides by the row sums, stages O through shared memory for a TMA store
+ * the GEMMs of the next (the paper's intra-warpgroup pipelining). The two consumer warpgroups interleave on their
+ * own (schedule "overlap", the default) or take turns issuing their GEMMs through named barriers ("pingpong", the
+ * paper's inter-warpgroup schedule: one's softmax under the other's GEMMs): measured, neither wins everywhere.
+ * The epilogue divides by the row sums, stages O through shared memory for a TMA store
  * (rows past the sequence are clipped by the tensor map) and writes the log-sum-exp.
  * Both layouts go through 4-D tensor maps (head_dim, seq, heads, batch) with the layout's strides, so TMA's
  * bounds checks give any seq for free: rows and keys past the sequence read as zeros, and the keys are masked.
@@ -149,15 +151,7 @@ __device__ __forceinline__ void fw_softmax(float (&s)[64], float (&m)[2], float 
         mx[0] = fmaxf(mx[0], fmaxf(s[i], s[i + 1]));
         mx[1] = fmaxf(mx[1], fmaxf(s[i + 2], s[i + 3]));
     }
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        const float use = mx[r] == -INFINITY ? 0.0f : mx[r]; /* a row with nothing visible yet */
-        alpha[r] = attn_exp2((m[r] - use) * a.scale_log2);
-        mb[r] = use * a.scale_log2;
-        m[r] = mx[r];
-    }
+    attn_rows_new_max(mx, m, alpha, mb, a.scale_log2);
 #pragma unroll
     for (int i = 0; i < 64; i++) {
         s[i] = attn_exp2(fmaf(s[i], a.scale_log2, -mb[(i >> 1) & 1]));
@@ -329,21 +323,10 @@ __global__ void __launch_bounds__(FW_THREADS, 1)
         if (lane == 0)
             mbar_arrive(v_empty + 8 * ((n_tiles - 1) % S));
 
-            /* epilogue: row sums over the quad, O / l into this warpgroup's Q tile (swizzled as the O tensor map
-             * expects), one TMA store per 64-column half; the LSE from registers */
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-            l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-        }
+        /* epilogue: row sums over the quad and the LSE, O / l into this warpgroup's Q tile (swizzled as the O
+         * tensor map expects), one TMA store per 64-column half */
+        attn_rows_finish(l, m, a.scale_log2, a.lse + ((long long)b * a.heads + h) * a.seq, row_lo, a.seq, lane);
         const float inv[2] = {1.0f / l[0], 1.0f / l[1]};
-        if ((lane & 3) == 0) {
-            float *lse = a.lse + ((long long)b * a.heads + h) * a.seq;
-            if (row_lo < a.seq)
-                lse[row_lo] = (m[0] * a.scale_log2 + log2f(l[0])) * PL_ATTN_LN2;
-            if (row_lo + 8 < a.seq)
-                lse[row_lo + 8] = (m[1] * a.scale_log2 + log2f(l[1])) * PL_ATTN_LN2;
-        }
 #pragma unroll
         for (int i = 0; i < D / 2; i += 2) {
             const int r = warp * 16 + (lane >> 2) + ((i >> 1) & 1) * 8; /* row in the 64-row tile */
