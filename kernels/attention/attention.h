@@ -13,6 +13,7 @@
  *   flash_wgmma_sm90a.cu    FlashAttention-3's ideas on Hopper: TMA, mbarrier ring, producer warp, wgmma
  *   decode_baseline.cu      paged decode, one CTA per (sequence, query head)
  *   decode_split_kv.cu      paged decode, flash-decoding: KV split over CTAs, GQA group per CTA, a combine step
+ *   decode_split_mma.cu     the same split with the GQA group as the rows of mma.sync tiles
  *
  * Every launcher enqueues on `stream`, never synchronises and returns the launch's cudaError_t (the cuBLAS steps
  * of the baseline return their cublasStatus_t). */
