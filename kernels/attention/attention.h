@@ -1,0 +1,148 @@
+/* Attention kernels: the forward pass of softmax attention over bf16 Q, K, V (prefill), and decoding one new
+ * token per sequence against a paged KV cache.
+ *
+ * Forward: O = softmax(scale · Q·Kᵀ + mask) · V per (batch, query head), fp32 accumulation and softmax, O in bf16
+ * and the log-sum-exp of every query row in fp32 (natural log of Σⱼ exp(scale · q·kⱼ) over the visible keys, what
+ * a backward pass needs). Grouped-query attention: query head h reads kv head h / (heads / kv_heads). The causal
+ * mask lets query i see keys 0..i (query and key sequences have the same length). Any seq >= 1.
+ *
+ * Versions (one file each, the technique at its top):
+ *   unfused.cu              baseline: cuBLAS Q·Kᵀ into fp32 S in memory, a softmax kernel, cuBLAS P·V
+ *   flash_mma.cu            FlashAttention-2: tiles of K/V streamed through shared memory, online softmax in
+ *                           registers, mma.sync m16n8k16
+ *   flash_wgmma_sm90a.cu    FlashAttention-3's ideas on Hopper: TMA, mbarrier ring, producer warp, wgmma
+ *   decode_baseline.cu      paged decode, one CTA per (sequence, query head)
+ *   decode_split_kv.cu      paged decode, flash-decoding: KV split over CTAs, GQA group per CTA, a combine step
+ *   decode_split_mma.cu     the same split with the GQA group as the rows of mma.sync tiles
+ *
+ * Every launcher enqueues on `stream`, never synchronises and returns the launch's cudaError_t (the cuBLAS steps
+ * of the baseline return their cublasStatus_t). */
+#ifndef PERFLAB_ATTENTION_H
+#define PERFLAB_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "common/needs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pl_attn_layout {
+    PL_ATTN_BHSD = 0, /* [batch][heads][seq][head_dim] */
+    PL_ATTN_BSHD = 1, /* [batch][seq][heads][head_dim] (the layout of a fused QKV projection's output) */
+} pl_attn_layout;
+
+const char *pl_attn_layout_name(pl_attn_layout l); /* "bhsd" | "bshd" */
+int pl_attn_layout_from_name(const char *name);    /* -1 when unknown */
+
+typedef struct pl_attn_problem {
+    int batch, heads, kv_heads, seq, head_dim;
+    int causal;
+    pl_attn_layout layout; /* of Q, K, V and O alike */
+    float scale;           /* multiplies Q·Kᵀ before the softmax (1/sqrt(head_dim) by convention) */
+    const uint16_t *q;     /* bf16 bits, `heads` heads */
+    const uint16_t *k, *v; /* bf16 bits, `kv_heads` heads */
+    uint16_t *o;           /* bf16 bits, `heads` heads */
+    float *lse;            /* [batch][heads][seq] */
+} pl_attn_problem;
+
+/* Element strides of a tensor of `nheads` heads in the problem's layout. */
+typedef struct pl_attn_strides {
+    long long b, h, s; /* the head_dim stride is 1 */
+} pl_attn_strides;
+
+pl_attn_strides pl_attn_strides_of(const pl_attn_problem *p, int nheads);
+
+/* 1 when the kernels can compute p; else 0 with the reason and the fix in why. Every kernel here takes head_dim
+ * 64 or 128, heads divisible by kv_heads, and 16-byte aligned tensors. */
+int pl_attn_problem_valid(const pl_attn_problem *p, char *why, size_t whylen);
+
+/* What each version needs of the GPU. */
+#define PL_ATTN_NEEDS_MMA                                                                                              \
+    {                                                                                                                  \
+        80, 0, 0                                                                                                       \
+    }
+#define PL_ATTN_NEEDS_WGMMA                                                                                            \
+    {                                                                                                                  \
+        90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA                                                                          \
+    }
+
+/* ---- baseline (unfused.cu): three passes, S and P materialised in device memory ---- */
+
+/* Bytes of scratch the unfused forward needs: S in fp32 and P in bf16 for every (batch, head). */
+size_t pl_attn_unfused_workspace_bytes(const pl_attn_problem *p);
+/* S[b][h] = Q·Kᵀ (fp32, [batch·heads][seq][seq]) with strided-batched cublasGemmEx calls (a loop over the GQA
+ * group, and over the batch for the bshd layout). */
+cublasStatus_t pl_attn_unfused_scores(cublasHandle_t h, const pl_attn_problem *p, float *s);
+/* Row softmax of scale·S with the causal mask: P (bf16, same shape; masked entries 0) and the LSE. When p_f32 is
+ * not NULL it writes fp32 probabilities there instead (may be s itself: the reference's path). */
+cudaError_t pl_attn_unfused_softmax(const pl_attn_problem *p, const float *s, uint16_t *p_bf16, float *p_f32,
+                                    cudaStream_t stream);
+/* O = P·V (bf16 out, fp32 accumulation). */
+cublasStatus_t pl_attn_unfused_pv(cublasHandle_t h, const pl_attn_problem *p, const uint16_t *probs);
+/* The reference's last step: o32 = P·V in fp32 throughout (P fp32, V converted to fp32 in v32, o32 in the
+ * problem's layout as fp32, CUBLAS_COMPUTE_32F: no tf32, no bf16 rounding of P). */
+cublasStatus_t pl_attn_reference_pv_f32(cublasHandle_t h, const pl_attn_problem *p, const float *probs,
+                                        const float *v32, float *o32);
+cudaError_t pl_attn_bf16_to_f32(const uint16_t *in, float *out, size_t n, cudaStream_t stream);
+
+/* ---- flash_mma.cu (sm_80+): FlashAttention-2 with mma.sync ---- */
+cudaError_t pl_attn_flash_mma(const pl_attn_problem *p, cudaStream_t stream);
+
+/* ---- flash_wgmma_sm90a.cu (sm_90a only; the caller checks the requirements) ---- */
+cudaError_t pl_attn_flash_wgmma(const pl_attn_problem *p, cudaStream_t stream);
+/* The same with the consumer warpgroups' schedule chosen: pingpong 1 makes them take turns issuing their GEMMs
+ * (named barriers), 0 leaves the interleaving to the warp schedulers. pl_attn_flash_wgmma uses the default, 0:
+ * measured on an H200 (docs/perf/attention.md), 0 is 3.5% faster at head_dim 128 without the causal mask, 1 is 3%
+ * faster with it and 6% faster at head_dim 64. */
+#define PL_ATTN_WGMMA_PINGPONG_DEFAULT 0
+cudaError_t pl_attn_flash_wgmma_schedule(const pl_attn_problem *p, int pingpong, cudaStream_t stream);
+
+/* ---- paged decode ---- */
+
+/* One new query token per sequence against a paged KV cache. K and V caches are pools of pages,
+ * [num_pages][page_size][kv_heads][head_dim] bf16 (the flash-attn / FlashInfer "NHD" page layout); sequence b's
+ * token t lives in page block_table[b·max_pages + t / page_size] at row t % page_size. q and o are
+ * [batch][heads][head_dim] bf16. Sequence lengths are >= 1 and at most max_pages · page_size. No mask (the new
+ * token sees its whole context). */
+typedef struct pl_decode_problem {
+    int batch, heads, kv_heads, head_dim, page_size, max_pages;
+    float scale;
+    const uint16_t *q;
+    const uint16_t *k_cache, *v_cache;
+    const int *block_table; /* [batch][max_pages] */
+    const int *seq_lens;    /* [batch] */
+    uint16_t *o;
+} pl_decode_problem;
+
+int pl_decode_problem_valid(const pl_decode_problem *p, char *why, size_t whylen);
+
+/* Baseline: one CTA per (sequence, query head) walking the sequence's whole KV: each query head of a GQA group
+ * reads the same K/V again. */
+cudaError_t pl_decode_baseline(const pl_decode_problem *p, cudaStream_t stream);
+
+/* Flash-decoding: the KV of each (sequence, kv head) split into chunks of `chunk` tokens, one CTA per chunk
+ * computing all the query heads of the GQA group from each K/V load (16-byte loads), partial results (running max,
+ * sum, unnormalised output) combined by a second kernel. `workspace` holds pl_decode_split_workspace_bytes(p,
+ * max_len, chunk) bytes; max_len bounds the sequence lengths. chunk 0 picks one from the shape and the SM count. */
+size_t pl_decode_split_workspace_bytes(const pl_decode_problem *p, int max_len, int chunk);
+int pl_decode_split_chunk(const pl_decode_problem *p, int max_len, int sm_count);
+cudaError_t pl_decode_split_kv(const pl_decode_problem *p, int max_len, int chunk, void *workspace,
+                               cudaStream_t stream);
+/* The same split on the tensor cores: the GQA group as the rows of mma.sync m16n8k16 (decode_split_mma.cu, sm_80+);
+ * the same workspace and chunk rules. */
+cudaError_t pl_decode_split_mma(const pl_decode_problem *p, int max_len, int chunk, void *workspace,
+                                cudaStream_t stream);
+
+/* *count = the number of 32-bit words in which a and b differ (compare_words.cu; count is device memory). */
+cudaError_t pl_attn_count_diff_u32(const uint32_t *a, const uint32_t *b, size_t n, unsigned long long *count,
+                                   cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,101 @@
+/* The attention problems' shared host logic: layout names, strides and the argument checks every kernel makes. */
+#include "attention/attention.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *pl_attn_layout_name(pl_attn_layout l)
+{
+    return l == PL_ATTN_BSHD ? "bshd" : "bhsd";
+}
+
+int pl_attn_layout_from_name(const char *name)
+{
+    if (!name)
+        return -1;
+    if (strcmp(name, "bhsd") == 0)
+        return PL_ATTN_BHSD;
+    if (strcmp(name, "bshd") == 0)
+        return PL_ATTN_BSHD;
+    return -1;
+}
+
+pl_attn_strides pl_attn_strides_of(const pl_attn_problem *p, int nheads)
+{
+    const long long d = p->head_dim, s = p->seq, h = nheads;
+    pl_attn_strides st;
+    if (p->layout == PL_ATTN_BSHD) {
+        st.b = s * h * d;
+        st.h = d;
+        st.s = h * d;
+    } else {
+        st.b = h * s * d;
+        st.h = s * d;
+        st.s = d;
+    }
+    return st;
+}
+
+static int aligned16(const void *ptr)
+{
+    return ((uintptr_t)ptr & 15u) == 0;
+}
+
+int pl_attn_problem_valid(const pl_attn_problem *p, char *why, size_t whylen)
+{
+    if (p->batch < 1 || p->heads < 1 || p->kv_heads < 1 || p->seq < 1) {
+        snprintf(why, whylen, "batch, heads, kv_heads and seq must be >= 1 (got %d, %d, %d, %d)", p->batch, p->heads,
+                 p->kv_heads, p->seq);
+        return 0;
+    }
+    if (p->head_dim != 64 && p->head_dim != 128) {
+        snprintf(why, whylen, "head_dim %d is not supported: use 64 or 128", p->head_dim);
+        return 0;
+    }
+    if (p->heads % p->kv_heads != 0) {
+        snprintf(why, whylen, "heads (%d) must be a multiple of kv_heads (%d): pick kv_heads dividing heads", p->heads,
+                 p->kv_heads);
+        return 0;
+    }
+    if (!(p->scale > 0.0f)) {
+        snprintf(why, whylen, "the softmax scale must be > 0 (got %g)", (double)p->scale);
+        return 0;
+    }
+    if (!p->q || !p->k || !p->v || !p->o || !p->lse || !aligned16(p->q) || !aligned16(p->k) || !aligned16(p->v) ||
+        !aligned16(p->o)) {
+        snprintf(why, whylen, "Q, K, V, O and LSE must be present and Q, K, V, O 16-byte aligned");
+        return 0;
+    }
+    return 1;
+}
+
+int pl_decode_problem_valid(const pl_decode_problem *p, char *why, size_t whylen)
+{
+    if (p->batch < 1 || p->heads < 1 || p->kv_heads < 1 || p->max_pages < 1) {
+        snprintf(why, whylen, "batch, heads, kv_heads and max_pages must be >= 1");
+        return 0;
+    }
+    if (p->head_dim != 64 && p->head_dim != 128) {
+        snprintf(why, whylen, "head_dim %d is not supported: use 64 or 128", p->head_dim);
+        return 0;
+    }
+    if (p->heads % p->kv_heads != 0 || p->heads / p->kv_heads > 8) {
+        snprintf(why, whylen, "heads (%d) must be a multiple of kv_heads (%d), at most 8 query heads per kv head",
+                 p->heads, p->kv_heads);
+        return 0;
+    }
+    if (p->page_size < 8 || p->page_size % 8 != 0) {
+        snprintf(why, whylen, "page_size %d: use a multiple of 8 (16 and 64 are the usual)", p->page_size);
+        return 0;
+    }
+    if (!(p->scale > 0.0f)) {
+        snprintf(why, whylen, "the softmax scale must be > 0");
+        return 0;
+    }
+    if (!p->q || !p->k_cache || !p->v_cache || !p->block_table || !p->seq_lens || !p->o || !aligned16(p->q) ||
+        !aligned16(p->k_cache) || !aligned16(p->v_cache) || !aligned16(p->o)) {
+        snprintf(why, whylen, "q, caches, block table, lengths and o must be present, tensors 16-byte aligned");
+        return 0;
+    }
+    return 1;
+}

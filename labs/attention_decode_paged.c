@@ -1,0 +1,283 @@
+/* attention:decode_paged — one new query token per sequence against a paged KV cache (a block table per
+ * sequence, pages scattered through the pool, sequences of different lengths in one batch, grouped-query
+ * attention): one CTA per (sequence, head) against flash-decoding, which splits the KV over CTAs, shares each K/V
+ * load among the query heads of a GQA group and combines the chunks. The work is memory-bound: both are judged by
+ * K and V read once, against cudaMemcpyAsync moving the same bytes in the same process (the HBM ceiling). */
+#include <math.h>
+#include <string.h>
+
+#include "labs.h"
+#include "perflab/perflab.h"
+#include "attention/attention.h"
+#include "common/attention_host.h"
+
+#define STREAM_Q 41 /* per-buffer seed streams of the inputs */
+#define STREAM_K 42
+#define STREAM_V 43
+
+typedef struct decode_state {
+    pl_decode_problem p;
+    int max_len, chunk, pages;
+    int *lens_host;
+    size_t o_elems, cache_elems;
+    double *ref; /* [batch][heads][head_dim] float64 */
+    uint16_t *o_host;
+    void *workspace;    /* split_kv's partial results */
+    uint16_t *copy_dst; /* cuda_memcpy's destination */
+    unsigned long long *diff;
+    int last_was_copy; /* which check the last run needs */
+} decode_state;
+
+static const pl_param_def decode_params[] = {
+    {.name = "batch",
+     .type = PL_PARAM_INT,
+     .default_value = "64",
+     .help = "sequences, one new token each",
+     .min = 1,
+     .max = 65535,
+     .small_value = "5"},
+    {.name = "heads",
+     .type = PL_PARAM_INT,
+     .default_value = "32",
+     .help = "query heads",
+     .min = 1,
+     .max = 4096,
+     .small_value = "8"},
+    {.name = "kv-heads",
+     .type = PL_PARAM_INT,
+     .default_value = "8",
+     .help = "key/value heads (divide heads, at most 8 query heads each); 0: as many as heads",
+     .min = 0,
+     .max = 4096,
+     .small_value = "2"},
+    {.name = "head-dim", .type = PL_PARAM_INT, .default_value = "128", .help = "64 or 128", .min = 64, .max = 128},
+    {.name = "kv-len",
+     .type = PL_PARAM_INT,
+     .default_value = "8192",
+     .help = "the longest context (tokens already in the cache)",
+     .min = 1,
+     .max = 1 << 24,
+     .small_value = "1000"},
+    {.name = "page-size",
+     .type = PL_PARAM_INT,
+     .default_value = "16",
+     .help = "tokens per page (a multiple of 8)",
+     .min = 8,
+     .max = 4096},
+    {.name = "len-spread",
+     .type = PL_PARAM_FLOAT,
+     .default_value = "0.5",
+     .help = "lengths uniform in [(1 - spread)·kv-len, kv-len]; 0: every sequence kv-len long",
+     .min = 0,
+     .max = 1,
+     .small_value = "1"},
+    {.name = "len-seed",
+     .type = PL_PARAM_INT,
+     .default_value = "1",
+     .help = "seed of the lengths' draw",
+     .min = 0,
+     .max = 1e15},
+    {.name = "scale",
+     .type = PL_PARAM_FLOAT,
+     .default_value = "0",
+     .help = "softmax scale; 0: 1/sqrt(head_dim)",
+     .min = 0,
+     .max = 1e6},
+    {.name = NULL},
+};
+
+static int kv_heads_of(const pl_params *p)
+{
+    const int kv = (int)pl_param_int(p, "kv-heads");
+    return kv == 0 ? (int)pl_param_int(p, "heads") : kv;
+}
+
+static void decode_counters(const pl_params *p, pl_counters *c)
+{
+    const int batch = (int)pl_param_int(p, "batch");
+    const double h = (double)pl_param_int(p, "heads"), d = (double)pl_param_int(p, "head-dim");
+    const double kv = (double)kv_heads_of(p);
+    const double tokens = (double)pl_decode_total_tokens(
+        batch, (int)pl_param_int(p, "kv-len"), pl_param_float(p, "len-spread"), (uint64_t)pl_param_int(p, "len-seed"));
+    c->flops = 4.0 * tokens * h * d;                                   /* q·k and p·v per query head and token */
+    c->bytes_read = 2.0 * 2.0 * tokens * kv * d + 2.0 * batch * h * d; /* K and V once, Q */
+    c->bytes_written = 2.0 * batch * h * d;
+    c->elements = batch * h * d;
+}
+
+static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
+{
+    decode_state *s = pl_host_alloc(ctx, sizeof *s);
+    if (!s)
+        return -1;
+    pl_decode_problem *p = &s->p;
+    p->batch = (int)pl_param_int(params, "batch");
+    p->heads = (int)pl_param_int(params, "heads");
+    p->kv_heads = kv_heads_of(params);
+    p->head_dim = (int)pl_param_int(params, "head-dim");
+    p->page_size = (int)pl_param_int(params, "page-size");
+    const int kv_len = (int)pl_param_int(params, "kv-len");
+    const double scale = pl_param_float(params, "scale");
+    p->scale = scale > 0 ? (float)scale : (float)(1.0 / sqrt((double)p->head_dim));
+    if (p->head_dim != 64 && p->head_dim != 128)
+        return pl_fail(ctx, "attention:decode_paged: --head-dim %d is not supported: use 64 or 128", p->head_dim);
+    if (p->heads % p->kv_heads != 0 || p->heads / p->kv_heads > 8)
+        return pl_fail(ctx,
+                       "attention:decode_paged: --heads %d over --kv-heads %d: kv heads must divide the heads, with "
+                       "at most 8 query heads each",
+                       p->heads, p->kv_heads);
+    if (p->page_size % 8 != 0)
+        return pl_fail(ctx, "attention:decode_paged: --page-size %d is not a multiple of 8: use 16 or 64",
+                       p->page_size);
+    p->max_pages = (kv_len + p->page_size - 1) / p->page_size;
+
+    s->lens_host = pl_host_alloc(ctx, (size_t)p->batch * sizeof(int));
+    int *table = pl_host_alloc(ctx, (size_t)p->batch * p->max_pages * sizeof(int));
+    if (!s->lens_host || !table)
+        return -1;
+    pl_decode_lengths(p->batch, kv_len, pl_param_float(params, "len-spread"),
+                      (uint64_t)pl_param_int(params, "len-seed"), s->lens_host);
+    s->max_len = 1;
+    for (int b = 0; b < p->batch; b++)
+        if (s->lens_host[b] > s->max_len)
+            s->max_len = s->lens_host[b];
+    s->pages = pl_decode_block_table(p->batch, s->lens_host, p->page_size, p->max_pages, ctx->seed, table);
+    s->cache_elems = (size_t)s->pages * p->page_size * p->kv_heads * p->head_dim;
+    s->o_elems = (size_t)p->batch * p->heads * p->head_dim;
+    s->chunk = pl_decode_split_chunk(p, s->max_len, ctx->device->sm_count);
+
+    uint16_t *q = pl_device_alloc(ctx, s->o_elems * 2), *kc = pl_device_alloc(ctx, s->cache_elems * 2),
+             *vc = pl_device_alloc(ctx, s->cache_elems * 2);
+    int *table_dev = pl_device_alloc(ctx, (size_t)p->batch * p->max_pages * sizeof(int));
+    int *lens_dev = pl_device_alloc(ctx, (size_t)p->batch * sizeof(int));
+    p->o = pl_device_alloc(ctx, s->o_elems * 2);
+    s->workspace = pl_device_alloc(ctx, pl_decode_split_workspace_bytes(p, s->max_len, s->chunk));
+    s->copy_dst = pl_device_alloc(ctx, s->cache_elems * 2);
+    s->diff = pl_device_alloc(ctx, sizeof *s->diff);
+    s->ref = pl_host_alloc(ctx, s->o_elems * sizeof(double));
+    s->o_host = pl_host_alloc(ctx, s->o_elems * 2);
+    if (!q || !kc || !vc || !table_dev || !lens_dev || !p->o || !s->workspace || !s->copy_dst || !s->diff || !s->ref ||
+        !s->o_host)
+        return -1;
+    PL_TRY(pl_fill_uniform_bf16(ctx, q, s->o_elems, -2.0f, 2.0f, STREAM_Q));
+    PL_TRY(pl_fill_uniform_bf16(ctx, kc, s->cache_elems, -2.0f, 2.0f, STREAM_K));
+    PL_TRY(pl_fill_uniform_bf16(ctx, vc, s->cache_elems, -1.0f, 1.0f, STREAM_V));
+    PL_CUDA(ctx, cudaMemcpyAsync(table_dev, table, (size_t)p->batch * p->max_pages * sizeof(int),
+                                 cudaMemcpyHostToDevice, ctx->stream));
+    PL_CUDA(ctx, cudaMemcpyAsync(lens_dev, s->lens_host, (size_t)p->batch * sizeof(int), cudaMemcpyHostToDevice,
+                                 ctx->stream));
+    p->q = q;
+    p->k_cache = kc;
+    p->v_cache = vc;
+    p->block_table = table_dev;
+    p->seq_lens = lens_dev;
+    char why[256];
+    if (!pl_decode_problem_valid(p, why, sizeof why))
+        return pl_fail(ctx, "attention:decode_paged: %s", why);
+
+    /* the float64 reference from the inputs as the GPU holds them */
+    uint16_t *qh = pl_host_alloc(ctx, s->o_elems * 2), *kh = pl_host_alloc(ctx, s->cache_elems * 2),
+             *vh = pl_host_alloc(ctx, s->cache_elems * 2);
+    if (!qh || !kh || !vh)
+        return -1;
+    PL_CUDA(ctx, cudaMemcpyAsync(qh, q, s->o_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaMemcpyAsync(kh, kc, s->cache_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaMemcpyAsync(vh, vc, s->cache_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    pl_decode_reference_host(p, qh, kh, vh, table, s->lens_host, s->ref);
+    *state = s;
+    return 0;
+}
+
+static int decode_poison(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    PL_TRY(pl_poison(ctx, s->p.o, s->o_elems * 2));
+    return pl_poison(ctx, s->copy_dst, s->cache_elems * 2);
+}
+
+static int decode_check(pl_ctx *ctx, void *state, pl_verification *v)
+{
+    decode_state *s = state;
+    if (s->last_was_copy) {
+        unsigned long long diff = 0;
+        PL_CUDA(ctx, pl_attn_count_diff_u32((const uint32_t *)s->p.k_cache, (const uint32_t *)s->copy_dst,
+                                            s->cache_elems / 2, s->diff, ctx->stream));
+        PL_CUDA(ctx, cudaMemcpyAsync(&diff, s->diff, sizeof diff, cudaMemcpyDeviceToHost, ctx->stream));
+        PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+        pl_verify_set(v, diff == 0, "copy of %zu bytes: %llu words differ", s->cache_elems * 2, diff);
+        return 0;
+    }
+    PL_CUDA(ctx, cudaMemcpyAsync(s->o_host, s->p.o, s->o_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    pl_verify_bf16(s->o_host, s->ref, s->o_elems, 0.0, v);
+    return 0;
+}
+
+static int run_baseline(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    s->last_was_copy = 0;
+    PL_CUDA(ctx, pl_decode_baseline(&s->p, ctx->stream));
+    return 0;
+}
+
+static int run_split_kv(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    s->last_was_copy = 0;
+    PL_CUDA(ctx, pl_decode_split_kv(&s->p, s->max_len, s->chunk, s->workspace, ctx->stream));
+    return 0;
+}
+
+static int run_split_mma(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    s->last_was_copy = 0;
+    PL_CUDA(ctx, pl_decode_split_mma(&s->p, s->max_len, s->chunk, s->workspace, ctx->stream));
+    return 0;
+}
+
+/* The HBM ceiling for the same bytes: the K cache copied (K bytes read + K bytes written = the K and V bytes the
+ * kernels read). */
+static int run_memcpy(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    s->last_was_copy = 1;
+    PL_CUDA(ctx, cudaMemcpyAsync(s->copy_dst, s->p.k_cache, s->cache_elems * 2, cudaMemcpyDeviceToDevice, ctx->stream));
+    return 0;
+}
+
+static const pl_variant decode_variants[] = {
+    {.name = "baseline",
+     .technique = "one CTA per (sequence, query head) walking the whole KV, a token per warp per step",
+     .run = run_baseline},
+    {.name = "split_kv",
+     .technique = "flash-decoding: KV split over CTAs + a combine kernel, the GQA group shares each K/V row, "
+                  "16-byte cp.async 3-stage pipeline, fp32 FMAs",
+     .run = run_split_kv},
+    {.name = "split_kv_mma",
+     .technique = "split_kv with the GQA group as the rows of mma.sync m16n8k16 (FlashAttention-2 on 16 tokens "
+                  "a warp): ~6x fewer instructions per token",
+     .run = run_split_mma,
+     .req = {.needs_gpu = 1, .min_cc = 80}},
+    {.name = "cuda_memcpy",
+     .technique = "cudaMemcpyAsync device-to-device of the K cache (the same bytes moved): the HBM ceiling",
+     .run = run_memcpy,
+     .flags = PL_VARIANT_REFERENCE},
+    {.name = NULL},
+};
+
+const pl_target pl_target_attention_decode_paged = {
+    .group = "attention",
+    .name = "decode_paged",
+    .summary = "decode attention over a paged KV cache (GQA, mixed lengths): per-head CTAs vs flash-decoding, "
+               "against the HBM ceiling",
+    .req = {.needs_gpu = 1},
+    .params = decode_params,
+    .variants = decode_variants,
+    .counters = decode_counters,
+    .setup = decode_setup,
+    .poison = decode_poison,
+    .check = decode_check,
+};

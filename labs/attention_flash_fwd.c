@@ -1,0 +1,310 @@
+/* attention:flash_fwd — the forward pass of softmax attention, bf16 in, O in bf16 and the log-sum-exp in fp32:
+ * unfused (S and P through device memory, cuBLAS for the two products), FlashAttention-2 with mma.sync, and the
+ * Hopper kernel with TMA, an mbarrier ring, a producer warp and wgmma. Causal or not, grouped-query attention,
+ * the [b,h,s,d] and [b,s,h,d] layouts, any seq. PyTorch's SDPA (flash and cuDNN backends) on the same shapes:
+ * scripts/torch_attention_bench.py. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "labs.h"
+#include "perflab/perflab.h"
+#include "attention/attention.h"
+#include "common/attention_host.h"
+#include "common/gemm_host.h"
+#include "core/util.h"
+
+#define STREAM_Q 31 /* per-buffer seed streams of the inputs */
+#define STREAM_K 32
+#define STREAM_V 33
+/* LSE tolerance: fp32 sums of 2^x from the hardware exp2 (about 2 ulp) in another order than the reference's */
+#define LSE_TOLERANCE 1e-4
+
+typedef struct fwd_state {
+    pl_attn_problem p;
+    size_t q_elems, kv_elems, lse_elems;
+    pl_gemm_reference ref; /* O in fp32 on the device, its RMS and the comparison's scratch */
+    double *lse_ref;       /* host */
+    float *lse_host;
+    float *scores;   /* the baseline's S (fp32) */
+    uint16_t *probs; /* and P (bf16) */
+    cublasHandle_t cublas;
+    int pingpong; /* flash_wgmma's schedule */
+} fwd_state;
+
+static const pl_param_def fwd_params[] = {
+    {.name = "batch",
+     .type = PL_PARAM_INT,
+     .default_value = "4",
+     .help = "sequences",
+     .min = 1,
+     .max = 65535,
+     .small_value = "2"},
+    {.name = "heads",
+     .type = PL_PARAM_INT,
+     .default_value = "16",
+     .help = "query heads",
+     .min = 1,
+     .max = 65535,
+     .small_value = "4"},
+    {.name = "kv-heads",
+     .type = PL_PARAM_INT,
+     .default_value = "0",
+     .help = "key/value heads (grouped-query attention; must divide heads); 0: as many as heads",
+     .min = 0,
+     .max = 65535,
+     .small_value = "2"},
+    {.name = "seq",
+     .type = PL_PARAM_INT,
+     .default_value = "4096",
+     .help = "tokens per sequence (queries = keys)",
+     .min = 1,
+     .max = 1 << 20,
+     .small_value = "77"},
+    {.name = "head-dim", .type = PL_PARAM_INT, .default_value = "128", .help = "64 or 128", .min = 64, .max = 128},
+    {.name = "causal", .type = PL_PARAM_BOOL, .default_value = "false", .help = "query i sees keys 0..i"},
+    {.name = "layout",
+     .type = PL_PARAM_STRING,
+     .default_value = "bhsd",
+     .help = "bhsd = [batch][heads][seq][head_dim], bshd = [batch][seq][heads][head_dim]",
+     .choices = "bhsd|bshd"},
+    {.name = "scale",
+     .type = PL_PARAM_FLOAT,
+     .default_value = "0",
+     .help = "softmax scale applied to Q·Kᵀ; 0: 1/sqrt(head_dim)",
+     .min = 0,
+     .max = 1e6},
+    {.name = "wgmma-schedule",
+     .type = PL_PARAM_STRING,
+     .default_value = "overlap",
+     .help = "flash_wgmma's consumer warpgroups: interleave freely, or take turns issuing GEMMs (named barriers; "
+             "faster causal and at head_dim 64)",
+     .choices = "overlap|pingpong"},
+    {.name = NULL},
+};
+
+static int kv_heads_of(const pl_params *p)
+{
+    const int kv = (int)pl_param_int(p, "kv-heads");
+    return kv == 0 ? (int)pl_param_int(p, "heads") : kv;
+}
+
+static void fwd_counters(const pl_params *p, pl_counters *c)
+{
+    const double b = (double)pl_param_int(p, "batch"), h = (double)pl_param_int(p, "heads");
+    const double s = (double)pl_param_int(p, "seq"), d = (double)pl_param_int(p, "head-dim");
+    const double kv = (double)kv_heads_of(p);
+    c->flops = pl_attn_fwd_flops((int)b, (int)h, (int)s, (int)d, pl_param_bool(p, "causal"));
+    c->bytes_read = 2.0 * (b * h * s * d + 2.0 * b * kv * s * d); /* Q, K, V once */
+    c->bytes_written = 2.0 * b * h * s * d + 4.0 * b * h * s;     /* O, and the LSE */
+    c->elements = b * h * s * d;
+}
+
+/* The reference: float64 on the host for small problems, else the unfused pipeline in fp32 on the device. */
+static int make_reference(pl_ctx *ctx, fwd_state *s)
+{
+    const pl_attn_problem *p = &s->p;
+    s->ref.elems = s->q_elems;
+    s->ref.ref = pl_device_alloc(ctx, s->q_elems * sizeof(float));
+    s->ref.scratch = pl_device_alloc(ctx, pl_gemm_diff_scratch_bytes());
+    s->lse_ref = pl_host_alloc(ctx, s->lse_elems * sizeof(double));
+    if (!s->ref.ref || !s->ref.scratch || !s->lse_ref)
+        return -1;
+    const double macs = (double)p->batch * p->heads * p->seq * (double)p->seq * p->head_dim;
+    if (macs <= PL_ATTN_HOST_REFERENCE_MACS) {
+        uint16_t *q = pl_host_alloc(ctx, s->q_elems * 2), *k = pl_host_alloc(ctx, s->kv_elems * 2),
+                 *v = pl_host_alloc(ctx, s->kv_elems * 2);
+        float *out = pl_host_alloc(ctx, s->q_elems * sizeof(float));
+        if (!q || !k || !v || !out)
+            return -1;
+        PL_CUDA(ctx, cudaMemcpyAsync(q, p->q, s->q_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
+        PL_CUDA(ctx, cudaMemcpyAsync(k, p->k, s->kv_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
+        PL_CUDA(ctx, cudaMemcpyAsync(v, p->v, s->kv_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
+        PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+        pl_attn_fwd_reference_host(p, q, k, v, out, s->lse_ref);
+        PL_CUDA(ctx, cudaMemcpyAsync(s->ref.ref, out, s->q_elems * sizeof(float), cudaMemcpyHostToDevice, ctx->stream));
+        snprintf(s->ref.how, sizeof s->ref.how, "float64 host reference");
+    } else {
+        /* S (fp32, the baseline's buffer) -> P fp32 in place -> O = P·V with V in fp32, fp32 GEMMs */
+        float *v32 = pl_device_alloc(ctx, s->kv_elems * sizeof(float));
+        float *lse32 = pl_device_alloc(ctx, s->lse_elems * sizeof(float));
+        if (!v32 || !lse32)
+            return -1;
+        pl_attn_problem r = *p;
+        r.lse = lse32;
+        PL_CUDA(ctx, pl_attn_bf16_to_f32(p->v, v32, s->kv_elems, ctx->stream));
+        PL_CUBLAS(ctx, pl_attn_unfused_scores(s->cublas, &r, s->scores));
+        PL_CUDA(ctx, pl_attn_unfused_softmax(&r, s->scores, NULL, s->scores, ctx->stream));
+        PL_CUBLAS(ctx, pl_attn_reference_pv_f32(s->cublas, &r, s->scores, v32, s->ref.ref));
+        PL_CUDA(ctx,
+                cudaMemcpyAsync(s->lse_host, lse32, s->lse_elems * sizeof(float), cudaMemcpyDeviceToHost, ctx->stream));
+        PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+        for (size_t i = 0; i < s->lse_elems; i++)
+            s->lse_ref[i] = s->lse_host[i];
+        snprintf(s->ref.how, sizeof s->ref.how, "unfused fp32 reference (cuBLAS fp32 GEMMs, fp32 softmax)");
+    }
+    /* The elementwise bound's scale (pl_gemm_verify multiplies it by the absolute tolerance): not the RMS of O, as
+     * for a GEMM, but the largest |V| (1: V is drawn from [-1, 1)). Every output is a convex combination of V
+     * rows, and rounding P to bf16 errs by up to 2^-9 of each term, so |error| <= 2^-9·max|V| + O's own rounding:
+     * an output of small magnitude (terms that cancel) may err by far more than 2^-7 of its RMS and be right. */
+    s->ref.rms = 1.0;
+    return 0;
+}
+
+static int fwd_setup(pl_ctx *ctx, const pl_params *params, void **state)
+{
+    const int batch = (int)pl_param_int(params, "batch"), heads = (int)pl_param_int(params, "heads");
+    const int kv = kv_heads_of(params), seq = (int)pl_param_int(params, "seq");
+    const int d = (int)pl_param_int(params, "head-dim");
+    char err[256];
+    if (pl_attn_fwd_params_check(batch, heads, kv, seq, d, err, sizeof err) != 0)
+        return pl_fail(ctx, "attention:flash_fwd: %s", err);
+    fwd_state *s = pl_host_alloc(ctx, sizeof *s);
+    if (!s)
+        return -1;
+    pl_attn_problem *p = &s->p;
+    p->batch = batch;
+    p->heads = heads;
+    p->kv_heads = kv;
+    p->seq = seq;
+    p->head_dim = d;
+    p->causal = pl_param_bool(params, "causal");
+    p->layout = (pl_attn_layout)pl_attn_layout_from_name(pl_param_str(params, "layout"));
+    const double scale = pl_param_float(params, "scale");
+    p->scale = scale > 0 ? (float)scale : (float)(1.0 / sqrt((double)d));
+    s->pingpong = strcmp(pl_param_str(params, "wgmma-schedule"), "pingpong") == 0;
+    s->q_elems = (size_t)batch * heads * seq * d;
+    s->kv_elems = (size_t)batch * kv * seq * d;
+    s->lse_elems = (size_t)batch * heads * seq;
+    const size_t scores = (size_t)batch * heads * seq * (size_t)seq;
+    /* the baseline's S and P dominate: say so plainly rather than fail an allocation */
+    size_t free_b = 0, total_b = 0;
+    PL_CUDA(ctx, cudaMemGetInfo(&free_b, &total_b));
+    if ((double)scores * 6.0 > 0.8 * (double)free_b)
+        return pl_fail(ctx,
+                       "attention:flash_fwd: the unfused baseline needs %.1f GB for S and P (batch·heads·seq² · 6 "
+                       "bytes) and %.1f GB are free: lower --batch, --heads or --seq",
+                       scores * 6.0 / 1e9, free_b / 1e9);
+    uint16_t *q = pl_device_alloc(ctx, s->q_elems * 2), *k = pl_device_alloc(ctx, s->kv_elems * 2),
+             *v = pl_device_alloc(ctx, s->kv_elems * 2);
+    p->o = pl_device_alloc(ctx, s->q_elems * 2);
+    p->lse = pl_device_alloc(ctx, s->lse_elems * sizeof(float));
+    s->scores = pl_device_alloc(ctx, scores * sizeof(float));
+    s->probs = pl_device_alloc(ctx, scores * 2);
+    s->lse_host = pl_host_alloc(ctx, s->lse_elems * sizeof(float));
+    if (!q || !k || !v || !p->o || !p->lse || !s->scores || !s->probs || !s->lse_host)
+        return -1;
+    /* Q and K in [-2, 2): scaled scores of a few units, so the softmax is peaked, not nearly uniform */
+    PL_TRY(pl_fill_uniform_bf16(ctx, q, s->q_elems, -2.0f, 2.0f, STREAM_Q));
+    PL_TRY(pl_fill_uniform_bf16(ctx, k, s->kv_elems, -2.0f, 2.0f, STREAM_K));
+    PL_TRY(pl_fill_uniform_bf16(ctx, v, s->kv_elems, -1.0f, 1.0f, STREAM_V));
+    p->q = q;
+    p->k = k;
+    p->v = v;
+    char why[256];
+    if (!pl_attn_problem_valid(p, why, sizeof why))
+        return pl_fail(ctx, "attention:flash_fwd: %s", why);
+    PL_CUBLAS(ctx, cublasCreate(&s->cublas));
+    if (cublasSetStream(s->cublas, ctx->stream) != CUBLAS_STATUS_SUCCESS || make_reference(ctx, s) != 0) {
+        cublasDestroy(s->cublas);
+        return ctx->error[0] ? -1 : pl_fail(ctx, "attention:flash_fwd: cublasSetStream failed");
+    }
+    *state = s;
+    return 0;
+}
+
+static int fwd_poison(pl_ctx *ctx, void *state)
+{
+    fwd_state *s = state;
+    PL_TRY(pl_poison(ctx, s->p.o, s->q_elems * 2));
+    return pl_poison(ctx, s->p.lse, s->lse_elems * sizeof(float));
+}
+
+/* O by relative L2 error and elementwise bounds against the reference (pl_gemm_verify's rules), then the LSE;
+ * the first failure is the verdict. */
+static int fwd_check(pl_ctx *ctx, void *state, pl_verification *v)
+{
+    fwd_state *s = state;
+    /* every element within 2^-7·|ref| + 2^-7·max|V| (twice the bound of P's rounding, see make_reference), and the
+     * relative L2 error within bf16's 1e-2 */
+    PL_TRY(pl_gemm_verify(ctx, &s->ref, s->p.o, PL_DTYPE_BF16, 0.0, 1.0 / 128, 1.0 / 128, v));
+    PL_CUDA(ctx,
+            cudaMemcpyAsync(s->lse_host, s->p.lse, s->lse_elems * sizeof(float), cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    pl_verification lv;
+    pl_verify_f32(s->lse_host, s->lse_ref, s->lse_elems, PL_DTYPE_F32, LSE_TOLERANCE, &lv);
+    if (v->passed && !lv.passed) {
+        char msg[sizeof v->message];
+        pl_snprintf(msg, sizeof msg, "O passes, the LSE does not: %s", lv.message);
+        *v = lv;
+        pl_snprintf(v->message, sizeof v->message, "%s", msg);
+    } else if (v->passed) {
+        char msg[sizeof v->message];
+        pl_snprintf(msg, sizeof msg, "O: %s; LSE rel L2 %.1e", v->message, lv.rel_l2_error);
+        pl_snprintf(v->message, sizeof v->message, "%s", msg);
+    }
+    return 0;
+}
+
+static void fwd_teardown(pl_ctx *ctx, void *state)
+{
+    fwd_state *s = state;
+    cublasDestroy(s->cublas);
+}
+
+static int run_unfused(pl_ctx *ctx, void *state)
+{
+    fwd_state *s = state;
+    PL_CUBLAS(ctx, cublasSetStream(s->cublas, ctx->stream));
+    PL_CUBLAS(ctx, pl_attn_unfused_scores(s->cublas, &s->p, s->scores));
+    PL_CUDA(ctx, pl_attn_unfused_softmax(&s->p, s->scores, s->probs, NULL, ctx->stream));
+    PL_CUBLAS(ctx, pl_attn_unfused_pv(s->cublas, &s->p, s->probs));
+    return 0;
+}
+
+static int run_flash_mma(pl_ctx *ctx, void *state)
+{
+    fwd_state *s = state;
+    PL_CUDA(ctx, pl_attn_flash_mma(&s->p, ctx->stream));
+    return 0;
+}
+
+static int run_flash_wgmma(pl_ctx *ctx, void *state)
+{
+    fwd_state *s = state;
+    PL_CUDA(ctx, pl_attn_flash_wgmma_schedule(&s->p, s->pingpong, ctx->stream));
+    return 0;
+}
+
+static const pl_variant fwd_variants[] = {
+    {.name = "baseline",
+     .technique = "unfused: cuBLAS Q·Kᵀ into fp32 S in device memory, a softmax kernel writing bf16 P, cuBLAS P·V",
+     .run = run_unfused},
+    {.name = "flash_mma",
+     .technique = "FlashAttention-2: K/V tiles through smem (cp.async, 2 buffers), mma.sync m16n8k16, online "
+                  "softmax in registers",
+     .run = run_flash_mma,
+     .req = {.needs_gpu = 1, .min_cc = 80}},
+    {.name = "flash_wgmma",
+     .technique = "FlashAttention-3 style: TMA K/V ring on mbarriers, producer warps, 2 consumer warpgroups, "
+                  "wgmma with P from registers, softmax overlapped with the next GEMMs",
+     .run = run_flash_wgmma,
+     .req = {.needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA}},
+    {.name = NULL},
+};
+
+const pl_target pl_target_attention_flash_fwd = {
+    .group = "attention",
+    .name = "flash_fwd",
+    .summary = "attention forward (bf16, causal/GQA/layouts, O + LSE): unfused cuBLAS -> FlashAttention-2 "
+               "(mma.sync) -> Hopper TMA+wgmma",
+    .flags = PL_TARGET_POWER_BOUND,
+    .req = {.needs_gpu = 1},
+    .params = fwd_params,
+    .variants = fwd_variants,
+    .counters = fwd_counters,
+    .setup = fwd_setup,
+    .poison = fwd_poison,
+    .check = fwd_check,
+    .teardown = fwd_teardown,
+};

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""PyTorch's scaled_dot_product_attention on the shapes of perflab's attention targets, for a side-by-side table.
+
+Backends: FLASH_ATTENTION and CUDNN_ATTENTION (torch.nn.attention.sdpa_kernel), bf16, the [b, h, s, d] layout that
+SDPA takes. Counted like perflab: FLOPs 4*b*h*s^2*d, half of it under the causal mask (the diagonal counted as
+half: FlashAttention's convention); bytes Q, K, V, O once. Grouped-query attention goes through enable_gqa=True;
+where a backend refuses it, K and V are expanded to the query heads first (repeat_interleave, outside the timed
+region) and the row says "expanded" -- its bytes are still counted with the real kv heads. Decode: one query
+token per sequence against a contiguous cache (SDPA has no paged cache), GB/s from K and V read once, beside a
+device-to-device copy of the same bytes timed in the same process (the HBM ceiling).
+
+Timing: CUDA events around each call after warm-up, the median of many (--iters).
+
+    python3 scripts/torch_attention_bench.py [--iters 50] [--json out.json]
+"""
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+
+# (name, batch, heads, kv_heads, seq, head_dim, causal): perflab's attention:flash_fwd with the same parameters
+PREFILL = [
+    ("b4 h16 s4096 d128", 4, 16, 16, 4096, 128, False),
+    ("b4 h16 s4096 d128 causal", 4, 16, 16, 4096, 128, True),
+    ("b2 h16 s8192 d128", 2, 16, 16, 8192, 128, False),
+    ("b16 h32 s1024 d64", 16, 32, 32, 1024, 64, False),
+    ("b2 h32/kv8 s4096 d128 (GQA)", 2, 32, 8, 4096, 128, False),
+]
+# (name, batch, heads, kv_heads, kv_len, head_dim): attention:decode_paged with --len-spread 0
+DECODE = [("decode b64 h32/kv8 len8192 d128", 64, 32, 8, 8192, 128)]
+
+
+def time_ms(fn, iters, warmup=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def sdpa_call(backend, q, k, v, causal, gqa):
+    """A callable that runs SDPA on the backend, and how GQA was handled ('' / 'gqa' / 'expanded'), or an error."""
+    def run(kk, vv, enable_gqa):
+        with sdpa_kernel([BACKENDS[backend]]):
+            return F.scaled_dot_product_attention(q, kk, vv, is_causal=causal, enable_gqa=enable_gqa)
+
+    if not gqa:
+        run(k, v, False)
+        return (lambda: run(k, v, False)), ""
+    try:
+        run(k, v, True)
+        return (lambda: run(k, v, True)), "gqa"
+    except RuntimeError:
+        g = q.shape[1] // k.shape[1]
+        ke, ve = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+        run(ke, ve, False)
+        return (lambda: run(ke, ve, False)), "expanded"
+
+
+def time_backends(rows, name, q, k, v, causal, flops, nbytes, iters):
+    """One row per SDPA backend: its median time and rates, or the error that kept it from running."""
+    for be in BACKENDS:
+        try:
+            fn, how = sdpa_call(be, q, k, v, causal, k.shape[1] != q.shape[1])
+            ms = time_ms(fn, iters)
+            rows.append(dict(shape=name, backend=be, note=how, ms=ms, tflops=flops / ms / 1e9, gbps=nbytes / ms / 1e6))
+        except RuntimeError as e:
+            rows.append(dict(shape=name, backend=be, note="error: " + str(e).split("\n")[0][:80], ms=None))
+        print(rows[-1], flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--json", help="write the rows here too")
+    args = ap.parse_args()
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    rows = []
+    print(f"# {torch.cuda.get_device_name(0)}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}",
+          flush=True)
+    for name, b, h, kv, s, d, causal in PREFILL:
+        q = torch.empty(b, h, s, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
+        k = torch.empty(b, kv, s, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
+        v = torch.empty(b, kv, s, d, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
+        flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
+        nbytes = 2.0 * (2 * b * h * s * d + 2 * b * kv * s * d)
+        time_backends(rows, name, q, k, v, causal, flops, nbytes, args.iters)
+        del q, k, v
+        torch.cuda.empty_cache()
+    for name, b, h, kv, n, d in DECODE:
+        q = torch.empty(b, h, 1, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
+        k = torch.empty(b, kv, n, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
+        v = torch.empty(b, kv, n, d, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
+        flops = 4.0 * b * h * n * d
+        nbytes = 2.0 * (2 * b * kv * n * d + 2 * b * h * d)
+        dst = torch.empty_like(k)
+        ms = time_ms(lambda: dst.copy_(k), args.iters)  # K bytes read + written = the K and V bytes decode reads
+        rows.append(dict(shape=name, backend="d2d copy (ceiling)", note="", ms=ms, tflops=0.0, gbps=nbytes / ms / 1e6))
+        print(rows[-1], flush=True)
+        time_backends(rows, name, q, k, v, False, flops, nbytes, args.iters)
+    print()
+    print(f"{'shape':34} {'backend':20} {'ms':>9} {'TFLOP/s':>8} {'GB/s':>8}  note")
+    for r in rows:
+        if r["ms"] is None:
+            print(f"{r['shape']:34} {r['backend']:20} {'-':>9} {'-':>8} {'-':>8}  {r['note']}")
+        else:
+            print(f"{r['shape']:34} {r['backend']:20} {r['ms']:9.4f} {r['tflops']:8.1f} {r['gbps']:8.0f}  {r['note']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

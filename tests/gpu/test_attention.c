@@ -1,0 +1,80 @@
+/* On a GPU: perflab verify of attention:flash_fwd and attention:decode_paged on odd shapes — sequence lengths 1,
+ * 77, 129, 1000 and 4097 (no multiple of any tile), causal and not, GQA groups of 1 to 8 (3 included, which the
+ * decode kernel pads), both layouts, both head dimensions, both reference paths (float64 host, unfused fp32 on the
+ * device), page sizes 16 and 64 with mixed lengths. Exits 77 without a GPU. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/results_json.h"
+#include "core/util.h"
+#include "testutil.h"
+
+static void verify_one(const char *tag, const char *target, const char *args)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "verify --targets %s --timeout-s 240 --target-extra-arg '%s=%s'", target, target, args);
+    pl_run run;
+    pl_cmd_result r;
+    int code = pl_test_run_and_load(tag, cmd, &run, &r);
+    ck_assert_msg(code == 0, "%s %s: exit %d\n%s%s", target, args, code, r.out, r.err);
+    ck_assert_int_eq(pl_test_expect_all_ok(&run, 0), 1);
+    pl_cmd_result_free(&r);
+    pl_run_free(&run);
+}
+
+/* one row per case: every variant of the target against the reference (a loop test each, so that one failure
+ * does not hide the others) */
+static const char *const fwd_cases[] = {
+    "--batch 2 --heads 4 --kv-heads 2 --seq 1 --head-dim 128 --causal true --layout bhsd",
+    "--batch 3 --heads 6 --kv-heads 2 --seq 77 --head-dim 64 --layout bshd",
+    "--batch 2 --heads 8 --kv-heads 2 --seq 77 --head-dim 128 --causal true --layout bhsd --scale 0.2",
+    "--batch 2 --heads 2 --kv-heads 1 --seq 129 --head-dim 64 --causal true --layout bshd",
+    "--batch 1 --heads 4 --kv-heads 4 --seq 1000 --head-dim 64 --causal true --layout bhsd",
+    "--batch 1 --heads 4 --kv-heads 1 --seq 1000 --head-dim 128 --layout bshd",
+    "--batch 1 --heads 2 --kv-heads 1 --seq 4097 --head-dim 128 --causal true --layout bshd",
+    "--batch 1 --heads 2 --kv-heads 2 --seq 4097 --head-dim 64 --layout bhsd",
+};
+
+static const char *const decode_cases[] = {
+    "--batch 3 --heads 8 --kv-heads 2 --head-dim 128 --kv-len 1 --len-spread 0 --page-size 16",
+    "--batch 5 --heads 4 --kv-heads 4 --head-dim 64 --kv-len 77 --len-spread 1 --page-size 64",
+    "--batch 7 --heads 6 --kv-heads 2 --head-dim 128 --kv-len 1000 --len-spread 1 --page-size 16",
+    "--batch 3 --heads 32 --kv-heads 4 --head-dim 128 --kv-len 4097 --len-spread 0.5 --page-size 64",
+    "--batch 4 --heads 16 --kv-heads 8 --head-dim 64 --kv-len 4097 --len-spread 0 --page-size 16",
+};
+
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+START_TEST(flash_fwd_edges)
+{
+    char tag[32];
+    snprintf(tag, sizeof tag, "attn-fwd-%d", _i);
+    verify_one(tag, "attention:flash_fwd", fwd_cases[_i]);
+}
+END_TEST
+
+START_TEST(decode_paged_edges)
+{
+    char tag[32];
+    snprintf(tag, sizeof tag, "attn-dec-%d", _i);
+    verify_one(tag, "attention:decode_paged", decode_cases[_i]);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("attention");
+    TCase *tc = tcase_create("gpu");
+    tcase_set_timeout(tc, 900);
+    tcase_add_loop_test(tc, flash_fwd_edges, 0, COUNT(fwd_cases));
+    tcase_add_loop_test(tc, decode_paged_edges, 0, COUNT(decode_cases));
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    if (!pl_test_have_gpu())
+        return 77;
+    return pl_run_suite(suite());
+}

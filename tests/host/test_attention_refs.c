@@ -1,0 +1,235 @@
+/* The attention targets' host logic: FLOP counts, parameter checks, the lengths and block tables of the paged
+ * cache, and the float64 references, which must agree with each other (the decode of the last token equals the
+ * last row of a causal forward pass), with the layouts, and with cases whose answer is known in closed form. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/attention_host.h"
+#include "perflab/device.h"
+#include "perflab/verify.h"
+#include "testutil.h"
+
+static uint16_t rand_bf16(uint64_t stream, size_t i, float lo, float hi)
+{
+    return pl_bf16_round_host(pl_uniform_host(99, stream, i, lo, hi));
+}
+
+START_TEST(flop_counts)
+{
+    ck_assert_double_eq(pl_attn_fwd_flops(4, 16, 4096, 128, 0), 4.0 * 4 * 16 * 4096.0 * 4096 * 128);
+    ck_assert_double_eq(pl_attn_fwd_flops(4, 16, 4096, 128, 1), 2.0 * 4 * 16 * 4096.0 * 4096 * 128);
+}
+END_TEST
+
+START_TEST(parameter_checks_name_the_fix)
+{
+    char err[256];
+    ck_assert_int_eq(pl_attn_fwd_params_check(4, 16, 16, 4096, 128, err, sizeof err), 0);
+    ck_assert_int_eq(pl_attn_fwd_params_check(4, 16, 5, 4096, 128, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "--kv-heads 5"));
+    ck_assert_int_eq(pl_attn_fwd_params_check(4, 16, 16, 4096, 96, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "use 64 or 128"));
+
+    pl_attn_problem p;
+    memset(&p, 0, sizeof p);
+    static uint16_t buf[64] __attribute__((aligned(16)));
+    static float lse[4];
+    p.batch = 1, p.heads = 4, p.kv_heads = 2, p.seq = 3, p.head_dim = 64, p.scale = 0.125f;
+    p.q = p.k = p.v = buf;
+    p.o = buf;
+    p.lse = lse;
+    ck_assert(pl_attn_problem_valid(&p, err, sizeof err));
+    p.kv_heads = 3;
+    ck_assert(!pl_attn_problem_valid(&p, err, sizeof err));
+    p.kv_heads = 2;
+    p.q = buf + 1; /* misaligned */
+    ck_assert(!pl_attn_problem_valid(&p, err, sizeof err));
+    ck_assert_int_eq(pl_attn_layout_from_name("bshd"), PL_ATTN_BSHD);
+    ck_assert_int_eq(pl_attn_layout_from_name("nhwc"), -1);
+}
+END_TEST
+
+START_TEST(strides_of_both_layouts)
+{
+    pl_attn_problem p;
+    memset(&p, 0, sizeof p);
+    p.seq = 7, p.head_dim = 64, p.layout = PL_ATTN_BHSD;
+    pl_attn_strides s = pl_attn_strides_of(&p, 3);
+    ck_assert(s.b == 3 * 7 * 64 && s.h == 7 * 64 && s.s == 64);
+    p.layout = PL_ATTN_BSHD;
+    s = pl_attn_strides_of(&p, 3);
+    ck_assert(s.b == 7 * 3 * 64 && s.h == 64 && s.s == 3 * 64);
+}
+END_TEST
+
+START_TEST(lengths_and_block_tables)
+{
+    int lens[50];
+    pl_decode_lengths(50, 1000, 0.5, 3, lens);
+    long long sum = 0;
+    int distinct = 0;
+    for (int b = 0; b < 50; b++) {
+        ck_assert(lens[b] >= 500 && lens[b] <= 1000);
+        sum += lens[b];
+        distinct += b > 0 && lens[b] != lens[b - 1];
+    }
+    ck_assert(distinct > 10); /* really drawn, not constant */
+    ck_assert_int_eq(pl_decode_total_tokens(50, 1000, 0.5, 3), sum);
+    pl_decode_lengths(50, 1000, 0.0, 3, lens);
+    for (int b = 0; b < 50; b++)
+        ck_assert_int_eq(lens[b], 1000);
+    pl_decode_lengths(50, 77, 1.0, 4, lens);
+    for (int b = 0; b < 50; b++)
+        ck_assert(lens[b] >= 1 && lens[b] <= 77);
+
+    /* every page of the pool used exactly once, -1 past each sequence's last page, pages shuffled */
+    const int ps = 16, max_pages = (77 + ps - 1) / ps;
+    int *table = malloc(sizeof(int) * 50 * max_pages);
+    const int pages = pl_decode_block_table(50, lens, ps, max_pages, 11, table);
+    int expect = 0;
+    for (int b = 0; b < 50; b++)
+        expect += (lens[b] + ps - 1) / ps;
+    ck_assert_int_eq(pages, expect);
+    char *seen = calloc((size_t)pages, 1);
+    int in_order = 0;
+    for (int b = 0; b < 50; b++)
+        for (int i = 0; i < max_pages; i++) {
+            const int pg = table[b * max_pages + i];
+            if (i < (lens[b] + ps - 1) / ps) {
+                ck_assert(pg >= 0 && pg < pages && !seen[pg]);
+                seen[pg] = 1;
+                in_order += i > 0 && pg == table[b * max_pages + i - 1] + 1;
+            } else {
+                ck_assert_int_eq(pg, -1);
+            }
+        }
+    ck_assert(in_order < pages / 4);
+    free(seen);
+    free(table);
+}
+END_TEST
+
+/* seq 1: the output is the one V row, the LSE the one scaled score */
+START_TEST(forward_reference_closed_forms)
+{
+    pl_attn_problem p;
+    memset(&p, 0, sizeof p);
+    p.batch = 1, p.heads = 2, p.kv_heads = 1, p.seq = 1, p.head_dim = 64, p.scale = 0.3f;
+    uint16_t q[128], k[64], v[64];
+    for (int i = 0; i < 128; i++)
+        q[i] = rand_bf16(1, i, -2, 2);
+    for (int i = 0; i < 64; i++) {
+        k[i] = rand_bf16(2, i, -2, 2);
+        v[i] = rand_bf16(3, i, -1, 1);
+    }
+    float out[128];
+    double lse[2];
+    pl_attn_fwd_reference_host(&p, q, k, v, out, lse);
+    for (int h = 0; h < 2; h++) {
+        double s = 0;
+        for (int e = 0; e < 64; e++) {
+            ck_assert(fabs(out[h * 64 + e] - pl_bf16_to_double(v[e])) < 1e-7);
+            s += pl_bf16_to_double(q[h * 64 + e]) * pl_bf16_to_double(k[e]);
+        }
+        ck_assert(fabs(lse[h] - (double)0.3f * s) < 1e-9);
+    }
+}
+END_TEST
+
+/* Random problem in bhsd, the same tensors transposed to bshd: the same outputs. The decode of the last token of a
+ * paged copy of K/V equals the last row of the causal forward pass. */
+START_TEST(references_agree)
+{
+    enum { B = 2, H = 4, KV = 2, S = 37, D = 64 };
+    pl_attn_problem p;
+    memset(&p, 0, sizeof p);
+    p.batch = B, p.heads = H, p.kv_heads = KV, p.seq = S, p.head_dim = D, p.causal = 1, p.scale = 0.125f;
+    const size_t nq = (size_t)B * H * S * D, nk = (size_t)B * KV * S * D;
+    uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2);
+    uint16_t *q2 = malloc(nq * 2), *k2 = malloc(nk * 2), *v2 = malloc(nk * 2);
+    float *o = malloc(nq * 4), *o2 = malloc(nq * 4);
+    double *lse = malloc(sizeof(double) * B * H * S), *lse2 = malloc(sizeof(double) * B * H * S);
+    for (size_t i = 0; i < nq; i++)
+        q[i] = rand_bf16(4, i, -2, 2);
+    for (size_t i = 0; i < nk; i++) {
+        k[i] = rand_bf16(5, i, -2, 2);
+        v[i] = rand_bf16(6, i, -1, 1);
+    }
+    pl_attn_fwd_reference_host(&p, q, k, v, o, lse);
+    /* transpose to bshd */
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < S; s++)
+            for (int e = 0; e < D; e++) {
+                for (int h = 0; h < H; h++)
+                    q2[(((size_t)b * S + s) * H + h) * D + e] = q[(((size_t)b * H + h) * S + s) * D + e];
+                for (int h = 0; h < KV; h++) {
+                    k2[(((size_t)b * S + s) * KV + h) * D + e] = k[(((size_t)b * KV + h) * S + s) * D + e];
+                    v2[(((size_t)b * S + s) * KV + h) * D + e] = v[(((size_t)b * KV + h) * S + s) * D + e];
+                }
+            }
+    p.layout = PL_ATTN_BSHD;
+    pl_attn_fwd_reference_host(&p, q2, k2, v2, o2, lse2);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int s = 0; s < S; s++) {
+                ck_assert(fabs(lse[((size_t)b * H + h) * S + s] - lse2[((size_t)b * H + h) * S + s]) < 1e-12);
+                for (int e = 0; e < D; e++)
+                    ck_assert(o[(((size_t)b * H + h) * S + s) * D + e] == o2[(((size_t)b * S + s) * H + h) * D + e]);
+            }
+    /* causal: row 0 sees key 0 only */
+    for (int e = 0; e < D; e++)
+        ck_assert(fabs(o[e] - pl_bf16_to_double(v[e])) < 1e-7);
+
+    /* decode: K/V of each sequence (length S) into shuffled pages of 8 tokens, q = the last query row */
+    pl_decode_problem d;
+    memset(&d, 0, sizeof d);
+    d.batch = B, d.heads = H, d.kv_heads = KV, d.head_dim = D, d.page_size = 8, d.scale = p.scale;
+    d.max_pages = (S + 7) / 8;
+    int lens[B] = {S, S}, table[B * ((S + 7) / 8)];
+    const int pages = pl_decode_block_table(B, lens, 8, d.max_pages, 5, table);
+    uint16_t *kc = calloc((size_t)pages * 8 * KV * D, 2), *vc = calloc((size_t)pages * 8 * KV * D, 2);
+    uint16_t qd[B * H * D];
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < S; t++) {
+            const size_t page = (size_t)table[b * d.max_pages + t / 8];
+            for (int h = 0; h < KV; h++)
+                for (int e = 0; e < D; e++) {
+                    const size_t dst = ((page * 8 + t % 8) * KV + h) * D + e;
+                    kc[dst] = k[(((size_t)b * KV + h) * S + t) * D + e];
+                    vc[dst] = v[(((size_t)b * KV + h) * S + t) * D + e];
+                }
+        }
+        for (int h = 0; h < H; h++)
+            for (int e = 0; e < D; e++)
+                qd[((size_t)b * H + h) * D + e] = q[(((size_t)b * H + h) * S + S - 1) * D + e];
+    }
+    double od[B * H * D];
+    pl_decode_reference_host(&d, qd, kc, vc, table, lens, od);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int e = 0; e < D; e++)
+                ck_assert(fabs(od[((size_t)b * H + h) * D + e] - o[(((size_t)b * H + h) * S + S - 1) * D + e]) < 1e-6);
+    free(q), free(k), free(v), free(q2), free(k2), free(v2), free(o), free(o2), free(lse), free(lse2);
+    free(kc), free(vc);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("attention");
+    TCase *tc = tcase_create("host");
+    tcase_add_test(tc, flop_counts);
+    tcase_add_test(tc, parameter_checks_name_the_fix);
+    tcase_add_test(tc, strides_of_both_layouts);
+    tcase_add_test(tc, lengths_and_block_tables);
+    tcase_add_test(tc, forward_reference_closed_forms);
+    tcase_add_test(tc, references_agree);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return pl_run_suite(suite());
+}
