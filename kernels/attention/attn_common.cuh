@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cuda_bf16.h>
 
+#include "common/ptx.cuh"     /* cp_async16, mma_bf16_16816 */
 #include "gemm/ldmatrix.cuh" /* ldmatrix_x4, ldmatrix_x4_trans */
 
 #define PL_ATTN_LOG2E 1.4426950408889634f
@@ -37,21 +38,6 @@ __device__ __forceinline__ float attn_bf16_hi(uint32_t w)
 }
 
 /* 16 bytes global -> shared, asynchronously; src_bytes 0 writes zeros (rows past the sequence). */
-__device__ __forceinline__ void attn_cp_async16(uint32_t dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-
-__device__ __forceinline__ void attn_cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int N> __device__ __forceinline__ void attn_cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 /* Byte offset of 16-byte chunk `chunk` of row `row` in a shared-memory tile whose rows are D bf16, the chunk index
  * XORed with the row's low 3 bits: the 8 rows of an ldmatrix matrix (and of the cp.async writes) land in 8
  * different bank groups. */
@@ -61,14 +47,6 @@ template <int D> __device__ __forceinline__ uint32_t attn_swz(int row, int chunk
 }
 
 /* D (16×8 fp32) += A (16×16 bf16, row) · B (16×8 bf16, col). */
-__device__ __forceinline__ void attn_mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 /* The online softmax's new running max of this thread's two rows (g and g + 8 of an m16 accumulator tile, a quad
  * of lanes sharing each row): mx holds the thread's max over the tile and the old max; reduced over the quad, it
  * becomes m. alpha = 2^((m_old - m_new)·sl2) rescales O and the sum, mb = m_new·sl2 is the exponent's offset

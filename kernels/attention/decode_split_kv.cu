@@ -79,7 +79,7 @@ __device__ __forceinline__ void ds_load_tile(uint32_t stage, const pl_decode_pro
             const long long page = table[t / p.page_size];
             src = base + ((page * p.page_size + t % p.page_size) * p.kv_heads + kvh) * D + ch * 8;
         }
-        attn_cp_async16(stage + kv * (DS_TILE * D * 2) + tok * (D * 2) + ch * 16, src, t < end ? 16 : 0);
+        cp_async16(stage + kv * (DS_TILE * D * 2) + tok * (D * 2) + ch * 16, src, t < end ? 16 : 0);
     }
 }
 
@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(DS_THREADS, DS_MIN_BLOCKS(G)) decode_split_ker
     for (int s = 0; s < DS_STAGES - 1; s++) {
         if (s < n_tiles)
             ds_load_tile<D>(sbase + s * sm::stage_bytes, p, table, kvh, start + s * DS_TILE, end);
-        attn_cp_async_commit();
+        cp_async_commit();
     }
 
     float q[G][8], acc[G][8], m[G], l[G];
@@ -135,12 +135,12 @@ __global__ void __launch_bounds__(DS_THREADS, DS_MIN_BLOCKS(G)) decode_split_ker
     }
 
     for (int i = 0; i < n_tiles; i++) {
-        attn_cp_async_wait<DS_STAGES - 2>();
+        cp_async_wait<DS_STAGES - 2>();
         __syncthreads(); /* tile i visible; every warp is done with the stage refilled next */
         if (i + DS_STAGES - 1 < n_tiles)
             ds_load_tile<D>(sbase + ((i + DS_STAGES - 1) % DS_STAGES) * sm::stage_bytes, p, table, kvh,
                             start + (i + DS_STAGES - 1) * DS_TILE, end);
-        attn_cp_async_commit();
+        cp_async_commit();
         const uint32_t ks = sbase + (i % DS_STAGES) * sm::stage_bytes, vs = ks + sm::tile_bytes;
         const int t0 = start + i * DS_TILE;
 
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(DS_THREADS, DS_MIN_BLOCKS(G)) decode_split_ker
                 }
         }
     }
-    attn_cp_async_wait<0>();
+    cp_async_wait<0>();
 
     /* merge the token groups of the warp (lanes with the same slice dl), then the warps through shared memory */
 #pragma unroll

@@ -53,8 +53,8 @@ __device__ __forceinline__ void dm_load_tile(uint32_t stage, const pl_decode_pro
             vs += row * D + ch * 8;
         }
         const uint32_t dst = stage + attn_swz<D>(tok, ch);
-        attn_cp_async16(dst, ks, t < end ? 16 : 0);
-        attn_cp_async16(dst + DM_TILE * D * 2, vs, t < end ? 16 : 0);
+        cp_async16(dst, ks, t < end ? 16 : 0);
+        cp_async16(dst + DM_TILE * D * 2, vs, t < end ? 16 : 0);
     }
 }
 
@@ -81,7 +81,7 @@ template <int D> __global__ void __launch_bounds__(DM_THREADS, 2) decode_split_m
     for (int s = 0; s < DM_STAGES - 1; s++) {
         if (s < n_tiles)
             dm_load_tile<D>(sbase + s * sm::stage_bytes, p, table, kvh, start + s * DM_TILE, end);
-        attn_cp_async_commit();
+        cp_async_commit();
     }
 
     /* Q as A fragments, once: row g is query head kvh·G + g when g < G, else zero; rows g + 8 are padding */
@@ -103,12 +103,12 @@ template <int D> __global__ void __launch_bounds__(DM_THREADS, 2) decode_split_m
     float m = -INFINITY, l = 0.0f; /* of row g, in base-2 units of the scaled score */
 
     for (int i = 0; i < n_tiles; i++) {
-        attn_cp_async_wait<DM_STAGES - 2>();
+        cp_async_wait<DM_STAGES - 2>();
         __syncthreads(); /* tile i visible; every warp is done with the stage refilled next */
         if (i + DM_STAGES - 1 < n_tiles)
             dm_load_tile<D>(sbase + ((i + DM_STAGES - 1) % DM_STAGES) * sm::stage_bytes, p, table, kvh,
                             start + (i + DM_STAGES - 1) * DM_TILE, end);
-        attn_cp_async_commit();
+        cp_async_commit();
         const uint32_t kt = sbase + (i % DM_STAGES) * sm::stage_bytes, vt = kt + sm::tile_bytes;
         const int tok0 = warp * 16; /* this warp's 16 tokens of the tile */
 
@@ -118,8 +118,8 @@ template <int D> __global__ void __launch_bounds__(DM_THREADS, 2) decode_split_m
             uint32_t bf[4];
             const int mi = lane >> 3;
             ldmatrix_x4(bf, kt + attn_swz<D>(tok0 + 8 * (mi >> 1) + (lane & 7), 2 * kk + (mi & 1)));
-            attn_mma_16816(s[0], qa[kk], bf[0], bf[1]);
-            attn_mma_16816(s[1], qa[kk], bf[2], bf[3]);
+            mma_bf16_16816(s[0], qa[kk], bf[0], bf[1]);
+            mma_bf16_16816(s[1], qa[kk], bf[2], bf[3]);
         }
         /* row g only (c0, c1): scale into base 2, mask tokens past the end, online softmax */
         const int t_first = start + i * DM_TILE + tok0;
@@ -155,11 +155,11 @@ template <int D> __global__ void __launch_bounds__(DM_THREADS, 2) decode_split_m
             uint32_t bf[4];
             const int mi = lane >> 3;
             ldmatrix_x4_trans(bf, vt + attn_swz<D>(tok0 + (mi & 1) * 8 + (lane & 7), dt + (mi >> 1)));
-            attn_mma_16816(o[dt], pa, bf[0], bf[1]);
-            attn_mma_16816(o[dt + 1], pa, bf[2], bf[3]);
+            mma_bf16_16816(o[dt], pa, bf[0], bf[1]);
+            mma_bf16_16816(o[dt + 1], pa, bf[2], bf[3]);
         }
     }
-    attn_cp_async_wait<0>();
+    cp_async_wait<0>();
 
     /* the four warps' states of each head through shared memory (the stages are free now) */
     l += __shfl_xor_sync(0xffffffffu, l, 1);

@@ -33,7 +33,7 @@ __device__ __forceinline__ void fm_load_tile(uint32_t tile, const uint16_t *base
         const int c = threadIdx.x + i * FM_THREADS, row = c / CPR, ch = c % CPR;
         const bool in = row0 + row < seq;
         const uint16_t *src = in ? base + (long long)(row0 + row) * stride + ch * 8 : base;
-        attn_cp_async16(tile + attn_swz<D>(row, ch), src, in ? 16 : 0);
+        cp_async16(tile + attn_swz<D>(row, ch), src, in ? 16 : 0);
     }
 }
 
@@ -67,7 +67,7 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
     fm_load_tile<D, FM_BM>(sq, qg, a.q_s, q0, a.seq);
     fm_load_tile<D, FM_BN>(sk, kg, a.k_s, 0, a.seq);
     fm_load_tile<D, FM_BN>(sv, vg, a.k_s, 0, a.seq);
-    attn_cp_async_commit();
+    cp_async_commit();
 
     float o[DT][4];
 #pragma unroll
@@ -82,8 +82,8 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
             fm_load_tile<D, FM_BN>(sk + nb * KV_BYTES, kg, a.k_s, (j + 1) * FM_BN, a.seq);
             fm_load_tile<D, FM_BN>(sv + nb * KV_BYTES, vg, a.k_s, (j + 1) * FM_BN, a.seq);
         }
-        attn_cp_async_commit(); /* an empty group at the end keeps the count uniform */
-        attn_cp_async_wait<1>();
+        cp_async_commit(); /* an empty group at the end keeps the count uniform */
+        cp_async_wait<1>();
         __syncthreads(); /* tile j (and Q) visible to every warp */
         const uint32_t kt = sk + (j & 1) * KV_BYTES, vt = sv + (j & 1) * KV_BYTES;
         const int kv0 = j * FM_BN;
@@ -102,8 +102,8 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
                 uint32_t bf[4];
                 const int mi = lane >> 3;
                 ldmatrix_x4(bf, kt + attn_swz<D>(8 * (nt + (mi >> 1)) + (lane & 7), 2 * kk + (mi & 1)));
-                attn_mma_16816(s[nt], af, bf[0], bf[1]);
-                attn_mma_16816(s[nt + 1], af, bf[2], bf[3]);
+                mma_bf16_16816(s[nt], af, bf[0], bf[1]);
+                mma_bf16_16816(s[nt + 1], af, bf[2], bf[3]);
             }
         }
 
@@ -160,8 +160,8 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
                 uint32_t bf[4];
                 const int mi = lane >> 3;
                 ldmatrix_x4_trans(bf, vt + attn_swz<D>(16 * t + (mi & 1) * 8 + (lane & 7), dt + (mi >> 1)));
-                attn_mma_16816(o[dt], pa[t], bf[0], bf[1]);
-                attn_mma_16816(o[dt + 1], pa[t], bf[2], bf[3]);
+                mma_bf16_16816(o[dt], pa[t], bf[0], bf[1]);
+                mma_bf16_16816(o[dt + 1], pa[t], bf[2], bf[3]);
             }
         }
         __syncthreads(); /* every warp is done with buffer j&1 before it is refilled */

@@ -6,6 +6,7 @@
  * Any M, N, K and both B layouts: with K % 8 == 0 (and N % 8 == 0 for B K×N) and 16-byte aligned operands,
  * 16-byte cp.async with zero fill covers the edges; otherwise a slower path gathers elements one by one with
  * bounds checks into the same shared-memory layout. This is the fallback of every faster kernel. */
+#include "common/ptx.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/gemm.h"
 #include "gemm/ldmatrix.cuh"
@@ -37,33 +38,10 @@ __device__ __forceinline__ uint32_t n_major_offset(int krow, int chunk)
     return (uint32_t)(krow * 256 + ((chunk ^ (krow & 7)) << 4));
 }
 
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int N> __device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 __device__ __forceinline__ void st_shared_v4(uint32_t dst, uint4 v)
 {
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                  : "memory");
-}
-
-__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 /* Eight consecutive bf16 of a row starting at `first` (of `len`), zeros past the end: the unaligned path. */

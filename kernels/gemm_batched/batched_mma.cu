@@ -8,6 +8,7 @@
  * K = 64 problem in one step), double-buffered with cp.async when K is longer. Shared memory rows are XOR-swizzled
  * on their 16-byte chunks (chunk ^ row % 8), so that neither the cp.async stores nor the ldmatrix reads of eight
  * consecutive rows conflict on banks. The store of D is the GEMM library's predicated pair store. */
+#include "common/ptx.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/ldmatrix.cuh"
 #include "gemm_batched/gemm_batched.h"
@@ -27,29 +28,6 @@ __device__ __forceinline__ uint32_t swizzled(int row, int chunk)
     return (uint32_t)(row * (BK * 2) + ((chunk ^ (row & 7)) << 4));
 }
 
-__device__ __forceinline__ void copy16_async(uint32_t dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-
-__device__ __forceinline__ void copies_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int PENDING> __device__ __forceinline__ void copies_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
-}
-
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 /* Rows [r0, r0 + 64) × chunks [c0, c0 + CHUNKS) of the columns [k0, k0 + 64) of a rows×k K-major operand into a
  * swizzled tile, zeros outside. */
 template <bool VEC, int CHUNKS>
@@ -62,7 +40,7 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const uint16_t *__restr
         const int gr = r0 + row, gk = k0 + chunk * 8;
         if (VEC) {
             const bool in = gr < rows && gk < k;
-            copy16_async(tile + swizzled(row, chunk), in ? src + (size_t)gr * k + gk : src, in ? 16 : 0);
+            cp_async16(tile + swizzled(row, chunk), in ? src + (size_t)gr * k + gk : src, in ? 16 : 0);
         } else {
             uint32_t w[4];
 #pragma unroll
@@ -86,7 +64,7 @@ __device__ __forceinline__ void load_stage(uint32_t stage, const uint16_t *a, co
 {
     load_tile<VEC, CHUNKS>(stage, a, m, k, m0, k0, c0);
     load_tile<VEC, CHUNKS>(stage + TILE_BYTES, b, n, k, n0, k0, c0);
-    copies_commit();
+    cp_async_commit();
 }
 
 /* kk-steps [kk0, kk1) of 16 of the k-tile in stage sa: ldmatrix and mma.sync into the warp's 32×32 accumulators */
@@ -115,7 +93,7 @@ __device__ __forceinline__ void mma_steps(float (&acc)[MI][NI][4], uint32_t sa, 
         for (int mi = 0; mi < MI; mi++)
 #pragma unroll
             for (int ni = 0; ni < NI; ni++)
-                mma_16816(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
+                mma_bf16_16816(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
     }
 }
 
@@ -189,21 +167,21 @@ __global__ void __launch_bounds__(THREADS)
         const uint32_t sa = base + (kt & 1) * STAGE_BYTES, next = base + ((kt + 1) & 1) * STAGE_BYTES;
         const int k1 = (kt + 1) * BK;
         if (HALVES) {
-            copies_wait<1>(); /* the first half of tile kt has landed */
+            cp_async_wait<1>(); /* the first half of tile kt has landed */
             __syncthreads();  /* ... for every warp; and every warp is done with the other stage */
             if (kt + 1 < k_tiles) {
                 load_stage<VEC, 4>(next, a, b, m, n, k, m0, n0, k1, 0);
                 load_stage<VEC, 4>(next, a, b, m, n, k, m0, n0, k1, 4);
             } else {
-                copies_commit(); /* empty groups keep the count above uniform */
-                copies_commit();
+                cp_async_commit(); /* empty groups keep the count above uniform */
+                cp_async_commit();
             }
             mma_steps(acc, sa, warp_m, warp_n, lane, 0, BK / 32);
-            copies_wait<2>(); /* the second half of tile kt */
+            cp_async_wait<2>(); /* the second half of tile kt */
             __syncthreads();
             mma_steps(acc, sa, warp_m, warp_n, lane, BK / 32, BK / 16);
         } else {
-            copies_wait<0>();
+            cp_async_wait<0>();
             __syncthreads();
             if (kt + 1 < k_tiles)
                 load_stage<VEC, 8>(next, a, b, m, n, k, m0, n0, k1, 0);
@@ -212,7 +190,7 @@ __global__ void __launch_bounds__(THREADS)
     }
 
     if (EPI) {
-        copies_wait<0>();
+        cp_async_wait<0>();
         __syncthreads(); /* every warp is done reading the operands: stage 0 takes D */
         store_tile_staged(acc, base, smem, d, m, n, m0, n0, warp_m, warp_n, lane);
         return;

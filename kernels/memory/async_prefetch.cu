@@ -14,6 +14,8 @@
  * Same tile (32 × 128 outputs, a 34 × 136 box of inputs with its halo: 4 columns on each side keep the box's rows
  * 16-byte aligned), same 128 threads, same persistent grid and the same compute code in all three. */
 #include <stdint.h>
+#include "common/ptx.cuh"
+#include "common/sm90_ptx.cuh"
 #include "memory/async_prefetch.h"
 
 #define TW           128 /* output columns of a tile = threads of a block: thread t computes column t */
@@ -114,22 +116,6 @@ __global__ void __launch_bounds__(THREADS)
 
 /* ---- 2. cp.async ring ---- */
 
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void *src, int src_bytes)
-{
-    /* .cg: L2 only (each element is used once from shared memory); bytes past src_bytes are zero-filled */
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int N> __device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 /* This thread's chunks of tile `tile` into the buffer at shared address dst. */
 __device__ __forceinline__ void cp_async_tile(const float *__restrict__ x, const pl_stencil_grid &g, size_t tile,
                                               uint32_t dst)
@@ -139,7 +125,7 @@ __device__ __forceinline__ void cp_async_tile(const float *__restrict__ x, const
         long long gr, gc;
         const int valid = chunk_source(g, p, i, &gr, &gc);
         const float *src = valid ? x + (size_t)gr * g.ld + (size_t)gc : x;
-        cp_async_16(dst + 16u * i, src, 4 * valid);
+        cp_async16(dst + 16u * i, src, 4 * valid);
     }
 }
 
@@ -172,31 +158,6 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 /* ---- 3. TMA ring on mbarriers ---- */
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
-{
-    uint32_t done;
-    do {
-        asm volatile("{\n"
-                     ".reg .pred p;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n"
-                     "}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
 
 /* Thread 0: tile `tile` into the buffer at shared address dst, completing on the barrier at `bar`. */
 __device__ __forceinline__ void tma_tile(const CUtensorMap *map, const pl_stencil_grid &g, size_t tile, uint32_t dst,
