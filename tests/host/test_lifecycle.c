@@ -154,8 +154,7 @@ START_TEST(kill_9_keeps_finished_targets_and_leaves_no_process)
     ck_assert_int_eq(c.exit_code, 0);
     ck_assert_msg(strstr(c.out, "run A") && strstr(c.out, "is incomplete"), "%s", c.out);
     pl_cmd_result_free(&c);
-    char *summary = pl_strdup(file);
-    strcpy(strrchr(summary, '/') + 1, "summary.md");
+    char *summary = pl_strfmt("%.*s/summary.md", (int)(strrchr(file, '/') - file), file);
     size_t len;
     char *text = pl_read_file(summary, &len, err, sizeof err);
     ck_assert_ptr_nonnull(text);
