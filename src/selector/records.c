@@ -147,7 +147,7 @@ int pl_gemm_record_from_json(json_t *j, const char *where, pl_gemm_record *r, ch
         int s = pl_gemm_status_from_name(status);
         if (s < 0) {
             pl_snprintf(err, errlen, "%s.status: expected ok, failed, unsupported or missing, found '%s'", where,
-                        status);
+                        PL_ESC(status));
             goto out;
         }
         r->status = (pl_gemm_status)s;

@@ -184,12 +184,12 @@ END_TEST
 START_TEST(size_series_and_lists)
 {
     size_t *s;
-    size_t n = pl_comm_size_series(8 << 10, 1 << 30, 2, 0, &s);
+    size_t n = pl_comm_size_series(8 << 10, 1 << 30, 2, 0, PL_COMM_MAX_SIZES, &s);
     ck_assert_uint_eq(n, 18);
     ck_assert_uint_eq(s[0], 8192);
     ck_assert_uint_eq(s[17], 1u << 30);
     free(s);
-    n = pl_comm_size_series(100, 400, 2, 100, &s);
+    n = pl_comm_size_series(100, 400, 2, 100, PL_COMM_MAX_SIZES, &s);
     ck_assert_uint_eq(n, 4);
     ck_assert_uint_eq(s[3], 400);
     free(s);
@@ -389,7 +389,7 @@ START_TEST(comm_report_json_and_tables)
     job.colls[job.n_colls++] = PL_COLL_ALLREDUCE;
     job.dtypes[job.n_dtypes++] = PL_DTYPE_F32;
     job.placements = PL_PLACE_OUT | PL_PLACE_IN;
-    job.n_sizes = pl_comm_size_series(1 << 20, 1 << 20, 2, 0, &job.sizes);
+    job.n_sizes = pl_comm_size_series(1 << 20, 1 << 20, 2, 0, PL_COMM_MAX_SIZES, &job.sizes);
     pl_comm_outcome out = {.mode = "threads", .is_root = 1, .messages = json_array()};
     for (int r = 0; r < 4; r++)
         for (int p = 0; p < 2; p++)
@@ -428,7 +428,7 @@ START_TEST(points_enumerate_in_order)
     job.dtypes[job.n_dtypes++] = PL_DTYPE_F32;
     job.dtypes[job.n_dtypes++] = PL_DTYPE_BF16;
     job.placements = PL_PLACE_OUT | PL_PLACE_IN;
-    job.n_sizes = pl_comm_size_series(1024, 4096, 2, 0, &job.sizes);
+    job.n_sizes = pl_comm_size_series(1024, 4096, 2, 0, PL_COMM_MAX_SIZES, &job.sizes);
     ck_assert_uint_eq(pl_comm_job_npoints(&job), 2 * (3 + 6));
     pl_comm_point p;
     pl_comm_job_point(&job, 0, &p);
