@@ -189,7 +189,7 @@ static void list_names(const pl_param_def *defs, char *out, size_t len)
 
 static int set_value(pl_param_value *v, const char *text, int overridden, const char *target, char *err, size_t errlen)
 {
-    char sub[256];
+    char sub[1024];
     long long i;
     double f;
     if (pl_param_parse_value(v->def, text, &i, &f, sub, sizeof sub) != 0) {

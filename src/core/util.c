@@ -69,14 +69,31 @@ char *pl_strfmt(const char *fmt, ...)
     return s;
 }
 
+/* Drop a UTF-8 sequence that a cut at the end of s left incomplete. */
+static void trim_partial_utf8(char *s)
+{
+    const size_t len = strlen(s);
+    size_t lead = len;
+    while (lead > 0 && ((unsigned char)s[lead - 1] & 0xc0) == 0x80)
+        lead--;
+    if (lead == 0 || (unsigned char)s[lead - 1] < 0xc0)
+        return;
+    const unsigned char c = (unsigned char)s[lead - 1];
+    const size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+    if (len - (lead - 1) < need)
+        s[lead - 1] = '\0';
+}
+
 void pl_snprintf(char *buf, size_t len, const char *fmt, ...)
 {
     if (!buf || len == 0)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
+    const int n = vsnprintf(buf, len, fmt, ap);
     va_end(ap);
+    if (n > 0 && (size_t)n >= len)
+        trim_partial_utf8(buf); /* cut to fit: never inside a character */
 }
 
 void pl_reserve(void *arr, size_t *cap, size_t need, size_t size)
