@@ -314,6 +314,39 @@ START_TEST(messages_escape_what_they_echo)
 }
 END_TEST
 
+START_TEST(escaping_is_complete_and_idempotent)
+{
+    char out[PL_ESC_BUF];
+    ck_assert_str_eq(pl_escape("plain: a-z, 0-9 and café ✓ 🙂", 0, out, sizeof out),
+                     "plain: a-z, 0-9 and café ✓ 🙂");
+    ck_assert_str_eq(pl_escape("a\nb\tc\rd\x1b[0m\x7f", 0, out, sizeof out), "a\\nb\\tc\\rd\\x1b[0m\\x7f");
+    /* not UTF-8: a lone continuation byte, a cut sequence, overlong, a surrogate, past U+10FFFF; C1 controls */
+    ck_assert_str_eq(pl_escape("\x80|\xc3|\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xc2\x9b", 0, out, sizeof out),
+                     "\\x80|\\xc3|\\xc0\\xaf|\\xed\\xa0\\x80|\\xf4\\x90\\x80\\x80|\\xc2\\x9b");
+    ck_assert_str_eq(pl_escape(NULL, 0, out, sizeof out), "(null)");
+    /* escaping twice changes nothing */
+    char twice[PL_ESC_BUF];
+    pl_escape("x\x01\xff", 0, out, sizeof out);
+    ck_assert_str_eq(pl_escape(out, 0, twice, sizeof twice), out);
+    /* long values are cut at a character boundary, with their length */
+    char *long_value = pl_xmalloc(100001);
+    for (size_t i = 0; i < 100000; i += 2)
+        memcpy(long_value + i, "\xc3\xa9", 2); /* é */
+    long_value[100000] = '\0';
+    const char *e = PL_ESC(long_value);
+    ck_assert_msg(strlen(e) <= PL_ESC_MAX + 32, "%zu bytes", strlen(e));
+    ck_assert_msg(strstr(e, "éé… (100000 bytes)") != NULL, "%s", e);
+    ck_assert_msg(printable_utf8(e), "%s", e);
+    free(long_value);
+    /* a message cut to fit its buffer never ends inside a character */
+    char small[8];
+    pl_snprintf(small, sizeof small, "%s", "abcdefé");
+    ck_assert_str_eq(small, "abcdef");
+    pl_snprintf(small, sizeof small, "%s", "ab✓✓");
+    ck_assert_str_eq(small, "ab✓");
+}
+END_TEST
+
 START_TEST(command_line_survives_non_utf8)
 {
     char *argv[] = {"perflab", "run", "--targets", "caf\xc3\xa9\xff", "--x=\x1b"};
@@ -360,6 +393,7 @@ static Suite *suite(void)
     tcase_add_test(tc, float_parameters_are_checked_before_any_cast);
     tcase_add_test(tc, a_failed_parse_leaves_nothing_to_free);
     tcase_add_test(tc, messages_escape_what_they_echo);
+    tcase_add_test(tc, escaping_is_complete_and_idempotent);
     tcase_add_test(tc, command_line_survives_non_utf8);
     tcase_add_test(tc, an_empty_selection_is_refused);
     suite_add_tcase(s, tc);
