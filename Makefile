@@ -3,7 +3,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 ARGS ?=
 
-.PHONY: all build run test clean deps
+ASAN_BUILD ?= build-asan
+
+.PHONY: all build run test test-asan clean deps
 
 all: build
 
@@ -28,5 +30,15 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS); rc=$$?; \
 	  grep -h '^SKIP' Testing/Temporary/LastTest.log 2>/dev/null | sort -u; exit $$rc
 
+# The host code built again in its own folder with AddressSanitizer and UndefinedBehaviorSanitizer (CUDA objects
+# uninstrumented), and the host tests run under it: any report (a leak included) fails its test.
+$(ASAN_BUILD)/CMakeCache.txt:
+	@scripts/install-deps.sh
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DPERFLAB_SANITIZE=address,undefined,float-cast-overflow
+
+test-asan: $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest -L host --output-on-failure -j $(JOBS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)

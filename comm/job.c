@@ -38,7 +38,7 @@ int pl_comm_choice(const char *flag, const char *text, int (*from_name)(const ch
 {
     *out = from_name(text);
     if (*out < 0) {
-        pl_snprintf(err, errlen, "%s must be %s, not '%s'", flag, allowed, text);
+        pl_snprintf(err, errlen, "%s must be %s, not '%s'", flag, allowed, PL_ESC(text));
         return -1;
     }
     return 0;
@@ -96,18 +96,35 @@ void pl_comm_job_free(pl_comm_job *j)
     j->skews = NULL;
 }
 
-size_t pl_comm_size_series(size_t min, size_t max, double factor, size_t step, size_t **out)
+/* The size after s, or 0 when there is none within max (or no representable one). */
+static size_t next_size(size_t s, size_t max, double factor, size_t step)
 {
-    size_t n = 0, cap = 0;
+    if (step > 0)
+        return step <= max - s ? s + step : 0; /* s <= max: no wrap-around */
+    const double x = (double)s * factor;
+    if (!(x >= (double)s && x < 0x1p64 && x <= (double)max)) /* checked on the double (NaN too), before the cast */
+        return 0;
+    size_t next = (size_t)x;
+    if (next <= s) /* a factor too close to 1 for this size */
+        next = s + 1;
+    return next <= max ? next : 0;
+}
+
+size_t pl_comm_size_series(size_t min, size_t max, double factor, size_t step, size_t limit, size_t **out)
+{
     *out = NULL;
-    for (size_t s = min; s <= max && s > 0;) {
-        pl_reserve(out, &cap, n + 1, sizeof **out);
-        (*out)[n++] = s;
-        size_t next = step > 0 ? s + step : (size_t)((double)s * factor);
-        if (next <= s) /* a factor too close to 1 for this size */
-            next = s + 1;
-        s = next;
-    }
+    if (min == 0 || min > max)
+        return 0;
+    /* counted first, without building anything: a series past the limit is refused before any work */
+    size_t n = 1;
+    for (size_t s = min; (s = next_size(s, max, factor, step)) != 0 && n <= limit;)
+        n++;
+    if (n > limit)
+        return limit + 1;
+    *out = pl_xmalloc(n * sizeof **out);
+    size_t i = 0;
+    for (size_t s = min; s != 0; s = next_size(s, max, factor, step))
+        (*out)[i++] = s;
     return n;
 }
 
@@ -120,7 +137,8 @@ int pl_parse_size_list(const char *text, const char *what, size_t **out, size_t 
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         long long v;
         if (pl_parse_size(tok, &v) != 0 || v <= 0) {
-            pl_snprintf(err, errlen, "%s: '%s' is not a size in bytes (write e.g. 48k,192k,768k,2m)", what, tok);
+            pl_snprintf(err, errlen, "%s: '%s' is not a size in bytes (write e.g. 48k,192k,768k,2m)", what,
+                        PL_ESC(tok));
             free(copy);
             free(*out);
             *out = NULL;
@@ -149,7 +167,7 @@ int pl_parse_double_list(const char *text, const char *what, double lo, double h
         errno = 0;
         double v = strtod(tok, &end);
         if (end == tok || *end || errno || !isfinite(v) || v < lo || v > hi) {
-            pl_snprintf(err, errlen, "%s: '%s' is not a number between %g and %g", what, tok, lo, hi);
+            pl_snprintf(err, errlen, "%s: '%s' is not a number between %g and %g", what, PL_ESC(tok), lo, hi);
             free(copy);
             free(*out);
             *out = NULL;

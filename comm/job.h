@@ -32,6 +32,7 @@ typedef enum pl_a2a_api {
 enum { PL_PLACE_OUT = 1, PL_PLACE_IN = 2 };
 
 #define PL_COMM_MAX_DTYPES 8
+#define PL_COMM_MAX_SIZES  4096 /* sizes of one sweep (nccl-tests' -b/-e/-f/-i) */
 
 typedef struct pl_comm_job {
     pl_comm_kind kind;
@@ -89,8 +90,9 @@ void pl_comm_job_point(const pl_comm_job *j, size_t index, pl_comm_point *p);
 void pl_comm_job_free(pl_comm_job *j);
 
 /* min, min*factor, ... up to max (factor > 1), or min, min+step, ... when step > 0 (nccl-tests' -f and -i).
- * Returns the count; *out is malloc'd. */
-size_t pl_comm_size_series(size_t min, size_t max, double factor, size_t step, size_t **out);
+ * Returns the count with *out malloc'd; a series of more than `limit` sizes is counted (in at most limit + 1 steps)
+ * but not built: limit + 1 comes back with *out NULL. */
+size_t pl_comm_size_series(size_t min, size_t max, double factor, size_t step, size_t limit, size_t **out);
 
 /* "48k,192k,768k,2m" -> sizes; "1.0,1.25" -> numbers. -1 with a one-line message on bad input. */
 int pl_parse_size_list(const char *text, const char *what, size_t **out, size_t *n, char *err, size_t errlen);

@@ -30,7 +30,8 @@ int pl_comm_nccl_env(const char *list, int apply, char *err, size_t errlen)
     for (char *kv = strtok_r(copy, ",", &save); kv && rc == 0; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
         if (!eq || eq == kv || strncmp(kv, "NCCL_", 5) != 0) {
-            pl_snprintf(err, errlen, "--nccl-env: '%s' is not NCCL_NAME=VALUE (e.g. NCCL_MIN_NCHANNELS=16)", kv);
+            pl_snprintf(err, errlen, "--nccl-env: '%s' is not NCCL_NAME=VALUE (e.g. NCCL_MIN_NCHANNELS=16)",
+                        PL_ESC(kv));
             rc = -1;
             break;
         }

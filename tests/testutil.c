@@ -127,3 +127,109 @@ int pl_test_have_gpu(void)
     pl_gpu_inventory_free(&inv);
     return 1;
 }
+
+static void make_variant(pl_variant_result *v, const char *name, double base_ms, size_t n, int seed)
+{
+    memset(v, 0, sizeof *v);
+    v->name = pl_strdup(name);
+    v->technique = pl_strdup("does things \"quoted\"\nacross lines");
+    v->status = PL_STATUS_OK;
+    v->reps_per_sample = 3;
+    v->warmup_runs = 5;
+    v->throttled_discarded = 2;
+    v->graph = 1;
+    v->latched = 1;
+    v->measure_s = 0.75;
+    v->stop_reason = pl_strdup("converged");
+    v->n_samples = n;
+    v->samples_ms = pl_xcalloc(n, sizeof *v->samples_ms);
+    pl_rng r;
+    pl_rng_seed(&r, (uint64_t)seed);
+    for (size_t i = 0; i < n; i++)
+        v->samples_ms[i] = base_ms * (1 + 0.01 * pl_rng_uniform(&r));
+    pl_verify_set(&v->verification, 1, "relative L2 error 1e-7");
+    v->verification.rel_l2_error = 1.25e-7;
+    v->verification.tolerance = 1e-5;
+    v->verification.elements = 4096;
+    v->has_telemetry = 1;
+    v->telemetry.sm_clock_mhz = (pl_summary){3, 1700, 1750.5, 1800};
+    v->telemetry.power_w = (pl_summary){3, 500, 600, 700};
+}
+
+/* A target with one variant, both with this status. */
+static void failed_target(pl_target_result *t, const char *name, pl_status status, const char *reason,
+                          const char *variant)
+{
+    t->name = pl_strdup(name);
+    t->status = status;
+    t->reason = pl_strdup(reason);
+    t->n_variants = 1;
+    t->variants = pl_xcalloc(1, sizeof *t->variants);
+    t->variants[0].name = pl_strdup(variant);
+    t->variants[0].status = status;
+}
+
+void pl_test_make_run(pl_run *r)
+{
+    memset(r, 0, sizeof *r);
+    r->schema_version = PL_SCHEMA_VERSION;
+    r->run_id = pl_strdup("20261121-000000-abcd");
+    r->exit_code = 1;
+    r->duration_s = 12.5;
+    r->prov.perflab_version = pl_strdup("0.1.0");
+    r->prov.git_commit = pl_strdup("abcdef");
+    r->prov.command_line = pl_strdup("perflab run --targets 'x y'");
+    r->prov.hardware_key = pl_strdup("h200");
+    r->prov.cuda_runtime_version = 13000;
+    r->prov.n_gpus = 1;
+    r->prov.gpus = pl_xcalloc(1, sizeof *r->prov.gpus);
+    r->prov.gpus[0].name = pl_strdup("NVIDIA H200");
+    r->prov.gpus[0].cc_major = 9;
+    r->prov.gpus[0].sm_count = 132;
+    r->prov.gpus[0].power_limit_w = 700;
+    r->settings.profile = pl_strdup("minimal");
+    r->settings.mode = pl_strdup("cold");
+    r->settings.seed = 1234567890123ull;
+    r->settings.max_noise = 0.02;
+    r->n_targets = 3;
+    r->targets = pl_xcalloc(3, sizeof *r->targets);
+    pl_target_result *t = &r->targets[0];
+    t->name = pl_strdup("memory:coalescing");
+    t->status = PL_STATUS_OK;
+    t->counters = (pl_counters){.flops = 2e6, .bytes_read = 4e6, .bytes_written = 4e6, .elements = 1e6};
+    t->n_params = 1;
+    t->params = pl_xcalloc(1, sizeof *t->params);
+    t->params[0].name = pl_strdup("n");
+    t->params[0].value = pl_strdup("1m");
+    t->n_variants = 2;
+    t->variants = pl_xcalloc(2, sizeof *t->variants);
+    make_variant(&t->variants[0], "baseline", 2.0, 50, 1);
+    make_variant(&t->variants[1], "coalesced", 0.5, 70, 2);
+    pl_target_result_derive(t, 7);
+    pl_target_result *u = &r->targets[1];
+    failed_target(u, "selftest:crash", PL_STATUS_CRASHED, "killed by signal 11", "baseline");
+    u->variants[0].reps_per_sample = 1;
+    pl_target_result_derive(u, 7);
+    pl_target_result *w = &r->targets[2];
+    failed_target(w, "selftest:wrong", PL_STATUS_FAILED_VERIFICATION, "a variant failed verification", "wrong");
+    pl_verify_set(&w->variants[0].verification, 0, "relative L2 error 0.0265 exceeds 1e-05");
+    w->variants[0].verification.rel_l2_error = 0.0265;
+    w->variants[0].verification.max_error_index = 512;
+    w->variants[0].verification.unwritten = 1;
+    pl_expect_report *e = &r->expectations;
+    e->present = e->file_found = e->regressions = 1;
+    e->key = pl_strdup("h200");
+    e->file = pl_strdup("expectations/h200.json");
+    e->n_rows = 2;
+    e->rows = pl_xcalloc(2, sizeof *e->rows);
+    e->rows[0] = (pl_expect_row){
+        pl_strdup("memory:coalescing"), pl_strdup("baseline"), PL_EXPECT_MET, 2.0, 2.01, 0.005, 0.1, NULL};
+    e->rows[1] = (pl_expect_row){pl_strdup("memory:coalescing"),
+                                 pl_strdup("coalesced"),
+                                 PL_EXPECT_REGRESSED,
+                                 0.3,
+                                 0.5,
+                                 0.667,
+                                 0.1,
+                                 pl_strdup("slower beyond the tolerance and the noise")};
+}

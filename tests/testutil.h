@@ -27,6 +27,12 @@ int pl_test_run_and_load(const char *tag, const char *verb_and_args, struct pl_r
  * number of targets that ran. */
 int pl_test_expect_all_ok(const struct pl_run *run, int timed);
 
+/* A run with every part filled, as perflab would write it: provenance with a GPU, settings, memory:coalescing with
+ * two timed variants (raw samples, verification, telemetry, derived statistics and speedup), a crashed
+ * selftest:crash, a selftest:wrong that failed verification, and an expectations report (one met, one regressed).
+ * Free with pl_run_free. */
+void pl_test_make_run(struct pl_run *r);
+
 /* A fresh empty directory under PERFLAB_TEST_TMP, named after `tag`. malloc'd. */
 char *pl_test_tmpdir(const char *tag);
 

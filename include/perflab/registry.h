@@ -20,8 +20,9 @@ const pl_target *pl_registry_find(const char *full_name);
 const char *pl_target_full_name(const pl_target *t, char *buf, size_t len);
 size_t pl_target_variant_count(const pl_target *t);
 
-/* Resolve a selection: NULL or "" = the default quick suite; "all" = every target but the self-tests; a comma
- * list of "group:name" and group names. Unknown names fail with the closest known names suggested.
+/* Resolve a selection: NULL (not given) = the default quick suite; "" (given, empty) is refused; "all" = every
+ * target but the self-tests; a comma list of "group:name" and group names. Unknown names fail with the closest
+ * known names suggested.
  * On success *out is a malloc'd array (caller frees) in registry order without duplicates. */
 int pl_registry_select(const char *spec, const pl_target ***out, size_t *n, char *err, size_t errlen);
 

@@ -38,7 +38,7 @@ static int parse_size_opt(const char *name, const char *text, size_t *out, char 
 {
     long long v;
     if (pl_parse_size(text, &v) != 0 || v <= 0) {
-        pl_snprintf(err, errlen, "--%s: '%s' is not a size in bytes (e.g. 8k, 64m, 1g)", name, text);
+        pl_snprintf(err, errlen, "--%s: '%s' is not a size in bytes (e.g. 8k, 64m, 1g)", name, PL_ESC(text));
         return -1;
     }
     *out = (size_t)v;
@@ -59,7 +59,7 @@ static int parse_colls(const char *text, pl_comm_job *job, char *err, size_t err
             pl_snprintf(err, errlen,
                         "unknown collective '%s': name alltoall, allreduce, allgather, reducescatter, sendrecv, "
                         "broadcast, a comma list of them, or all",
-                        tok);
+                        PL_ESC(tok));
             free(copy);
             return -1;
         }
@@ -79,7 +79,7 @@ static int parse_dtypes(const char *text, pl_comm_job *job, char *err, size_t er
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int d = pl_dtype_from_name(tok);
         if (d < 0 || !pl_comm_dtype_supported((pl_dtype)d) || job->n_dtypes >= PL_COMM_MAX_DTYPES) {
-            pl_snprintf(err, errlen, "--dtype: '%s' is not one of fp32, fp16, bf16, fp64, int32", tok);
+            pl_snprintf(err, errlen, "--dtype: '%s' is not one of fp32, fp16, bf16, fp64, int32", PL_ESC(tok));
             free(copy);
             return -1;
         }
@@ -118,7 +118,7 @@ static int build_job(const comm_args *a, const char *colls, pl_comm_job *job, ch
     else if (strcmp(a->placement, "in") == 0)
         job->placements = PL_PLACE_IN;
     else {
-        pl_snprintf(err, errlen, "--placement must be out, in or both, not '%s'", a->placement);
+        pl_snprintf(err, errlen, "--placement must be out, in or both, not '%s'", PL_ESC(a->placement));
         return -1;
     }
     size_t lo, hi, step = 0;
@@ -134,10 +134,11 @@ static int build_job(const comm_args *a, const char *colls, pl_comm_job *job, ch
         pl_snprintf(err, errlen, "--step-factor must be above 1 (or give --step-bytes), not %g", a->factor);
         return -1;
     }
-    job->n_sizes = pl_comm_size_series(lo, hi, a->factor, step, &job->sizes);
-    if (job->n_sizes > 4096) {
-        pl_snprintf(err, errlen, "%zu sizes from --min-bytes to --max-bytes: raise --step-factor or --step-bytes",
-                    job->n_sizes);
+    job->n_sizes = pl_comm_size_series(lo, hi, a->factor, step, PL_COMM_MAX_SIZES, &job->sizes);
+    if (job->n_sizes > PL_COMM_MAX_SIZES) {
+        pl_snprintf(err, errlen,
+                    "more than %d sizes from --min-bytes to --max-bytes: raise --step-factor or --step-bytes",
+                    PL_COMM_MAX_SIZES);
         return -1;
     }
     int only_in = job->placements == PL_PLACE_IN;

@@ -285,7 +285,7 @@ int pl_cmd_expectations(int argc, char **argv)
     else if (strcmp(sub, "update") == 0)
         rc = cmd_update(&a, &rest);
     else {
-        pl_snprintf(err, sizeof err, "unknown subcommand '%s': use check, show, compare or update", sub);
+        pl_snprintf(err, sizeof err, "unknown subcommand '%s': use check, show, compare or update", PL_ESC(sub));
         rc = pl_usage_error("expectations", err);
     }
     pl_strlist_free(&pos);

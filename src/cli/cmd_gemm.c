@@ -109,11 +109,8 @@ static int validate(gemm_args *a, pl_gemm_shape_list *shapes, pl_gemm_provider *
     const char *spec = a->providers ? a->providers : pl_gemm_default_providers(a->dtype);
     if (pl_gemm_providers_parse(spec, provs, n_provs, err, sizeof err) != 0)
         return pl_usage_error(VERB, err);
-    if (pl_path_exists(a->artifacts_dir) && (!pl_is_dir(a->artifacts_dir) || access(a->artifacts_dir, W_OK) != 0)) {
-        pl_snprintf(err, sizeof err, "--artifacts-dir '%s' is not a writable directory: pass another",
-                    a->artifacts_dir);
+    if (!pl_dir_usable(a->artifacts_dir, "artifacts directory", "--artifacts-dir", err, sizeof err))
         return pl_usage_error(VERB, err);
-    }
     return 0;
 }
 
@@ -157,8 +154,8 @@ int pl_cmd_gemm(int argc, char **argv)
         return a.help ? PL_EXIT_OK : list_shapes();
     }
     if (pos.n) {
-        pl_snprintf(err, sizeof err, "unexpected argument '%s'; name shapes with --shapes %s", pos.items[0],
-                    pos.items[0]);
+        pl_snprintf(err, sizeof err, "unexpected argument '%s'; name shapes with --shapes %s", PL_ESC(pos.items[0]),
+                    PL_ESC(pos.items[0]));
         pl_strlist_free(&pos);
         return pl_usage_error(VERB, err);
     }

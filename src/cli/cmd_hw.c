@@ -36,7 +36,7 @@ int pl_cmd_hw(int argc, char **argv)
         return PL_EXIT_OK;
     }
     if (pos.n) {
-        pl_snprintf(err, sizeof err, "unexpected argument '%s'; perflab hw takes only options", pos.items[0]);
+        pl_snprintf(err, sizeof err, "unexpected argument '%s'; perflab hw takes only options", PL_ESC(pos.items[0]));
         pl_strlist_free(&pos);
         return pl_usage_error("hw", err);
     }

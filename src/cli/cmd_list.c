@@ -118,8 +118,8 @@ int pl_cmd_list(int argc, char **argv)
         return PL_EXIT_OK;
     }
     if (pos.n) {
-        pl_snprintf(err, sizeof err, "unexpected argument '%s'; to list one group use --group %s", pos.items[0],
-                    pos.items[0]);
+        pl_snprintf(err, sizeof err, "unexpected argument '%s'; to list one group use --group %s", PL_ESC(pos.items[0]),
+                    PL_ESC(pos.items[0]));
         pl_strlist_free(&pos);
         return pl_usage_error("list", err);
     }
@@ -138,7 +138,7 @@ int pl_cmd_list(int argc, char **argv)
     }
     if (group && shown == 0) {
         json_decref(all);
-        pl_snprintf(err, sizeof err, "no target in group '%s'; 'perflab list' shows every group", group);
+        pl_snprintf(err, sizeof err, "no target in group '%s'; 'perflab list' shows every group", PL_ESC(group));
         return pl_usage_error("list", err);
     }
     if (json) {

@@ -46,7 +46,7 @@ static int build_job(const moe_args *a, pl_comm_job *job, char *err, size_t errl
         return -1;
     int d = pl_dtype_from_name(a->dtype), model;
     if (d != PL_DTYPE_BF16 && d != PL_DTYPE_F16 && d != PL_DTYPE_F32) {
-        pl_snprintf(err, errlen, "--dtype must be bf16, fp16 or fp32, not '%s'", a->dtype);
+        pl_snprintf(err, errlen, "--dtype must be bf16, fp16 or fp32, not '%s'", PL_ESC(a->dtype));
         return -1;
     }
     if (pl_comm_choice("--skew-model", a->model, pl_skew_model_from_name, "distance or hotspot", &model, err, errlen) !=
@@ -153,7 +153,8 @@ int pl_cmd_moe(int argc, char **argv)
     memset(&job, 0, sizeof job);
     int rc = 0;
     if (pos.n) {
-        pl_snprintf(err, sizeof err, "unexpected argument '%s'; see 'perflab moe-readiness --help'", pos.items[0]);
+        pl_snprintf(err, sizeof err, "unexpected argument '%s'; see 'perflab moe-readiness --help'",
+                    PL_ESC(pos.items[0]));
         rc = -1;
     }
     pl_strlist_free(&pos);

@@ -112,8 +112,8 @@ int pl_cmd_peak(int argc, char **argv)
         return PL_EXIT_OK;
     }
     if (pos.n) {
-        pl_snprintf(err, sizeof err, "unexpected argument '%s'; to select groups use --only %s", pos.items[0],
-                    pos.items[0]);
+        pl_snprintf(err, sizeof err, "unexpected argument '%s'; to select groups use --only %s", PL_ESC(pos.items[0]),
+                    PL_ESC(pos.items[0]));
         pl_strlist_free(&pos);
         return pl_usage_error("peak", err);
     }

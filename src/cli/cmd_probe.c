@@ -101,7 +101,8 @@ int pl_cmd_probe(int argc, char **argv)
         return PL_EXIT_OK;
     }
     if (pos.n) {
-        pl_snprintf(err, sizeof err, "unexpected argument '%s'; perflab probe takes only options", pos.items[0]);
+        pl_snprintf(err, sizeof err, "unexpected argument '%s'; perflab probe takes only options",
+                    PL_ESC(pos.items[0]));
         pl_strlist_free(&pos);
         return pl_usage_error("probe", err);
     }

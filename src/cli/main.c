@@ -82,8 +82,9 @@ int main(int argc, char **argv)
     }
     char sugg[128];
     if (pl_suggest(name, names, sizeof verbs / sizeof verbs[0], 2, sugg, sizeof sugg) > 0)
-        fprintf(stderr, "perflab: unknown verb '%s' (did you mean %s?); 'perflab --help' lists them\n", name, sugg);
+        fprintf(stderr, "perflab: unknown verb '%s' (did you mean %s?); 'perflab --help' lists them\n", PL_ESC(name),
+                sugg);
     else
-        fprintf(stderr, "perflab: unknown verb '%s'; 'perflab --help' lists them\n", name);
+        fprintf(stderr, "perflab: unknown verb '%s'; 'perflab --help' lists them\n", PL_ESC(name));
     return PL_EXIT_USAGE;
 }

@@ -1,6 +1,7 @@
 #include "cli/options.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,12 @@ static void strlist_push(pl_strlist *l, const char *s)
 
 int pl_usage_error(const char *verb, const char *msg)
 {
-    fprintf(stderr, "perflab %s: %s\n", verb, msg);
+    /* the values in msg are escaped where they were written; this keeps any that were not from reaching the
+     * terminal raw (escaping twice changes nothing) */
+    pl_buf b = {0};
+    pl_buf_append_escaped(&b, msg, 0);
+    fprintf(stderr, "perflab %s: %s\n", verb, b.data);
+    pl_buf_free(&b);
     return PL_EXIT_USAGE;
 }
 
@@ -55,13 +61,13 @@ static void unknown_option(const char *verb, const pl_option *opts, const char *
     size_t idx[2];
     int found = *name ? pl_suggest_indices(name, names, n, 2, idx) : 0;
     if (found == 2)
-        pl_snprintf(err, errlen, "unknown option '%s' (did you mean --%s or --%s?); see 'perflab %s --help'", word,
-                    names[idx[0]], names[idx[1]], verb);
+        pl_snprintf(err, errlen, "unknown option '%s' (did you mean --%s or --%s?); see 'perflab %s --help'",
+                    PL_ESC(word), names[idx[0]], names[idx[1]], verb);
     else if (found == 1)
-        pl_snprintf(err, errlen, "unknown option '%s' (did you mean --%s?); see 'perflab %s --help'", word,
+        pl_snprintf(err, errlen, "unknown option '%s' (did you mean --%s?); see 'perflab %s --help'", PL_ESC(word),
                     names[idx[0]], verb);
     else
-        pl_snprintf(err, errlen, "unknown option '%s'; see 'perflab %s --help'", word, verb);
+        pl_snprintf(err, errlen, "unknown option '%s'; see 'perflab %s --help'", PL_ESC(word), verb);
     free(names);
 }
 
@@ -76,11 +82,12 @@ static int set_value(const char *verb, const pl_option *o, const char *value, ch
         errno = 0;
         long v = strtol(value, &end, 10);
         if (end == value || *end || errno) {
-            pl_snprintf(err, errlen, "--%s expects an integer, not '%s'", o->name, value);
+            pl_snprintf(err, errlen, "--%s expects an integer, not '%s'", o->name, PL_ESC(value));
             return -1;
         }
-        if (o->min < o->max && (v < o->min || v > o->max)) {
-            pl_snprintf(err, errlen, "--%s must be between %g and %g, not %s", o->name, o->min, o->max, value);
+        const double lo = o->min < o->max ? o->min : INT_MIN, hi = o->min < o->max ? o->max : INT_MAX;
+        if ((double)v < lo || (double)v > hi) {
+            pl_snprintf(err, errlen, "--%s must be between %g and %g, not %s", o->name, lo, hi, PL_ESC(value));
             return -1;
         }
         *(int *)o->dest = (int)v;
@@ -90,11 +97,11 @@ static int set_value(const char *verb, const pl_option *o, const char *value, ch
         errno = 0;
         double v = strtod(value, &end);
         if (end == value || *end || errno || !isfinite(v)) {
-            pl_snprintf(err, errlen, "--%s expects a number, not '%s'", o->name, value);
+            pl_snprintf(err, errlen, "--%s expects a number, not '%s'", o->name, PL_ESC(value));
             return -1;
         }
         if (o->min < o->max && (v < o->min || v > o->max)) {
-            pl_snprintf(err, errlen, "--%s must be between %g and %g, not %s", o->name, o->min, o->max, value);
+            pl_snprintf(err, errlen, "--%s must be between %g and %g, not %s", o->name, o->min, o->max, PL_ESC(value));
             return -1;
         }
         *(double *)o->dest = v;
@@ -105,8 +112,8 @@ static int set_value(const char *verb, const pl_option *o, const char *value, ch
     return 0;
 }
 
-int pl_options_parse(const char *verb, const pl_option *opts, int argc, char **argv, pl_strlist *positional, char *err,
-                     size_t errlen)
+static int parse(const char *verb, const pl_option *opts, int argc, char **argv, pl_strlist *positional, char *err,
+                 size_t errlen)
 {
     int only_positional = 0;
     for (int i = 0; i < argc; i++) {
@@ -150,6 +157,19 @@ int pl_options_parse(const char *verb, const pl_option *opts, int argc, char **a
             return -1;
     }
     return 0;
+}
+
+int pl_options_parse(const char *verb, const pl_option *opts, int argc, char **argv, pl_strlist *positional, char *err,
+                     size_t errlen)
+{
+    if (parse(verb, opts, argc, argv, positional, err, errlen) == 0)
+        return 0;
+    /* on bad input nothing is left for the caller to free */
+    pl_strlist_free(positional);
+    for (const pl_option *o = opts; o->name; o++)
+        if (o->kind == PL_OPT_LIST)
+            pl_strlist_free(o->dest);
+    return -1;
 }
 
 void pl_options_help(FILE *out, const pl_option *opts)

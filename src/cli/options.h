@@ -33,7 +33,8 @@ typedef struct pl_option {
 
 /* Parse argv[0..argc) (argv[0] is the first argument after the verb). Positional arguments are collected into
  * `positional`. "--" ends the options. Returns -1 with a one-line message in err (naming the option, the
- * problem and the fix) on bad input. */
+ * problem and the fix) on bad input; `positional` and every PL_OPT_LIST destination are then empty (freed), so an
+ * exit-2 path has nothing to free. */
 int pl_options_parse(const char *verb, const pl_option *opts, int argc, char **argv, pl_strlist *positional, char *err,
                      size_t errlen);
 void pl_options_help(FILE *out, const pl_option *opts);

@@ -59,7 +59,7 @@ void pl_timing_options_join(pl_option *out, const pl_option *own, size_t n_own, 
 int pl_timing_args_check(const pl_timing_args *t, char *err, size_t errlen)
 {
     if (strcmp(t->mode, "hot") != 0 && strcmp(t->mode, "cold") != 0) {
-        pl_snprintf(err, errlen, "--mode must be hot or cold, not '%s'", t->mode);
+        pl_snprintf(err, errlen, "--mode must be hot or cold, not '%s'", PL_ESC(t->mode));
         return -1;
     }
     if (t->min_time_s > t->max_time_s) {

@@ -84,7 +84,8 @@ static int probe_from_json(json_t *pj, const char *path, pl_probe_result *p, cha
     if (rc == 0) {
         int s = pl_probe_status_from_name(status);
         if (s < 0) {
-            pl_snprintf(err, errlen, "%s.status: expected passed, failed or not_available, found '%s'", path, status);
+            pl_snprintf(err, errlen, "%s.status: expected passed, failed or not_available, found '%s'", path,
+                        PL_ESC(status));
             rc = -1;
         }
         p->status = (pl_probe_status)(s < 0 ? 0 : s);

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +35,20 @@ int pl_parse_size(const char *text, long long *out)
         if (*end)
             return -1;
     }
-    if (v > 0 && v > (long long)(9.2e18 / (double)mult))
+    if (v > LLONG_MAX / mult || v < LLONG_MIN / mult) /* exact: mult is a power of two */
         return -1;
     *out = v * mult;
     return 0;
+}
+
+/* x as a long long, saturated: a float parameter may hold any finite double, its integer view stays defined. */
+static long long saturate_ll(double x)
+{
+    if (x >= 0x1p63)
+        return LLONG_MAX;
+    if (x < -0x1p63)
+        return LLONG_MIN;
+    return (long long)x;
 }
 
 static int choice_ok(const char *choices, const char *text)
@@ -71,7 +82,7 @@ int pl_param_parse_value(const pl_param_def *def, const char *text, long long *i
     case PL_PARAM_INT:
         if (pl_parse_size(text, i) != 0) {
             pl_snprintf(err, errlen, "'--%s' expects an integer (e.g. 4096, or 64m for 64*2^20), not '%s'", def->name,
-                        text);
+                        PL_ESC(text));
             return -1;
         }
         *f = (double)*i;
@@ -81,10 +92,9 @@ int pl_param_parse_value(const pl_param_def *def, const char *text, long long *i
         errno = 0;
         *f = strtod(text, &end);
         if (end == text || *end || errno == ERANGE || !isfinite(*f)) {
-            pl_snprintf(err, errlen, "'--%s' expects a number (e.g. 0.5), not '%s'", def->name, text);
+            pl_snprintf(err, errlen, "'--%s' expects a number (e.g. 0.5), not '%s'", def->name, PL_ESC(text));
             return -1;
         }
-        *i = (long long)*f;
         break;
     }
     case PL_PARAM_BOOL:
@@ -93,27 +103,31 @@ int pl_param_parse_value(const pl_param_def *def, const char *text, long long *i
         else if (!strcmp(text, "false") || !strcmp(text, "0") || !strcmp(text, "no") || !strcmp(text, "off"))
             *i = 0;
         else {
-            pl_snprintf(err, errlen, "'--%s' expects true or false, not '%s'", def->name, text);
+            pl_snprintf(err, errlen, "'--%s' expects true or false, not '%s'", def->name, PL_ESC(text));
             return -1;
         }
         *f = (double)*i;
         break;
     case PL_PARAM_STRING:
         if (def->choices && !choice_ok(def->choices, text)) {
-            pl_snprintf(err, errlen, "'--%s' must be one of %s, not '%s'", def->name, def->choices, text);
+            pl_snprintf(err, errlen, "'--%s' must be one of %s, not '%s'", def->name, def->choices, PL_ESC(text));
             return -1;
         }
         break;
     }
     if (def->type == PL_PARAM_INT || def->type == PL_PARAM_FLOAT) {
+        /* the range is checked on the double; only then does a float get its integer view */
         if (below_min(def, *f) && !(def->max > def->min)) {
-            pl_snprintf(err, errlen, "'--%s' must be at least %g, not %s", def->name, def->min, text);
+            pl_snprintf(err, errlen, "'--%s' must be at least %g, not %s", def->name, def->min, PL_ESC(text));
             return -1;
         }
         if (below_min(def, *f) || above_max(def, *f)) {
-            pl_snprintf(err, errlen, "'--%s' must be between %g and %g, not %s", def->name, def->min, def->max, text);
+            pl_snprintf(err, errlen, "'--%s' must be between %g and %g, not %s", def->name, def->min, def->max,
+                        PL_ESC(text));
             return -1;
         }
+        if (def->type == PL_PARAM_FLOAT)
+            *i = saturate_ll(*f);
     }
     return 0;
 }
@@ -175,7 +189,7 @@ static void list_names(const pl_param_def *defs, char *out, size_t len)
 
 static int set_value(pl_param_value *v, const char *text, int overridden, const char *target, char *err, size_t errlen)
 {
-    char sub[256];
+    char sub[1024];
     long long i;
     double f;
     if (pl_param_parse_value(v->def, text, &i, &f, sub, sizeof sub) != 0) {
@@ -195,7 +209,8 @@ static int apply_word(pl_params *out, const pl_param_def *defs, const char *targ
 {
     const char *w = words[*k];
     if (strncmp(w, "--", 2) != 0 || !w[2]) {
-        pl_snprintf(err, errlen, "%s: unexpected '%s' in its arguments: write parameters as '--name value'", target, w);
+        pl_snprintf(err, errlen, "%s: unexpected '%s' in its arguments: write parameters as '--name value'", target,
+                    PL_ESC(w));
         return -1;
     }
     char *name = pl_strdup(w + 2);
@@ -215,9 +230,9 @@ static int apply_word(pl_params *out, const pl_param_def *defs, const char *targ
         list_names(defs, all, sizeof all);
         if (pl_suggest_indices(name, names, out->count, 1, idx) > 0)
             pl_snprintf(err, errlen, "%s has no parameter '--%s' (did you mean '--%s'?); its parameters: %s", target,
-                        name, names[idx[0]], all);
+                        PL_ESC(name), names[idx[0]], all);
         else
-            pl_snprintf(err, errlen, "%s has no parameter '--%s'; its parameters: %s", target, name, all);
+            pl_snprintf(err, errlen, "%s has no parameter '--%s'; its parameters: %s", target, PL_ESC(name), all);
         free(names);
         free(name);
         return -1;
@@ -226,7 +241,7 @@ static int apply_word(pl_params *out, const pl_param_def *defs, const char *targ
         if (v->def->type == PL_PARAM_BOOL && (*k + 1 >= n || strncmp(words[*k + 1], "--", 2) == 0)) {
             value = "true"; /* a bare boolean flag */
         } else if (*k + 1 >= n) {
-            pl_snprintf(err, errlen, "%s: '--%s' needs a value", target, name);
+            pl_snprintf(err, errlen, "%s: '--%s' needs a value", target, PL_ESC(name));
             free(name);
             return -1;
         } else {
@@ -257,7 +272,7 @@ int pl_params_init(pl_params *out, const pl_param_def *defs, const char *target_
     char **words;
     size_t n;
     if (split_words(args, &words, &n) != 0) {
-        pl_snprintf(err, errlen, "%s: unbalanced quote in its arguments '%s'", target, args);
+        pl_snprintf(err, errlen, "%s: unbalanced quote in its arguments '%s'", target, PL_ESC(args));
         pl_params_free(out);
         return -1;
     }

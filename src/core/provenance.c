@@ -60,13 +60,18 @@ static char *cpu_model(void)
     return out;
 }
 
+/* The command line as one line of valid UTF-8 (JSON strings must be): control characters and bytes that are not
+ * UTF-8 are escaped (\xff), never a reason to drop the line. */
 static char *join_args(int argc, char **argv)
 {
     pl_buf b = {0};
     pl_buf_append(&b, "perflab");
     for (int i = 1; i < argc; i++) {
         int quote = strpbrk(argv[i], " \t'\"") != NULL;
-        pl_buf_printf(&b, quote ? " '%s'" : " %s", argv[i]);
+        pl_buf_append(&b, quote ? " '" : " ");
+        pl_buf_append_escaped(&b, argv[i], 0);
+        if (quote)
+            pl_buf_append(&b, "'");
     }
     return b.data;
 }

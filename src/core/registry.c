@@ -98,9 +98,10 @@ static void unknown_name_error(const char *word, char *err, size_t errlen)
     }
     char sugg[512];
     if (pl_suggest(word, names, n, 3, sugg, sizeof sugg) > 0)
-        pl_snprintf(err, errlen, "unknown target '%s' (did you mean %s?); 'perflab list' shows them all", word, sugg);
+        pl_snprintf(err, errlen, "unknown target '%s' (did you mean %s?); 'perflab list' shows them all", PL_ESC(word),
+                    sugg);
     else
-        pl_snprintf(err, errlen, "unknown target '%s'; 'perflab list' shows them all", word);
+        pl_snprintf(err, errlen, "unknown target '%s'; 'perflab list' shows them all", PL_ESC(word));
     free(names);
     free(full);
 }
@@ -134,8 +135,15 @@ int pl_registry_select(const char *spec, const pl_target ***out, size_t *n, char
 {
     *out = NULL;
     *n = 0;
+    if (spec && !*spec) {
+        /* given but empty (e.g. --targets "$UNSET"): not the same as not given */
+        pl_snprintf(err, errlen,
+                    "--targets is empty: name targets or groups (e.g. --targets memory,gemm:bf16; 'perflab list' shows "
+                    "them), or leave it out for the quick suite");
+        return -1;
+    }
     unsigned char *mark = pl_xcalloc(n_targets + 1, 1);
-    if (!spec || !*spec) {
+    if (!spec) {
         for (size_t i = 0; i < n_targets; i++)
             mark[i] = (targets[i]->flags & PL_TARGET_QUICK) != 0;
     } else {
@@ -161,7 +169,8 @@ int pl_registry_select(const char *spec, const pl_target ***out, size_t *n, char
             list[(*n)++] = targets[i];
     free(mark);
     if (*n == 0) {
-        pl_snprintf(err, errlen, "the selection '%s' names no target; 'perflab list' shows them all", spec ? spec : "");
+        pl_snprintf(err, errlen, "the selection '%s' names no target; 'perflab list' shows them all",
+                    PL_ESC(spec ? spec : ""));
         free(list);
         return -1;
     }

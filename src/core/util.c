@@ -69,14 +69,31 @@ char *pl_strfmt(const char *fmt, ...)
     return s;
 }
 
+/* Drop a UTF-8 sequence that a cut at the end of s left incomplete. */
+static void trim_partial_utf8(char *s)
+{
+    const size_t len = strlen(s);
+    size_t lead = len;
+    while (lead > 0 && ((unsigned char)s[lead - 1] & 0xc0) == 0x80)
+        lead--;
+    if (lead == 0 || (unsigned char)s[lead - 1] < 0xc0)
+        return;
+    const unsigned char c = (unsigned char)s[lead - 1];
+    const size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+    if (len - (lead - 1) < need)
+        s[lead - 1] = '\0';
+}
+
 void pl_snprintf(char *buf, size_t len, const char *fmt, ...)
 {
     if (!buf || len == 0)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
+    const int n = vsnprintf(buf, len, fmt, ap);
     va_end(ap);
+    if (n > 0 && (size_t)n >= len)
+        trim_partial_utf8(buf); /* cut to fit: never inside a character */
 }
 
 void pl_reserve(void *arr, size_t *cap, size_t need, size_t size)
@@ -174,7 +191,7 @@ int pl_write_file_atomic(const char *path, const char *data, size_t len, char *e
     char *tmp = pl_strfmt("%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
-        pl_snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+        pl_snprintf(err, errlen, "cannot write '%s': %s", PL_ESC(path), strerror(errno));
         free(tmp);
         return -1;
     }
@@ -184,7 +201,7 @@ int pl_write_file_atomic(const char *path, const char *data, size_t len, char *e
         if (w < 0) {
             if (errno == EINTR)
                 continue;
-            pl_snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+            pl_snprintf(err, errlen, "cannot write '%s': %s", PL_ESC(path), strerror(errno));
             close(fd);
             unlink(tmp);
             free(tmp);
@@ -196,7 +213,7 @@ int pl_write_file_atomic(const char *path, const char *data, size_t len, char *e
         /* fsync is best effort (some file systems refuse it); the rename below still gives atomicity */
     }
     if (close(fd) != 0 || rename(tmp, path) != 0) {
-        pl_snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+        pl_snprintf(err, errlen, "cannot write '%s': %s", PL_ESC(path), strerror(errno));
         unlink(tmp);
         free(tmp);
         return -1;
@@ -209,7 +226,7 @@ char *pl_read_file(const char *path, size_t *len, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        pl_snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+        pl_snprintf(err, errlen, "cannot read '%s': %s", PL_ESC(path), strerror(errno));
         return NULL;
     }
     pl_buf b = {0};
@@ -217,10 +234,10 @@ char *pl_read_file(const char *path, size_t *len, char *err, size_t errlen)
     size_t n;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
         pl_buf_appendn(&b, chunk, n);
-    int bad = ferror(f);
+    const int bad = ferror(f), why = errno; /* EISDIR for a directory */
     fclose(f);
     if (bad) {
-        pl_snprintf(err, errlen, "cannot read '%s': read error", path);
+        pl_snprintf(err, errlen, "cannot read '%s': %s", PL_ESC(path), strerror(why));
         pl_buf_free(&b);
         return NULL;
     }
@@ -245,26 +262,30 @@ int pl_is_dir(const char *path)
 
 int pl_mkdir_p(const char *path, char *err, size_t errlen)
 {
+    if (!*path) {
+        pl_snprintf(err, errlen, "cannot create a directory with an empty name");
+        return -1;
+    }
     char *p = pl_strdup(path);
     for (char *s = p + 1; *s; s++) {
         if (*s != '/')
             continue;
         *s = '\0';
         if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            pl_snprintf(err, errlen, "cannot create directory '%s': %s", p, strerror(errno));
+            pl_snprintf(err, errlen, "cannot create directory '%s': %s", PL_ESC(p), strerror(errno));
             free(p);
             return -1;
         }
         *s = '/';
     }
     if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-        pl_snprintf(err, errlen, "cannot create directory '%s': %s", p, strerror(errno));
+        pl_snprintf(err, errlen, "cannot create directory '%s': %s", PL_ESC(p), strerror(errno));
         free(p);
         return -1;
     }
     free(p);
     if (!pl_is_dir(path)) {
-        pl_snprintf(err, errlen, "cannot create directory '%s': a file of that name is in the way", path);
+        pl_snprintf(err, errlen, "cannot create directory '%s': a file of that name is in the way", PL_ESC(path));
         return -1;
     }
     return 0;
@@ -306,17 +327,29 @@ size_t pl_edit_distance(const char *a, const char *b)
 
 int pl_suggest_indices(const char *word, const char *const *candidates, size_t n, int max, size_t *out)
 {
-    size_t limit = strlen(word) / 3;
-    if (limit < 2)
-        limit = 2;
+    const size_t len = strlen(word);
+    if (len == 0 || len > PL_SUGGEST_MAX_LEN || max <= 0)
+        return 0; /* nothing sensible to suggest, and the work stays bounded */
+    if (n > PL_SUGGEST_MAX_CANDIDATES)
+        n = PL_SUGGEST_MAX_CANDIDATES;
+    const size_t limit = len / 3 < 2 ? 2 : len / 3;
+    /* one distance per candidate (substring matches count as 0), then the closest first, in candidate order */
+    size_t *dist = pl_xmalloc((n ? n : 1) * sizeof *dist);
+    for (size_t i = 0; i < n; i++) {
+        const size_t clen = strlen(candidates[i]);
+        if (strstr(candidates[i], word))
+            dist[i] = 0;
+        else if (clen > len + limit || len > clen + limit)
+            dist[i] = limit + 1; /* the distance is at least the difference in length */
+        else
+            dist[i] = pl_edit_distance(word, candidates[i]);
+    }
     int found = 0;
-    /* closest first: substring matches count as distance 0 */
     for (size_t d = 0; d <= limit && found < max; d++)
-        for (size_t i = 0; i < n && found < max; i++) {
-            size_t dist = strstr(candidates[i], word) ? 0 : pl_edit_distance(word, candidates[i]);
-            if (dist == d)
+        for (size_t i = 0; i < n && found < max; i++)
+            if (dist[i] == d)
                 out[found++] = i;
-        }
+    free(dist);
     return found;
 }
 
@@ -330,6 +363,85 @@ int pl_suggest(const char *word, const char *const *candidates, size_t n, int ma
     pl_snprintf(out, outlen, "%s", b.data ? b.data : "");
     pl_buf_free(&b);
     return found;
+}
+
+/* The length of the valid UTF-8 sequence at p (1 to 4), or 0 when it is not one. Overlong forms, surrogates and
+ * code points past U+10FFFF are not valid. */
+static size_t utf8_sequence(const unsigned char *p)
+{
+    if (p[0] < 0x80)
+        return 1;
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        n = 2;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        n = 3;
+        lo = p[0] == 0xe0 ? 0xa0 : 0x80;
+        hi = p[0] == 0xed ? 0x9f : 0xbf;
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        n = 4;
+        lo = p[0] == 0xf0 ? 0x90 : 0x80;
+        hi = p[0] == 0xf4 ? 0x8f : 0xbf;
+    } else
+        return 0;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+void pl_buf_append_escaped(pl_buf *b, const char *s, size_t max_bytes)
+{
+    if (!s) {
+        pl_buf_append(b, "(null)");
+        return;
+    }
+    const unsigned char *p = (const unsigned char *)s;
+    const size_t total = strlen(s);
+    size_t used = 0;
+    pl_buf_appendn(b, "", 0);
+    while (p[used]) {
+        const size_t n = utf8_sequence(p + used);
+        const size_t take = n ? n : 1;
+        if (max_bytes && used + take > max_bytes) {
+            pl_buf_printf(b, "… (%zu bytes)", total);
+            return;
+        }
+        const unsigned char c = p[used];
+        const int c1_control = n == 2 && c == 0xc2 && p[used + 1] < 0xa0; /* U+0080..U+009F */
+        if (n == 1 && c >= 0x20 && c != 0x7f)
+            pl_buf_appendn(b, (const char *)p + used, 1);
+        else if (c == '\n')
+            pl_buf_append(b, "\\n");
+        else if (c == '\t')
+            pl_buf_append(b, "\\t");
+        else if (c == '\r')
+            pl_buf_append(b, "\\r");
+        else if (n > 1 && !c1_control)
+            pl_buf_appendn(b, (const char *)p + used, n);
+        else
+            for (size_t i = 0; i < take; i++)
+                pl_buf_printf(b, "\\x%02x", p[used + i]);
+        used += take;
+    }
+}
+
+const char *pl_escape(const char *s, size_t max_bytes, char *buf, size_t len)
+{
+    if (!buf || len == 0)
+        return "";
+    pl_buf b = {0};
+    pl_buf_append_escaped(&b, s, max_bytes);
+    size_t n = b.len < len ? b.len : len - 1;
+    while (n > 0 && n < b.len && ((unsigned char)b.data[n] & 0xc0) == 0x80)
+        n--; /* never cut inside a UTF-8 sequence */
+    memcpy(buf, b.data, n);
+    buf[n] = '\0';
+    pl_buf_free(&b);
+    return buf;
 }
 
 const char *pl_format_ms(double ms, char *buf, size_t len)
@@ -347,13 +459,17 @@ const char *pl_format_ms(double ms, char *buf, size_t len)
 
 int pl_dir_usable(const char *dir, const char *what, const char *flag, char *err, size_t errlen)
 {
+    if (!*dir) {
+        pl_snprintf(err, errlen, "%s is empty: pass a directory with %s (e.g. %s .)", what, flag, flag);
+        return 0;
+    }
     if (pl_path_exists(dir)) {
         if (!pl_is_dir(dir)) {
-            pl_snprintf(err, errlen, "%s '%s' is a file: pass a directory with %s", what, dir, flag);
+            pl_snprintf(err, errlen, "%s '%s' is a file: pass a directory with %s", what, PL_ESC(dir), flag);
             return 0;
         }
         if (access(dir, W_OK) != 0) {
-            pl_snprintf(err, errlen, "%s '%s' is not writable: pass a writable %s", what, dir, flag);
+            pl_snprintf(err, errlen, "%s '%s' is not writable: pass a writable %s", what, PL_ESC(dir), flag);
             return 0;
         }
         return 1;
@@ -376,7 +492,7 @@ int pl_dir_usable(const char *dir, const char *what, const char *flag, char *err
     int ok = pl_is_dir(parent) && access(parent, W_OK) == 0;
     if (!ok)
         pl_snprintf(err, errlen, "cannot create %s '%s' ('%s' is not a writable directory): pass a writable %s", what,
-                    dir, parent, flag);
+                    PL_ESC(dir), PL_ESC(parent), flag);
     free(parent);
     return ok;
 }

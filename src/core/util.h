@@ -13,6 +13,7 @@ void *pl_xrealloc(void *p, size_t n);
 char *pl_strdup(const char *s); /* NULL stays NULL */
 char *pl_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *pl_vstrfmt(const char *fmt, va_list ap);
+/* snprintf that, when it has to cut, cuts at a UTF-8 character boundary. */
 void pl_snprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Make room for `need` elements of `size` bytes in *arr (capacity *cap, doubled as needed). */
@@ -58,9 +59,24 @@ char *pl_path_join(const char *a, const char *b);
 /* Levenshtein distance, for "did you mean". */
 size_t pl_edit_distance(const char *a, const char *b);
 /* Up to `max` of `candidates` closest to `word` (distance <= max(2, len/3), or a prefix/substring match),
- * joined as "'a', 'b'" into out. Returns how many were found. */
+ * joined as "'a', 'b'" into out. Returns how many were found. Bounded work whatever the input: a word longer than
+ * PL_SUGGEST_MAX_LEN gets no suggestion, and only the first PL_SUGGEST_MAX_CANDIDATES candidates are compared. */
+#define PL_SUGGEST_MAX_LEN        128
+#define PL_SUGGEST_MAX_CANDIDATES 4096
 int pl_suggest_indices(const char *word, const char *const *candidates, size_t n, int max, size_t *out);
 int pl_suggest(const char *word, const char *const *candidates, size_t n, int max, char *out, size_t outlen);
+
+/* User input echoed in a message: control characters and bytes that are not UTF-8 become \n, \t, \r or \xNN, and
+ * input longer than max_bytes (0: no limit) is cut there, at a character boundary, with "…" and its length
+ * ("… (100000 bytes)"). Printable text and valid UTF-8 pass unchanged, so escaping twice changes nothing. */
+void pl_buf_append_escaped(pl_buf *b, const char *s, size_t max_bytes);
+/* The same into buf (cut to fit); returns buf. PL_ESC(s) is the form for a message: it escapes into a buffer that
+ * lives until the end of the enclosing statement's block, cut at PL_ESC_MAX bytes of input, e.g.
+ *   pl_snprintf(err, errlen, "unknown target '%s'", PL_ESC(word)); */
+const char *pl_escape(const char *s, size_t max_bytes, char *buf, size_t len);
+#define PL_ESC_MAX 200
+#define PL_ESC_BUF (4 * PL_ESC_MAX + 32)
+#define PL_ESC(s)  pl_escape((s), PL_ESC_MAX, (char[PL_ESC_BUF]){0}, PL_ESC_BUF)
 
 /* "12.3 µs", "4.56 ms", "1.20 s" for a time in milliseconds. */
 const char *pl_format_ms(double ms, char *buf, size_t len);

@@ -28,10 +28,11 @@ int pl_peak_parse_groups(const char *list, unsigned *groups, char *err, size_t e
         }
         char sugg[128];
         if (pl_suggest(tok, group_names, N_GROUPS, 2, sugg, sizeof sugg) > 0)
-            pl_snprintf(err, errlen, "--only: unknown group '%s' (did you mean %s?); the groups are %s", tok, sugg,
-                        pl_peak_group_names());
+            pl_snprintf(err, errlen, "--only: unknown group '%s' (did you mean %s?); the groups are %s", PL_ESC(tok),
+                        sugg, pl_peak_group_names());
         else
-            pl_snprintf(err, errlen, "--only: unknown group '%s'; the groups are %s", tok, pl_peak_group_names());
+            pl_snprintf(err, errlen, "--only: unknown group '%s'; the groups are %s", PL_ESC(tok),
+                        pl_peak_group_names());
         rc = -1;
     }
     if (rc == 0 && *groups == 0) {

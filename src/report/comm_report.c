@@ -102,7 +102,7 @@ json_t *pl_comm_report_json(const pl_comm_job *job, const pl_comm_result *r, con
         json_object_set_new(pj, "busbw_factor", pl_json_real(pl_coll_busbw_factor(p->point.coll, r->nranks)));
         json_object_set_new(pj, "algbw_gbps", pl_json_real(pl_algbw_gbps(L.bytes, p50)));
         json_object_set_new(pj, "busbw_gbps", pl_json_real(pl_busbw_gbps(p->point.coll, r->nranks, L.bytes, p50)));
-        json_object_update(pj, pl_comm_point_base_json(p));
+        json_object_update_new(pj, pl_comm_point_base_json(p)); /* takes the object: no leak per point */
         json_array_append_new(pts, pj);
     }
     json_object_set_new(j, "points", pts);

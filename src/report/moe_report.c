@@ -102,7 +102,7 @@ json_t *pl_moe_report_json(const pl_comm_job *job, const pl_comm_result *r, cons
         json_object_set_new(pj, "bw_gbps_p99", pl_json_real(f->bw_p99_gbps));
         json_object_set_new(pj, "slo",
                             json_pack("{s:s, s:s}", "verdict", pl_slo_verdict_name(f->verdict), "why", f->why));
-        json_object_update(pj, pl_comm_point_base_json(p));
+        json_object_update_new(pj, pl_comm_point_base_json(p)); /* takes the object: no leak per point */
         json_array_append_new(pts, pj);
     }
     json_object_set_new(j, "points", pts);

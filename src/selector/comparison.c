@@ -46,21 +46,53 @@ void pl_gemm_providers_free(pl_gemm_provider *p, size_t n)
     free(p);
 }
 
-/* A json file's column: its records' provider when they agree, else the file's base name. */
-static char *json_label(const char *path, const pl_gemm_record_list *l)
+/* A label names a column and the provider's file (<label>.json beside comparison.json): letters, digits and
+ * "_-.+", a letter or digit first, at most PL_GEMM_LABEL_MAX bytes, and not "comparison". */
+#define PL_GEMM_LABEL_MAX 64
+static int label_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           c == '.' || c == '+';
+}
+
+static int safe_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > PL_GEMM_LABEL_MAX || !label_char(s[0]) || s[0] == '_' || s[0] == '-' || s[0] == '.' ||
+        s[0] == '+' || strcmp(s, "comparison") == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!label_char(s[i]))
+            return 0;
+    return 1;
+}
+
+/* A json file's column: its records' provider when they agree (and can name a file; else an error), or
+ * "json_<the file's base name>" with every other character folded to '_'. NULL with err on a bad name. */
+static char *json_label(const char *path, const pl_gemm_record_list *l, char *err, size_t errlen)
 {
     const char *name = l->n ? l->items[0].provider : NULL;
     for (size_t i = 1; name && i < l->n; i++)
         if (strcmp(l->items[i].provider, name) != 0)
             name = NULL;
-    if (name && pl_index_of(kind_names, PL_PROV_KIND_COUNT - 1, name) < 0)
-        return pl_strdup(name);
+    if (name && pl_index_of(kind_names, PL_PROV_KIND_COUNT - 1, name) < 0) {
+        if (safe_label(name))
+            return pl_strdup(name);
+        pl_snprintf(err, errlen,
+                    "--providers: %s: provider '%s' cannot name a column and a file: use letters, digits, '_', '-', "
+                    "'.' or '+' (a letter or digit first, up to %d; not 'comparison')",
+                    PL_ESC(path), PL_ESC(name), PL_GEMM_LABEL_MAX);
+        return NULL;
+    }
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    char *label = pl_strfmt("json_%s", base);
+    char *label = pl_strfmt("json_%.*s", PL_GEMM_LABEL_MAX - 5, base);
     char *dot = strrchr(label, '.');
-    if (dot && dot != label)
+    if (dot && dot > label + 5)
         *dot = '\0';
+    for (char *c = label; *c; c++)
+        if (!label_char(*c))
+            *c = '_';
     return label;
 }
 
@@ -82,8 +114,9 @@ int pl_gemm_providers_parse(const char *spec, pl_gemm_provider **out, size_t *n,
                 rc = -1;
             } else if (pl_gemm_records_load(p.path, &p.loaded, err, errlen) != 0) {
                 rc = -1;
+            } else if (!(p.label = json_label(p.path, &p.loaded, err, errlen))) {
+                rc = -1;
             } else {
-                p.label = json_label(p.path, &p.loaded);
                 p.cublas_family = json_is_cublas(&p.loaded);
             }
         } else {
@@ -91,12 +124,13 @@ int pl_gemm_providers_parse(const char *spec, pl_gemm_provider **out, size_t *n,
             if (k < 0) {
                 char sugg[128];
                 if (pl_suggest(tok, kind_names, PL_PROV_JSON, 2, sugg, sizeof sugg) > 0)
-                    pl_snprintf(err, errlen, "--providers: unknown provider '%s' (did you mean %s?)", tok, sugg);
+                    pl_snprintf(err, errlen, "--providers: unknown provider '%s' (did you mean %s?)", PL_ESC(tok),
+                                sugg);
                 else
                     pl_snprintf(err, errlen,
                                 "--providers: unknown provider '%s': choose from cublas, cublaslt, perflab, cutlass, "
                                 "json:FILE",
-                                tok);
+                                PL_ESC(tok));
                 rc = -1;
             } else {
                 p.kind = (pl_gemm_provider_kind)k;
@@ -106,7 +140,7 @@ int pl_gemm_providers_parse(const char *spec, pl_gemm_provider **out, size_t *n,
         }
         for (size_t i = 0; rc == 0 && i < *n; i++)
             if (strcmp((*out)[i].label, p.label) == 0) {
-                pl_snprintf(err, errlen, "--providers: '%s' is named twice", p.label);
+                pl_snprintf(err, errlen, "--providers: '%s' is named twice", PL_ESC(p.label));
                 rc = -1;
             }
         if (rc != 0) {
@@ -198,6 +232,7 @@ void pl_gemm_cell_settle(pl_gemm_cell *cell, pl_gemm_record_list *tried, pl_gemm
     for (size_t i = 0; i < tried->n; i++)
         pl_gemm_record_list_push(&cell->candidates, &tried->items[i]);
     tried->n = 0;
+    pl_gemm_record_list_free(tried); /* taken whole: nothing left for the caller to free */
 }
 
 void pl_gemm_comparison_fill_from_files(pl_gemm_comparison *c)

@@ -22,7 +22,8 @@ typedef enum pl_gemm_provider_kind {
 
 typedef struct pl_gemm_provider {
     pl_gemm_provider_kind kind;
-    char *label; /* the column and file name: cublas, cublaslt, perflab, cutlass, or a json file's provider */
+    char *label; /* the column and file name: cublas, cublaslt, perflab, cutlass, or a json file's provider (never a
+                  * path: letters, digits and "_-.+" only) */
     char *path;  /* json: the file */
     pl_gemm_record_list loaded;
     int cublas_family; /* cublas, cublaslt, or a json file of their records: the ratios' denominator */
@@ -62,7 +63,8 @@ void pl_gemm_comparison_free(pl_gemm_comparison *c);
 pl_gemm_cell *pl_gemm_cell_at(pl_gemm_comparison *c, size_t shape, size_t provider);
 const pl_gemm_cell *pl_gemm_cell_get(const pl_gemm_comparison *c, size_t shape, size_t provider);
 /* Set a cell from the records tried for it: the fastest verified ok one is the best; without one the cell is
- * `fallback` (failed or unsupported) with `reason` (or the first candidate's reason). Takes the records. */
+ * `fallback` (failed or unsupported) with `reason` (or the first candidate's reason). Takes the records: `tried` is
+ * left empty, with nothing to free. */
 void pl_gemm_cell_settle(pl_gemm_cell *cell, pl_gemm_record_list *tried, pl_gemm_status fallback, const char *reason);
 void pl_gemm_cell_set(pl_gemm_cell *cell, pl_gemm_status status, const char *reason);
 /* Fill the cells of json: providers from their loaded records. */

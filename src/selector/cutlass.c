@@ -69,7 +69,7 @@ static int to_double(const char *s, double *out)
     errno = 0;
     char *end;
     double v = strtod(s, &end);
-    if (errno || *end)
+    if (errno || *end || !isfinite(v))
         return -1;
     *out = v;
     return 0;
@@ -108,34 +108,42 @@ static int find_columns(const csv_row *h, const char *source, int lineno, column
     return 0;
 }
 
-static int parse_row(const csv_row *row, const csv_row *h, const columns *c, const char *where, const char *shape,
-                     const char *dtype, const char *layout, pl_gemm_record *r, char *err, size_t errlen)
+static int parse_row(const csv_row *row, const csv_row *h, const columns *c, const char *where,
+                     const pl_gemm_shape *shape, const char *dtype, const char *layout, pl_gemm_record *r, char *err,
+                     size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    double m, n, k, ms, gflops = NAN;
-    if (to_double(cell(row, c->m), &m) || to_double(cell(row, c->n), &n) || to_double(cell(row, c->k), &k) || m < 1 ||
-        n < 1 || k < 1) {
-        pl_snprintf(err, errlen, "%s: m, n, k must be positive integers", where);
+    long long m, n, k;
+    double ms, gflops = NAN;
+    const char *cm = cell(row, c->m), *cn = cell(row, c->n), *ck = cell(row, c->k);
+    if (pl_gemm_dim_parse(cm, &m) || pl_gemm_dim_parse(cn, &n) || pl_gemm_dim_parse(ck, &k)) {
+        pl_snprintf(err, errlen, "%s: m, n, k must be integers from 1 to %lld, not '%s', '%s', '%s'", where,
+                    PL_GEMM_DIM_MAX, PL_ESC(cm), PL_ESC(cn), PL_ESC(ck));
+        return -1;
+    }
+    if (m != shape->m || n != shape->n || k != shape->k) {
+        pl_snprintf(err, errlen, "%s: a row for %lldx%lldx%lld, but the profiler was asked for %s (%lldx%lldx%lld)",
+                    where, m, n, k, shape->name, shape->m, shape->n, shape->k);
         return -1;
     }
     if (to_double(cell(row, c->runtime), &ms)) {
         pl_snprintf(err, errlen, "%s: Runtime '%s' is not a number", where,
-                    cell(row, c->runtime) ? cell(row, c->runtime) : "");
+                    PL_ESC(cell(row, c->runtime) ? cell(row, c->runtime) : ""));
         return -1;
     }
     if (c->gflops >= 0 && to_double(cell(row, c->gflops), &gflops))
         gflops = NAN;
     const char *disposition = cell(row, c->disposition), *status = cell(row, c->status);
     r->provider = pl_strdup("cutlass");
-    r->shape = pl_strdup(shape);
-    r->m = (long long)m;
-    r->n = (long long)n;
-    r->k = (long long)k;
+    r->shape = pl_strdup(shape->name);
+    r->m = m;
+    r->n = n;
+    r->k = k;
     r->dtype = pl_strdup(dtype);
     r->layout = pl_strdup(layout);
     r->kernel = pl_strdup(cell(row, c->operation));
     r->median_ms = ms;
-    r->tflops = ms > 0 ? 2.0 * m * n * k / (ms * 1e9) : (isnan(gflops) ? NAN : gflops / 1e3);
+    r->tflops = ms > 0 ? 2.0 * (double)m * (double)n * (double)k / (ms * 1e9) : (isnan(gflops) ? NAN : gflops / 1e3);
     r->noise = NAN;
     r->rel_l2_error = NAN;
     r->verified = disposition && strcmp(disposition, "passed") == 0;
@@ -162,8 +170,8 @@ static int parse_row(const csv_row *row, const csv_row *h, const columns *c, con
     return 0;
 }
 
-int pl_cutlass_csv_parse(const char *text, const char *source, const char *shape, const char *dtype, const char *layout,
-                         pl_gemm_record_list *out, char *err, size_t errlen)
+int pl_cutlass_csv_parse(const char *text, const char *source, const pl_gemm_shape *shape, const char *dtype,
+                         const char *layout, pl_gemm_record_list *out, char *err, size_t errlen)
 {
     char *copy = pl_strdup(text), *header_line = NULL;
     csv_row header = {0};
@@ -296,7 +304,7 @@ int pl_cutlass_run(const char *bin, const pl_gemm_shape *s, const char *dtype, c
     if (!text)
         pl_snprintf(err, errlen, "cutlass_profiler wrote no CSV: %s", rerr);
     else
-        rc = pl_cutlass_csv_parse(text, csv_path, s->name, dtype, layout, out, err, errlen);
+        rc = pl_cutlass_csv_parse(text, csv_path, s, dtype, layout, out, err, errlen);
     free(text);
     free(csv_path);
 out:

@@ -11,9 +11,11 @@
 /* Parse a cutlass_profiler CSV (one or more sections, each led by its "Problem,Provider,..." header): one record per
  * data row, provider "cutlass", kernel = the Operation column, configuration from the cta_*, cluster_* and stages
  * columns, median_ms = Runtime, verified = Disposition "passed" (CUTLASS checks against its reference), status ok
- * only for Status "success" and a passed disposition. `source` names the file in errors ("FILE:LINE: ..."). */
-int pl_cutlass_csv_parse(const char *text, const char *source, const char *shape, const char *dtype, const char *layout,
-                         pl_gemm_record_list *out, char *err, size_t errlen);
+ * only for Status "success" and a passed disposition. Every row's m, n, k are whole numbers equal to `shape`'s (the
+ * problem the profiler was asked for), or the file is rejected. `source` names the file in errors
+ * ("FILE:LINE: ..."). */
+int pl_cutlass_csv_parse(const char *text, const char *source, const pl_gemm_shape *shape, const char *dtype,
+                         const char *layout, pl_gemm_record_list *out, char *err, size_t errlen);
 
 /* The profiler's arguments for one shape (argv[0] = bin, NULL-terminated, malloc'd strings); its CSV is written to
  * `prefix`.gemm.csv. dtype bf16|fp16|fp8, layout nk|kn. */

@@ -147,7 +147,7 @@ int pl_gemm_record_from_json(json_t *j, const char *where, pl_gemm_record *r, ch
         int s = pl_gemm_status_from_name(status);
         if (s < 0) {
             pl_snprintf(err, errlen, "%s.status: expected ok, failed, unsupported or missing, found '%s'", where,
-                        status);
+                        PL_ESC(status));
             goto out;
         }
         r->status = (pl_gemm_status)s;
@@ -210,8 +210,12 @@ void pl_gemm_record_list_free(pl_gemm_record_list *l)
 int pl_gemm_records_load(const char *path, pl_gemm_record_list *out, char *err, size_t errlen)
 {
     json_t *doc = pl_json_load_file(path, err, errlen);
-    if (!doc)
+    if (!doc) {
+        /* jansson's syntax errors quote the input ("invalid token near '\x11'") */
+        char esc[1024];
+        pl_snprintf(err, errlen, "%s", pl_escape(err, 0, esc, sizeof esc));
         return -1;
+    }
     json_t *records = doc;
     int rc = 0;
     if (json_is_object(doc)) {

@@ -91,6 +91,12 @@ static int parse_dim(const char *s, const char **end, long long *out)
     return 0;
 }
 
+int pl_gemm_dim_parse(const char *s, long long *out)
+{
+    const char *end;
+    return parse_dim(s, &end, out) == 0 && !*end ? 0 : -1;
+}
+
 /* "MxNxK" exactly (also with 'X'); 0 when it is one, -1 when it is not. */
 static int parse_mnk(const char *s, long long *m, long long *n, long long *k)
 {
@@ -144,12 +150,12 @@ static void unknown_name(const char *item, char *err, size_t errlen, const char 
         pl_snprintf(err, errlen,
                     "%sunknown shape '%s' (did you mean %s?); write MxNxK or a built-in name "
                     "('perflab gemm --list-shapes')",
-                    where, item, sugg);
+                    where, PL_ESC(item), sugg);
     else
         pl_snprintf(err, errlen,
                     "%sunknown shape '%s'; write MxNxK (e.g. 4096x4096x4096) or a built-in name "
                     "('perflab gemm --list-shapes')",
-                    where, item);
+                    where, PL_ESC(item));
 }
 
 /* One item: a built-in or group name, or MxNxK. */
@@ -172,8 +178,8 @@ static int parse_item(const char *item, pl_gemm_shape_list *out, char *err, size
     if (add_group(out, item))
         return 0;
     if (isdigit((unsigned char)item[0]))
-        pl_snprintf(err, errlen, "%s'%s' is not a shape: write MxNxK with each of M, N, K from 1 to %lld", where, item,
-                    PL_GEMM_DIM_MAX);
+        pl_snprintf(err, errlen, "%s'%s' is not a shape: write MxNxK with each of M, N, K from 1 to %lld", where,
+                    PL_ESC(item), PL_GEMM_DIM_MAX);
     else
         unknown_name(item, err, errlen, where);
     return -1;
@@ -230,11 +236,10 @@ static int parse_file_line(char *line, const char *where, pl_gemm_shape_list *ou
         return parse_item(w[0], out, err, errlen, where);
     pl_gemm_shape s;
     memset(&s, 0, sizeof s);
-    const char *end;
     if (n == 2 && parse_mnk(w[1], &s.m, &s.n, &s.k) == 0) {
         /* NAME MxNxK */
-    } else if (n == 4 && parse_dim(w[1], &end, &s.m) == 0 && !*end && parse_dim(w[2], &end, &s.n) == 0 && !*end &&
-               parse_dim(w[3], &end, &s.k) == 0 && !*end) {
+    } else if (n == 4 && pl_gemm_dim_parse(w[1], &s.m) == 0 && pl_gemm_dim_parse(w[2], &s.n) == 0 &&
+               pl_gemm_dim_parse(w[3], &s.k) == 0) {
         /* NAME M N K */
     } else {
         pl_snprintf(err, errlen, "%sexpected 'MxNxK', 'NAME MxNxK' or 'NAME M N K' with dimensions from 1 to %lld",
@@ -242,14 +247,14 @@ static int parse_file_line(char *line, const char *where, pl_gemm_shape_list *ou
         return -1;
     }
     if (!valid_name(w[0])) {
-        pl_snprintf(err, errlen, "%sshape name '%s' must be letters, digits, '_', '-' or '.' (up to %d)", where, w[0],
-                    PL_GEMM_SHAPE_NAME_MAX - 1);
+        pl_snprintf(err, errlen, "%sshape name '%s' must be letters, digits, '_', '-' or '.' (up to %d)", where,
+                    PL_ESC(w[0]), PL_GEMM_SHAPE_NAME_MAX - 1);
         return -1;
     }
     const pl_gemm_shape *b = find_builtin(w[0]);
     if (b && (b->m != s.m || b->n != s.n || b->k != s.k)) {
-        pl_snprintf(err, errlen, "%s'%s' is a built-in shape (%lldx%lldx%lld): pick another name", where, w[0], b->m,
-                    b->n, b->k);
+        pl_snprintf(err, errlen, "%s'%s' is a built-in shape (%lldx%lldx%lld): pick another name", where, PL_ESC(w[0]),
+                    b->m, b->n, b->k);
         return -1;
     }
     if (!limits_ok(s.m, s.n, err, errlen, w[0]))

@@ -30,6 +30,10 @@ int pl_gemm_shapes_parse(const char *spec, pl_gemm_shape_list *out, char *err, s
  * comment; blank lines are skipped. Errors read "FILE:LINE: what is wrong; the fix". */
 int pl_gemm_shapes_load_file(const char *path, pl_gemm_shape_list *out, char *err, size_t errlen);
 
+/* One dimension: decimal digits alone (no sign, space, fraction or exponent), from 1 to PL_GEMM_DIM_MAX. 0 with
+ * *out set, or -1. */
+int pl_gemm_dim_parse(const char *s, long long *out);
+
 void pl_gemm_shape_list_free(pl_gemm_shape_list *l);
 double pl_gemm_shape_flops(const pl_gemm_shape *s);
 

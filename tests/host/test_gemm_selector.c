@@ -266,8 +266,9 @@ START_TEST(cutlass_csv_by_header_names)
 {
     pl_gemm_record_list l = {0};
     char err[512];
+    const pl_gemm_shape kv = {"kv", 4096, 4096, 4096}, one = {"s", 1, 1, 1};
     /* the second section's header does not start with Problem: it is a data row of the first -> error */
-    ck_assert(pl_cutlass_csv_parse(cutlass_csv, "c.csv", "kv", "bf16", "nk", &l, err, sizeof err) != 0);
+    ck_assert(pl_cutlass_csv_parse(cutlass_csv, "c.csv", &kv, "bf16", "nk", &l, err, sizeof err) != 0);
     ck_assert_msg(strstr(err, "c.csv:5:") != NULL, "%s", err);
     pl_gemm_record_list_free(&l);
 
@@ -278,7 +279,7 @@ START_TEST(cutlass_csv_by_header_names)
     char *row = strstr(fixed, "0.1760,780917,passed,success,cutlass3x_other_kernel,1,CUTLASS");
     const char *reordered = "1,CUTLASS,passed,success,cutlass3x_other_kernel,0.1760,780917";
     memcpy(row, reordered, strlen(reordered));
-    ck_assert_msg(pl_cutlass_csv_parse(fixed, "c.csv", "kv", "bf16", "nk", &l, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(pl_cutlass_csv_parse(fixed, "c.csv", &kv, "bf16", "nk", &l, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq((int)l.n, 3);
     const pl_gemm_record *r = &l.items[0];
     ck_assert_str_eq(r->provider, "cutlass");
@@ -296,17 +297,17 @@ START_TEST(cutlass_csv_by_header_names)
     pl_gemm_record_list_free(&l);
     free(fixed);
 
-    ck_assert(pl_cutlass_csv_parse("Problem,Provider,Operation,m,n,k\n1,CUTLASS,x,1,1,1\n", "d.csv", "s", "bf16", "nk",
+    ck_assert(pl_cutlass_csv_parse("Problem,Provider,Operation,m,n,k\n1,CUTLASS,x,1,1,1\n", "d.csv", &one, "bf16", "nk",
                                    &l, err, sizeof err) != 0);
     ck_assert_msg(strstr(err, "d.csv:1: the CSV header has no 'Disposition' column") != NULL, "%s", err);
     ck_assert(
         pl_cutlass_csv_parse("Problem,Operation,Disposition,Status,m,n,k,Runtime\n1,x,passed,success,1,1,1,fast\n",
-                             "e.csv", "s", "bf16", "nk", &l, err, sizeof err) != 0);
+                             "e.csv", &one, "bf16", "nk", &l, err, sizeof err) != 0);
     ck_assert_msg(strstr(err, "e.csv:2: Runtime 'fast' is not a number") != NULL, "%s", err);
-    ck_assert(pl_cutlass_csv_parse("Problem,Operation,Disposition,Status,m,n,k,Runtime\n1,x,passed\n", "f.csv", "s",
+    ck_assert(pl_cutlass_csv_parse("Problem,Operation,Disposition,Status,m,n,k,Runtime\n1,x,passed\n", "f.csv", &one,
                                    "bf16", "nk", &l, err, sizeof err) != 0);
     ck_assert_msg(strstr(err, "f.csv:2: 3 fields where the header has 8") != NULL, "%s", err);
-    ck_assert(pl_cutlass_csv_parse("", "g.csv", "s", "bf16", "nk", &l, err, sizeof err) != 0);
+    ck_assert(pl_cutlass_csv_parse("", "g.csv", &one, "bf16", "nk", &l, err, sizeof err) != 0);
     ck_assert_msg(strstr(err, "no result rows") != NULL, "%s", err);
     pl_gemm_record_list_free(&l);
 

@@ -406,13 +406,16 @@ START_TEST(rng_below_is_uniform)
     for (uint64_t seed = 1; seed <= 3; seed++) {
         pl_rng rng;
         pl_rng_seed(&rng, seed);
-        long counts[10] = {0};
+        long counts[10] = {0}, out_of_range = 0;
         long total = 200000;
-        for (long i = 0; i < total; i++) {
+        for (long i = 0; i < total; i++) { /* one assertion after the loop: Check records every assertion passed */
             uint64_t v = pl_rng_below(&rng, 10);
-            ck_assert_uint_lt(v, 10);
-            counts[v]++;
+            if (v < 10)
+                counts[v]++;
+            else
+                out_of_range++;
         }
+        ck_assert_msg(out_of_range == 0, "seed %llu: %ld values not below 10", (unsigned long long)seed, out_of_range);
         double chi = chi_square(counts, 10, total);
         ck_assert_msg(chi < CHI2_9DF_999, "seed %llu: chi-square %.1f", (unsigned long long)seed, chi);
     }
@@ -425,12 +428,13 @@ START_TEST(rng_below_has_no_modulo_bias)
     uint64_t n = 0xAAAAAAAAAAAAAAAAull;
     pl_rng rng;
     pl_rng_seed(&rng, 99);
-    long lower = 0, total = 100000;
+    long lower = 0, total = 100000, out_of_range = 0;
     for (long i = 0; i < total; i++) {
         uint64_t v = pl_rng_below(&rng, n);
-        ck_assert(v < n);
+        out_of_range += v >= n;
         lower += v < n / 2;
     }
+    ck_assert_int_eq(out_of_range, 0);
     ck_assert_double_eq_tol((double)lower / total, 0.5, 0.01);
     ck_assert_uint_eq(pl_rng_below(&rng, 0), 0);
     ck_assert_uint_eq(pl_rng_below(&rng, 1), 0);
@@ -441,15 +445,18 @@ START_TEST(rng_uniform_in_unit_interval)
 {
     pl_rng rng;
     pl_rng_seed(&rng, 5);
-    long counts[10] = {0};
+    long counts[10] = {0}, outside = 0;
     long total = 500000;
     double sum = 0;
     for (long i = 0; i < total; i++) {
         double u = pl_rng_uniform(&rng);
-        ck_assert(u >= 0.0 && u < 1.0);
-        counts[(int)(u * 10)]++;
+        if (u >= 0.0 && u < 1.0)
+            counts[(int)(u * 10)]++;
+        else
+            outside++;
         sum += u;
     }
+    ck_assert_msg(outside == 0, "%ld values outside [0, 1)", outside);
     ck_assert_double_lt(chi_square(counts, 10, total), CHI2_9DF_999);
     ck_assert_double_eq_tol(sum / total, 0.5, 0.002);
 }
@@ -475,6 +482,7 @@ static Suite *stats_suite(void)
 {
     Suite *s = suite_create("stats");
     TCase *exact = tcase_create("exact");
+    tcase_set_timeout(exact, 60); /* well under a second alone; room for a loaded machine (ctest -j8) */
     tcase_add_test(exact, single_sample);
     tcase_add_test(exact, empty_set_is_an_error);
     tcase_add_test(exact, odd_count);
@@ -485,6 +493,7 @@ static Suite *stats_suite(void)
     suite_add_tcase(s, exact);
 
     TCase *laws = tcase_create("distributions");
+    tcase_set_timeout(laws, 60); /* well under a second alone; room for a loaded machine (ctest -j8) */
     tcase_add_test(laws, rel_noise_of_a_normal_law);
     tcase_add_test(laws, rel_noise_ignores_outliers);
     tcase_add_test(laws, median_of_uniform);
@@ -503,6 +512,7 @@ static Suite *stats_suite(void)
     suite_add_tcase(s, boot);
 
     TCase *rng = tcase_create("rng");
+    tcase_set_timeout(rng, 60); /* well under a second alone; room for a loaded machine (ctest -j8) */
     tcase_add_test(rng, rng_below_is_uniform);
     tcase_add_test(rng, rng_below_has_no_modulo_bias);
     tcase_add_test(rng, rng_uniform_in_unit_interval);
