@@ -1,33 +1,73 @@
 #!/usr/bin/env bash
-# On a GPU machine, with a build made elsewhere (carried in build/): the GPU tests, the default suite twice and
-# a compare of the two runs, and the SASS of the copy kernels. Logs go to $OUT (or ./validate-out).
-# The build's CTest files hold the absolute path it was configured in; a symlink makes that path valid here.
+# On a GPU machine, with a build made elsewhere: the GPU tests, the sanitize label, the quick suite against a
+# binary from before a change (OLD_BIN, when given) with `perflab compare`, and targets run to store expectations
+# (EXPECT_TARGETS, when given). Every step has a time limit (a lease is short); a summary table comes last. Logs
+# go to $OUT (or ./validate-out).
+#
+#   BUILD=.devcarry/final/build OLD_BIN=.devcarry/final/old/perflab EXPECT_TARGETS=gemm scripts/gpu-validate.sh
 set -uo pipefail
 out=${OUT:-validate-out}
+build=${BUILD:-build}
 mkdir -p "$out"
-src_path=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/CMakeCache.txt)
-if [ -n "$src_path" ] && [ "$src_path" != "$PWD" ] && [ ! -e "$src_path" ]; then
-  mkdir -p "$(dirname "$src_path")" && ln -s "$PWD" "$src_path"
+export NCCL_NVLS_ENABLE=0 PATH=/usr/local/cuda/bin:$PATH
+here=$PWD
+
+# The test binaries hold the absolute paths of the tree they were built in: make those paths valid here.
+src_path=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+if [ -n "$src_path" ]; then
+  [ -e "$src_path" ] || { mkdir -p "$(dirname "$src_path")" && ln -s "$here" "$src_path"; }
+  if [ ! -e "$src_path/build/perflab" ]; then
+    [ -e "$src_path/build" ] && mv "$src_path/build" "$src_path/build.away.$$"
+    ln -s "$(cd "$build" && pwd)" "$src_path/build"
+  fi
 fi
-export NCCL_NVLS_ENABLE=0
+bin=$src_path/build/perflab
+summary=$out/summary.txt
+: >"$summary"
+step() { # step NAME LIMIT_S COMMAND...: run it with a limit, log it, one summary line
+  local name=$1 limit=$2 t0 rc
+  shift 2
+  t0=$(date +%s)
+  timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  printf '%-22s exit %-3s %4ss%s\n' "$name" "$rc" "$(($(date +%s) - t0))" "$([ $rc = 124 ] && echo '  (time limit)')" |
+    tee -a "$summary"
+  return $rc
+}
+
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
-  ./build/perflab --version
+  "$bin" --version
 } 2>&1 | tee "$out/env.txt"
 
-(cd "$src_path/build" && ctest -L gpu --output-on-failure -V) >"$out/gpu-tests.log" 2>&1
-echo "gpu tests: exit $?" | tee -a "$out/summary.txt"
-grep -E "^(SKIP|[0-9]+%|.*Passed|.*Failed|.*tests passed)" "$out/gpu-tests.log" | tail -5
-
-for i in 1 2; do
-  ./build/perflab run --quiet --artifacts-dir "$out/art" --expectations-dir "$out/exp" "$@" >"$out/run$i.txt" 2>&1
-  echo "run $i: exit $?" | tee -a "$out/summary.txt"
+# 1. the GPU tests, one at a time (the sanitize label last)
+for t in ${GPU_TESTS:-gpu_suite gemm_kernels gemm_verb hw_verbs comm_gpu suite1_memory suite1_rows suite2 attention fp8_moe}; do
+  step "test_$t" "${TEST_LIMIT_S:-60}" "$src_path/build/tests/test_$t"
 done
-cat "$out/run1.txt"
-runs=$(ls -d "$out"/art/*/ | head -2)
-./build/perflab compare $runs | tee "$out/compare.txt"
-if command -v cuobjdump >/dev/null; then
-  cuobjdump --dump-sass build/perflab 2>/dev/null | awk '/Function : .*vec16/{on=1} /Function : /&&!/vec16/{on=0} on' |
-    grep -oE "(LDG|STG)\.E[A-Z0-9.]*" | sort | uniq -c | tee "$out/sass-vec16.txt"
+
+# 2. the quick suite before and after the change, interleaved, and the comparison of the two
+if [ -n "${OLD_BIN:-}" ]; then
+  for side in old new; do
+    b=$bin
+    [ $side = old ] && b=$OLD_BIN
+    step "quick_$side" 60 "$b" run --quiet --artifacts-dir "$out/quick_$side" --expectations-dir "$out/noexp"
+  done
+  step compare 20 "$bin" compare "$out"/quick_old/*/ "$out"/quick_new/*/
+  tail -16 "$out/compare.log"
 fi
-tar czf "$out/artifacts.tgz" -C "$out" art 2>/dev/null
+
+# 3. compute-sanitizer over every target at its small sizes
+step test_sanitize "${SANITIZE_LIMIT_S:-300}" "$src_path/build/tests/test_sanitize"
+grep -E "ERROR SUMMARY|exit [0-9]" "$out/test_sanitize.log" | sort | uniq -c | head
+
+# 4. targets run to store this GPU's expectations
+if [ -n "${EXPECT_TARGETS:-}" ]; then
+  mkdir -p "$out/exp"
+  step expectations "${EXPECT_LIMIT_S:-120}" "$bin" run --targets "$EXPECT_TARGETS" --quiet --max-time-s 1 \
+    --artifacts-dir "$out/exp_runs" --expectations-dir "$out/exp" --update-expectations
+  tail -30 "$out/expectations.log"
+fi
+
+for f in "$out"/test_*.log; do grep -hE "^[0-9]+%: Checks|^SKIP|:F:|:E:" "$f" | sed "s|^|$(basename "$f" .log): |" | head -4; done
+echo
+cat "$summary"
