@@ -1,6 +1,7 @@
 /* The fabric verbs on however many GPUs this machine has (one rank per GPU; one GPU runs a one-rank
- * communicator, which still checks every result). What needs two or more GPUs: traffic over the fabric and the
- * fullstack:moe_readiness target (skipped with the reason on one). Exits 77 without a GPU. */
+ * communicator for the collectives, which still checks every result). What needs two or more GPUs: traffic over
+ * the fabric, the all-to-all of moe-readiness (refused on one, with the reason) and the fullstack:moe_readiness target
+ * (skipped with the reason on one). Exits 77 without a GPU. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -102,6 +103,19 @@ END_TEST
 
 START_TEST(moe_readiness_report_and_verdict)
 {
+    if (gpus < 2) { /* an all-to-all of one rank is refused, not measured */
+        char *dir = pl_test_tmpdir("gpu-moe-one");
+        char *args = pl_strfmt("moe-readiness -n 10 -q --out-dir '%s/a'", dir);
+        pl_cmd_result r = pl_run_perflab(NULL, args);
+        ck_assert_msg(r.exit_code == 3 && strstr(r.err, "needs 2 or more ranks"), "exit %d: %s", r.exit_code, r.err);
+        char *a = pl_strfmt("%s/a", dir);
+        ck_assert_msg(!pl_path_exists(a), "a refused sweep wrote %s", a);
+        free(a);
+        pl_cmd_result_free(&r);
+        free(args);
+        free(dir);
+        return;
+    }
     char *dir = pl_test_tmpdir("gpu-moe");
     char *args = pl_strfmt("moe-readiness -n 30 -q --json --out-dir '%s/a'", dir);
     json_t *j = run_json(args, 0);

@@ -210,6 +210,19 @@ START_TEST(a_missed_gate_is_a_failure_with_its_reason)
 }
 END_TEST
 
+/* The helper every GPU test uses drives verify as well as run (verify refuses the options it cannot use). */
+START_TEST(verify_through_the_test_helper)
+{
+    pl_run run;
+    pl_cmd_result r;
+    ck_assert_int_eq(pl_test_run_and_load("verify-helper", "verify --targets selftest:sleep", &run, &r), 0);
+    ck_assert_int_eq(pl_test_expect_all_ok(&run, 0), 1);
+    ck_assert(run.settings.verify_only && run.complete);
+    pl_cmd_result_free(&r);
+    pl_run_free(&run);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("lifecycle");
@@ -218,6 +231,7 @@ int main(void)
     tcase_add_test(tc, kill_9_keeps_finished_targets_and_leaves_no_process);
     tcase_add_test(tc, a_finished_run_is_complete);
     tcase_add_test(tc, a_missed_gate_is_a_failure_with_its_reason);
+    tcase_add_test(tc, verify_through_the_test_helper);
     suite_add_tcase(s, tc);
     return pl_run_suite(s);
 }
