@@ -1,65 +1,79 @@
 #!/usr/bin/env python3
-"""Writes the wgmma.mma_async wrappers for the tile widths the sm_90a GEMM kernels use:
-kernels/gemm/sm90_wgmma_ops.cuh (bf16 inputs, m64nNk16) and kernels/gemm/sm90_wgmma_fp8_ops.cuh (e4m3 inputs,
-m64nNk32). Each wrapper names every accumulator register as an asm operand (128 for n256), which is tedious and
-error-prone by hand, hence this generator. Run it from the repository root after changing a WIDTHS list."""
+"""Writes the wgmma.mma_async wrappers the sm_90a kernels issue, one header per family:
+  kernels/gemm/sm90_wgmma_ops.cuh        bf16 A and B from shared memory (m64nNk16), the BF16 GEMMs
+  kernels/gemm/sm90_wgmma_fp8_ops.cuh    e4m3 A and B from shared memory (m64nNk32), the FP8 GEMMs
+  kernels/attention/attn_wgmma_ops.cuh   bf16 A from registers, B from shared memory (m64nNk16), attention's P·V
+Each wrapper names every accumulator register as an asm operand (128 for n256), which is tedious and error-prone
+by hand, hence this generator. Run it from the repository root after changing a WIDTHS list."""
 import sys
 
-BF16_WIDTHS = (128, 256)  # wgmma N of the m64nNk16 bf16 -> f32 instructions the kernels issue
+BF16_WIDTHS = (128, 256)  # wgmma N of the m64nNk16 bf16 -> f32 instructions the GEMM kernels issue
 E4M3_WIDTHS = (128, 192)  # wgmma N of the m64nNk32 e4m3 -> f32 instructions the FP8 kernels issue
+RS_WIDTHS = (64, 128)     # wgmma N of the register-A m64nNk16 instructions of attention: the head dimensions
 
 
-def wrapper(n, fp8):
+def accumulators(regs):
+    """The asm text naming the accumulators %0..%regs-1, and their "+f" operand list."""
+    pieces = [", ".join(f"%{i}" for i in range(s, min(s + 16, regs))) for s in range(0, regs, 16)]
+    text = ["                 \"{\""]
+    for j, p in enumerate(pieces):
+        sep = ", " if j + 1 < len(pieces) else ""
+        text.append(f"                 \"{p}{sep}\"")
+    outs = [", ".join(f"\"+f\"(d[{i}])" for i in range(s, s + 8)) for s in range(0, regs, 8)]
+    return text, "                 : " + (",\n                   ".join(outs))
+
+
+def wrapper(n, kind):
     regs = n // 2  # f32 accumulators per thread: 64 x n / 128 threads
-    k = 32 if fp8 else 16
     lines = []
-    if fp8:
+    if kind == "e4m3":
+        k, types, pad = 32, "e4m3.e4m3", 50
+        pred, operands, tail = regs + 2, f"%{regs}, %{regs + 1}", "p, 1, 1"
+        inputs = "\"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d)"
         lines.append(f"/* D[64 x {n}] (+)= A[64 x 32] * B[32 x {n}], e4m3 A and B from shared memory through descriptors, both")
         lines.append(" * K-major (e4m3 wgmma has no transposed form). scale_d = 0 overwrites D, 1 accumulates. */")
         lines.append(f"__device__ __forceinline__ void pl_wgmma_m64n{n}k32_e4m3(float (&d)[{regs}], uint64_t desc_a, uint64_t desc_b,")
-    else:
+    elif kind == "bf16":
+        k, types, pad = 16, "bf16.bf16", 50
+        pred, operands, tail = regs + 2, f"%{regs}, %{regs + 1}", f"p, 1, 1, 0, %{regs + 3}"
+        inputs = "\"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d), \"n\"(TRANS_B)"
         lines.append(f"/* D[64 x {n}] (+)= A[64 x 16] * B[16 x {n}], A and B from shared memory through descriptors. scale_d = 0")
         lines.append(" * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */")
         lines.append("template <int TRANS_B>")
         lines.append(f"__device__ __forceinline__ void pl_wgmma_m64n{n}k16_bf16(float (&d)[{regs}], uint64_t desc_a, uint64_t desc_b,")
-    lines.append(f"{' ' * 50}int scale_d)")
+    else:  # rs: A from registers
+        k, types, pad = 16, "bf16.bf16", 48
+        pred, operands, tail = regs + 5, f"{{%{regs}, %{regs + 1}, %{regs + 2}, %{regs + 3}}}, %{regs + 4}", "p, 1, 1, 1"
+        inputs = "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b), \"r\"(scale_d)"
+        lines.append(f"/* D[64 x {n}] (+)= A[64 x 16] * B[16 x {n}]: A from registers (four bf16x2 per thread, the m16n8k16 A layout")
+        lines.append(" * per warp, warp w holding rows 16w..16w+15), B N-major (K x N row-major: imm-trans-b = 1) from shared memory")
+        lines.append(" * through its descriptor. scale_d = 0 overwrites D, 1 accumulates. */")
+        lines.append(f"__device__ __forceinline__ void attn_wgmma_rs_m64n{n}k16(float (&d)[{regs}], const uint32_t (&a)[4], uint64_t desc_b,")
+    lines.append(f"{' ' * pad}int scale_d)")
     lines.append("{")
     lines.append("    asm volatile(\"{\\n\"")
     lines.append("                 \".reg .pred p;\\n\"")
-    lines.append(f"                 \"setp.ne.b32 p, %{regs + 2}, 0;\\n\"")
-    types = "e4m3.e4m3" if fp8 else "bf16.bf16"
+    lines.append(f"                 \"setp.ne.b32 p, %{pred}, 0;\\n\"")
     lines.append(f"                 \"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{types} \"")
-    # split the register list over several string pieces of 16 registers
-    pieces = [", ".join(f"%{i}" for i in range(s, min(s + 16, regs))) for s in range(0, regs, 16)]
-    lines.append("                 \"{\"")
-    for j, p in enumerate(pieces):
-        sep = ", " if j + 1 < len(pieces) else ""
-        lines.append(f"                 \"{p}{sep}\"")
-    tail = "p, 1, 1" if fp8 else f"p, 1, 1, 0, %{regs + 3}"
-    lines.append(f"                 \"}}, %{regs}, %{regs + 1}, {tail};\\n\"")
+    text, outs = accumulators(regs)
+    lines.extend(text)
+    lines.append(f"                 \"}}, {operands}, {tail};\\n\"")
     lines.append("                 \"}\\n\"")
-    outs = []
-    for s in range(0, regs, 8):
-        outs.append(", ".join(f"\"+f\"(d[{i}])" for i in range(s, s + 8)))
-    lines.append("                 : " + (",\n                   ".join(outs)))
-    inputs = "\"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d)" + ("" if fp8 else ", \"n\"(TRANS_B)")
+    lines.append(outs)
     lines.append(f"                 : {inputs});")
     lines.append("}")
     return "\n".join(lines)
 
 
-def write(path, guard, what, widths, fp8):
-    out = []
-    out.append(f"/* Generated by scripts/gen_wgmma_ops.py: do not edit by hand. wgmma.mma_async (sm_90a) wrappers, {what}")
-    out.append(" * inputs, f32 accumulators in registers. Include only from code compiled for sm_90a. */" if fp8 else
-               " * f32 accumulators in registers. Include only from code compiled for sm_90a. */")
+def write(path, guard, header, widths, kind):
+    out = list(header)
     out.append(f"#ifndef {guard}")
     out.append(f"#define {guard}")
     out.append("")
     out.append("#include <stdint.h>")
     out.append("")
     for n in widths:
-        out.append(wrapper(n, fp8))
+        out.append(wrapper(n, kind))
         out.append("")
     out.append("#endif")
     with open(path, "w") as f:
@@ -68,8 +82,16 @@ def write(path, guard, what, widths, fp8):
 
 
 def main():
-    write("kernels/gemm/sm90_wgmma_ops.cuh", "PERFLAB_GEMM_SM90_WGMMA_OPS_CUH", "bf16 inputs,", BF16_WIDTHS, False)
-    write("kernels/gemm/sm90_wgmma_fp8_ops.cuh", "PERFLAB_GEMM_SM90_WGMMA_FP8_OPS_CUH", "e4m3", E4M3_WIDTHS, True)
+    done = " * f32 accumulators in registers. Include only from code compiled for sm_90a. */"
+    write("kernels/gemm/sm90_wgmma_ops.cuh", "PERFLAB_GEMM_SM90_WGMMA_OPS_CUH",
+          ["/* Generated by scripts/gen_wgmma_ops.py: do not edit by hand. wgmma.mma_async (sm_90a) wrappers, bf16 inputs,",
+           done], BF16_WIDTHS, "bf16")
+    write("kernels/gemm/sm90_wgmma_fp8_ops.cuh", "PERFLAB_GEMM_SM90_WGMMA_FP8_OPS_CUH",
+          ["/* Generated by scripts/gen_wgmma_ops.py: do not edit by hand. wgmma.mma_async (sm_90a) wrappers, e4m3",
+           " * inputs, f32 accumulators in registers. Include only from code compiled for sm_90a. */"], E4M3_WIDTHS, "e4m3")
+    write("kernels/attention/attn_wgmma_ops.cuh", "PERFLAB_ATTENTION_WGMMA_OPS_CUH",
+          ["/* Generated by scripts/gen_wgmma_ops.py: do not edit by hand. wgmma.mma_async (sm_90a) wrappers with A in",
+           " * registers, bf16 inputs, f32 accumulators. Include only from code compiled for sm_90a. */"], RS_WIDTHS, "rs")
 
 
 if __name__ == "__main__":
