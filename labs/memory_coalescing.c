@@ -1,21 +1,16 @@
 /* memory:coalescing — y = a*x + b over n floats, twice: the same bytes and the same arithmetic, with only the
  * mapping of threads to elements changed. A strided walk puts each lane of a warp in a different 32-byte
  * sector; the coalesced one gives a warp 32 consecutive words, whole 128-byte lines. */
+#include "common/affine_io.h"
 #include "labs.h"
 #include "perflab/perflab.h"
 #include "memory/memory_kernels.h"
 
-/* Any fixed coefficients do; these keep y in x's range and make a copy (a=1, b=0) fail the check. */
-#define AFFINE_A        1.5f
-#define AFFINE_B        (-0.25f)
 #define INPUT_STREAM_ID 1 /* per-buffer seed stream of x */
 
 typedef struct coalescing_state {
-    size_t n;
     size_t stride;
-    float *x, *y;  /* device */
-    float *y_host; /* the checked output, copied back */
-    double *ref;   /* a*x + b in float64 from the exact input the GPU holds */
+    pl_affine_io io; /* x, y, the float64 reference */
 } coalescing_state;
 
 static const pl_param_def coalescing_params[] = {
@@ -49,22 +44,8 @@ static int coalescing_setup(pl_ctx *ctx, const pl_params *p, void **state)
     coalescing_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
-    s->n = (size_t)pl_param_int(p, "n");
     s->stride = (size_t)pl_param_int(p, "stride");
-    const size_t bytes = s->n * sizeof(float);
-    s->x = pl_device_alloc(ctx, bytes);
-    s->y = pl_device_alloc(ctx, bytes);
-    s->y_host = pl_host_alloc(ctx, bytes);
-    s->ref = pl_host_alloc(ctx, s->n * sizeof(double));
-    if (!s->x || !s->y || !s->y_host || !s->ref)
-        return -1;
-    PL_TRY(pl_fill_uniform_f32(ctx, s->x, s->n, -1.0f, 1.0f, INPUT_STREAM_ID));
-
-    /* The reference starts from the input as the GPU holds it; y_host is free until the first check. */
-    PL_CUDA(ctx, cudaMemcpyAsync(s->y_host, s->x, bytes, cudaMemcpyDeviceToHost, ctx->stream));
-    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    for (size_t i = 0; i < s->n; i++)
-        s->ref[i] = (double)AFFINE_A * (double)s->y_host[i] + (double)AFFINE_B;
+    PL_TRY(pl_affine_io_setup(ctx, (size_t)pl_param_int(p, "n"), INPUT_STREAM_ID, &s->io));
     *state = s;
     return 0;
 }
@@ -72,29 +53,28 @@ static int coalescing_setup(pl_ctx *ctx, const pl_params *p, void **state)
 static int coalescing_poison(pl_ctx *ctx, void *state)
 {
     coalescing_state *s = state;
-    return pl_poison(ctx, s->y, s->n * sizeof(float));
+    return pl_affine_io_poison(ctx, &s->io);
 }
 
 static int coalescing_check(pl_ctx *ctx, void *state, pl_verification *v)
 {
     coalescing_state *s = state;
-    PL_CUDA(ctx, cudaMemcpyAsync(s->y_host, s->y, s->n * sizeof(float), cudaMemcpyDeviceToHost, ctx->stream));
-    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    pl_verify_f32(s->y_host, s->ref, s->n, PL_DTYPE_F32, 0.0, v);
-    return 0;
+    return pl_affine_io_check(ctx, &s->io, v);
 }
 
 static int run_strided(pl_ctx *ctx, void *state)
 {
     coalescing_state *s = state;
-    PL_CUDA(ctx, pl_affine_f32_strided(s->x, s->y, s->n, s->stride, AFFINE_A, AFFINE_B, ctx->stream));
+    const pl_affine_io *io = &s->io;
+    PL_CUDA(ctx, pl_affine_f32_strided(io->x, io->y, io->n, s->stride, PL_AFFINE_A, PL_AFFINE_B, ctx->stream));
     return 0;
 }
 
 static int run_coalesced(pl_ctx *ctx, void *state)
 {
     coalescing_state *s = state;
-    PL_CUDA(ctx, pl_affine_f32_coalesced(s->x, s->y, s->n, AFFINE_A, AFFINE_B, ctx->stream));
+    const pl_affine_io *io = &s->io;
+    PL_CUDA(ctx, pl_affine_f32_coalesced(io->x, io->y, io->n, PL_AFFINE_A, PL_AFFINE_B, ctx->stream));
     return 0;
 }
 

@@ -5,22 +5,19 @@
  * into its verification message. */
 #include <stdio.h>
 
+#include "common/affine_io.h"
 #include "labs.h"
 #include "perflab/perflab.h"
 #include "occupancy/ilp.h"
 
 #define INPUT_STREAM_ID 1
-#define AFFINE_A        1.5f
-#define AFFINE_B        (-0.25f)
 #define N_VARIANTS      4
 
 typedef struct ilp_state {
     size_t n;
     int ilp;
-    size_t reserve; /* the low-occupancy variants' shared-memory reservation */
-    float *x, *y;
-    float *y_host;
-    double *ref;
+    size_t reserve;  /* the low-occupancy variants' shared-memory reservation */
+    pl_affine_io io; /* x, y, the float64 reference */
     int last;                        /* the variant just run (its index) */
     char occupancy[N_VARIANTS][160]; /* what the occupancy API said of each */
 } ilp_state;
@@ -104,18 +101,7 @@ static int ilp_setup(pl_ctx *ctx, const pl_params *p, void **state)
         printf("occupancy:ilp: %s: %s\n", variant_name[k], s->occupancy[k]);
     }
 
-    const size_t bytes = s->n * sizeof(float);
-    s->x = pl_device_alloc(ctx, bytes);
-    s->y = pl_device_alloc(ctx, bytes);
-    s->y_host = pl_host_alloc(ctx, bytes);
-    s->ref = pl_host_alloc(ctx, s->n * sizeof(double));
-    if (!s->x || !s->y || !s->y_host || !s->ref)
-        return -1;
-    PL_TRY(pl_fill_uniform_f32(ctx, s->x, s->n, -1.0f, 1.0f, INPUT_STREAM_ID));
-    PL_CUDA(ctx, cudaMemcpyAsync(s->y_host, s->x, bytes, cudaMemcpyDeviceToHost, ctx->stream));
-    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    for (size_t i = 0; i < s->n; i++)
-        s->ref[i] = (double)AFFINE_A * (double)s->y_host[i] + (double)AFFINE_B;
+    PL_TRY(pl_affine_io_setup(ctx, s->n, INPUT_STREAM_ID, &s->io));
     *state = s;
     return 0;
 }
@@ -123,15 +109,13 @@ static int ilp_setup(pl_ctx *ctx, const pl_params *p, void **state)
 static int ilp_poison(pl_ctx *ctx, void *state)
 {
     ilp_state *s = state;
-    return pl_poison(ctx, s->y, s->n * sizeof(float));
+    return pl_affine_io_poison(ctx, &s->io);
 }
 
 static int ilp_check(pl_ctx *ctx, void *state, pl_verification *v)
 {
     ilp_state *s = state;
-    PL_CUDA(ctx, cudaMemcpyAsync(s->y_host, s->y, s->n * sizeof(float), cudaMemcpyDeviceToHost, ctx->stream));
-    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    pl_verify_f32(s->y_host, s->ref, s->n, PL_DTYPE_F32, 0.0, v);
+    PL_TRY(pl_affine_io_check(ctx, &s->io, v));
     if (v->passed) /* the occupancy goes with the result, into run.json */
         pl_verify_set(v, 1, "rel. L2 error %.2e; %s", v->rel_l2_error, s->occupancy[s->last]);
     return 0;
@@ -140,7 +124,7 @@ static int ilp_check(pl_ctx *ctx, void *state, pl_verification *v)
 static int run_variant(pl_ctx *ctx, ilp_state *s, int k)
 {
     s->last = k;
-    PL_CUDA(ctx, pl_ilp_affine(variant_version[k], s->ilp, s->x, s->y, s->n, AFFINE_A, AFFINE_B,
+    PL_CUDA(ctx, pl_ilp_affine(variant_version[k], s->ilp, s->io.x, s->io.y, s->io.n, PL_AFFINE_A, PL_AFFINE_B,
                                variant_reserved[k] ? s->reserve : 0, ctx->stream));
     return 0;
 }
