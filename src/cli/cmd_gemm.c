@@ -14,7 +14,7 @@
 #include "selector/select.h"
 #include "cli/timing_options.h"
 
-#define VERB              "gemm"
+#define VERB "gemm"
 
 typedef struct gemm_args {
     const char *shapes, *shapes_file, *providers, *dtype, *layout, *artifacts_dir;
@@ -57,23 +57,30 @@ static void usage(const pl_option *opts)
 static int list_shapes(void)
 {
     size_t n, ng;
-    const pl_gemm_shape *s = pl_gemm_builtin_shapes(&n);
+    const pl_gemm_builtin *b = pl_gemm_builtins(&n);
     const char *const *groups = pl_gemm_shape_groups(&ng);
-    pl_table *t = pl_table_new(5, (const char *const[]){"shape", ">M", ">N", ">K", ">GFLOP"});
+    pl_table *t = pl_table_new(7, (const char *const[]){"shape", "group", ">M", ">N", ">K", ">GFLOP", "origin"});
     for (size_t i = 0; i < n; i++) {
+        const pl_gemm_shape *s = &b[i].shape;
         size_t row = pl_table_row(t);
-        pl_table_set(t, row, 0, "%s", s[i].name);
-        pl_table_set(t, row, 1, "%lld", s[i].m);
-        pl_table_set(t, row, 2, "%lld", s[i].n);
-        pl_table_set(t, row, 3, "%lld", s[i].k);
-        pl_table_set(t, row, 4, "%.1f", pl_gemm_shape_flops(&s[i]) / 1e9);
+        pl_table_set(t, row, 0, "%s", s->name);
+        pl_table_set(t, row, 1, "%s", b[i].group);
+        pl_table_set(t, row, 2, "%lld", s->m);
+        pl_table_set(t, row, 3, "%lld", s->n);
+        pl_table_set(t, row, 4, "%lld", s->k);
+        pl_table_set(t, row, 5, "%.1f", pl_gemm_shape_flops(s) / 1e9);
+        pl_table_set(t, row, 6, "%s", b[i].origin);
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
     printf("\ngroups:");
-    for (size_t i = 0; i < ng; i++)
-        printf(" %s", groups[i]);
-    printf(" (default = all of the above)\n");
+    for (size_t i = 0; i < ng; i++) {
+        size_t count = 0;
+        for (size_t j = 0; j < n; j++)
+            count += (size_t)pl_gemm_group_has(groups[i], &b[j]);
+        printf(" %s (%zu)", groups[i], count);
+    }
+    printf("; default = prefill + decode, what a plain `perflab gemm` runs\n");
     return PL_EXIT_OK;
 }
 
@@ -120,14 +127,14 @@ int pl_cmd_gemm(int argc, char **argv)
     defaults(&a);
     const pl_option own[] = {
         {"shapes", 's', PL_OPT_STRING, &a.shapes, "LIST",
-         "built-in names, groups (default, prefill, decode) or MxNxK, comma-separated (default: default)", 0, 0},
+         "built-in names, groups (default, prefill, decode, wide) or MxNxK, comma-separated (default: default)", 0, 0},
         {"shapes-file", 0, PL_OPT_STRING, &a.shapes_file, "FILE",
          "more shapes, one a line: MxNxK, NAME MxNxK or NAME M N K ('#' comments)", 0, 0},
         {"list-shapes", 0, PL_OPT_FLAG, &a.list_shapes, NULL, "print the built-in shapes and groups, then exit", 0, 0},
         {"providers", 'p', PL_OPT_STRING, &a.providers, "LIST",
          "cublas,cublaslt,perflab,cutlass,json:FILE (default: cublas,cublaslt,perflab for bf16)", 0, 0},
-        {"dtype", 0, PL_OPT_STRING, &a.dtype, "T", "bf16 | fp16 | fp8 (e4m3: cuBLASLt and perflab's FP8 kernels); default bf16", 0,
-         0},
+        {"dtype", 0, PL_OPT_STRING, &a.dtype, "T",
+         "bf16 | fp16 | fp8 (e4m3: cuBLASLt and perflab's FP8 kernels); default bf16", 0, 0},
         {"layout", 0, PL_OPT_STRING, &a.layout, "L", "nk: B given N×K (default) | kn: B given K×N", 0, 0},
         {"max-algos", 0, PL_OPT_INT, &a.max_algos, "N", "cuBLASLt heuristic algorithms to time per shape (default 8)",
          1, 64},

@@ -51,9 +51,7 @@ START_TEST(shapes_parse)
     ck_assert_int_eq((int)l.n, 3 + 5);
     pl_gemm_shape_list_free(&l);
     ck_assert(pl_gemm_shapes_parse("default", &l, err, sizeof err) == 0);
-    size_t nb;
-    pl_gemm_builtin_shapes(&nb);
-    ck_assert_int_eq((int)l.n, (int)nb);
+    ck_assert_int_eq((int)l.n, 12); /* prefill + decode, as before the wide group */
     int decode16 = 0, wide = 0;
     for (size_t i = 0; i < l.n; i++) {
         decode16 |= l.items[i].m == 16;
@@ -70,6 +68,81 @@ START_TEST(shapes_parse)
     expect_parse_error("4096x4096x99999999", "is not a shape");
     expect_parse_error("1048576x1048576x8", "exceeds 2^32 output elements");
     expect_parse_error(" , ,", "--shapes is empty");
+}
+END_TEST
+
+static int has_suffix_dims(const pl_gemm_shape *s)
+{
+    char want[96];
+    snprintf(want, sizeof want, "_m%lld_n%lld_k%lld", s->m, s->n, s->k);
+    const size_t n = strlen(s->name), w = strlen(want);
+    return n > w && strcmp(s->name + n - w, want) == 0;
+}
+
+/* The wide group covers every class issue 15 names, each shape's origin stated; default stays as it was. */
+START_TEST(wide_group)
+{
+    size_t n, ng;
+    const pl_gemm_builtin *b = pl_gemm_builtins(&n);
+    const char *const *groups = pl_gemm_shape_groups(&ng);
+    int has_wide = 0;
+    for (size_t i = 0; i < ng; i++)
+        has_wide |= strcmp(groups[i], "wide") == 0;
+    ck_assert(has_wide);
+    int decode_m[129] = {0}, small_prefill = 0, odd_m = 0, odd_n = 0, odd_k = 0, short_k = 0, long_k = 0, narrow = 0,
+        vocab = 0, wide = 0;
+    const char *models[] = {"llama3_8b", "llama3_70b", "mixtral", "qwen2", "deepseek_v3"};
+    int model_seen[5] = {0};
+    for (size_t i = 0; i < n; i++) {
+        const pl_gemm_shape *s = &b[i].shape;
+        ck_assert_msg(b[i].origin && strlen(b[i].origin) > 10, "%s: no origin", s->name);
+        ck_assert_msg(has_suffix_dims(s), "%s: the name does not end in its dimensions", s->name);
+        ck_assert((double)s->m * s->n <= 4294967295.0);
+        for (size_t j = 0; j < i; j++)
+            ck_assert_msg(strcmp(b[j].shape.name, s->name) != 0, "%s twice", s->name);
+        if (!pl_gemm_group_has("wide", &b[i])) {
+            ck_assert(pl_gemm_group_has("default", &b[i]));
+            continue;
+        }
+        ck_assert(!pl_gemm_group_has("default", &b[i]));
+        wide++;
+        if (s->m <= 128)
+            decode_m[s->m] = 1;
+        small_prefill += s->m >= 256 && s->m <= 2048;
+        odd_m += s->m % 64 != 0 && s->m > 128;
+        odd_n += s->n % 64 != 0;
+        odd_k += s->k % 64 != 0;
+        short_k += s->k <= 1024;
+        long_k += s->k >= 16384;
+        narrow += s->n <= 512;
+        vocab += s->n >= 32000 && s->n <= 152064 && s->k <= 8192;
+        for (int j = 0; j < 5; j++)
+            model_seen[j] |= strncmp(s->name, models[j], strlen(models[j])) == 0;
+    }
+    ck_assert_int_ge(wide, 30);
+    ck_assert(decode_m[1] && decode_m[16] && decode_m[32] && decode_m[64] && decode_m[128]);
+    ck_assert_int_ge(small_prefill, 4);
+    ck_assert(odd_m >= 2 && odd_n >= 2 && odd_k >= 2);
+    ck_assert(short_k >= 3 && long_k >= 3 && narrow >= 3 && vocab >= 4);
+    for (int j = 0; j < 5; j++)
+        ck_assert_msg(model_seen[j], "no %s projection", models[j]);
+
+    /* --shapes wide expands to the group, next to other items */
+    pl_gemm_shape_list l = {0};
+    char err[512];
+    ck_assert_msg(pl_gemm_shapes_parse("wide,17x33x65", &l, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq((int)l.n, wide + 1);
+    ck_assert_str_eq(l.items[0].name, "llama3_8b_qkv_m1_n6144_k4096");
+    pl_gemm_shape_list_free(&l);
+    expect_parse_error("wid", "did you mean 'wide'");
+
+    pl_cmd_result r = pl_run_perflab(NULL, "gemm --list-shapes");
+    ck_assert_int_eq(r.exit_code, 0);
+    char want[64];
+    snprintf(want, sizeof want, "wide (%d)", wide);
+    ck_assert_msg(strstr(r.out, want) && strstr(r.out, "default (12)"), "%s", r.out);
+    ck_assert_msg(strstr(r.out, "DeepSeek-V3 MLA kv_b_proj"), "no origin column: %s", r.out);
+    pl_cmd_result_free(&r);
 }
 END_TEST
 
@@ -547,6 +620,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, shapes_parse);
     tcase_add_test(tc, shapes_file);
+    tcase_add_test(tc, wide_group);
     tcase_add_test(tc, record_schema_round_trip);
     tcase_add_test(tc, records_file_reader);
     tcase_add_test(tc, cutlass_csv_by_header_names);
