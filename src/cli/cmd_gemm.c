@@ -18,7 +18,7 @@
 
 typedef struct gemm_args {
     const char *shapes, *shapes_file, *providers, *dtype, *layout, *artifacts_dir;
-    int max_algos, json, quiet, help, list_shapes;
+    int max_algos, json, quiet, help, list_shapes, rounds;
     double timeout_s;
     pl_timing_args timing;
 } gemm_args;
@@ -30,6 +30,7 @@ static void defaults(gemm_args *a)
     a->layout = "nk";
     a->artifacts_dir = "artifacts";
     a->max_algos = 8;
+    a->rounds = 1; /* one configuration after another; 5 once the interleaved path is validated (docs/gemm.md) */
     a->timeout_s = 900;
     pl_timing_args_defaults(&a->timing);
     a->timing.mode = "cold"; /* a GEMM in a model reads its weights from HBM, not from a warm L2 */
@@ -95,6 +96,7 @@ static void fill_settings(const gemm_args *a, pl_run_settings *s)
     pl_timing_args_apply(&a->timing, s);
     s->profile = pl_strdup("none");
     s->timeout_s = a->timeout_s;
+    s->rounds = a->rounds;
 }
 
 /* Everything that can be checked before any work: bad input exits 2 with nothing written. */
@@ -107,6 +109,11 @@ static int validate(gemm_args *a, pl_gemm_shape_list *shapes, pl_gemm_provider *
         return pl_usage_error(VERB, "--layout must be nk (B given N×K) or kn (B given K×N)");
     if (pl_timing_args_check(&a->timing, err, sizeof err) != 0)
         return pl_usage_error(VERB, err);
+    if (a->timing.iterations > 0 && a->rounds > a->timing.iterations) {
+        pl_snprintf(err, sizeof err, "--rounds %d needs at least as many --iterations (got %d): each round keeps one",
+                    a->rounds, a->timing.iterations);
+        return pl_usage_error(VERB, err);
+    }
     if (a->shapes && pl_gemm_shapes_parse(a->shapes, shapes, err, sizeof err) != 0)
         return pl_usage_error(VERB, err);
     if (a->shapes_file && pl_gemm_shapes_load_file(a->shapes_file, shapes, err, sizeof err) != 0)
@@ -138,6 +145,10 @@ int pl_cmd_gemm(int argc, char **argv)
         {"layout", 0, PL_OPT_STRING, &a.layout, "L", "nk: B given N×K (default) | kn: B given K×N", 0, 0},
         {"max-algos", 0, PL_OPT_INT, &a.max_algos, "N", "cuBLASLt heuristic algorithms to time per shape (default 8)",
          1, 64},
+        {"rounds", 0, PL_OPT_INT, &a.rounds, "N",
+         "verify every configuration of a shape first, then time them all in N interleaved rounds after one at load "
+         "(default 1: one after another)",
+         1, 100},
         {"timeout-s", 0, PL_OPT_DOUBLE, &a.timeout_s, "S", "give up on a shape after S seconds (default 900)", 1,
          86400},
         {"artifacts-dir", 0, PL_OPT_STRING, &a.artifacts_dir, "D",

@@ -107,11 +107,11 @@ END_TEST
 
 START_TEST(split_rule)
 {
-    ck_assert_int_eq(pl_gemm_sk_split(64, 64, 132), 6);    /* 396 slots / 64 tiles */
-    ck_assert_int_eq(pl_gemm_sk_split(128, 64, 132), 3);   /* 396 / 128 */
-    ck_assert_int_eq(pl_gemm_sk_split(2004, 64, 132), 1);  /* the tiles alone fill the GPU */
-    ck_assert_int_eq(pl_gemm_sk_split(10, 1000, 132), 8);  /* the portable cluster size */
-    ck_assert_int_eq(pl_gemm_sk_split(1, 8, 132), 2);      /* at least 4 k-blocks per split */
+    ck_assert_int_eq(pl_gemm_sk_split(64, 64, 132), 6);   /* 396 slots / 64 tiles */
+    ck_assert_int_eq(pl_gemm_sk_split(128, 64, 132), 3);  /* 396 / 128 */
+    ck_assert_int_eq(pl_gemm_sk_split(2004, 64, 132), 1); /* the tiles alone fill the GPU */
+    ck_assert_int_eq(pl_gemm_sk_split(10, 1000, 132), 8); /* the portable cluster size */
+    ck_assert_int_eq(pl_gemm_sk_split(1, 8, 132), 2);     /* at least 4 k-blocks per split */
     ck_assert_int_eq(pl_gemm_sk_split(1, 3, 132), 1);
     ck_assert_int_eq(pl_gemm_sk_split(0, 64, 132), 1);
     ck_assert_int_eq(pl_gemm_sk_split(64, 64, 0), 1);
@@ -201,12 +201,10 @@ START_TEST(table_precedence)
 {
     opt_in(0);
     const pl_gemm_heuristic_entry t[] = {
-        {"nk", 0, 16, 4096, 4096, "wgmma_ws_128x256x64_s4"},
-        {"nk", 0, 16, 4096, 8192, "wgmma_pp_128x128x64_s5"},
-        {"kn", 0, 64, 4096, 4096, "wgmma_ws_128x128x64_s6"}, /* cannot take B K×N: ignored */
+        {"nk", 0, 16, 4096, 4096, "wgmma_ws_128x256x64_s4"},     {"nk", 0, 16, 4096, 8192, "wgmma_pp_128x128x64_s5"},
+        {"kn", 0, 64, 4096, 4096, "wgmma_ws_128x128x64_s6"},     /* cannot take B K×N: ignored */
         {"nk", 114, 128, 4096, 4096, "wgmma_tma_128x128x64_s3"}, /* another GPU's (114 SMs) */
-        {"nk", 0, 1024, 1024, 1024, "no_such_kernel"},
-        {"nk", 0, 2048, 2048, 2048, UNVALIDATED_SWAP16},
+        {"nk", 0, 1024, 1024, 1024, "no_such_kernel"},           {"nk", 0, 2048, 2048, 2048, UNVALIDATED_SWAP16},
     };
     const size_t n = sizeof t / sizeof t[0];
     pl_gemm_pick pick;

@@ -13,6 +13,7 @@
 #include "selector/comparison.h"
 #include "selector/cutlass.h"
 #include "selector/records.h"
+#include "selector/rounds.h"
 #include "selector/shapes.h"
 #include "testutil.h"
 
@@ -509,6 +510,136 @@ START_TEST(comparison_winners_and_exit_code)
 }
 END_TEST
 
+/* Every round times each configuration once, round r starting with r mod n; the quotas add up. */
+START_TEST(round_schedule)
+{
+    for (size_t n = 1; n <= 7; n++)
+        for (int round = 0; round <= 10; round++) {
+            int seen[7] = {0};
+            for (size_t j = 0; j < n; j++) {
+                const size_t i = pl_gemm_round_slot(n, round, j);
+                ck_assert(i < n);
+                ck_assert_msg(!seen[i], "n %zu round %d: configuration %zu twice", n, round, i);
+                seen[i] = 1;
+            }
+            ck_assert_int_eq((int)pl_gemm_round_slot(n, round, 0), round % (int)n);
+        }
+    /* any n consecutive rounds start with n different configurations */
+    for (size_t n = 1; n <= 7; n++) {
+        int first[7] = {0};
+        for (int round = 3; round < 3 + (int)n; round++)
+            first[pl_gemm_round_slot(n, round, 0)]++;
+        for (size_t i = 0; i < n; i++)
+            ck_assert_int_eq(first[i], 1);
+    }
+    ck_assert_int_eq((int)pl_gemm_round_slot(0, 2, 0), 0);
+
+    pl_run_settings st;
+    memset(&st, 0, sizeof st);
+    st.min_time_s = 0.1;
+    st.max_time_s = 1.0;
+    st.min_samples = 10;
+    pl_round_quota q = pl_gemm_round_quota(&st, 5, 0); /* the round at load keeps nothing */
+    ck_assert(!q.keep && q.min_samples == 2 && fabs(q.max_s - 0.2) < 1e-12 && fabs(q.min_s - 0.1) < 1e-12);
+    q = pl_gemm_round_quota(&st, 5, 3);
+    ck_assert(q.keep && q.samples == 0 && q.min_samples == 2 && fabs(q.max_s - 0.2) < 1e-12);
+    q = pl_gemm_round_quota(&st, 1, 1);
+    ck_assert(q.keep && q.min_samples == 10 && fabs(q.max_s - 1.0) < 1e-12);
+    st.iterations = 12; /* exactly 12 kept samples over 5 rounds: 3 3 2 2 2 */
+    size_t total = 0;
+    for (int round = 1; round <= 5; round++) {
+        q = pl_gemm_round_quota(&st, 5, round);
+        ck_assert(q.keep && q.samples == (round <= 2 ? 3u : 2u));
+        total += q.samples;
+    }
+    ck_assert_int_eq((int)total, 12);
+}
+END_TEST
+
+static void push_native(pl_gemm_record_list *l, const char *kernel, double ms, int ok)
+{
+    pl_gemm_record r;
+    sample_record(&r);
+    free(r.kernel);
+    r.kernel = pl_strdup(kernel);
+    r.median_ms = ms;
+    r.tflops = 2.0 * 4096.0 * 4096 * 4096 / (ms * 1e9);
+    if (!ok) {
+        r.status = PL_GEMM_FAILED;
+        r.verified = 0;
+        r.reason = pl_strdup("failed verification");
+    }
+    pl_gemm_record_list_push(l, &r);
+}
+
+/* Whether the heuristic's pick was the best native configuration, and within 3% of it: per shape in
+ * comparison.json and summary.md, and over the shapes. */
+START_TEST(heuristic_verdict)
+{
+    pl_gemm_provider *provs;
+    size_t np;
+    char err[512];
+    ck_assert(pl_gemm_providers_parse("cublas,perflab", &provs, &np, err, sizeof err) == 0);
+    pl_gemm_shape shapes[4] = {{"best", 4096, 4096, 4096},
+                               {"close", 4096, 4096, 4096},
+                               {"far", 4096, 4096, 4096},
+                               {"broken", 4096, 4096, 4096}};
+    pl_gemm_comparison c;
+    pl_gemm_comparison_init(&c, shapes, 4, provs, np, "bf16", "nk");
+    const char *picks[4] = {"a", "a", "a", "a"};
+    const double a_ms[4] = {0.100, 0.1029, 0.1031, 0.05};
+    for (size_t s = 0; s < 4; s++) {
+        pl_gemm_record_list tried = {0};
+        push_native(&tried, "a", a_ms[s], s != 3); /* the pick failed verification on "broken" */
+        push_native(&tried, "b", s == 0 ? 0.2 : 0.1, 1);
+        pl_gemm_cell *cell = pl_gemm_cell_at(&c, s, 1);
+        pl_gemm_cell_settle(cell, &tried, PL_GEMM_FAILED, NULL);
+        pl_gemm_cell_set_pick(cell, picks[s]);
+        pl_gemm_record_list tb = {0};
+        pl_gemm_record r = ok_record("cublas", 700);
+        pl_gemm_record_list_push(&tb, &r);
+        pl_gemm_cell_settle(pl_gemm_cell_at(&c, s, 0), &tb, PL_GEMM_FAILED, NULL);
+    }
+    pl_gemm_pick_verdict v;
+    ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 0, 1), &v) == 0);
+    ck_assert(v.is_best && v.within && v.pick_timed && fabs(v.ratio - 1.0) < 1e-12);
+    ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 1, 1), &v) == 0);
+    ck_assert(!v.is_best && v.within && fabs(v.ratio - 1.029) < 1e-9);
+    ck_assert_str_eq(v.best, "b");
+    ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 2, 1), &v) == 0);
+    ck_assert(!v.is_best && !v.within);
+    ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 3, 1), &v) == 0);
+    ck_assert(!v.pick_timed && !v.within && isnan(v.ratio));                   /* a pick that failed never counts */
+    ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 0, 0), &v) != 0); /* cuBLAS has no pick */
+
+    json_t *j = pl_gemm_comparison_to_json(&c, NULL);
+    json_t *h = json_object_get(j, "heuristic");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(h, "shapes")), 4);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(h, "pick_is_best")), 1);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(h, "within_3pct")), 2);
+    ck_assert(fabs(json_real_value(json_object_get(h, "fraction_within_3pct")) - 0.5) < 1e-12);
+    json_t *close = json_object_get(json_array_get(json_object_get(j, "shapes"), 1), "heuristic");
+    ck_assert_str_eq(json_string_value(json_object_get(close, "pick")), "a");
+    ck_assert_str_eq(json_string_value(json_object_get(close, "best")), "b");
+    ck_assert(json_is_true(json_object_get(close, "within_3pct")) &&
+              json_is_false(json_object_get(close, "pick_is_best")));
+    json_decref(j);
+
+    char *dir = pl_test_tmpdir("gemm-heuristic-report");
+    ck_assert_msg(pl_gemm_report_write(&c, dir, NULL, err, sizeof err) == 0, "%s", err);
+    char *path = pl_path_join(dir, "summary.md"), rerr[256];
+    char *md = pl_read_file(path, NULL, rerr, sizeof rerr);
+    ck_assert_msg(md && strstr(md, "## The heuristic's pick") && strstr(md, "| close | a | b | 1.029 | yes |") &&
+                      strstr(md, "| broken | a | b | not timed | no |"),
+                  "%s", md ? md : rerr);
+    free(md);
+    free(path);
+    free(dir);
+    pl_gemm_comparison_free(&c);
+    pl_gemm_providers_free(provs, np);
+}
+END_TEST
+
 static void expect_cli(const char *args, int code, const char *fragment)
 {
     pl_cmd_result r = pl_run_perflab(NULL, args);
@@ -525,6 +656,7 @@ START_TEST(cli_usage_errors)
     ck_assert_int_eq(r.exit_code, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "usage: perflab gemm"));
     ck_assert_ptr_nonnull(strstr(r.out, "exit codes:"));
+    ck_assert_ptr_nonnull(strstr(r.out, "--rounds"));
     pl_cmd_result_free(&r);
     r = pl_run_perflab(NULL, "gemm --list-shapes");
     ck_assert_int_eq(r.exit_code, 0);
@@ -535,6 +667,8 @@ START_TEST(cli_usage_errors)
     expect_cli("gemm --layout tn", 2, "--layout must be nk");
     expect_cli("gemm --providers triton", 2, "unknown provider 'triton'");
     expect_cli("gemm --max-algos 0", 2, "--max-algos");
+    expect_cli("gemm --rounds 0", 2, "--rounds");
+    expect_cli("gemm --rounds 3 --iterations 2", 2, "--rounds 3 needs at least as many --iterations");
     expect_cli("gemm --shapes-file /nonexistent/s.txt", 2, "/nonexistent/s.txt");
     expect_cli("gemm 4096x4096x4096", 2, "name shapes with --shapes 4096x4096x4096");
     expect_cli("gemm --providers json:/nonexistent.json", 2, "/nonexistent.json");
@@ -584,6 +718,24 @@ START_TEST(cli_end_to_end_without_gpu)
     ck_assert_msg(j != NULL, "--json printed no JSON: %s", je.text);
     ck_assert_int_eq((int)json_array_size(json_object_get(j, "missing")), 3);
     ck_assert_int_eq((int)json_integer_value(json_object_get(j, "exit_code")), 1);
+    json_t *settings = json_object_get(j, "settings");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(settings, "rounds")), 1); /* the default */
+    ck_assert(json_is_false(json_object_get(settings, "unvalidated_kernels")));
+    ck_assert_ptr_null(json_object_get(j, "heuristic")); /* no perflab column */
+    json_decref(j);
+    pl_cmd_result_free(&r);
+    free(args);
+
+    /* --rounds and the opt-in are stated in comparison.json's settings */
+    args = pl_strfmt("gemm --shapes kv_proj_m4096_n4096_k4096 --providers json:%s --rounds 4 --artifacts-dir %s/d -q "
+                     "--json",
+                     theirs, dir);
+    r = pl_run_perflab("PERFLAB_GEMM_UNVALIDATED=1", args);
+    ck_assert_msg(r.exit_code == 0, "exit %d: %s", r.exit_code, r.err);
+    j = json_loads(r.out, 0, &je);
+    ck_assert_msg(j != NULL, "--json printed no JSON: %s", je.text);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(json_object_get(j, "settings"), "rounds")), 4);
+    ck_assert(json_is_true(json_object_get(json_object_get(j, "settings"), "unvalidated_kernels")));
     json_decref(j);
     pl_cmd_result_free(&r);
     free(args);
@@ -625,6 +777,8 @@ static Suite *suite(void)
     tcase_add_test(tc, records_file_reader);
     tcase_add_test(tc, cutlass_csv_by_header_names);
     tcase_add_test(tc, comparison_winners_and_exit_code);
+    tcase_add_test(tc, round_schedule);
+    tcase_add_test(tc, heuristic_verdict);
     tcase_add_test(tc, cli_usage_errors);
     tcase_add_test(tc, cli_end_to_end_without_gpu);
     suite_add_tcase(s, tc);
