@@ -640,6 +640,120 @@ START_TEST(heuristic_verdict)
 }
 END_TEST
 
+/* The source tree the perflab binary was built from (its build folder's CMakeCache.txt says), malloc'd. */
+static char *source_dir(void)
+{
+    char *bin = pl_strdup(PERFLAB_BIN), err[256];
+    char *slash = strrchr(bin, '/');
+    ck_assert_ptr_nonnull(slash);
+    *slash = '\0';
+    char *cache = pl_path_join(bin, "CMakeCache.txt");
+    char *text = pl_read_file(cache, NULL, err, sizeof err);
+    ck_assert_msg(text, "%s", err);
+    const char *key = "CMAKE_HOME_DIRECTORY:INTERNAL=";
+    char *at = strstr(text, key);
+    ck_assert_ptr_nonnull(at);
+    at += strlen(key);
+    at[strcspn(at, "\r\n")] = '\0';
+    char *dir = pl_strdup(at);
+    free(text);
+    free(cache);
+    free(bin);
+    return dir;
+}
+
+/* scripts/gemm_heuristic_table.py and gemm_wide_table.py on a comparison.json written by the report code: the
+ * table's C source (entries, SM count, the terminator), --min-gain, refusals, and the bars' table. */
+START_TEST(sweep_scripts)
+{
+    if (system("python3 -c 'import sys; sys.exit(sys.version_info < (3, 8))' >/dev/null 2>&1") != 0) {
+        printf("skip: no python3 >= 3.8 to run the sweep scripts\n");
+        return;
+    }
+    pl_gemm_provider *provs;
+    size_t np;
+    char err[512];
+    ck_assert(pl_gemm_providers_parse("cublas,cublaslt,perflab", &provs, &np, err, sizeof err) == 0);
+    pl_gemm_shape shapes[3] = {{"pick_best_m16_n4096_k4096", 16, 4096, 4096},
+                               {"pick_slow_m256_n4096_k4096", 256, 4096, 4096},
+                               {"no_native_m8_n8_k8", 8, 8, 8}};
+    pl_gemm_comparison c;
+    pl_gemm_comparison_init(&c, shapes, 3, provs, np, "bf16", "nk");
+    for (size_t s = 0; s < 3; s++) {
+        for (size_t p = 0; p < 2; p++) {
+            pl_gemm_record_list tb = {0};
+            pl_gemm_record r = ok_record(p ? "cublaslt" : "cublas", 100.0 + 10 * p);
+            pl_gemm_record_list_push(&tb, &r);
+            pl_gemm_cell_settle(pl_gemm_cell_at(&c, s, p), &tb, PL_GEMM_FAILED, NULL);
+        }
+        if (s == 2) {
+            pl_gemm_cell_set(pl_gemm_cell_at(&c, s, 2), PL_GEMM_FAILED, "no native record");
+            continue;
+        }
+        pl_gemm_record_list tried = {0};
+        push_native(&tried, "wgmma_ws_128x128x64_s6", s == 0 ? 1.0 : 1.2, 1);
+        push_native(&tried, "wgmma_sk_64x128x64", 1.1, 1);
+        pl_gemm_cell_settle(pl_gemm_cell_at(&c, s, 2), &tried, PL_GEMM_FAILED, NULL);
+        pl_gemm_cell_set_pick(pl_gemm_cell_at(&c, s, 2), "wgmma_ws_128x128x64_s6");
+    }
+    json_t *about = json_pack("{s:s, s:s, s:{s:s, s:i}, s:{s:i}}", "started_at", "2026-11-24T00:00:00Z", "git_commit",
+                              "abc123", "gpu", "name", "NVIDIA H200", "sm_count", 132, "settings", "rounds", 5);
+    char *dir = pl_test_tmpdir("gemm-sweep-scripts");
+    ck_assert_msg(pl_gemm_report_write(&c, dir, about, err, sizeof err) == 0, "%s", err);
+    json_decref(about);
+    char *src = source_dir(), *cmp = pl_path_join(dir, "comparison.json"), *out = pl_path_join(dir, "table.c");
+
+    /* the table: both native shapes, the GPU's SM count, the terminator */
+    char *cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s --out %s 2>/dev/null", src, cmp, out);
+    ck_assert_int_eq(system(cmd), 0);
+    free(cmd);
+    char *text = pl_read_file(out, NULL, err, sizeof err);
+    ck_assert_msg(text, "%s", err);
+    ck_assert_msg(strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"wgmma_ws_128x128x64_s6\"}") &&
+                      strstr(text, "{\"nk\", 132, 256, 4096, 4096, \"wgmma_sk_64x128x64\"}") &&
+                      !strstr(text, "no_native") && strstr(text, "{NULL, 0, 0, 0, 0, NULL}") &&
+                      strstr(text, "NVIDIA H200"),
+                  "%s", text);
+    free(text);
+    /* --min-gain 0.05: only the shape where the pick was over 5% slower (1.2 / 1.1); --any-gpu: SM count 0 */
+    cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s --out %s --min-gain 0.05 --any-gpu 2>/dev/null", src,
+                    cmp, out);
+    ck_assert_int_eq(system(cmd), 0);
+    free(cmd);
+    text = pl_read_file(out, NULL, err, sizeof err);
+    ck_assert_msg(text && strstr(text, "{\"nk\", 0, 256, 4096, 4096, \"wgmma_sk_64x128x64\"}") &&
+                      !strstr(text, ", 16, 4096, 4096,"),
+                  "%s", text ? text : err);
+    free(text);
+    /* not a comparison: exit 2, nothing written over the table */
+    cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s/summary.md --out %s/bad.c 2>/dev/null; test $? = 2 "
+                    "&& test ! -e %s/bad.c",
+                    src, dir, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    free(cmd);
+
+    /* the bars' table: one shape at 0.909 of cuBLAS (110 TFLOP/s against 100), the pick within 3% on 1 of 2 */
+    char *md = pl_path_join(dir, "bars.md");
+    cmd = pl_strfmt("python3 %s/scripts/gemm_wide_table.py %s >%s; test $? = 0 && python3 "
+                    "%s/scripts/gemm_wide_table.py --strict %s >/dev/null; test $? = 1",
+                    src, cmp, md, src, cmp);
+    ck_assert_int_eq(system(cmd), 0);
+    free(cmd);
+    text = pl_read_file(md, NULL, err, sizeof err);
+    ck_assert_msg(text && strstr(text, "### NVIDIA H200, B nk") && strstr(text, "| pick_slow_m256_n4096_k4096 |") &&
+                      strstr(text, "1/2 = 50%") && strstr(text, "NOT met") && strstr(text, "5 round(s)"),
+                  "%s", text ? text : err);
+    free(text);
+    free(md);
+    free(out);
+    free(cmp);
+    free(src);
+    free(dir);
+    pl_gemm_comparison_free(&c);
+    pl_gemm_providers_free(provs, np);
+}
+END_TEST
+
 static void expect_cli(const char *args, int code, const char *fragment)
 {
     pl_cmd_result r = pl_run_perflab(NULL, args);
@@ -779,6 +893,7 @@ static Suite *suite(void)
     tcase_add_test(tc, comparison_winners_and_exit_code);
     tcase_add_test(tc, round_schedule);
     tcase_add_test(tc, heuristic_verdict);
+    tcase_add_test(tc, sweep_scripts);
     tcase_add_test(tc, cli_usage_errors);
     tcase_add_test(tc, cli_end_to_end_without_gpu);
     suite_add_tcase(s, tc);
