@@ -34,11 +34,11 @@ typedef struct pl_gemm_gpu {
     double tensor_tflops; /* the model's dense bf16 rate at a GEMM's clock; 0: sms · 4096 FLOP/clk · 1.5 GHz */
 } pl_gemm_gpu;
 
-#define PL_GEMM_MODEL_HBM_GBPS  3000.0 /* the H100's measured copy rate; the H200 measures ~4200 (docs/perf) */
-#define PL_GEMM_MODEL_CLOCK_GHZ 1.5    /* the SM clock of a large GEMM at the 700 W limit (docs/perf/gemm.md) */
-#define PL_GEMM_TABLE_MAX_LOG2  0.5    /* a table entry applies within a factor 2^0.5 in each of M, N and K */
-#define PL_GEMM_MODEL_L2_GBPS   8000.0 /* L2 to SMs: `perflab peak` read 8.2 TB/s on the H200 */
-#define PL_GEMM_MODEL_TIE       0.03   /* model times this close count as a tie */
+#define PL_GEMM_MODEL_HBM_GBPS  3000.0  /* the H100's measured copy rate; the H200 measures ~4200 (docs/perf) */
+#define PL_GEMM_MODEL_CLOCK_GHZ 1.5     /* the SM clock of a large GEMM at the 700 W limit (docs/perf/gemm.md) */
+#define PL_GEMM_TABLE_MAX_LOG2  0.5     /* a table entry applies within a factor 2^0.5 in each of M, N and K */
+#define PL_GEMM_MODEL_L2_GBPS   10000.0 /* L2 to SMs: the 128×128 kernel drew ~9.8 TB/s at 628 TFLOP/s (docs/perf) */
+#define PL_GEMM_MODEL_TIE       0.03    /* model times this close count as a tie */
 
 /* The current device's (cc, SM count, clusters); rates left 0 (the model's defaults). */
 cudaError_t pl_gemm_gpu_query(pl_gemm_gpu *g);

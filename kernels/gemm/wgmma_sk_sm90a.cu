@@ -27,6 +27,7 @@
  * (m64n(TILE/2)) and leaves the other half of the tensor-core work undone. */
 #include "gemm/epilogue.cuh"
 #include "gemm/gemm.h"
+#include "gemm/heuristic.h"
 #include "gemm/sm90_common.cuh"
 #include "gemm/splitk.h"
 #include "gemm/tensor_map.h"
@@ -238,14 +239,12 @@ template <int TILE, int SWAP> static cudaError_t launch_sk(const pl_gemm_problem
     if (e == cudaSuccess) /* all of the SM's 228 KB as shared memory, so that three CTAs fit */
         e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                  cudaSharedmemCarveoutMaxShared);
-    int device = 0, sms = 0;
+    pl_gemm_gpu g;
     if (e == cudaSuccess)
-        e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+        e = pl_gemm_gpu_query(&g);
     if (e != cudaSuccess)
         return e;
-    int s = split > 0 ? split : pl_gemm_sk_split(tiles_x * tiles_y, k_blocks, sms);
+    int s = split > 0 ? split : pl_gemm_sk_split(tiles_x * tiles_y, k_blocks, g.sms);
     if (s > k_blocks)
         s = k_blocks; /* every CTA of a cluster gets at least one k-block */
 
