@@ -8,6 +8,7 @@
 
 #include "core/results_json.h"
 #include "core/util.h"
+#include "gemm/gemm.h"
 #include "testutil.h"
 
 #define QUICK "--max-algos 2 --min-time-s 0.02 --max-time-s 0.1 --min-samples 5 -q --json"
@@ -64,10 +65,14 @@ START_TEST(selector_small_shapes)
 END_TEST
 
 /* --rounds 3: every configuration of every provider verified first, then timed in interleaved rounds; the
- * heuristic's pick timed among them and judged against the best. With PERFLAB_GEMM_UNVALIDATED=1 in the
- * environment the unvalidated kernels are in the search too. */
+ * heuristic's pick timed among them and judged against the best, the unvalidated kernels in the search. Runs only
+ * under PERFLAB_GEMM_UNVALIDATED=1. */
 START_TEST(selector_interleaved_rounds)
 {
+    if (!pl_gemm_unvalidated_enabled()) { /* new in issue 15: under the opt-in until a GPU run validates it */
+        printf("skip: --rounds is not validated on a GPU yet; set %s=1 to run it\n", PL_GEMM_UNVALIDATED_ENV);
+        return;
+    }
     char *dir = pl_test_tmpdir("gemm-verb-rounds");
     char *args = pl_strfmt("gemm --shapes 256x512x128,16x4104x1032,1000x3000x520 --providers cublas,cublaslt,perflab "
                            "--rounds 3 --artifacts-dir %s " QUICK,
