@@ -46,14 +46,26 @@ enum pl_gemm_kernel_flags {
     /* A lower rung of the ladder, kept to teach: the selector leaves it out of its search (it would only
      * spend time losing). */
     PL_GEMM_KERNEL_TEACHING = 1u << 0,
+    /* Written without running on a GPU (issue 15): such kernels sit after every validated one in the table and are
+     * enumerated (pl_gemm_kernel_count, _at, _find, the heuristic, and so the labs, the selector and the tests) only
+     * when the environment sets PERFLAB_GEMM_UNVALIDATED=1, until a GPU run has verified them. */
+    PL_GEMM_KERNEL_UNVALIDATED = 1u << 1,
+    /* Splits K over the CTAs of a cluster (1-8, chosen at launch: gemm/splitk.h), added up in a fixed order. */
+    PL_GEMM_KERNEL_SPLIT_K = 1u << 2,
+    /* Computes Dᵀ = B·Aᵀ: tile_m (M) is wgmma's narrow N, tile_n (N) its 64 rows. */
+    PL_GEMM_KERNEL_SWAP_AB = 1u << 3,
 };
+
+#define PL_GEMM_UNVALIDATED_ENV "PERFLAB_GEMM_UNVALIDATED"
+/* 1 when the environment sets PERFLAB_GEMM_UNVALIDATED=1: the unvalidated kernels are enumerated too. */
+int pl_gemm_unvalidated_enabled(void);
 
 typedef struct pl_gemm_kernel {
     const char *name;      /* unique, e.g. "wgmma_ws_128x256x64_s4" */
     const char *rung;      /* the ladder step: naive, smem_tiled, mma_sync, wgmma_tma, wgmma_ws, wgmma_ws_cluster */
     const char *technique; /* one line: what this step adds */
-    int tile_m, tile_n, tile_k, stages, cluster_m, threads;
-    pl_kernel_needs needs; /* compute capability and features (wgmma, TMA, clusters) */
+    int tile_m, tile_n, tile_k, stages, cluster_m, threads; /* split-K: cluster_m 0, the split is chosen at launch */
+    pl_kernel_needs needs;                                  /* compute capability and features (wgmma, TMA, clusters) */
     unsigned flags;
     /* 1 when the kernel computes p; else 0 with the reason (e.g. "needs K % 8 == 0 for TMA") in why. */
     int (*supports)(const pl_gemm_problem *p, char *why, size_t whylen);
@@ -61,14 +73,27 @@ typedef struct pl_gemm_kernel {
 } pl_gemm_kernel;
 
 /* What the kernel families need of the GPU (pl_kernel_needs initialisers for the registry). */
-#define PL_GEMM_NEEDS_ANY {0, 0, 0}
-#define PL_GEMM_NEEDS_MMA {80, 0, 0}
-#define PL_GEMM_NEEDS_WGMMA {90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA}
-#define PL_GEMM_NEEDS_CLUSTER {90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA | PL_KNEED_CLUSTERS}
+#define PL_GEMM_NEEDS_ANY                                                                                              \
+    {                                                                                                                  \
+        0, 0, 0                                                                                                        \
+    }
+#define PL_GEMM_NEEDS_MMA                                                                                              \
+    {                                                                                                                  \
+        80, 0, 0                                                                                                       \
+    }
+#define PL_GEMM_NEEDS_WGMMA                                                                                            \
+    {                                                                                                                  \
+        90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA                                                                          \
+    }
+#define PL_GEMM_NEEDS_CLUSTER                                                                                          \
+    {                                                                                                                  \
+        90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA | PL_KNEED_CLUSTERS                                                      \
+    }
 
+/* The kernels enumerated now: the validated ones, and the unvalidated ones too under PERFLAB_GEMM_UNVALIDATED=1. */
 size_t pl_gemm_kernel_count(void);
 const pl_gemm_kernel *pl_gemm_kernel_at(size_t i);
-const pl_gemm_kernel *pl_gemm_kernel_find(const char *name); /* NULL when unknown */
+const pl_gemm_kernel *pl_gemm_kernel_find(const char *name); /* NULL when unknown (or not enumerated now) */
 /* The kernel every shape falls back to when a fast path cannot take it (mma_sync: any M, N, K, both layouts). */
 const pl_gemm_kernel *pl_gemm_kernel_fallback(void);
 /* The FP8 (e4m3) kernels, a table of their own (the one above is bf16): A and B of the pl_gemm_problem hold e4m3
@@ -92,6 +117,14 @@ cudaError_t pl_gemm_wgmma_pp_128x128(const pl_gemm_problem *p, cudaStream_t stre
 cudaError_t pl_gemm_wgmma_ws_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x256_c2(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_pp_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream);
+/* Split-K, small tiles, A/B swapped for small M (wgmma_sk_sm90a.cu; gemm/splitk.h has the launcher with an explicit
+ * split). Unvalidated. */
+cudaError_t pl_gemm_wgmma_sk_swap16(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_swap32(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_swap64(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_swap128(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_64x64(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_64x128(const pl_gemm_problem *p, cudaStream_t stream);
 
 /* ---- helpers around the kernels ---- */
 /* out[i] = GELU(d[i] + bias[col]) + residual[i] over M×N bf16 (bias, residual may be NULL; gelu 0 skips it):

@@ -2,10 +2,12 @@
  * selector (perflab gemm) both enumerate this table, so a kernel added here is verified and timed by both. */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gemm/fp8.h"
 #include "gemm/gemm.h"
+#include "gemm/splitk.h"
 
 static const char *const layout_names[] = {"nk", "kn"};
 
@@ -78,6 +80,55 @@ static int supports_tma(const pl_gemm_problem *p, char *why, size_t whylen)
     return 1;
 }
 
+/* The split-K kernels (gemm/splitk.h): the TMA conditions, and D 4-byte aligned (bf16 pairs leave in one store).
+ * The swapped ones are small-M kernels: beyond 4 tiles of M the plain tiles fit better (and the search would only
+ * spend time losing). */
+static int supports_sk(const pl_gemm_problem *p, int tile_m, int swap, char *why, size_t whylen)
+{
+    if (!supports_tma(p, why, whylen))
+        return 0;
+    if ((uintptr_t)p->d % 4 != 0) {
+        snprintf(why, whylen, "needs D 4-byte aligned (bf16 pairs)");
+        return 0;
+    }
+    if (swap && p->m > 4 * tile_m) {
+        snprintf(why, whylen, "a small-M kernel: takes M <= %d (4 tiles of %d); M = %d", 4 * tile_m, tile_m, p->m);
+        return 0;
+    }
+    return 1;
+}
+
+static int supports_sk_swap16(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return supports_sk(p, 16, 1, why, whylen);
+}
+
+static int supports_sk_swap32(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return supports_sk(p, 32, 1, why, whylen);
+}
+
+static int supports_sk_swap64(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return supports_sk(p, 64, 1, why, whylen);
+}
+
+static int supports_sk_swap128(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return supports_sk(p, 128, 1, why, whylen);
+}
+
+static int supports_sk_plain(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return supports_sk(p, PL_SK_ROWS, 0, why, whylen);
+}
+
+#define SK_FLAGS      (PL_GEMM_KERNEL_UNVALIDATED | PL_GEMM_KERNEL_SPLIT_K)
+#define SK_SWAP_FLAGS (SK_FLAGS | PL_GEMM_KERNEL_SWAP_AB)
+
+/* Every validated kernel first, then the unvalidated ones (PL_GEMM_KERNEL_UNVALIDATED), which the enumeration
+ * reaches only under PERFLAB_GEMM_UNVALIDATED=1. Where the heuristic's model ties, the earlier entry wins: the
+ * plain split-K tiles come before the swapped ones (their stores run along D's rows). */
 static const pl_gemm_kernel kernels[] = {
     {"naive", "naive", "one thread per output, K fp32 FMAs from global memory", 16, 16, 1, 1, 1, 256, PL_GEMM_NEEDS_ANY,
      PL_GEMM_KERNEL_TEACHING, supports_naive, pl_gemm_naive},
@@ -113,11 +164,49 @@ static const pl_gemm_kernel kernels[] = {
     {"wgmma_pp_128x128x64_s5_c2", "wgmma_ws_cluster",
      "ping-pong wgmma_ws in 2-CTA clusters: B panel TMA-multicast to both CTAs, stages released through DSMEM", 128,
      128, 64, 5, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_pp_128x128_c2},
+    /* ---- unvalidated (issue 15): split-K over a cluster, fixed-order fix-up through DSMEM ---- */
+    {"wgmma_sk_64x64x64", "wgmma_splitk",
+     "narrow N: 64×64 tiles, K split over a cluster when the tiles do not fill the GPU, fixed-order fix-up", 64, 64, 64,
+     PL_SK_STAGES(64), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS, supports_sk_plain, pl_gemm_wgmma_sk_64x64},
+    {"wgmma_sk_64x128x64", "wgmma_splitk",
+     "64×128 tiles, 3 CTAs per SM, K split over a cluster when the tiles do not fill the GPU; an edge tile runs the "
+     "half-width wgmma",
+     64, 128, 64, PL_SK_STAGES(128), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS, supports_sk_plain,
+     pl_gemm_wgmma_sk_64x128},
+    {"wgmma_sk_swap_16x64x64", "wgmma_splitk",
+     "small M, A/B swapped (Dᵀ = B·Aᵀ: N fills wgmma's 64 rows, M ≤ 16 its N), K split over a cluster, fixed-order "
+     "fix-up through DSMEM",
+     16, 64, 64, PL_SK_STAGES(16), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_SWAP_FLAGS, supports_sk_swap16,
+     pl_gemm_wgmma_sk_swap16},
+    {"wgmma_sk_swap_32x64x64", "wgmma_splitk", "the swapped split-K kernel for M ≤ 32 (wgmma m64n32)", 32, 64, 64,
+     PL_SK_STAGES(32), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_SWAP_FLAGS, supports_sk_swap32,
+     pl_gemm_wgmma_sk_swap32},
+    {"wgmma_sk_swap_64x64x64", "wgmma_splitk", "the swapped split-K kernel for M ≤ 64 (wgmma m64n64)", 64, 64, 64,
+     PL_SK_STAGES(64), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_SWAP_FLAGS, supports_sk_swap64,
+     pl_gemm_wgmma_sk_swap64},
+    {"wgmma_sk_swap_128x64x64", "wgmma_splitk", "the swapped split-K kernel for M ≤ 128 (wgmma m64n128)", 128, 64, 64,
+     PL_SK_STAGES(128), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_SWAP_FLAGS, supports_sk_swap128,
+     pl_gemm_wgmma_sk_swap128},
 };
+
+int pl_gemm_unvalidated_enabled(void)
+{
+    const char *v = getenv(PL_GEMM_UNVALIDATED_ENV);
+    return v && strcmp(v, "1") == 0;
+}
+
+/* The validated kernels: the table up to its first unvalidated entry. */
+static size_t validated_count(void)
+{
+    size_t n = 0;
+    while (n < sizeof kernels / sizeof kernels[0] && !(kernels[n].flags & PL_GEMM_KERNEL_UNVALIDATED))
+        n++;
+    return n;
+}
 
 size_t pl_gemm_kernel_count(void)
 {
-    return sizeof kernels / sizeof kernels[0];
+    return pl_gemm_unvalidated_enabled() ? sizeof kernels / sizeof kernels[0] : validated_count();
 }
 
 const pl_gemm_kernel *pl_gemm_kernel_at(size_t i)
@@ -127,7 +216,8 @@ const pl_gemm_kernel *pl_gemm_kernel_at(size_t i)
 
 const pl_gemm_kernel *pl_gemm_kernel_find(const char *name)
 {
-    for (size_t i = 0; i < pl_gemm_kernel_count(); i++)
+    const size_t n = pl_gemm_kernel_count();
+    for (size_t i = 0; i < n; i++)
         if (strcmp(kernels[i].name, name) == 0)
             return &kernels[i];
     return NULL;
@@ -187,11 +277,13 @@ static cudaError_t launch_fp8_c2(const pl_gemm_problem *p, cudaStream_t stream)
 
 static const pl_gemm_kernel fp8_kernels[] = {
     {"fp8_ws_128x192x128_s4", "fp8_ws",
-     "persistent warp-specialized FP8: a TMA producer warpgroup, 2 consumers (setmaxnreg 232) issuing wgmma m64n192k32 e4m3 into "
+     "persistent warp-specialized FP8: a TMA producer warpgroup, 2 consumers (setmaxnreg 232) issuing wgmma m64n192k32 "
+     "e4m3 into "
      "an accumulator promoted to fp32 every 128 K, 4 stages, TMA-store epilogue",
      128, 192, 128, 4, 1, 384, PL_GEMM_FP8_NEEDS, 0, supports_fp8, launch_fp8},
     {"fp8_ws_128x192x128_s4_p4", "fp8_ws",
-     "the FP8 kernel promoting to fp32 every 512 K (4 k-blocks, one wgmma group kept in flight inside) instead of 128 K",
+     "the FP8 kernel promoting to fp32 every 512 K (4 k-blocks, one wgmma group kept in flight inside) instead of 128 "
+     "K",
      128, 192, 128, 4, 1, 384, PL_GEMM_FP8_NEEDS, 0, supports_fp8, launch_fp8_p4},
     {"fp8_ws_128x192x128_s4_c2", "fp8_ws_cluster",
      "the FP8 kernel in 2-CTA clusters: the shared B panel TMA-multicast to both CTAs, stages released through DSMEM",

@@ -14,11 +14,11 @@
 #include "selector/select.h"
 #include "cli/timing_options.h"
 
-#define VERB              "gemm"
+#define VERB "gemm"
 
 typedef struct gemm_args {
     const char *shapes, *shapes_file, *providers, *dtype, *layout, *artifacts_dir;
-    int max_algos, json, quiet, help, list_shapes;
+    int max_algos, json, quiet, help, list_shapes, rounds;
     double timeout_s;
     pl_timing_args timing;
 } gemm_args;
@@ -30,6 +30,7 @@ static void defaults(gemm_args *a)
     a->layout = "nk";
     a->artifacts_dir = "artifacts";
     a->max_algos = 8;
+    a->rounds = 1; /* one configuration after another; 5 once the interleaved path is validated (docs/gemm.md) */
     a->timeout_s = 900;
     pl_timing_args_defaults(&a->timing);
     a->timing.mode = "cold"; /* a GEMM in a model reads its weights from HBM, not from a warm L2 */
@@ -57,23 +58,30 @@ static void usage(const pl_option *opts)
 static int list_shapes(void)
 {
     size_t n, ng;
-    const pl_gemm_shape *s = pl_gemm_builtin_shapes(&n);
+    const pl_gemm_builtin *b = pl_gemm_builtins(&n);
     const char *const *groups = pl_gemm_shape_groups(&ng);
-    pl_table *t = pl_table_new(5, (const char *const[]){"shape", ">M", ">N", ">K", ">GFLOP"});
+    pl_table *t = pl_table_new(7, (const char *const[]){"shape", "group", ">M", ">N", ">K", ">GFLOP", "origin"});
     for (size_t i = 0; i < n; i++) {
+        const pl_gemm_shape *s = &b[i].shape;
         size_t row = pl_table_row(t);
-        pl_table_set(t, row, 0, "%s", s[i].name);
-        pl_table_set(t, row, 1, "%lld", s[i].m);
-        pl_table_set(t, row, 2, "%lld", s[i].n);
-        pl_table_set(t, row, 3, "%lld", s[i].k);
-        pl_table_set(t, row, 4, "%.1f", pl_gemm_shape_flops(&s[i]) / 1e9);
+        pl_table_set(t, row, 0, "%s", s->name);
+        pl_table_set(t, row, 1, "%s", b[i].group);
+        pl_table_set(t, row, 2, "%lld", s->m);
+        pl_table_set(t, row, 3, "%lld", s->n);
+        pl_table_set(t, row, 4, "%lld", s->k);
+        pl_table_set(t, row, 5, "%.1f", pl_gemm_shape_flops(s) / 1e9);
+        pl_table_set(t, row, 6, "%s", b[i].origin);
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
     printf("\ngroups:");
-    for (size_t i = 0; i < ng; i++)
-        printf(" %s", groups[i]);
-    printf(" (default = all of the above)\n");
+    for (size_t i = 0; i < ng; i++) {
+        size_t count = 0;
+        for (size_t j = 0; j < n; j++)
+            count += (size_t)pl_gemm_group_has(groups[i], &b[j]);
+        printf(" %s (%zu)", groups[i], count);
+    }
+    printf("; default = prefill + decode, what a plain `perflab gemm` runs\n");
     return PL_EXIT_OK;
 }
 
@@ -88,6 +96,7 @@ static void fill_settings(const gemm_args *a, pl_run_settings *s)
     pl_timing_args_apply(&a->timing, s);
     s->profile = pl_strdup("none");
     s->timeout_s = a->timeout_s;
+    s->rounds = a->rounds;
 }
 
 /* Everything that can be checked before any work: bad input exits 2 with nothing written. */
@@ -100,6 +109,11 @@ static int validate(gemm_args *a, pl_gemm_shape_list *shapes, pl_gemm_provider *
         return pl_usage_error(VERB, "--layout must be nk (B given N×K) or kn (B given K×N)");
     if (pl_timing_args_check(&a->timing, err, sizeof err) != 0)
         return pl_usage_error(VERB, err);
+    if (a->timing.iterations > 0 && a->rounds > a->timing.iterations) {
+        pl_snprintf(err, sizeof err, "--rounds %d needs at least as many --iterations (got %d): each round keeps one",
+                    a->rounds, a->timing.iterations);
+        return pl_usage_error(VERB, err);
+    }
     if (a->shapes && pl_gemm_shapes_parse(a->shapes, shapes, err, sizeof err) != 0)
         return pl_usage_error(VERB, err);
     if (a->shapes_file && pl_gemm_shapes_load_file(a->shapes_file, shapes, err, sizeof err) != 0)
@@ -120,17 +134,21 @@ int pl_cmd_gemm(int argc, char **argv)
     defaults(&a);
     const pl_option own[] = {
         {"shapes", 's', PL_OPT_STRING, &a.shapes, "LIST",
-         "built-in names, groups (default, prefill, decode) or MxNxK, comma-separated (default: default)", 0, 0},
+         "built-in names, groups (default, prefill, decode, wide) or MxNxK, comma-separated (default: default)", 0, 0},
         {"shapes-file", 0, PL_OPT_STRING, &a.shapes_file, "FILE",
          "more shapes, one a line: MxNxK, NAME MxNxK or NAME M N K ('#' comments)", 0, 0},
         {"list-shapes", 0, PL_OPT_FLAG, &a.list_shapes, NULL, "print the built-in shapes and groups, then exit", 0, 0},
         {"providers", 'p', PL_OPT_STRING, &a.providers, "LIST",
          "cublas,cublaslt,perflab,cutlass,json:FILE (default: cublas,cublaslt,perflab for bf16)", 0, 0},
-        {"dtype", 0, PL_OPT_STRING, &a.dtype, "T", "bf16 | fp16 | fp8 (e4m3: cuBLASLt and perflab's FP8 kernels); default bf16", 0,
-         0},
+        {"dtype", 0, PL_OPT_STRING, &a.dtype, "T",
+         "bf16 | fp16 | fp8 (e4m3: cuBLASLt and perflab's FP8 kernels); default bf16", 0, 0},
         {"layout", 0, PL_OPT_STRING, &a.layout, "L", "nk: B given N×K (default) | kn: B given K×N", 0, 0},
         {"max-algos", 0, PL_OPT_INT, &a.max_algos, "N", "cuBLASLt heuristic algorithms to time per shape (default 8)",
          1, 64},
+        {"rounds", 0, PL_OPT_INT, &a.rounds, "N",
+         "verify every configuration of a shape first, then time them all in N interleaved rounds after one at load "
+         "(default 1: one after another)",
+         1, 100},
         {"timeout-s", 0, PL_OPT_DOUBLE, &a.timeout_s, "S", "give up on a shape after S seconds (default 900)", 1,
          86400},
         {"artifacts-dir", 0, PL_OPT_STRING, &a.artifacts_dir, "D",

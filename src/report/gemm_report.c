@@ -111,6 +111,43 @@ static json_t *cell_json(const pl_gemm_cell *cell)
     return j;
 }
 
+/* The perflab provider's column, -1 when not asked for. */
+static int perflab_column(const pl_gemm_comparison *c)
+{
+    for (size_t p = 0; p < c->n_providers; p++)
+        if (c->providers[p].kind == PL_PROV_PERFLAB)
+            return (int)p;
+    return -1;
+}
+
+/* The heuristic's pick of a shape against the best native configuration; NULL when there is no verdict. */
+static json_t *pick_json(const pl_gemm_comparison *c, size_t shape, int col)
+{
+    pl_gemm_pick_verdict v;
+    if (col < 0 || pl_gemm_cell_pick_verdict(pl_gemm_cell_get(c, shape, (size_t)col), &v) != 0)
+        return NULL;
+    return json_pack("{s:s, s:b, s:o, s:s, s:o, s:o, s:b, s:b}", "pick", v.pick, "pick_timed", v.pick_timed, "pick_ms",
+                     pl_json_real(v.pick_ms), "best", v.best, "best_ms", pl_json_real(v.best_ms), "pick_over_best",
+                     pl_json_real(v.ratio), "pick_is_best", v.is_best, "within_3pct", v.within);
+}
+
+/* Over the shapes with a verdict: how often the pick was the best, and within 3% of it. */
+static json_t *pick_summary_json(const pl_gemm_comparison *c)
+{
+    const int col = perflab_column(c);
+    int shapes = 0, best = 0, within = 0;
+    for (size_t s = 0; col >= 0 && s < c->n_shapes; s++) {
+        pl_gemm_pick_verdict v;
+        if (pl_gemm_cell_pick_verdict(pl_gemm_cell_get(c, s, (size_t)col), &v) != 0)
+            continue;
+        shapes++;
+        best += v.is_best;
+        within += v.within;
+    }
+    return json_pack("{s:i, s:i, s:i, s:o}", "shapes", shapes, "pick_is_best", best, "within_3pct", within,
+                     "fraction_within_3pct", shapes ? pl_json_real((double)within / shapes) : json_null());
+}
+
 json_t *pl_gemm_comparison_to_json(const pl_gemm_comparison *c, json_t *about)
 {
     json_t *j = json_object();
@@ -124,6 +161,7 @@ json_t *pl_gemm_comparison_to_json(const pl_gemm_comparison *c, json_t *about)
         json_array_append_new(provs, json_string(c->providers[p].label));
     json_object_set_new(j, "providers", provs);
     json_t *shapes = json_array();
+    const int native = perflab_column(c);
     for (size_t s = 0; s < c->n_shapes; s++) {
         const pl_gemm_shape *sh = &c->shapes[s];
         json_t *results = json_object();
@@ -132,14 +170,19 @@ json_t *pl_gemm_comparison_to_json(const pl_gemm_comparison *c, json_t *about)
         int winner, best_cublas;
         pl_gemm_comparison_leaders(c, s, &winner, &best_cublas);
         double w = ratio_to_cublas(c, s, winner, best_cublas);
-        json_array_append_new(
-            shapes, json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "shape", sh->name, "m", (json_int_t)sh->m,
-                              "n", (json_int_t)sh->n, "k", (json_int_t)sh->k, "results", results, "winner",
-                              winner >= 0 ? json_string(c->providers[winner].label) : json_null(), "best_cublas",
-                              best_cublas >= 0 ? json_string(c->providers[best_cublas].label) : json_null(),
-                              "winner_speedup_vs_best_cublas", pl_json_real(w)));
+        json_t *row = json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "shape", sh->name, "m", (json_int_t)sh->m,
+                                "n", (json_int_t)sh->n, "k", (json_int_t)sh->k, "results", results, "winner",
+                                winner >= 0 ? json_string(c->providers[winner].label) : json_null(), "best_cublas",
+                                best_cublas >= 0 ? json_string(c->providers[best_cublas].label) : json_null(),
+                                "winner_speedup_vs_best_cublas", pl_json_real(w));
+        json_t *pick = pick_json(c, s, native);
+        if (pick)
+            json_object_set_new(row, "heuristic", pick);
+        json_array_append_new(shapes, row);
     }
     json_object_set_new(j, "shapes", shapes);
+    if (native >= 0)
+        json_object_set_new(j, "heuristic", pick_summary_json(c));
     json_t *geo = json_object();
     for (size_t p = 0; p < c->n_providers; p++) {
         double ls = 0;
@@ -210,6 +253,22 @@ static char *summary_markdown(const pl_gemm_comparison *cmp)
                           cmp->providers[p].label, c->best.kernel ? c->best.kernel : "?", c->best.tflops,
                           c->best.median_ms, noise);
         }
+    const int native = perflab_column(cmp);
+    int heading = 0;
+    for (size_t s = 0; native >= 0 && s < cmp->n_shapes; s++) {
+        pl_gemm_pick_verdict v;
+        if (pl_gemm_cell_pick_verdict(pl_gemm_cell_get(cmp, s, (size_t)native), &v) != 0)
+            continue;
+        if (!heading++)
+            pl_buf_printf(
+                &md, "\n## The heuristic's pick (pl_gemm_bf16) against the best native configuration\n\n"
+                     "| shape | pick | best | pick / best (time) | within 3%% |\n| --- | --- | --- | ---: | --- |\n");
+        char ratio[32] = "not timed";
+        if (v.pick_timed)
+            pl_snprintf(ratio, sizeof ratio, "%.3f", v.ratio);
+        pl_buf_printf(&md, "| %s | %s | %s | %s | %s |\n", cmp->shapes[s].name, v.pick, v.best, ratio,
+                      v.within ? "yes" : "no");
+    }
     if (pl_gemm_comparison_missing(cmp, NULL)) {
         pl_buf_printf(&md, "\n## Without a record\n\n");
         pl_gemm_comparison_missing(cmp, &md);

@@ -45,6 +45,11 @@ typedef struct pl_gemm_bench_shape {
     pl_gemm_operands *sets;
     int n_sets;
     pl_gemm_reference ref;
+    /* cuBLASLt's descriptors of the problem, kept until the shape is done (its configurations may be timed in
+     * rounds after every provider was verified): pl_gemm_bench_lt_release */
+    cublasLtMatmulDesc_t lt_op;
+    cublasLtMatrixLayout_t lt_a, lt_b, lt_d;
+    char pick[96]; /* the perflab provider: the heuristic's kernel (gemm/heuristic.h), "" when none */
 } pl_gemm_bench_shape;
 
 typedef struct pl_gemm_bench pl_gemm_bench;
@@ -56,19 +61,19 @@ typedef struct pl_gemm_candidate {
     int next_set;
     int (*launch)(struct pl_gemm_candidate *c, pl_ctx *ctx, const pl_gemm_operands *ops);
     const pl_gemm_kernel *kernel; /* perflab */
-    cublasLtMatmulAlgo_t lt_algo; /* cublaslt */
-    cublasLtMatmulDesc_t lt_op;   /* cublaslt */
-    cublasLtMatrixLayout_t lt_a, lt_b, lt_d;
+    cublasLtMatmulAlgo_t lt_algo; /* cublaslt; its descriptors are the shape's */
 } pl_gemm_candidate;
 
-/* Verify c on operand set 0, then time it through pl_measure_variant; append its record (ok or failed) to out.
- * Returns -1 when the CUDA context is lost (nothing further can run in this process). */
+/* Verify c on operand set 0 and append its record (ok or failed) to out. With one round (--rounds 1) it is timed
+ * through pl_measure_variant at once; with more, it waits for the shape's interleaved rounds (its record filled
+ * then). Returns -1 when the CUDA context is lost (nothing further can run in this process). */
 int pl_gemm_bench_evaluate(pl_gemm_bench *b, pl_gemm_candidate *c, const char *provider, const char *kernel,
                            json_t *config, pl_gemm_record_list *out);
 /* cuBLASLt: every heuristic algorithm up to max_algos. Returns -1 when the context is lost; *why says why nothing
  * was tried (unsupported) when out stays empty. */
 int pl_gemm_bench_cublaslt(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_list *out, char *why,
                            size_t whylen);
+void pl_gemm_bench_lt_release(pl_gemm_bench_shape *s);
 cublasLtHandle_t pl_gemm_bench_lt_handle(pl_gemm_bench *b, void **workspace, size_t *workspace_bytes, int *max_algos);
 pl_gemm_b_layout pl_gemm_bench_layout(pl_gemm_bench *b);
 

@@ -10,13 +10,26 @@
 #include "core/util.h"
 #include "common/gemm_host.h"
 #include "common/kernel_req.h"
+#include "gemm/heuristic.h"
 #include "perflab/device.h"
 #include "perflab/stats.h"
 #include "selector/bench.h"
+#include "selector/rounds.h"
 
 #define LT_WORKSPACE_BYTES (32u << 20) /* what NVIDIA suggests for cuBLASLt on Hopper */
 #define MAX_SETS           64
 #define HEADROOM_BYTES     (512.0 * 1024 * 1024) /* library workspaces, the L2 flush buffer, fragmentation */
+
+/* A configuration verified and waiting for the shape's interleaved rounds (--rounds N > 1). */
+typedef struct pending {
+    pl_gemm_candidate c;
+    pl_gemm_record_list *list; /* its provider's records */
+    size_t index;              /* its record there */
+    pl_variant var;
+    pl_variant_result vr;
+    pl_timing *t;
+    int done; /* its record holds the outcome */
+} pending;
 
 struct pl_gemm_bench {
     pl_ctx ctx; /* the timing context: stream and device */
@@ -28,7 +41,15 @@ struct pl_gemm_bench {
     void *lt_ws;
     const pl_gemm_bench_request *req;
     int fd;
+    pending *pend; /* the shape's verified configurations, in the order they were offered */
+    size_t n_pend, cap_pend;
 };
+
+/* N interleaved rounds (--rounds N), or 1: each configuration timed as soon as it is verified. */
+static int rounds_of(const pl_gemm_bench *b)
+{
+    return b->req->settings->rounds > 1 ? b->req->settings->rounds : 1;
+}
 
 static void send_msg(pl_gemm_bench *b, json_t *m)
 {
@@ -86,6 +107,31 @@ static int candidate_run(pl_ctx *ctx, void *state)
     return c->launch(c, ctx, ops);
 }
 
+/* The record's timing from its samples. */
+static void record_timing(pl_gemm_record *r, const pl_gemm_shape *sh, const pl_variant_result *vr)
+{
+    pl_stats st;
+    free(r->reason);
+    r->reason = NULL;
+    if (pl_stats_compute(vr->samples_ms, vr->n_samples, &st) != 0) {
+        r->status = PL_GEMM_FAILED;
+        r->reason = pl_strdup("no sample was kept (every one throttled?)");
+        return;
+    }
+    r->status = PL_GEMM_OK;
+    r->median_ms = st.median;
+    r->tflops = 2.0 * (double)sh->m * sh->n * sh->k / (st.median * 1e9);
+    r->noise = st.rel_noise;
+    r->samples = (long long)st.n;
+}
+
+static void record_failure(pl_gemm_record *r, char *reason)
+{
+    free(r->reason);
+    r->reason = reason;
+    r->status = PL_GEMM_FAILED;
+}
+
 int pl_gemm_bench_evaluate(pl_gemm_bench *b, pl_gemm_candidate *c, const char *provider, const char *kernel,
                            json_t *config, pl_gemm_record_list *out)
 {
@@ -107,7 +153,7 @@ int pl_gemm_bench_evaluate(pl_gemm_bench *b, pl_gemm_candidate *c, const char *p
     r.status = PL_GEMM_FAILED;
     ctx->error[0] = '\0';
 
-    int lost = 0;
+    int lost = 0, queued = 0;
     double rtol, atol;
     pl_gemm_elementwise_tolerance(s->in_dtype, &rtol, &atol);
     const double tol = s->in_dtype == PL_DTYPE_FP8 ? pl_default_tolerance(PL_DTYPE_FP8) : 0.0;
@@ -123,30 +169,100 @@ int pl_gemm_bench_evaluate(pl_gemm_bench *b, pl_gemm_candidate *c, const char *p
     } else if (!v.passed) {
         r.rel_l2_error = v.rel_l2_error;
         r.reason = pl_strfmt("failed verification: %s", v.message);
+    } else if (rounds_of(b) > 1) { /* timed later, in the shape's rounds */
+        r.verified = 1;
+        r.rel_l2_error = v.rel_l2_error;
+        r.reason = pl_strdup("not timed: the rounds did not run");
+        queued = 1;
     } else {
         r.verified = 1;
         r.rel_l2_error = v.rel_l2_error;
         pl_variant var = {.name = kernel, .technique = "", .run = candidate_run};
         pl_variant_result vr;
         memset(&vr, 0, sizeof vr);
-        pl_stats st;
         if (pl_measure_variant(&b->env, &var, c, &vr) != 0) {
             r.reason = pl_strfmt("timing failed: %s", ctx->error);
             lost = context_lost();
-        } else if (pl_stats_compute(vr.samples_ms, vr.n_samples, &st) != 0) {
-            r.reason = pl_strdup("no sample was kept (every one throttled?)");
         } else {
-            r.status = PL_GEMM_OK;
-            r.median_ms = st.median;
-            r.tflops = 2.0 * (double)sh->m * sh->n * sh->k / (st.median * 1e9);
-            r.noise = st.rel_noise;
-            r.samples = (long long)st.n;
+            record_timing(&r, sh, &vr);
         }
         free(vr.samples_ms);
         free(vr.stop_reason);
     }
     pl_gemm_record_list_push(out, &r);
+    if (queued) {
+        pl_reserve(&b->pend, &b->cap_pend, b->n_pend + 1, sizeof *b->pend);
+        pending *p = &b->pend[b->n_pend++];
+        memset(p, 0, sizeof *p);
+        p->c = *c;
+        p->list = out;
+        p->index = out->n - 1;
+    }
     return lost ? -1 : 0;
+}
+
+/* The verified configurations of every provider of the shape, timed in rounds: every one starts (warm-up, batch
+ * size) in the order offered, then rounds 0 (at load, dropped) .. N, round r starting with configuration r mod n.
+ * Their records get the samples of all kept rounds. Returns -1 when the CUDA context was lost (the records not
+ * finished say so). */
+static int time_in_rounds(pl_gemm_bench *b)
+{
+    const int rounds = rounds_of(b);
+    pl_ctx *ctx = &b->ctx;
+    int lost = 0;
+    for (size_t i = 0; i < b->n_pend && !lost; i++) {
+        pending *p = &b->pend[i];
+        p->var.name = p->list->items[p->index].kernel;
+        p->var.technique = "";
+        p->var.run = candidate_run;
+        ctx->error[0] = '\0';
+        if (!(p->t = pl_timing_begin(&b->env, &p->var, &p->c, &p->vr))) {
+            record_failure(&p->list->items[p->index], pl_strfmt("timing failed: %s", ctx->error));
+            p->done = 1;
+            lost = context_lost();
+        }
+    }
+    for (int round = 0; round <= rounds && !lost; round++) {
+        const pl_round_quota q = pl_gemm_round_quota(b->req->settings, rounds, round);
+        for (size_t j = 0; j < b->n_pend && !lost; j++) {
+            pending *p = &b->pend[pl_gemm_round_slot(b->n_pend, round, j)];
+            if (!p->t)
+                continue;
+            ctx->error[0] = '\0';
+            if (pl_timing_round(&b->env, p->t, &p->vr, &q) != 0) {
+                record_failure(&p->list->items[p->index], pl_strfmt("timing failed: %s", ctx->error));
+                p->done = 1;
+                pl_timing_free(p->t);
+                p->t = NULL;
+                lost = context_lost();
+            }
+        }
+    }
+    for (size_t i = 0; i < b->n_pend; i++) {
+        pending *p = &b->pend[i];
+        pl_gemm_record *r = &p->list->items[p->index];
+        if (p->t && !lost) {
+            pl_timing_end(p->t, &p->vr, pl_strfmt("%d interleaved rounds after one at load", rounds));
+            record_timing(r, p->c.shape->shape, &p->vr);
+        } else {
+            pl_timing_free(p->t);
+            if (!p->done)
+                record_failure(r, pl_strdup("not timed: the CUDA context was lost by another configuration"));
+        }
+        free(p->vr.samples_ms);
+        free(p->vr.stop_reason);
+    }
+    b->n_pend = 0;
+    return lost ? -1 : 0;
+}
+
+/* The configurations queued for rounds that will not run (the context was lost while verifying another). */
+static void abandon_pending(pl_gemm_bench *b)
+{
+    for (size_t i = 0; i < b->n_pend; i++)
+        record_failure(&b->pend[i].list->items[b->pend[i].index],
+                       pl_strdup("not timed: the CUDA context was lost by another configuration"));
+    b->n_pend = 0;
 }
 
 /* ---- the providers ---- */
@@ -193,6 +309,22 @@ static int run_cublas(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_l
     return pl_gemm_bench_evaluate(b, &c, "cublas", "cublasGemmEx (default algorithm)", config, out);
 }
 
+/* The heuristic's kernel for the shape (pl_gemm_bf16's pick on this GPU) into s->pick; bf16 only. */
+static void heuristic_pick(pl_gemm_bench *b, pl_gemm_bench_shape *s, const pl_gemm_problem *p)
+{
+    s->pick[0] = '\0';
+    if (s->in_dtype != PL_DTYPE_BF16)
+        return;
+    pl_gemm_gpu g;
+    memset(&g, 0, sizeof g);
+    g.cc = b->dev.cc_major * 10 + b->dev.cc_minor;
+    g.sms = b->dev.sm_count;
+    g.clusters = b->dev.cluster_launch;
+    pl_gemm_pick pick;
+    if (pl_gemm_bf16_pick(p, &g, &pick) == 0)
+        pl_snprintf(s->pick, sizeof s->pick, "%s", pick.kernel->name);
+}
+
 static int run_perflab(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_list *out, char *why, size_t len)
 {
     pl_buf reasons = {0};
@@ -200,25 +332,31 @@ static int run_perflab(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_
         pl_snprintf(why, len, "perflab's kernels are bf16 and fp8 only (%s asked for)", b->req->dtype);
         return 0;
     }
-    /* fp8: the e4m3 kernels' own table (unit scales) */
+    pl_gemm_problem p;
+    memset(&p, 0, sizeof p);
+    p.m = (int)s->shape->m;
+    p.n = (int)s->shape->n;
+    p.k = (int)s->shape->k;
+    p.b_layout = b->req->layout;
+    p.a = s->sets[0].a;
+    p.b = s->sets[0].b;
+    p.d = s->sets[0].d;
+    heuristic_pick(b, s, &p);
+    /* fp8: the e4m3 kernels' own table (unit scales); bf16: the heuristic's pick first, then the others */
     const int fp8 = s->in_dtype == PL_DTYPE_FP8;
     const size_t count = fp8 ? pl_gemm_fp8_kernel_count() : pl_gemm_kernel_count();
+    size_t first = 0;
+    for (size_t i = 0; !fp8 && s->pick[0] && i < count; i++)
+        if (strcmp(pl_gemm_kernel_at(i)->name, s->pick) == 0)
+            first = i;
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < count; i++) {
+    for (size_t j = 0; rc == 0 && j < count; j++) {
+        const size_t i = j == 0 ? first : j <= first ? j - 1 : j; /* first, then the rest in table order */
         const pl_gemm_kernel *k = fp8 ? pl_gemm_fp8_kernel_at(i) : pl_gemm_kernel_at(i);
         if (k->flags & PL_GEMM_KERNEL_TEACHING)
             continue;
         const pl_requirements kreq = pl_requirements_of_kernel(k->needs);
         char no[256];
-        pl_gemm_problem p;
-        memset(&p, 0, sizeof p);
-        p.m = (int)s->shape->m;
-        p.n = (int)s->shape->n;
-        p.k = (int)s->shape->k;
-        p.b_layout = b->req->layout;
-        p.a = s->sets[0].a;
-        p.b = s->sets[0].b;
-        p.d = s->sets[0].d;
         if (!pl_requirements_met(&kreq, &b->dev, b->ctx.device_count, NULL, no, sizeof no) ||
             !k->supports(&p, no, sizeof no)) {
             pl_buf_printf(&reasons, "%s%s: %s", reasons.len ? "; " : "", k->name, no);
@@ -234,6 +372,14 @@ static int run_perflab(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_
         pl_snprintf(tile, sizeof tile, "%dx%dx%d", k->tile_m, k->tile_n, k->tile_k);
         json_t *config = json_pack("{s:s, s:s, s:i, s:i, s:i}", "rung", k->rung, "tile", tile, "stages", k->stages,
                                    "cluster_m", k->cluster_m, "threads", k->threads);
+        if (k->flags & PL_GEMM_KERNEL_SPLIT_K)
+            json_object_set_new(config, "split_k", json_string("chosen at launch (gemm/splitk.h)"));
+        if (k->flags & PL_GEMM_KERNEL_SWAP_AB)
+            json_object_set_new(config, "swap_ab", json_true());
+        if (k->flags & PL_GEMM_KERNEL_UNVALIDATED)
+            json_object_set_new(config, "unvalidated", json_true());
+        if (!fp8 && strcmp(k->name, s->pick) == 0)
+            json_object_set_new(config, "heuristic_pick", json_true());
         rc = pl_gemm_bench_evaluate(b, &c, "perflab", k->name, config, out);
     }
     if (out->n == 0)
@@ -314,16 +460,20 @@ static int prepare_shape(pl_gemm_bench *b, pl_gemm_bench_shape *s)
     return pl_gemm_reference_make(ctx, b->cublas, &p, ref_dtype, &s->ref);
 }
 
+/* pick: the heuristic's kernel (perflab), or NULL. */
 static void send_cell(pl_gemm_bench *b, size_t index, const char *provider, pl_gemm_record_list *records,
-                      const char *why)
+                      const char *why, const char *pick)
 {
     json_t *arr = json_array();
     for (size_t i = 0; i < records->n; i++)
         json_array_append_new(arr, pl_gemm_record_to_json(&records->items[i]));
     /* with no record at all, the provider could not take the problem; with records, none passed */
     const char *fallback = pl_gemm_status_name(records->n ? PL_GEMM_FAILED : PL_GEMM_UNSUPPORTED);
-    send_msg(b, json_pack("{s:s, s:I, s:s, s:s, s:s, s:o}", "t", "cell", "i", (json_int_t)index, "provider", provider,
-                          "fallback", fallback, "reason", why[0] ? why : "", "records", arr));
+    json_t *m = json_pack("{s:s, s:I, s:s, s:s, s:s, s:o}", "t", "cell", "i", (json_int_t)index, "provider", provider,
+                          "fallback", fallback, "reason", why[0] ? why : "", "records", arr);
+    if (pick && *pick)
+        json_object_set_new(m, "pick", json_string(pick));
+    send_msg(b, m);
 }
 
 typedef int (*provider_fn)(pl_gemm_bench *, pl_gemm_bench_shape *, pl_gemm_record_list *, char *, size_t);
@@ -346,32 +496,50 @@ static int run_shape(pl_gemm_bench *b, size_t index)
     } providers[] = {{b->req->cublas, "cublas", run_cublas},
                      {b->req->cublaslt, "cublaslt", pl_gemm_bench_cublaslt},
                      {b->req->perflab, "perflab", run_perflab}};
-    int rc = 0;
+    pl_gemm_record_list records[3];
+    char why[3][512];
+    int ran[3] = {0, 0, 0}, rc = 0;
+    memset(records, 0, sizeof records);
+    memset(why, 0, sizeof why);
     if (prepare_shape(b, &s) != 0) {
         int lost = context_lost();
         for (size_t p = 0; p < 3; p++) {
             if (!providers[p].wanted)
                 continue;
-            char why[700];
-            pl_snprintf(why, sizeof why, "setting up the shape failed: %s", s.alloc.error);
+            char failed[700];
+            pl_snprintf(failed, sizeof failed, "setting up the shape failed: %s", s.alloc.error);
             json_t *arr = json_array();
             send_msg(b, json_pack("{s:s, s:I, s:s, s:s, s:s, s:o}", "t", "cell", "i", (json_int_t)index, "provider",
-                                  providers[p].name, "fallback", "failed", "reason", why, "records", arr));
+                                  providers[p].name, "fallback", "failed", "reason", failed, "records", arr));
         }
         rc = lost ? -1 : 0;
     } else {
+        /* one round: each provider's cell as soon as its configurations are timed; N rounds: every configuration
+         * verified first, then all timed together, then the cells */
+        const int interleaved = rounds_of(b) > 1;
         for (size_t p = 0; p < 3 && rc == 0; p++) {
             if (!providers[p].wanted)
                 continue;
-            pl_gemm_record_list records = {0};
-            char why[512] = "";
-            rc = providers[p].fn(b, &s, &records, why, sizeof why);
-            send_cell(b, index, providers[p].name, &records, why);
-            pl_gemm_record_list_free(&records);
+            rc = providers[p].fn(b, &s, &records[p], why[p], sizeof why[p]);
+            ran[p] = 1;
+            if (!interleaved)
+                send_cell(b, index, providers[p].name, &records[p], why[p], p == 2 ? s.pick : NULL);
+        }
+        if (interleaved) {
+            if (rc == 0)
+                rc = time_in_rounds(b);
+            else
+                abandon_pending(b);
+            for (size_t p = 0; p < 3; p++)
+                if (ran[p])
+                    send_cell(b, index, providers[p].name, &records[p], why[p], p == 2 ? s.pick : NULL);
         }
     }
+    for (size_t p = 0; p < 3; p++)
+        pl_gemm_record_list_free(&records[p]);
     if (rc == 0)
         cudaStreamSynchronize(b->ctx.stream);
+    pl_gemm_bench_lt_release(&s);
     pl_free_all(&s.alloc);
     return rc;
 }
@@ -393,6 +561,7 @@ void pl_gemm_bench_child(const pl_gemm_bench_request *req, size_t first, int fd)
             return; /* the context is broken: the parent starts a new process for the next shape */
         }
     }
+    free(b.pend);
     pl_measure_env_free(&b.env);
     cublasLtDestroy(b.lt);
     cublasDestroy(b.cublas);

@@ -23,8 +23,9 @@ static int launch_lt(pl_gemm_candidate *c, pl_ctx *ctx, const pl_gemm_operands *
     cublasLtHandle_t lt = pl_gemm_bench_lt_handle(c->bench, &ws, &ws_bytes, &max_algos);
     const float alpha = 1.0f, beta = 0.0f;
     /* column-major Dᵀ = op(B)·Aᵀ: cuBLASLt's "A" is our B, its "B" our A */
-    PL_CUBLAS(ctx, cublasLtMatmul(lt, c->lt_op, &alpha, ops->b, c->lt_a, ops->a, c->lt_b, &beta, ops->d, c->lt_d,
-                                  ops->d, c->lt_d, &c->lt_algo, ws, ws_bytes, ctx->stream));
+    const pl_gemm_bench_shape *s = c->shape;
+    PL_CUBLAS(ctx, cublasLtMatmul(lt, s->lt_op, &alpha, ops->b, s->lt_a, ops->a, s->lt_b, &beta, ops->d, s->lt_d,
+                                  ops->d, s->lt_d, &c->lt_algo, ws, ws_bytes, ctx->stream));
     return 0;
 }
 
@@ -89,25 +90,26 @@ int pl_gemm_bench_cublaslt(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_rec
     cublasLtMatmulHeuristicResult_t results[MAX_ALGOS];
     int returned = 0, rc = 0;
     const cublasOperation_t ta = nk ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
-    cublasStatus_t st = cublasLtMatmulDescCreate(&c.lt_op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    pl_gemm_bench_lt_release(s);
+    cublasStatus_t st = cublasLtMatmulDescCreate(&s->lt_op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulDescSetAttribute(c.lt_op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+        st = cublasLtMatmulDescSetAttribute(s->lt_op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulDescSetAttribute(c.lt_op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+        st = cublasLtMatmulDescSetAttribute(s->lt_op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
     /* our B: N×K row-major is K×N column-major (ld K, transposed); K×N row-major is N×K column-major (ld N) */
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatrixLayoutCreate(&c.lt_a, in, nk ? k : n, nk ? n : k, (int64_t)(nk ? k : n));
+        st = cublasLtMatrixLayoutCreate(&s->lt_a, in, nk ? k : n, nk ? n : k, (int64_t)(nk ? k : n));
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatrixLayoutCreate(&c.lt_b, in, k, m, (int64_t)k);
+        st = cublasLtMatrixLayoutCreate(&s->lt_b, in, k, m, (int64_t)k);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatrixLayoutCreate(&c.lt_d, outt, n, m, (int64_t)n);
+        st = cublasLtMatrixLayoutCreate(&s->lt_d, outt, n, m, (int64_t)n);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulPreferenceCreate(&pref);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
                                                   sizeof ws_bytes);
     if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasLtMatmulAlgoGetHeuristic(lt, c.lt_op, c.lt_a, c.lt_b, c.lt_d, c.lt_d, pref, max_algos, results,
+        st = cublasLtMatmulAlgoGetHeuristic(lt, s->lt_op, s->lt_a, s->lt_b, s->lt_d, s->lt_d, pref, max_algos, results,
                                             &returned);
     if (st != CUBLAS_STATUS_SUCCESS || returned == 0) {
         const char *hint = s->in_dtype == PL_DTYPE_FP8 && !nk ? " (FP8 needs B N×K)" : "";
@@ -127,13 +129,19 @@ int pl_gemm_bench_cublaslt(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_rec
     }
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);
-    if (c.lt_d)
-        cublasLtMatrixLayoutDestroy(c.lt_d);
-    if (c.lt_b)
-        cublasLtMatrixLayoutDestroy(c.lt_b);
-    if (c.lt_a)
-        cublasLtMatrixLayoutDestroy(c.lt_a);
-    if (c.lt_op)
-        cublasLtMatmulDescDestroy(c.lt_op);
-    return rc;
+    return rc; /* the descriptors stay with the shape: its configurations may still be timed in rounds */
+}
+
+void pl_gemm_bench_lt_release(pl_gemm_bench_shape *s)
+{
+    if (s->lt_d)
+        cublasLtMatrixLayoutDestroy(s->lt_d);
+    if (s->lt_b)
+        cublasLtMatrixLayoutDestroy(s->lt_b);
+    if (s->lt_a)
+        cublasLtMatrixLayoutDestroy(s->lt_a);
+    if (s->lt_op)
+        cublasLtMatmulDescDestroy(s->lt_op);
+    s->lt_op = NULL;
+    s->lt_a = s->lt_b = s->lt_d = NULL;
 }

@@ -189,6 +189,7 @@ void pl_gemm_comparison_free(pl_gemm_comparison *c)
 {
     for (size_t i = 0; c->cells && i < c->n_shapes * c->n_providers; i++) {
         free(c->cells[i].reason);
+        free(c->cells[i].pick);
         pl_gemm_record_free(&c->cells[i].best);
         pl_gemm_record_list_free(&c->cells[i].candidates);
     }
@@ -211,6 +212,37 @@ void pl_gemm_cell_set(pl_gemm_cell *cell, pl_gemm_status status, const char *rea
     free(cell->reason);
     cell->status = status;
     cell->reason = pl_strdup(reason);
+}
+
+void pl_gemm_cell_set_pick(pl_gemm_cell *cell, const char *pick)
+{
+    free(cell->pick);
+    cell->pick = pick && *pick ? pl_strdup(pick) : NULL;
+}
+
+int pl_gemm_cell_pick_verdict(const pl_gemm_cell *cell, pl_gemm_pick_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->pick_ms = v->best_ms = v->ratio = NAN;
+    if (!cell->pick || cell->status != PL_GEMM_OK || !cell->best.kernel)
+        return -1;
+    v->pick = cell->pick;
+    v->best = cell->best.kernel;
+    v->best_ms = cell->best.median_ms;
+    for (size_t i = 0; i < cell->candidates.n; i++) {
+        const pl_gemm_record *r = &cell->candidates.items[i];
+        if (r->kernel && strcmp(r->kernel, cell->pick) == 0 && r->status == PL_GEMM_OK && r->verified &&
+            r->median_ms > 0) {
+            v->pick_timed = 1;
+            v->pick_ms = r->median_ms;
+        }
+    }
+    v->is_best = strcmp(v->pick, v->best) == 0;
+    if (v->pick_timed) {
+        v->ratio = v->pick_ms / v->best_ms;
+        v->within = v->ratio <= 1 + PL_GEMM_PICK_TOLERANCE;
+    }
+    return 0;
 }
 
 void pl_gemm_cell_settle(pl_gemm_cell *cell, pl_gemm_record_list *tried, pl_gemm_status fallback, const char *reason)

@@ -44,7 +44,22 @@ typedef struct pl_gemm_cell {
     char *reason;
     pl_gemm_record best;            /* valid when status is OK */
     pl_gemm_record_list candidates; /* everything tried, for the provider's file */
+    char *pick;                     /* perflab: the heuristic's kernel (pl_gemm_bf16's choice), or NULL */
 } pl_gemm_cell;
+
+#define PL_GEMM_PICK_TOLERANCE 0.03 /* the heuristic's pick counts as good within 3% of the best configuration */
+
+/* How the heuristic's pick fared in its cell: its record against the cell's best. */
+typedef struct pl_gemm_pick_verdict {
+    const char *pick, *best; /* kernel names (best NULL when the cell has none) */
+    int pick_timed;          /* the pick has a verified, timed record */
+    double pick_ms, best_ms; /* NaN where absent */
+    double ratio;            /* pick_ms / best_ms, NaN where either is absent */
+    int is_best, within;     /* the best itself; within PL_GEMM_PICK_TOLERANCE of it (0 when not timed) */
+} pl_gemm_pick_verdict;
+
+/* 0 with the verdict when the cell has a pick and a best record; -1 otherwise. */
+int pl_gemm_cell_pick_verdict(const pl_gemm_cell *cell, pl_gemm_pick_verdict *v);
 
 typedef struct pl_gemm_comparison {
     const pl_gemm_shape *shapes;
@@ -67,6 +82,7 @@ const pl_gemm_cell *pl_gemm_cell_get(const pl_gemm_comparison *c, size_t shape, 
  * left empty, with nothing to free. */
 void pl_gemm_cell_settle(pl_gemm_cell *cell, pl_gemm_record_list *tried, pl_gemm_status fallback, const char *reason);
 void pl_gemm_cell_set(pl_gemm_cell *cell, pl_gemm_status status, const char *reason);
+void pl_gemm_cell_set_pick(pl_gemm_cell *cell, const char *pick); /* NULL or "" clears it */
 /* Fill the cells of json: providers from their loaded records. */
 void pl_gemm_comparison_fill_from_files(pl_gemm_comparison *c);
 
@@ -75,6 +91,5 @@ void pl_gemm_comparison_leaders(const pl_gemm_comparison *c, size_t shape, int *
 /* Lines "SHAPE  PROVIDER  missing|failed|unsupported: reason" for every cell without a record; the count. */
 size_t pl_gemm_comparison_missing(const pl_gemm_comparison *c, pl_buf *out);
 int pl_gemm_comparison_exit_code(const pl_gemm_comparison *c);
-
 
 #endif

@@ -17,10 +17,20 @@ typedef struct pl_gemm_shape_list {
     size_t n, cap;
 } pl_gemm_shape_list;
 
+/* A built-in shape, the group it belongs to and where it comes from (a model's projection, or why synthetic). */
+typedef struct pl_gemm_builtin {
+    pl_gemm_shape shape;
+    const char *group; /* "prefill", "decode" or "wide" */
+    const char *origin;
+} pl_gemm_builtin;
+
 /* The built-in shapes, in their listing order. */
-const pl_gemm_shape *pl_gemm_builtin_shapes(size_t *n);
-/* Named groups of built-ins: "default" (all), "prefill" (the large ones), "decode" (M = 16, 64, 128). */
+const pl_gemm_builtin *pl_gemm_builtins(size_t *n);
+/* Named groups of built-ins: "default" (prefill + decode: what a plain `perflab gemm` runs), "prefill" (the large
+ * ones), "decode" (M = 16, 64, 128), "wide" (every class of shape inference and training meet, issue 15). */
 const char *const *pl_gemm_shape_groups(size_t *n);
+/* 1 when the built-in belongs to the group (a name of pl_gemm_shape_groups). */
+int pl_gemm_group_has(const char *group, const pl_gemm_builtin *b);
 
 /* Append the shapes of a comma list: built-in names, group names, or MxNxK (named m{M}_n{N}_k{K}). A shape
  * already in the list is not added twice. On bad input returns -1 with one line naming the item and the fix. */

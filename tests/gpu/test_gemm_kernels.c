@@ -1,13 +1,22 @@
 /* On a GPU: every GEMM kernel of the registry against the reference (float64 on the host for small shapes, cuBLAS
  * fp32 for the others) on shapes that are no multiple of any tile, both B layouts, with and without the fused
- * epilogue; kernels that cannot take a shape must say why, and the fallback must take it. Exits 77 without a GPU. */
+ * epilogue; kernels that cannot take a shape must say why, and the fallback must take it. Exits 77 without a GPU.
+ *
+ * With PERFLAB_GEMM_UNVALIDATED=1 the registry enumerates the unvalidated kernels too (split-K, A/B swapped), so
+ * every test below covers them, split_k_every_split runs each of them with every split (1-8, uneven ones
+ * included) on sizes that are no multiple of their tiles, edge tiles on the half-width wgmma, the fused epilogue
+ * in the fix-up, and the same bits on a second run, and the library call pl_gemm_bf16 runs on every problem.
+ * Without the variable all of that is left out and the tests run as before issue 15. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/devprobe.h"
 #include "core/util.h"
 #include "common/gemm_host.h"
 #include "common/kernel_req.h"
+#include "gemm/heuristic.h"
+#include "gemm/splitk.h"
 #include "perflab/device.h"
 #include "testutil.h"
 
@@ -43,8 +52,9 @@ static void env_init(env *e)
 /* What the fused epilogue adds (bits of `epilogue`). */
 enum { EPI_BIAS = 1, EPI_GELU = 2, EPI_RESIDUAL = 4, EPI_ALL = 7 };
 
-/* One problem against every kernel; failures are appended to `fails`. */
-static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int epilogue, pl_buf *fails, int *checked)
+/* A problem's operands (random, seeded), its epilogue operands and its reference, allocated in e->ctx. */
+static pl_gemm_problem make_problem(env *e, const shape *s, pl_gemm_b_layout layout, int epilogue,
+                                    pl_gemm_reference *ref)
 {
     pl_ctx *ctx = &e->ctx;
     const size_t m = (size_t)s->m, n = (size_t)s->n, k = (size_t)s->k;
@@ -72,44 +82,165 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
         p.epi.residual = res;
     }
     p.epi.gelu = (epilogue & EPI_GELU) != 0;
-    pl_gemm_reference ref;
-    ck_assert_msg(pl_gemm_reference_make(ctx, e->cublas, &p, PL_DTYPE_BF16, &ref) == 0, "%s", ctx->error);
+    ck_assert_msg(pl_gemm_reference_make(ctx, e->cublas, &p, PL_DTYPE_BF16, ref) == 0, "%s", ctx->error);
+    return p;
+}
+
+/* Poison D, launch, verify; the outcome printed and failures appended to `fails`. */
+static void run_and_verify(env *e, pl_gemm_problem *p, const pl_gemm_reference *ref, const char *label,
+                           cudaError_t (*launch)(const pl_gemm_problem *, void *, cudaStream_t), void *arg,
+                           pl_buf *fails, int *checked)
+{
+    pl_ctx *ctx = &e->ctx;
     double rtol, atol;
     pl_gemm_elementwise_tolerance(PL_DTYPE_BF16, &rtol, &atol);
+    ck_assert(pl_poison(ctx, p->d, (size_t)p->m * p->n * 2) == 0);
+    cudaError_t err = launch(p, arg, ctx->stream);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(ctx->stream);
+    ck_assert_msg(err == cudaSuccess, "%s: %s", label, cudaGetErrorString(err));
+    pl_verification v;
+    ck_assert_msg(pl_gemm_verify(ctx, ref, p->d, PL_DTYPE_BF16, 0, rtol, atol, &v) == 0, "%s", ctx->error);
+    printf("%s %s: %s\n", v.passed ? "ok  " : "FAIL", label, v.message);
+    ++*checked;
+    if (!v.passed)
+        pl_buf_printf(fails, "%s: %s\n", label, v.message);
+}
+
+static cudaError_t launch_kernel(const pl_gemm_problem *p, void *arg, cudaStream_t stream)
+{
+    return ((const pl_gemm_kernel *)arg)->launch(p, stream);
+}
+
+static cudaError_t launch_library(const pl_gemm_problem *p, void *arg, cudaStream_t stream)
+{
+    (void)arg;
+    return pl_gemm_bf16(p, stream);
+}
+
+/* One problem against every kernel, and pl_gemm_bf16; failures are appended to `fails`. */
+static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int epilogue, pl_buf *fails, int *checked)
+{
+    pl_ctx *ctx = &e->ctx;
+    pl_gemm_reference ref;
+    pl_gemm_problem p = make_problem(e, s, layout, epilogue, &ref);
     for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
         const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
         const pl_requirements kreq = pl_requirements_of_kernel(kern->needs);
         char why[256];
         char label[160];
         pl_snprintf(label, sizeof label, "%s %dx%dx%d %s%s%s%s", kern->name, s->m, s->n, s->k,
-                    pl_gemm_layout_name(layout), epilogue & EPI_BIAS ? " +bias" : "", epilogue & EPI_GELU ? " +gelu" : "",
-                    epilogue & EPI_RESIDUAL ? " +residual" : "");
+                    pl_gemm_layout_name(layout), epilogue & EPI_BIAS ? " +bias" : "",
+                    epilogue & EPI_GELU ? " +gelu" : "", epilogue & EPI_RESIDUAL ? " +residual" : "");
         if (!pl_requirements_met(&kreq, &e->dev, ctx->device_count, NULL, why, sizeof why)) {
             printf("skip %s: %s\n", label, why);
             continue;
         }
         if (!kern->supports(&p, why, sizeof why)) {
-            /* only the documented fast-path conditions may refuse a shape, and the fallback must take it */
-            ck_assert_msg(layout == PL_GEMM_B_KN || s->k % 8 != 0, "%s refused a shape it should take: %s", label, why);
+            /* only the documented fast-path conditions may refuse a shape (and the swapped small-M kernels an M
+             * over 4 of their tiles), and the fallback must take it */
+            ck_assert_msg(layout == PL_GEMM_B_KN || s->k % 8 != 0 ||
+                              ((kern->flags & PL_GEMM_KERNEL_SWAP_AB) && s->m > 4 * kern->tile_m),
+                          "%s refused a shape it should take: %s", label, why);
             ck_assert(pl_gemm_kernel_fallback()->supports(&p, why, sizeof why));
             printf("n/a  %s: %s\n", label, why);
             continue;
         }
-        ck_assert(pl_poison(ctx, p.d, m * n * 2) == 0);
-        cudaError_t err = kern->launch(&p, ctx->stream);
-        if (err == cudaSuccess)
-            err = cudaStreamSynchronize(ctx->stream);
-        ck_assert_msg(err == cudaSuccess, "%s: %s", label, cudaGetErrorString(err));
-        pl_verification v;
-        ck_assert_msg(pl_gemm_verify(ctx, &ref, p.d, PL_DTYPE_BF16, 0, rtol, atol, &v) == 0, "%s", ctx->error);
-        printf("%s %s: %s\n", v.passed ? "ok  " : "FAIL", label, v.message);
-        ++*checked;
-        if (!v.passed)
-            pl_buf_printf(fails, "%s: %s\n", label, v.message);
+        run_and_verify(e, &p, &ref, label, launch_kernel, (void *)kern, fails, checked);
+    }
+    /* the library call (new in issue 15, so under the opt-in too until a GPU run validates it): its pick among the
+     * same kernels */
+    if (pl_gemm_unvalidated_enabled()) {
+        pl_gemm_gpu g;
+        pl_gemm_pick pick;
+        ck_assert(pl_gemm_gpu_query(&g) == cudaSuccess);
+        ck_assert_msg(pl_gemm_bf16_pick(&p, &g, &pick) == 0, "%s", pick.why);
+        char label[200];
+        pl_snprintf(label, sizeof label, "pl_gemm_bf16 (%s) %dx%dx%d %s%s", pick.kernel->name, s->m, s->n, s->k,
+                    pl_gemm_layout_name(layout), epilogue ? " +epilogue" : "");
+        run_and_verify(e, &p, &ref, label, launch_library, NULL, fails, checked);
     }
     fflush(stdout);
     pl_free_all(ctx);
 }
+
+/* The split-K kernels with an explicit split: (tile, swapped) and the splits each is run with (0: the launcher's
+ * choice; 3 and 5 split K unevenly; a split over the k-block count is capped at it). */
+typedef struct sk_config {
+    int tile, swap;
+} sk_config;
+static const sk_config sk_configs[] = {{16, 1}, {32, 1}, {64, 1}, {128, 1}, {64, 0}, {128, 0}};
+static const int sk_splits[] = {0, 1, 2, 3, 5, 8};
+
+typedef struct sk_launch_arg {
+    int tile, swap, split;
+} sk_launch_arg;
+
+static cudaError_t launch_sk(const pl_gemm_problem *p, void *arg, cudaStream_t stream)
+{
+    const sk_launch_arg *a = arg;
+    return pl_gemm_wgmma_sk(p, a->tile, a->swap, a->split, stream);
+}
+
+/* Shapes that are no multiple of any of their tiles: M from 1 past 128, N from 8 to past 4096 (edge tiles of 8
+ * and of 104 columns: half-width and full), K from one k-block to 14336 (224 k-blocks over up to 8 CTAs). */
+static const shape sk_shapes[] = {
+    {1, 4104, 4104}, {13, 1000, 520}, {100, 72, 4104},   {129, 520, 1032},
+    {300, 1000, 72}, {17, 8, 8},      {64, 4096, 14336}, {31, 3000, 2056},
+};
+
+START_TEST(split_k_every_split)
+{
+    if (!pl_gemm_unvalidated_enabled()) {
+        printf("skip: the split-K kernels are unvalidated; set %s=1 to run them\n", PL_GEMM_UNVALIDATED_ENV);
+        return;
+    }
+    env e;
+    env_init(&e);
+    pl_gemm_gpu g;
+    ck_assert(pl_gemm_gpu_query(&g) == cudaSuccess);
+    if (!pl_gemm_kernel_runs_on(pl_gemm_kernel_find("wgmma_sk_64x128x64"), &g)) {
+        printf("skip: the split-K kernels need sm_90a with clusters (cc %d)\n", g.cc);
+        cublasDestroy(e.cublas);
+        return;
+    }
+    pl_buf fails = {0};
+    int checked = 0;
+    for (size_t si = 0; si < sizeof sk_shapes / sizeof sk_shapes[0]; si++)
+        for (int epilogue = 0; epilogue <= EPI_ALL; epilogue += EPI_ALL) {
+            const shape *s = &sk_shapes[si];
+            if (epilogue && si % 2) /* the fused epilogue in the fix-up on every other shape */
+                continue;
+            pl_gemm_reference ref;
+            pl_gemm_problem p = make_problem(&e, s, PL_GEMM_B_NK, epilogue, &ref);
+            for (size_t ci = 0; ci < sizeof sk_configs / sizeof sk_configs[0]; ci++) {
+                const sk_config *c = &sk_configs[ci];
+                if (c->swap && s->m > 4 * c->tile)
+                    continue;
+                for (size_t k = 0; k < sizeof sk_splits / sizeof sk_splits[0]; k++) {
+                    sk_launch_arg arg = {c->tile, c->swap, sk_splits[k]};
+                    char label[160];
+                    pl_snprintf(label, sizeof label, "split-K %s tile %d split %d %dx%dx%d%s",
+                                c->swap ? "swapped" : "plain", c->tile, arg.split, s->m, s->n, s->k,
+                                epilogue ? " +epilogue" : "");
+                    run_and_verify(&e, &p, &ref, label, launch_sk, &arg, &fails, &checked);
+                }
+            }
+            pl_free_all(&e.ctx);
+        }
+    /* a tile width the launcher does not have, and a split past the portable cluster size, are refused */
+    pl_gemm_reference ref;
+    pl_gemm_problem p = make_problem(&e, &sk_shapes[1], PL_GEMM_B_NK, 0, &ref);
+    ck_assert_int_eq(pl_gemm_wgmma_sk(&p, 48, 1, 0, e.ctx.stream), cudaErrorInvalidValue);
+    ck_assert_int_eq(pl_gemm_wgmma_sk(&p, 64, 0, PL_SK_MAX_SPLIT + 1, e.ctx.stream), cudaErrorInvalidValue);
+    pl_free_all(&e.ctx);
+    printf("%d split-K kernel/split/problem triples checked\n", checked);
+    ck_assert_msg(fails.len == 0, "failed:\n%s", fails.data);
+    ck_assert(checked > 0);
+    pl_buf_free(&fails);
+    cublasDestroy(e.cublas);
+}
+END_TEST
 
 START_TEST(every_kernel_every_shape)
 {
@@ -185,6 +316,30 @@ START_TEST(deterministic)
                           kern->name, fused ? " (fused)" : "");
         }
     }
+    /* the split-K fix-up adds the partials in rank order: every split gives the same bits on every run */
+    if (pl_gemm_unvalidated_enabled() && pl_gemm_kernel_find("wgmma_sk_64x128x64")) {
+        pl_gemm_gpu g;
+        ck_assert(pl_gemm_gpu_query(&g) == cudaSuccess);
+        p.epi.bias = NULL;
+        p.epi.residual = NULL;
+        p.epi.gelu = 0;
+        for (size_t ci = 0; pl_gemm_kernel_runs_on(pl_gemm_kernel_find("wgmma_sk_64x128x64"), &g) &&
+                            ci < sizeof sk_configs / sizeof sk_configs[0];
+             ci++)
+            for (int split = 2; split <= PL_SK_MAX_SPLIT; split += 3) {
+                const sk_config *c = &sk_configs[ci];
+                p.m = c->swap ? 4 * c->tile - 3 : m;
+                p.d = d1;
+                ck_assert(pl_gemm_wgmma_sk(&p, c->tile, c->swap, split, ctx->stream) == cudaSuccess);
+                p.d = d2;
+                ck_assert(pl_gemm_wgmma_sk(&p, c->tile, c->swap, split, ctx->stream) == cudaSuccess);
+                ck_assert(cudaMemcpy(h1, d1, (size_t)p.m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+                ck_assert(cudaMemcpy(h2, d2, (size_t)p.m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+                ck_assert_msg(memcmp(h1, h2, (size_t)p.m * n * 2) == 0,
+                              "split-K tile %d%s split %d gives different results on the same inputs", c->tile,
+                              c->swap ? " swapped" : "", split);
+            }
+    }
     pl_free_all(ctx);
     cublasDestroy(e.cublas);
 }
@@ -197,6 +352,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, every_kernel_every_shape);
     tcase_add_test(tc, deterministic);
+    tcase_add_test(tc, split_k_every_split);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -8,6 +8,7 @@
 
 #include "core/results_json.h"
 #include "core/util.h"
+#include "gemm/gemm.h"
 #include "testutil.h"
 
 #define QUICK "--max-algos 2 --min-time-s 0.02 --max-time-s 0.1 --min-samples 5 -q --json"
@@ -63,6 +64,47 @@ START_TEST(selector_small_shapes)
 }
 END_TEST
 
+/* --rounds 3: every configuration of every provider verified first, then timed in interleaved rounds; the
+ * heuristic's pick timed among them and judged against the best, the unvalidated kernels in the search. Runs only
+ * under PERFLAB_GEMM_UNVALIDATED=1. */
+START_TEST(selector_interleaved_rounds)
+{
+    if (!pl_gemm_unvalidated_enabled()) { /* new in issue 15: under the opt-in until a GPU run validates it */
+        printf("skip: --rounds is not validated on a GPU yet; set %s=1 to run it\n", PL_GEMM_UNVALIDATED_ENV);
+        return;
+    }
+    char *dir = pl_test_tmpdir("gemm-verb-rounds");
+    char *args = pl_strfmt("gemm --shapes 256x512x128,16x4104x1032,1000x3000x520 --providers cublas,cublaslt,perflab "
+                           "--rounds 3 --artifacts-dir %s " QUICK,
+                           dir);
+    pl_cmd_result r;
+    json_t *j = run_json(NULL, args, 0, &r);
+    json_t *settings = json_object_get(j, "settings");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(settings, "rounds")), 3);
+    const char *provs[] = {"cublas", "cublaslt", "perflab"};
+    for (size_t s = 0; s < 3; s++) {
+        for (size_t p = 0; p < 3; p++) {
+            json_t *c = cell(j, s, provs[p]);
+            ck_assert_msg(strcmp(json_string_value(json_object_get(c, "status")), "ok") == 0, "shape %zu %s: %s", s,
+                          provs[p], json_string_value(json_object_get(c, "reason")));
+            /* samples of the 3 kept rounds, at least --min-samples in all */
+            ck_assert(json_integer_value(json_object_get(json_object_get(c, "record"), "samples")) >= 5);
+        }
+        json_t *h = json_object_get(json_array_get(json_object_get(j, "shapes"), s), "heuristic");
+        ck_assert_msg(h != NULL, "shape %zu: no heuristic verdict", s);
+        ck_assert_msg(json_is_true(json_object_get(h, "pick_timed")), "shape %zu: the pick %s was not timed", s,
+                      json_string_value(json_object_get(h, "pick")));
+        ck_assert(json_real_value(json_object_get(h, "pick_over_best")) >= 1.0);
+    }
+    ck_assert_int_eq((int)json_integer_value(json_object_get(json_object_get(j, "heuristic"), "shapes")), 3);
+    ck_assert_int_eq((int)json_array_size(json_object_get(j, "missing")), 0);
+    json_decref(j);
+    pl_cmd_result_free(&r);
+    free(args);
+    free(dir);
+}
+END_TEST
+
 START_TEST(missing_records_exit_1)
 {
     pl_cmd_result r;
@@ -74,7 +116,8 @@ START_TEST(missing_records_exit_1)
     json_t *j = run_json("CUTLASS_PROFILER_BIN=", args, 1, &r);
     ck_assert_str_eq(json_string_value(json_object_get(cell(j, 0, "cublas"), "status")), "ok");
     ck_assert_str_eq(json_string_value(json_object_get(cell(j, 0, "perflab"), "status")), "unsupported");
-    ck_assert_msg(strstr(r.err, "m512_n512_k512  perflab  unsupported: perflab's kernels are bf16 and fp8 only"), "%s", r.err);
+    ck_assert_msg(strstr(r.err, "m512_n512_k512  perflab  unsupported: perflab's kernels are bf16 and fp8 only"), "%s",
+                  r.err);
     ck_assert_msg(strstr(r.err, "m512_n512_k512  cutlass  unsupported: CUTLASS_PROFILER_BIN is not set"), "%s", r.err);
     json_decref(j);
     pl_cmd_result_free(&r);
@@ -85,7 +128,8 @@ START_TEST(missing_records_exit_1)
                      dir);
     j = run_json(NULL, args, 0, &r);
     ck_assert_str_eq(json_string_value(json_object_get(cell(j, 1, "cublaslt"), "status")), "ok");
-    ck_assert_str_eq(json_string_value(json_object_get(cell(j, 1, "perflab"), "status")), "ok"); /* the native FP8 kernel */
+    ck_assert_str_eq(json_string_value(json_object_get(cell(j, 1, "perflab"), "status")),
+                     "ok"); /* the native FP8 kernel */
     json_decref(j);
     pl_cmd_result_free(&r);
     free(args);
@@ -122,6 +166,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, selector_small_shapes);
+    tcase_add_test(tc, selector_interleaved_rounds);
     tcase_add_test(tc, missing_records_exit_1);
     tcase_add_test(tc, targets_verify_odd_shapes);
     suite_add_tcase(s, tc);

@@ -13,6 +13,7 @@
 #include "selector/comparison.h"
 #include "selector/cutlass.h"
 #include "selector/records.h"
+#include "selector/rounds.h"
 #include "selector/shapes.h"
 #include "testutil.h"
 
@@ -51,9 +52,7 @@ START_TEST(shapes_parse)
     ck_assert_int_eq((int)l.n, 3 + 5);
     pl_gemm_shape_list_free(&l);
     ck_assert(pl_gemm_shapes_parse("default", &l, err, sizeof err) == 0);
-    size_t nb;
-    pl_gemm_builtin_shapes(&nb);
-    ck_assert_int_eq((int)l.n, (int)nb);
+    ck_assert_int_eq((int)l.n, 12); /* prefill + decode, as before the wide group */
     int decode16 = 0, wide = 0;
     for (size_t i = 0; i < l.n; i++) {
         decode16 |= l.items[i].m == 16;
@@ -70,6 +69,81 @@ START_TEST(shapes_parse)
     expect_parse_error("4096x4096x99999999", "is not a shape");
     expect_parse_error("1048576x1048576x8", "exceeds 2^32 output elements");
     expect_parse_error(" , ,", "--shapes is empty");
+}
+END_TEST
+
+static int has_suffix_dims(const pl_gemm_shape *s)
+{
+    char want[96];
+    snprintf(want, sizeof want, "_m%lld_n%lld_k%lld", s->m, s->n, s->k);
+    const size_t n = strlen(s->name), w = strlen(want);
+    return n > w && strcmp(s->name + n - w, want) == 0;
+}
+
+/* The wide group covers every class issue 15 names, each shape's origin stated; default stays as it was. */
+START_TEST(wide_group)
+{
+    size_t n, ng;
+    const pl_gemm_builtin *b = pl_gemm_builtins(&n);
+    const char *const *groups = pl_gemm_shape_groups(&ng);
+    int has_wide = 0;
+    for (size_t i = 0; i < ng; i++)
+        has_wide |= strcmp(groups[i], "wide") == 0;
+    ck_assert(has_wide);
+    int decode_m[129] = {0}, small_prefill = 0, odd_m = 0, odd_n = 0, odd_k = 0, short_k = 0, long_k = 0, narrow = 0,
+        vocab = 0, wide = 0;
+    const char *models[] = {"llama3_8b", "llama3_70b", "mixtral", "qwen2", "deepseek_v3"};
+    int model_seen[5] = {0};
+    for (size_t i = 0; i < n; i++) {
+        const pl_gemm_shape *s = &b[i].shape;
+        ck_assert_msg(b[i].origin && strlen(b[i].origin) > 10, "%s: no origin", s->name);
+        ck_assert_msg(has_suffix_dims(s), "%s: the name does not end in its dimensions", s->name);
+        ck_assert((double)s->m * s->n <= 4294967295.0);
+        for (size_t j = 0; j < i; j++)
+            ck_assert_msg(strcmp(b[j].shape.name, s->name) != 0, "%s twice", s->name);
+        if (!pl_gemm_group_has("wide", &b[i])) {
+            ck_assert(pl_gemm_group_has("default", &b[i]));
+            continue;
+        }
+        ck_assert(!pl_gemm_group_has("default", &b[i]));
+        wide++;
+        if (s->m <= 128)
+            decode_m[s->m] = 1;
+        small_prefill += s->m >= 256 && s->m <= 2048;
+        odd_m += s->m % 64 != 0 && s->m > 128;
+        odd_n += s->n % 64 != 0;
+        odd_k += s->k % 64 != 0;
+        short_k += s->k <= 1024;
+        long_k += s->k >= 16384;
+        narrow += s->n <= 512;
+        vocab += s->n >= 32000 && s->n <= 152064 && s->k <= 8192;
+        for (int j = 0; j < 5; j++)
+            model_seen[j] |= strncmp(s->name, models[j], strlen(models[j])) == 0;
+    }
+    ck_assert_int_ge(wide, 30);
+    ck_assert(decode_m[1] && decode_m[16] && decode_m[32] && decode_m[64] && decode_m[128]);
+    ck_assert_int_ge(small_prefill, 4);
+    ck_assert(odd_m >= 2 && odd_n >= 2 && odd_k >= 2);
+    ck_assert(short_k >= 3 && long_k >= 3 && narrow >= 3 && vocab >= 4);
+    for (int j = 0; j < 5; j++)
+        ck_assert_msg(model_seen[j], "no %s projection", models[j]);
+
+    /* --shapes wide expands to the group, next to other items */
+    pl_gemm_shape_list l = {0};
+    char err[512];
+    ck_assert_msg(pl_gemm_shapes_parse("wide,17x33x65", &l, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq((int)l.n, wide + 1);
+    ck_assert_str_eq(l.items[0].name, "llama3_8b_qkv_m1_n6144_k4096");
+    pl_gemm_shape_list_free(&l);
+    expect_parse_error("wid", "did you mean 'wide'");
+
+    pl_cmd_result r = pl_run_perflab(NULL, "gemm --list-shapes");
+    ck_assert_int_eq(r.exit_code, 0);
+    char want[64];
+    snprintf(want, sizeof want, "wide (%d)", wide);
+    ck_assert_msg(strstr(r.out, want) && strstr(r.out, "default (12)"), "%s", r.out);
+    ck_assert_msg(strstr(r.out, "DeepSeek-V3 MLA kv_b_proj"), "no origin column: %s", r.out);
+    pl_cmd_result_free(&r);
 }
 END_TEST
 
@@ -436,6 +510,248 @@ START_TEST(comparison_winners_and_exit_code)
 }
 END_TEST
 
+/* Every round times each configuration once, round r starting with r mod n; the quotas add up. */
+START_TEST(round_schedule)
+{
+    for (size_t n = 1; n <= 7; n++)
+        for (int round = 0; round <= 10; round++) {
+            int seen[7] = {0};
+            for (size_t j = 0; j < n; j++) {
+                const size_t i = pl_gemm_round_slot(n, round, j);
+                ck_assert(i < n);
+                ck_assert_msg(!seen[i], "n %zu round %d: configuration %zu twice", n, round, i);
+                seen[i] = 1;
+            }
+            ck_assert_int_eq((int)pl_gemm_round_slot(n, round, 0), round % (int)n);
+        }
+    /* any n consecutive rounds start with n different configurations */
+    for (size_t n = 1; n <= 7; n++) {
+        int first[7] = {0};
+        for (int round = 3; round < 3 + (int)n; round++)
+            first[pl_gemm_round_slot(n, round, 0)]++;
+        for (size_t i = 0; i < n; i++)
+            ck_assert_int_eq(first[i], 1);
+    }
+    ck_assert_int_eq((int)pl_gemm_round_slot(0, 2, 0), 0);
+
+    pl_run_settings st;
+    memset(&st, 0, sizeof st);
+    st.min_time_s = 0.1;
+    st.max_time_s = 1.0;
+    st.min_samples = 10;
+    pl_round_quota q = pl_gemm_round_quota(&st, 5, 0); /* the round at load keeps nothing */
+    ck_assert(!q.keep && q.min_samples == 2 && fabs(q.max_s - 0.2) < 1e-12 && fabs(q.min_s - 0.1) < 1e-12);
+    q = pl_gemm_round_quota(&st, 5, 3);
+    ck_assert(q.keep && q.samples == 0 && q.min_samples == 2 && fabs(q.max_s - 0.2) < 1e-12);
+    q = pl_gemm_round_quota(&st, 1, 1);
+    ck_assert(q.keep && q.min_samples == 10 && fabs(q.max_s - 1.0) < 1e-12);
+    st.iterations = 12; /* exactly 12 kept samples over 5 rounds: 3 3 2 2 2 */
+    size_t total = 0;
+    for (int round = 1; round <= 5; round++) {
+        q = pl_gemm_round_quota(&st, 5, round);
+        ck_assert(q.keep && q.samples == (round <= 2 ? 3u : 2u));
+        total += q.samples;
+    }
+    ck_assert_int_eq((int)total, 12);
+}
+END_TEST
+
+static void push_native(pl_gemm_record_list *l, const char *kernel, double ms, int ok)
+{
+    pl_gemm_record r = ok_record("perflab", 2.0 * 4096.0 * 4096 * 4096 / (ms * 1e9));
+    free(r.kernel);
+    r.kernel = pl_strdup(kernel);
+    r.median_ms = ms;
+    if (!ok) {
+        r.status = PL_GEMM_FAILED;
+        r.verified = 0;
+        r.reason = pl_strdup("failed verification");
+    }
+    pl_gemm_record_list_push(l, &r);
+}
+
+/* Whether the heuristic's pick was the best native configuration, and within 3% of it: per shape in
+ * comparison.json and summary.md, and over the shapes. */
+START_TEST(heuristic_verdict)
+{
+    pl_gemm_provider *provs;
+    size_t np;
+    char err[512];
+    ck_assert(pl_gemm_providers_parse("cublas,perflab", &provs, &np, err, sizeof err) == 0);
+    pl_gemm_shape shapes[4] = {{"best", 4096, 4096, 4096},
+                               {"close", 4096, 4096, 4096},
+                               {"far", 4096, 4096, 4096},
+                               {"broken", 4096, 4096, 4096}};
+    pl_gemm_comparison c;
+    pl_gemm_comparison_init(&c, shapes, 4, provs, np, "bf16", "nk");
+    const char *picks[4] = {"a", "a", "a", "a"};
+    const double a_ms[4] = {0.100, 0.1029, 0.1031, 0.05};
+    for (size_t s = 0; s < 4; s++) {
+        pl_gemm_record_list tried = {0};
+        push_native(&tried, "a", a_ms[s], s != 3); /* the pick failed verification on "broken" */
+        push_native(&tried, "b", s == 0 ? 0.2 : 0.1, 1);
+        pl_gemm_cell *cell = pl_gemm_cell_at(&c, s, 1);
+        pl_gemm_cell_settle(cell, &tried, PL_GEMM_FAILED, NULL);
+        pl_gemm_cell_set_pick(cell, picks[s]);
+        pl_gemm_record_list tb = {0};
+        pl_gemm_record r = ok_record("cublas", 700);
+        pl_gemm_record_list_push(&tb, &r);
+        pl_gemm_cell_settle(pl_gemm_cell_at(&c, s, 0), &tb, PL_GEMM_FAILED, NULL);
+    }
+    pl_gemm_pick_verdict v;
+    ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 0, 1), &v) == 0);
+    ck_assert(v.is_best && v.within && v.pick_timed && fabs(v.ratio - 1.0) < 1e-12);
+    ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 1, 1), &v) == 0);
+    ck_assert(!v.is_best && v.within && fabs(v.ratio - 1.029) < 1e-9);
+    ck_assert_str_eq(v.best, "b");
+    ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 2, 1), &v) == 0);
+    ck_assert(!v.is_best && !v.within);
+    ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 3, 1), &v) == 0);
+    ck_assert(!v.pick_timed && !v.within && isnan(v.ratio));                   /* a pick that failed never counts */
+    ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 0, 0), &v) != 0); /* cuBLAS has no pick */
+
+    json_t *j = pl_gemm_comparison_to_json(&c, NULL);
+    json_t *h = json_object_get(j, "heuristic");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(h, "shapes")), 4);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(h, "pick_is_best")), 1);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(h, "within_3pct")), 2);
+    ck_assert(fabs(json_real_value(json_object_get(h, "fraction_within_3pct")) - 0.5) < 1e-12);
+    json_t *close = json_object_get(json_array_get(json_object_get(j, "shapes"), 1), "heuristic");
+    ck_assert_str_eq(json_string_value(json_object_get(close, "pick")), "a");
+    ck_assert_str_eq(json_string_value(json_object_get(close, "best")), "b");
+    ck_assert(json_is_true(json_object_get(close, "within_3pct")) &&
+              json_is_false(json_object_get(close, "pick_is_best")));
+    json_decref(j);
+
+    char *dir = pl_test_tmpdir("gemm-heuristic-report");
+    ck_assert_msg(pl_gemm_report_write(&c, dir, NULL, err, sizeof err) == 0, "%s", err);
+    char *path = pl_path_join(dir, "summary.md"), rerr[256];
+    char *md = pl_read_file(path, NULL, rerr, sizeof rerr);
+    ck_assert_msg(md && strstr(md, "## The heuristic's pick") && strstr(md, "| close | a | b | 1.029 | yes |") &&
+                      strstr(md, "| broken | a | b | not timed | no |"),
+                  "%s", md ? md : rerr);
+    free(md);
+    free(path);
+    free(dir);
+    pl_gemm_comparison_free(&c);
+    pl_gemm_providers_free(provs, np);
+}
+END_TEST
+
+/* The source tree the perflab binary was built from (its build folder's CMakeCache.txt says), malloc'd. */
+static char *source_dir(void)
+{
+    char *bin = pl_strdup(PERFLAB_BIN), err[256];
+    char *slash = strrchr(bin, '/');
+    ck_assert_ptr_nonnull(slash);
+    *slash = '\0';
+    char *cache = pl_path_join(bin, "CMakeCache.txt");
+    char *text = pl_read_file(cache, NULL, err, sizeof err);
+    ck_assert_msg(text, "%s", err);
+    const char *key = "CMAKE_HOME_DIRECTORY:INTERNAL=";
+    char *at = strstr(text, key);
+    ck_assert_ptr_nonnull(at);
+    at += strlen(key);
+    at[strcspn(at, "\r\n")] = '\0';
+    char *dir = pl_strdup(at);
+    free(text);
+    free(cache);
+    free(bin);
+    return dir;
+}
+
+/* scripts/gemm_heuristic_table.py and gemm_wide_table.py on a comparison.json written by the report code: the
+ * table's C source (entries, SM count, the terminator), --min-gain, refusals, and the bars' table. */
+START_TEST(sweep_scripts)
+{
+    if (system("python3 -c 'import sys; sys.exit(sys.version_info < (3, 8))' >/dev/null 2>&1") != 0) {
+        printf("skip: no python3 >= 3.8 to run the sweep scripts\n");
+        return;
+    }
+    pl_gemm_provider *provs;
+    size_t np;
+    char err[512];
+    ck_assert(pl_gemm_providers_parse("cublas,cublaslt,perflab", &provs, &np, err, sizeof err) == 0);
+    pl_gemm_shape shapes[3] = {{"pick_best_m16_n4096_k4096", 16, 4096, 4096},
+                               {"pick_slow_m256_n4096_k4096", 256, 4096, 4096},
+                               {"no_native_m8_n8_k8", 8, 8, 8}};
+    pl_gemm_comparison c;
+    pl_gemm_comparison_init(&c, shapes, 3, provs, np, "bf16", "nk");
+    for (size_t s = 0; s < 3; s++) {
+        for (size_t p = 0; p < 2; p++) {
+            pl_gemm_record_list tb = {0};
+            pl_gemm_record r = ok_record(p ? "cublaslt" : "cublas", 100.0 + 10 * p);
+            pl_gemm_record_list_push(&tb, &r);
+            pl_gemm_cell_settle(pl_gemm_cell_at(&c, s, p), &tb, PL_GEMM_FAILED, NULL);
+        }
+        if (s == 2) {
+            pl_gemm_cell_set(pl_gemm_cell_at(&c, s, 2), PL_GEMM_FAILED, "no native record");
+            continue;
+        }
+        pl_gemm_record_list tried = {0};
+        push_native(&tried, "wgmma_ws_128x128x64_s6", s == 0 ? 1.0 : 1.2, 1);
+        push_native(&tried, "wgmma_sk_64x128x64", 1.1, 1);
+        pl_gemm_cell_settle(pl_gemm_cell_at(&c, s, 2), &tried, PL_GEMM_FAILED, NULL);
+        pl_gemm_cell_set_pick(pl_gemm_cell_at(&c, s, 2), "wgmma_ws_128x128x64_s6");
+    }
+    json_t *about = json_pack("{s:s, s:s, s:{s:s, s:i}, s:{s:i}}", "started_at", "2026-11-24T00:00:00Z", "git_commit",
+                              "abc123", "gpu", "name", "NVIDIA H200", "sm_count", 132, "settings", "rounds", 5);
+    char *dir = pl_test_tmpdir("gemm-sweep-scripts");
+    ck_assert_msg(pl_gemm_report_write(&c, dir, about, err, sizeof err) == 0, "%s", err);
+    json_decref(about);
+    char *src = source_dir(), *cmp = pl_path_join(dir, "comparison.json"), *out = pl_path_join(dir, "table.c");
+
+    /* the table: both native shapes, the GPU's SM count, the terminator */
+    char *cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s --out %s 2>/dev/null", src, cmp, out);
+    ck_assert_int_eq(system(cmd), 0);
+    free(cmd);
+    char *text = pl_read_file(out, NULL, err, sizeof err);
+    ck_assert_msg(text, "%s", err);
+    ck_assert_msg(strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"wgmma_ws_128x128x64_s6\"}") &&
+                      strstr(text, "{\"nk\", 132, 256, 4096, 4096, \"wgmma_sk_64x128x64\"}") &&
+                      !strstr(text, "no_native") && strstr(text, "{NULL, 0, 0, 0, 0, NULL}") &&
+                      strstr(text, "NVIDIA H200"),
+                  "%s", text);
+    free(text);
+    /* --min-gain 0.05: only the shape where the pick was over 5% slower (1.2 / 1.1); --any-gpu: SM count 0 */
+    cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s --out %s --min-gain 0.05 --any-gpu 2>/dev/null", src,
+                    cmp, out);
+    ck_assert_int_eq(system(cmd), 0);
+    free(cmd);
+    text = pl_read_file(out, NULL, err, sizeof err);
+    ck_assert_msg(text && strstr(text, "{\"nk\", 0, 256, 4096, 4096, \"wgmma_sk_64x128x64\"}") &&
+                      !strstr(text, ", 16, 4096, 4096,"),
+                  "%s", text ? text : err);
+    free(text);
+    /* not a comparison: exit 2, nothing written over the table */
+    cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s/summary.md --out %s/bad.c 2>/dev/null; test $? = 2 "
+                    "&& test ! -e %s/bad.c",
+                    src, dir, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    free(cmd);
+
+    /* the bars' table: one shape at 0.909 of cuBLAS (110 TFLOP/s against 100), the pick within 3% on 1 of 2 */
+    char *md = pl_path_join(dir, "bars.md");
+    cmd = pl_strfmt("python3 %s/scripts/gemm_wide_table.py %s >%s; test $? = 0 && python3 "
+                    "%s/scripts/gemm_wide_table.py --strict %s >/dev/null; test $? = 1",
+                    src, cmp, md, src, cmp);
+    ck_assert_int_eq(system(cmd), 0);
+    free(cmd);
+    text = pl_read_file(md, NULL, err, sizeof err);
+    ck_assert_msg(text && strstr(text, "### NVIDIA H200, B nk") && strstr(text, "| pick_slow_m256_n4096_k4096 |") &&
+                      strstr(text, "1/2 = 50%") && strstr(text, "NOT met") && strstr(text, "5 round(s)"),
+                  "%s", text ? text : err);
+    free(text);
+    free(md);
+    free(out);
+    free(cmp);
+    free(src);
+    free(dir);
+    pl_gemm_comparison_free(&c);
+    pl_gemm_providers_free(provs, np);
+}
+END_TEST
+
 static void expect_cli(const char *args, int code, const char *fragment)
 {
     pl_cmd_result r = pl_run_perflab(NULL, args);
@@ -452,6 +768,7 @@ START_TEST(cli_usage_errors)
     ck_assert_int_eq(r.exit_code, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "usage: perflab gemm"));
     ck_assert_ptr_nonnull(strstr(r.out, "exit codes:"));
+    ck_assert_ptr_nonnull(strstr(r.out, "--rounds"));
     pl_cmd_result_free(&r);
     r = pl_run_perflab(NULL, "gemm --list-shapes");
     ck_assert_int_eq(r.exit_code, 0);
@@ -462,6 +779,8 @@ START_TEST(cli_usage_errors)
     expect_cli("gemm --layout tn", 2, "--layout must be nk");
     expect_cli("gemm --providers triton", 2, "unknown provider 'triton'");
     expect_cli("gemm --max-algos 0", 2, "--max-algos");
+    expect_cli("gemm --rounds 0", 2, "--rounds");
+    expect_cli("gemm --rounds 3 --iterations 2", 2, "--rounds 3 needs at least as many --iterations");
     expect_cli("gemm --shapes-file /nonexistent/s.txt", 2, "/nonexistent/s.txt");
     expect_cli("gemm 4096x4096x4096", 2, "name shapes with --shapes 4096x4096x4096");
     expect_cli("gemm --providers json:/nonexistent.json", 2, "/nonexistent.json");
@@ -511,6 +830,24 @@ START_TEST(cli_end_to_end_without_gpu)
     ck_assert_msg(j != NULL, "--json printed no JSON: %s", je.text);
     ck_assert_int_eq((int)json_array_size(json_object_get(j, "missing")), 3);
     ck_assert_int_eq((int)json_integer_value(json_object_get(j, "exit_code")), 1);
+    json_t *settings = json_object_get(j, "settings");
+    ck_assert_int_eq((int)json_integer_value(json_object_get(settings, "rounds")), 1); /* the default */
+    ck_assert(json_is_false(json_object_get(settings, "unvalidated_kernels")));
+    ck_assert_ptr_null(json_object_get(j, "heuristic")); /* no perflab column */
+    json_decref(j);
+    pl_cmd_result_free(&r);
+    free(args);
+
+    /* --rounds and the opt-in are stated in comparison.json's settings */
+    args = pl_strfmt("gemm --shapes kv_proj_m4096_n4096_k4096 --providers json:%s --rounds 4 --artifacts-dir %s/d -q "
+                     "--json",
+                     theirs, dir);
+    r = pl_run_perflab("PERFLAB_GEMM_UNVALIDATED=1", args);
+    ck_assert_msg(r.exit_code == 0, "exit %d: %s", r.exit_code, r.err);
+    j = json_loads(r.out, 0, &je);
+    ck_assert_msg(j != NULL, "--json printed no JSON: %s", je.text);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(json_object_get(j, "settings"), "rounds")), 4);
+    ck_assert(json_is_true(json_object_get(json_object_get(j, "settings"), "unvalidated_kernels")));
     json_decref(j);
     pl_cmd_result_free(&r);
     free(args);
@@ -547,10 +884,14 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, shapes_parse);
     tcase_add_test(tc, shapes_file);
+    tcase_add_test(tc, wide_group);
     tcase_add_test(tc, record_schema_round_trip);
     tcase_add_test(tc, records_file_reader);
     tcase_add_test(tc, cutlass_csv_by_header_names);
     tcase_add_test(tc, comparison_winners_and_exit_code);
+    tcase_add_test(tc, round_schedule);
+    tcase_add_test(tc, heuristic_verdict);
+    tcase_add_test(tc, sweep_scripts);
     tcase_add_test(tc, cli_usage_errors);
     tcase_add_test(tc, cli_end_to_end_without_gpu);
     suite_add_tcase(s, tc);

@@ -1,0 +1,246 @@
+/* The pick of a native BF16 kernel for a problem (gemm/heuristic.h): a measured table first, then a roofline model
+ * with wave quantization over every kernel the registry enumerates now; and pl_gemm_bf16, which launches the pick. */
+#include "gemm/heuristic.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gemm/splitk.h"
+
+#define LAUNCH_US        3.0 /* a launch and its tail, common to every kernel (does not change the ranking) */
+#define TILE_OVERHEAD_US 1.0 /* per tile an SM handles: the cooperative epilogue, or a CTA's pipeline fill */
+#define SPLIT_US         1.0 /* split-K: two cluster barriers and the partials read through DSMEM */
+#define FLOP_PER_CLK_SM  4096.0
+
+cudaError_t pl_gemm_gpu_query(pl_gemm_gpu *g)
+{
+    memset(g, 0, sizeof *g);
+    int dev = 0, major = 0, minor = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&g->clusters, cudaDevAttrClusterLaunch, dev);
+    g->cc = major * 10 + minor;
+    return e;
+}
+
+int pl_gemm_kernel_runs_on(const pl_gemm_kernel *k, const pl_gemm_gpu *g)
+{
+    const pl_kernel_needs *n = &k->needs;
+    if (n->min_cc && g->cc < n->min_cc)
+        return 0;
+    if (n->max_cc && g->cc > n->max_cc)
+        return 0;
+    if ((n->features & PL_KNEED_WGMMA) && g->cc != 90)
+        return 0;
+    if ((n->features & PL_KNEED_TMA) && g->cc < 90)
+        return 0;
+    if ((n->features & PL_KNEED_CLUSTERS) && !g->clusters)
+        return 0;
+    if ((n->features & PL_KNEED_TCGEN05) && g->cc < 100)
+        return 0;
+    if ((n->features & PL_KNEED_FP8) && g->cc < 89)
+        return 0;
+    return 1;
+}
+
+/* What the model knows of a kernel beyond its registry entry. */
+typedef struct model_params {
+    double eff;     /* fraction of the per-SM tensor rate its mainloop reaches with enough tiles */
+    int resident;   /* CTAs per SM */
+    int persistent; /* loops over tiles: its epilogue is per tile, its fill once */
+} model_params;
+
+/* Measured (H200, docs/perf/gemm.md, against 132 · 4096 · 1.5 GHz = 811 TFLOP/s): cooperative 128×256 0.83,
+ * 128×128 0.77, ping-pong 0.75, wgmma_tma 0.65, mma_sync 0.39; clusters within 1%. Predicted for the split-K
+ * kernels (one consumer warpgroup, wgmma m64nW): shared memory feeds 2 KB of X and W·32 B of Y per k16 step at 128
+ * B/clk against W/2 clocks of tensor work, so eff ≈ min(0.75, (W/2) / (16 + W/4)) · 0.95. A fused epilogue costs
+ * the cooperative kernels ~10% (measured 0.95-0.99× with a pass), except the one whose epilogue warps take it. */
+static model_params params_of(const pl_gemm_kernel *k, int fused)
+{
+    model_params m = {0.05, 1, 0};
+    if (strcmp(k->rung, "mma_sync") == 0) {
+        m.eff = 0.39;
+        m.resident = 2;
+    } else if (strcmp(k->rung, "wgmma_tma") == 0) {
+        m.eff = 0.65;
+        m.resident = 2;
+    } else if (strcmp(k->rung, "wgmma_ws") == 0 || strcmp(k->rung, "wgmma_ws_cluster") == 0) {
+        const int pingpong = strncmp(k->name, "wgmma_pp_", 9) == 0;
+        const int epilogue_warps = k->tile_n == 256 && k->stages == 3;
+        m.persistent = 1;
+        m.eff = pingpong ? 0.75 : k->tile_n == 256 ? (epilogue_warps ? 0.82 : 0.83) : 0.77;
+        if (k->cluster_m > 1)
+            m.eff *= 0.99;
+        if (fused && !epilogue_warps && !pingpong)
+            m.eff *= 0.90;
+    } else if (strcmp(k->rung, "wgmma_splitk") == 0) {
+        const double w = (k->flags & PL_GEMM_KERNEL_SWAP_AB) ? k->tile_m : k->tile_n;
+        const double feed = (w / 2) / (16 + w / 4);
+        m.eff = (feed < 0.75 ? feed : 0.75) * 0.95;
+        m.resident = PL_SK_CTAS_PER_SM;
+    }
+    return m;
+}
+
+static long long ceil_div(long long a, long long b)
+{
+    return (a + b - 1) / b;
+}
+
+double pl_gemm_padded_flop(const pl_gemm_kernel *k, const pl_gemm_problem *p)
+{
+    return 2.0 * (double)ceil_div(p->m, k->tile_m) * k->tile_m * (double)ceil_div(p->n, k->tile_n) * k->tile_n *
+           (double)ceil_div(p->k, k->tile_k) * k->tile_k;
+}
+
+double pl_gemm_l2_bytes(const pl_gemm_kernel *k, const pl_gemm_problem *p)
+{
+    const double tiles = (double)ceil_div(p->m, k->tile_m) * (double)ceil_div(p->n, k->tile_n);
+    return tiles * (k->tile_m + k->tile_n) * (double)ceil_div(p->k, k->tile_k) * k->tile_k * 2.0;
+}
+
+double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_gemm_gpu *g)
+{
+    char why[160];
+    if (!k->supports(p, why, sizeof why) || g->sms < 1)
+        return INFINITY;
+    const int fused = p->epi.bias || p->epi.residual || p->epi.gelu;
+    const model_params mp = params_of(k, fused);
+    const long long tiles = ceil_div(p->m, k->tile_m) * ceil_div(p->n, k->tile_n);
+    const long long k_steps = ceil_div(p->k, k->tile_k);
+    const int split =
+        (k->flags & PL_GEMM_KERNEL_SPLIT_K) ? pl_gemm_sk_split(tiles, (int)ceil_div(p->k, PL_SK_BK), g->sms) : 1;
+    const long long ctas = tiles * split;
+    const long long per_sm = ceil_div(ctas, g->sms); /* the busiest SM's tiles (or CTAs), one after another */
+    const double tflops =
+        g->tensor_tflops > 0 ? g->tensor_tflops : g->sms * FLOP_PER_CLK_SM * PL_GEMM_MODEL_CLOCK_GHZ / 1e3;
+    const double sm_rate = tflops * 1e12 / g->sms * mp.eff; /* FLOP/s */
+    const double cta_flop = 2.0 * k->tile_m * k->tile_n * k->tile_k * (double)ceil_div(k_steps, split);
+    const double compute_us = (double)per_sm * cta_flop / sm_rate * 1e6;
+
+    const double bytes = 2.0 * ((double)p->m * p->k + (double)p->n * p->k + (double)p->m * p->n);
+    const double busy = ctas < g->sms ? (double)ctas : (double)g->sms;
+    const double share = busy / (0.5 * g->sms); /* half the SMs can draw the whole bandwidth */
+    const double bw = (g->hbm_gbps > 0 ? g->hbm_gbps : PL_GEMM_MODEL_HBM_GBPS) * 1e9 * (share < 1 ? share : 1);
+    const double memory_us = bytes / bw * 1e6;
+
+    const double l2_us = pl_gemm_l2_bytes(k, p) / (PL_GEMM_MODEL_L2_GBPS * 1e9) * 1e6;
+    double bound_us = compute_us > memory_us ? compute_us : memory_us;
+    bound_us = l2_us > bound_us ? l2_us : bound_us;
+
+    const double overhead_us =
+        TILE_OVERHEAD_US * (double)per_sm / (mp.persistent ? 1 : mp.resident) + (split > 1 ? SPLIT_US : 0.0);
+    return LAUNCH_US + bound_us + overhead_us;
+}
+
+/* A kernel the pick may choose: enumerated now (the registry's count honours PERFLAB_GEMM_UNVALIDATED), not a
+ * teaching rung, runs on g, takes p. */
+static int eligible(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_gemm_gpu *g)
+{
+    char why[160];
+    return k && !(k->flags & PL_GEMM_KERNEL_TEACHING) && pl_gemm_kernel_runs_on(k, g) &&
+           k->supports(p, why, sizeof why);
+}
+
+/* The table's entry nearest p (sum of |log2| ratios), within PL_GEMM_TABLE_MAX_LOG2 in each dimension; -1 if
+ * none. */
+static long nearest_entry(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *t, size_t n)
+{
+    long best = -1;
+    double best_d = INFINITY;
+    const char *layout = pl_gemm_layout_name(p->b_layout);
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i].layout || strcmp(t[i].layout, layout) != 0 || (t[i].sms && t[i].sms != g->sms) || t[i].m < 1 ||
+            t[i].n < 1 || t[i].k < 1)
+            continue;
+        const double dm = fabs(log2((double)p->m / t[i].m)), dn = fabs(log2((double)p->n / t[i].n)),
+                     dk = fabs(log2((double)p->k / t[i].k));
+        if (dm > PL_GEMM_TABLE_MAX_LOG2 || dn > PL_GEMM_TABLE_MAX_LOG2 || dk > PL_GEMM_TABLE_MAX_LOG2)
+            continue;
+        if (dm + dn + dk < best_d) {
+            best_d = dm + dn + dk;
+            best = (long)i;
+        }
+    }
+    return best;
+}
+
+int pl_gemm_bf16_pick_from(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *table,
+                           size_t n, pl_gemm_pick *out)
+{
+    memset(out, 0, sizeof *out);
+    out->model_us = NAN;
+    char why[160];
+    if (!pl_gemm_problem_valid(p, why, sizeof why)) {
+        snprintf(out->why, sizeof out->why, "%s", why);
+        return -1;
+    }
+    const long e = nearest_entry(p, g, table, n);
+    if (e >= 0) {
+        const pl_gemm_kernel *k = pl_gemm_kernel_find(table[e].kernel);
+        if (eligible(k, p, g)) {
+            out->kernel = k;
+            out->from_table = 1;
+            snprintf(out->why, sizeof out->why, "table: measured best near %dx%dx%d %s", table[e].m, table[e].n,
+                     table[e].k, table[e].layout);
+            return 0;
+        }
+    }
+    /* the model's fastest; among those within PL_GEMM_MODEL_TIE of it, the one that pads the least work (less
+     * energy, so a higher clock at the power limit), then the one that moves the fewest bytes from L2, then the
+     * registry's order */
+    double best_us = INFINITY;
+    const size_t count = pl_gemm_kernel_count();
+    for (size_t i = 0; i < count; i++) {
+        const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
+        const double us = eligible(k, p, g) ? pl_gemm_model_us(k, p, g) : INFINITY;
+        best_us = us < best_us ? us : best_us;
+    }
+    if (!isfinite(best_us)) {
+        snprintf(out->why, sizeof out->why, "no enumerated kernel runs on this GPU (cc %d) and takes %dx%dx%d %s",
+                 g->cc, p->m, p->n, p->k, pl_gemm_layout_name(p->b_layout));
+        return -1;
+    }
+    double least_work = INFINITY, least_traffic = INFINITY;
+    for (size_t i = 0; i < count; i++) {
+        const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
+        const double us = eligible(k, p, g) ? pl_gemm_model_us(k, p, g) : INFINITY;
+        const double work = pl_gemm_padded_flop(k, p), traffic = pl_gemm_l2_bytes(k, p);
+        if (us <= best_us * (1 + PL_GEMM_MODEL_TIE) &&
+            (work < least_work || (work == least_work && traffic < least_traffic))) {
+            least_work = work;
+            least_traffic = traffic;
+            out->kernel = k;
+            out->model_us = us;
+        }
+    }
+    snprintf(out->why, sizeof out->why, "model: %.1f us (fastest %.1f us)", out->model_us, best_us);
+    return 0;
+}
+
+int pl_gemm_bf16_pick(const pl_gemm_problem *p, const pl_gemm_gpu *g, pl_gemm_pick *out)
+{
+    size_t n;
+    const pl_gemm_heuristic_entry *t = pl_gemm_heuristic_table(&n);
+    return pl_gemm_bf16_pick_from(p, g, t, n, out);
+}
+
+cudaError_t pl_gemm_bf16(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    pl_gemm_gpu g;
+    cudaError_t e = pl_gemm_gpu_query(&g);
+    if (e != cudaSuccess)
+        return e;
+    pl_gemm_pick pick;
+    if (pl_gemm_bf16_pick(p, &g, &pick) != 0)
+        return cudaErrorInvalidValue;
+    return pick.kernel->launch(p, stream);
+}

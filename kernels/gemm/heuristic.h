@@ -1,0 +1,94 @@
+/* Which native BF16 kernel to run for a problem, and the one library call that picks and launches it:
+ *
+ *     pl_gemm_problem p = {.m = M, .n = N, .k = K, .b_layout = PL_GEMM_B_NK, .a = A, .b = B, .d = D};
+ *     cudaError_t e = pl_gemm_bf16(&p, stream);
+ *
+ * The pick, in order:
+ *   1. the table measured by a sweep (heuristic_table.c, written by scripts/gemm_heuristic_table.py from a
+ *      `perflab gemm --shapes wide` comparison.json): the entry of the same layout (and SM count, when it names one)
+ *      nearest the problem, within a factor √2 in each of M, N and K, if its kernel is enumerated now, runs on this
+ *      GPU and takes the problem;
+ *   2. otherwise the rule: the kernel with the smallest time by a roofline model with wave quantization
+ *      (pl_gemm_model_us); among those within 3% of it, the one that pads the least work (whole tiles), then the
+ *      one that loads the fewest bytes from L2, then the registry's order.
+ * Only kernels the registry enumerates now are considered: the validated ones, and the unvalidated ones too under
+ * PERFLAB_GEMM_UNVALIDATED=1 (gemm.h). The teaching rungs never. */
+#ifndef PERFLAB_GEMM_HEURISTIC_H
+#define PERFLAB_GEMM_HEURISTIC_H
+
+#include <stddef.h>
+#include <cuda_runtime_api.h>
+
+#include "gemm/gemm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the pick needs to know of the GPU. */
+typedef struct pl_gemm_gpu {
+    int cc;               /* compute capability, major·10 + minor */
+    int sms;              /* streaming multiprocessors */
+    int clusters;         /* thread-block clusters can be launched */
+    double hbm_gbps;      /* the model's HBM bandwidth; 0: PL_GEMM_MODEL_HBM_GBPS */
+    double tensor_tflops; /* the model's dense bf16 rate at a GEMM's clock; 0: sms · 4096 FLOP/clk · 1.5 GHz */
+} pl_gemm_gpu;
+
+#define PL_GEMM_MODEL_HBM_GBPS  3000.0  /* the H100's measured copy rate; the H200 measures ~4200 (docs/perf) */
+#define PL_GEMM_MODEL_CLOCK_GHZ 1.5     /* the SM clock of a large GEMM at the 700 W limit (docs/perf/gemm.md) */
+#define PL_GEMM_TABLE_MAX_LOG2  0.5     /* a table entry applies within a factor 2^0.5 in each of M, N and K */
+#define PL_GEMM_MODEL_L2_GBPS   10000.0 /* L2 to SMs: the 128×128 kernel drew ~9.8 TB/s at 628 TFLOP/s (docs/perf) */
+#define PL_GEMM_MODEL_TIE       0.03    /* model times this close count as a tie */
+
+/* The current device's (cc, SM count, clusters); rates left 0 (the model's defaults). */
+cudaError_t pl_gemm_gpu_query(pl_gemm_gpu *g);
+/* 1 when the kernel's needs (compute capability, features) are met by g. */
+int pl_gemm_kernel_runs_on(const pl_gemm_kernel *k, const pl_gemm_gpu *g);
+
+/* One measured decision: problems near (m, n, k) with this layout run `kernel`. sms 0: any GPU. */
+typedef struct pl_gemm_heuristic_entry {
+    const char *layout; /* "nk" | "kn" */
+    int sms;
+    int m, n, k;
+    const char *kernel; /* a registry name */
+} pl_gemm_heuristic_entry;
+
+/* The committed table (heuristic_table.c, generated); n entries. */
+const pl_gemm_heuristic_entry *pl_gemm_heuristic_table(size_t *n);
+
+typedef struct pl_gemm_pick {
+    const pl_gemm_kernel *kernel; /* NULL when no enumerated kernel takes the problem */
+    int from_table;               /* 1: a table entry decided; 0: the model */
+    double model_us;              /* the model's time of the pick (NaN when the table decided) */
+    char why[192];                /* one line: which entry, or the model's figures; why none */
+} pl_gemm_pick;
+
+/* The model's time in µs of kernel k on problem p: launch + max(compute, memory) + per-tile overheads, where
+ *   compute = ⌈CTAs / SMs⌉ · (2 · tile_m · tile_n · K per split) / (per-SM tensor rate · the kernel's efficiency),
+ *   memory  = (A + B + D bytes) / (HBM bandwidth · min(1, busy SMs / half the SMs)),
+ *   L2      = the bytes the tiles load from L2 (pl_gemm_l2_bytes) / PL_GEMM_MODEL_L2_GBPS, when that is larger,
+ * CTAs = tiles · split (split-K: pl_gemm_sk_split's), tiles padded to whole tiles (waves and edges both count).
+ * The efficiencies are the measured fractions of the power-capped peak (docs/perf/gemm.md) for the validated
+ * kernels and predictions for the unvalidated ones. Infinity when the kernel does not take the problem. */
+double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_gemm_gpu *g);
+
+/* 2·M·N·K padded to whole tiles of k (the work its tensor cores do). */
+double pl_gemm_padded_flop(const pl_gemm_kernel *k, const pl_gemm_problem *p);
+/* Bytes its CTAs load from L2: every tile reads a tile_m- and a tile_n-row panel of K (bf16). */
+double pl_gemm_l2_bytes(const pl_gemm_kernel *k, const pl_gemm_problem *p);
+
+/* The pick from a given table (pure: no GPU needed; p's pointers are only checked for alignment). Returns 0, or
+ * -1 when no enumerated kernel runs on g and takes p (out->why says why). */
+int pl_gemm_bf16_pick_from(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *table,
+                           size_t n, pl_gemm_pick *out);
+/* The same from the committed table. */
+int pl_gemm_bf16_pick(const pl_gemm_problem *p, const pl_gemm_gpu *g, pl_gemm_pick *out);
+
+/* Pick for the current device and launch on `stream` (never synchronises). cudaErrorInvalidValue for a bad
+ * problem (sizes < 1, missing pointers) or when no kernel takes it; else the launch's error. */
+cudaError_t pl_gemm_bf16(const pl_gemm_problem *p, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

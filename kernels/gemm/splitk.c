@@ -1,0 +1,14 @@
+/* The host side of the split-K kernels that needs no GPU: how many CTAs share an output tile's K. */
+#include "gemm/splitk.h"
+
+int pl_gemm_sk_split(long long tiles, int k_blocks, int sms)
+{
+    if (tiles < 1 || k_blocks < 1 || sms < 1)
+        return 1;
+    long long s = (long long)sms * PL_SK_CTAS_PER_SM / tiles; /* clusters of s CTAs all in the first wave */
+    if (s > PL_SK_MAX_SPLIT)
+        s = PL_SK_MAX_SPLIT;
+    if (s > k_blocks / PL_SK_MIN_KBLOCKS)
+        s = k_blocks / PL_SK_MIN_KBLOCKS;
+    return s < 1 ? 1 : (int)s;
+}

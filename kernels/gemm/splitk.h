@@ -1,0 +1,41 @@
+/* The split-K WGMMA kernels (wgmma_sk_sm90a.cu) in the terms host code shares with them: their CTA shape, stages
+ * and residency, the rule that splits K over a cluster, and the launcher with an explicit split. Plain C.
+ *
+ * A CTA computes a 64 × TILE block of X·Yᵀ (X, Y both K-major): X = A and Y = B (a 64 × TILE tile of D), or, swapped,
+ * X = B and Y = A (a TILE × 64 tile of D computed as Dᵀ = B·Aᵀ, so that the wide N fills wgmma's 64 rows and a small
+ * M becomes its narrow N). The S CTAs of a cluster split K between them and add their fp32 partial tiles through
+ * distributed shared memory in rank order 0, 1, …, S-1: the same bits every run. */
+#ifndef PERFLAB_GEMM_SPLITK_H
+#define PERFLAB_GEMM_SPLITK_H
+
+#include <cuda_runtime_api.h>
+
+#include "gemm/gemm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PL_SK_ROWS        64  /* rows of X per CTA: wgmma's M */
+#define PL_SK_BK          64  /* K per stage: one 128-byte swizzle row of bf16 */
+#define PL_SK_THREADS     160 /* one consumer warpgroup (warps 0-3) and one producer warp (warp 4) */
+#define PL_SK_CTAS_PER_SM 3   /* shared memory and registers are sized for three resident CTAs */
+#define PL_SK_MAX_SPLIT   8   /* the portable cluster size */
+#define PL_SK_MIN_KBLOCKS 4   /* a split gets at least this many k-blocks (256 K) */
+/* Pipeline stages per TILE width (stage = 8 KB of X + TILE·128 B of Y): 60-72 KB a CTA, three a SM. */
+#define PL_SK_STAGES(tile) ((tile) <= 16 ? 6 : (tile) <= 32 ? 5 : (tile) <= 64 ? 4 : 3)
+
+/* The split S (CTAs of a cluster sharing one output tile's K) for `tiles` output tiles of `k_blocks` k-blocks on
+ * `sms` SMs: as many as keep every cluster in the first wave (tiles·S ≤ sms·PL_SK_CTAS_PER_SM), at most
+ * PL_SK_MAX_SPLIT, each split at least PL_SK_MIN_KBLOCKS k-blocks; 1 when the tiles alone fill the GPU. */
+int pl_gemm_sk_split(long long tiles, int k_blocks, int sms);
+
+/* The split-K kernel with TILE = `tile` (swapped: 16, 32, 64 or 128; not: 64 or 128) and a split of `split` CTAs
+ * (1-8, capped at the k-block count; 0: pl_gemm_sk_split's). cudaErrorInvalidValue for another tile, a split
+ * over 8, or a grid past 65535 tiles in a dimension. Takes B N×K, K % 8 == 0, 16-byte aligned A and B. */
+cudaError_t pl_gemm_wgmma_sk(const pl_gemm_problem *p, int tile, int swap, int split, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

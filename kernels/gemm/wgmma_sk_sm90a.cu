@@ -1,0 +1,311 @@
+/* Split-K WGMMA (sm_90a) for the shapes the persistent 128-row kernels (wgmma_ws_sm90a.cu) leave the GPU idle on:
+ * few output tiles — decode (M = 1-128), small prefill against a narrow weight, a long K — where a 128×256 tile
+ * wastes most of its rows and N/256 tiles cover a fraction of the 132 SMs. UNVALIDATED: written without a GPU;
+ * the registry enumerates these kernels only under PERFLAB_GEMM_UNVALIDATED=1 (docs/gemm.md).
+ *
+ * Small CTAs, many of them. A CTA (160 threads) computes a 64 × TILE block of X·Yᵀ from K-major X and Y: one
+ * consumer warpgroup issues wgmma m64nTILEk16 from a ring of TMA-filled, 128-byte-swizzled stages (the stage and
+ * descriptor layout of the other sm_90a kernels); one producer warp (warp 4, after the warpgroup so that the
+ * warpgroup stays aligned) issues the loads. Shared memory (60-72 KB) and registers (at most 128: 15 warps on an
+ * SM's four sub-partitions of 16384) are sized for three CTAs per SM, which overlap one another's fill, drain and
+ * fix-up instead of a persistent schedule. Two ways to map the GEMM onto X and Y:
+ *   plain:   X = A, Y = B: a 64 × TILE tile of D (TILE 64 for narrow N, 128).
+ *   swapped: X = B, Y = A: Dᵀ = B·Aᵀ, a TILE × 64 tile of D (TILE 16-128 ≥ M): the wide N fills wgmma's 64 rows
+ *            and the few tokens become its narrow N, so no tensor-core row is spent on padding M up to 64 or 128.
+ *
+ * Split-K with a deterministic fix-up. The S CTAs of a cluster (1-8 along grid x, S chosen so that every cluster
+ * runs in the first wave: gemm/splitk.h) take consecutive ranges of K for the same output tile. When the mainloop
+ * is done the stages are free: each CTA writes its fp32 partial tile there (in D's row order, padded so that the
+ * fragment writes hit 32 different banks), a cluster barrier publishes them, and each CTA then owns 1/S of the
+ * tile's rows: it reads the S partials through distributed shared memory in rank order 0, 1, …, S-1, adds them in
+ * that order (the same bits every run, whichever CTA finished first; no workspace, no atomics, no second kernel),
+ * applies the epilogue (bias, GELU, residual) and stores bf16 pairs. A second cluster barrier keeps every CTA
+ * alive until the others have read its partial.
+ *
+ * Edges. TMA zero-fills rows and columns past M, N and K, and stores are predicated: any M, N and K % 8 == 0.
+ * Edge-aware: a tile whose Y rows (N plain, M swapped) end in its first half issues the half-width wgmma
+ * (m64n(TILE/2)) and leaves the other half of the tensor-core work undone. */
+#include "gemm/epilogue.cuh"
+#include "gemm/gemm.h"
+#include "gemm/heuristic.h"
+#include "gemm/sm90_common.cuh"
+#include "gemm/splitk.h"
+#include "gemm/tensor_map.h"
+
+#define SK_SMEM_PER_SM 233472 /* 228 KB of shared memory per SM on sm_90 */
+#define SK_RESERVED    1024   /* per CTA, kept by the system */
+#define SK_SMEM_LIMIT  232448 /* the largest dynamic shared memory a block may ask for */
+#define SK_MAX_REGS    128    /* 3 CTAs × 5 warps: 4 warps on some sub-partition, 16384 / (4 · 32) registers */
+#define SK_PRODUCER    4      /* the producer warp */
+
+template <int TILE, int SWAP> struct sk_config {
+    static constexpr int x_bytes = PL_SK_ROWS * PL_SK_BK * 2;
+    static constexpr int y_bytes = TILE * PL_SK_BK * 2;
+    static constexpr int stage_bytes = x_bytes + y_bytes; /* a multiple of 1024: every stage stays swizzle-aligned */
+    static constexpr int stages = PL_SK_STAGES(TILE);
+    /* the partial tile, in D's row order: swapped TILE rows (M) of 64 (N), plain 64 rows of TILE */
+    static constexpr int out_rows = SWAP ? TILE : PL_SK_ROWS;
+    static constexpr int out_cols = SWAP ? PL_SK_ROWS : TILE;
+    /* row pitch in floats: lanes (g = lane/4, q = lane%4) write swapped (c = 2q.., r = g) at c·68 + r, banks g + 8q;
+     * plain float2 at r·(TILE + 8) + 2q, banks 8g + 2q in each half-warp: no two lanes on one bank */
+    static constexpr int pitch = out_cols + (SWAP ? 4 : 8);
+    static constexpr int partial_bytes = out_rows * pitch * 4;
+    static constexpr int smem_bytes = 1024 + stages * stage_bytes + 2 * stages * 8;
+};
+
+/* D[64 × N] += X[64 × 16] · Y[N × 16]ᵀ for the tile's width N. */
+template <int N> __device__ __forceinline__ void sk_wgmma(float (&acc)[N / 2], uint64_t dx, uint64_t dy)
+{
+    if constexpr (N == 16)
+        pl_wgmma_m64n16k16_bf16<0>(acc, dx, dy, 1);
+    else if constexpr (N == 32)
+        pl_wgmma_m64n32k16_bf16<0>(acc, dx, dy, 1);
+    else if constexpr (N == 64)
+        pl_wgmma_m64n64k16_bf16<0>(acc, dx, dy, 1);
+    else
+        pl_wgmma_m64n128k16_bf16<0>(acc, dx, dy, 1);
+}
+
+/* The consumer warpgroup's mainloop over k-blocks kb0 .. kb1 - 1 with wgmma m64nNk16, N the tile's width or, on
+ * an edge tile, half of it (then acc is the first N/2 accumulators of the tile's: register 4j + i is column chunk
+ * j). One loop per width, so that no branch sits between two wgmma on the same accumulators. */
+template <int N, int STAGES, int STAGE_BYTES, int X_BYTES>
+__device__ __forceinline__ void sk_mainloop(float (&acc)[N / 2], uint32_t base, uint32_t full, uint32_t empty, int kb0,
+                                            int kb1, int lane)
+{
+    int held = -1; /* the stage whose wgmma group may still be reading it */
+    uint32_t kcount = 0;
+    for (int kb = kb0; kb < kb1; kb++, kcount++) {
+        const int stage = (int)(kcount % STAGES);
+        mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
+        const uint32_t st = base + stage * STAGE_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int j = 0; j < PL_SK_BK / 16; j++)
+            sk_wgmma<N>(acc, wgmma_desc_k128(st + j * 32), wgmma_desc_k128(st + X_BYTES + j * 32));
+        wgmma_commit();
+        wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
+        if (held >= 0)
+            release_stage<1>(empty, held, lane);
+        held = stage;
+    }
+    wgmma_wait<0>();
+    accumulators_fence(acc);
+}
+
+/* Two fp32 of CTA `rank` of the cluster, at the shared-memory offset `addr` has in this CTA. */
+__device__ __forceinline__ float2 dsmem_load_f32x2(uint32_t addr, uint32_t rank)
+{
+    float2 v;
+    asm volatile("{\n"
+                 ".reg .b32 remote;\n"
+                 "mapa.shared::cluster.u32 remote, %2, %3;\n"
+                 "ld.shared::cluster.v2.f32 {%0, %1}, [remote];\n"
+                 "}\n"
+                 : "=f"(v.x), "=f"(v.y)
+                 : "r"(addr), "r"(rank)
+                 : "memory");
+    return v;
+}
+
+__device__ __forceinline__ float2 smem_load_f32x2(uint32_t addr)
+{
+    float2 v;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+    return v;
+}
+
+/* grid (S, X tiles, Y tiles), clusters of (S, 1, 1): a cluster is one output tile, its CTA rank blockIdx.x. */
+template <int TILE, int SWAP>
+__global__ void __maxnreg__(SK_MAX_REGS)
+    gemm_sk_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_y, pl_gemm_out o,
+                   int y_rows, int k_blocks)
+{
+    typedef sk_config<TILE, SWAP> cfg;
+    constexpr int STAGES = cfg::stages;
+    extern __shared__ __align__(1024) uint8_t smem_raw[];
+    const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u; /* 128-byte swizzle wants 1024-byte alignment */
+    const uint32_t full = base + STAGES * cfg::stage_bytes, empty = full + 8 * STAGES;
+    const int split = (int)gridDim.x, rank = (int)blockIdx.x;
+    const int x0 = (int)blockIdx.y * PL_SK_ROWS, y0 = (int)blockIdx.z * TILE;
+    const int kb0 = (int)((long long)k_blocks * rank / split), kb1 = (int)((long long)k_blocks * (rank + 1) / split);
+    const bool half = TILE >= 32 && y_rows - y0 <= TILE / 2;
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x & 31;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(full + 8 * s, 1);  /* the producer's arrive; TMA bytes complete it */
+            mbar_init(empty + 8 * s, 4); /* lane 0 of each consumer warp */
+        }
+        mbar_fence_init();
+    }
+    __syncthreads();
+
+    float acc[TILE / 2];
+#pragma unroll
+    for (int i = 0; i < TILE / 2; i++)
+        acc[i] = 0.0f;
+    if (warp == SK_PRODUCER) {
+        if (lane == 0) {
+            tma_prefetch_descriptor(&tma_x);
+            tma_prefetch_descriptor(&tma_y);
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int kb = kb0; kb < kb1; kb++) {
+                mbar_wait(empty + 8 * stage, phase ^ 1);
+                const uint32_t st = base + stage * cfg::stage_bytes, bar = full + 8 * stage;
+                mbar_arrive_expect_tx(bar, cfg::stage_bytes);
+                tma_load_2d(st, &tma_x, bar, kb * PL_SK_BK, x0);
+                tma_load_2d(st + cfg::x_bytes, &tma_y, bar, kb * PL_SK_BK, y0);
+                if (++stage == STAGES) {
+                    stage = 0;
+                    phase ^= 1;
+                }
+            }
+        }
+    } else if (half) {
+        if constexpr (TILE >= 32)
+            sk_mainloop<TILE / 2, STAGES, cfg::stage_bytes, cfg::x_bytes>(
+                *reinterpret_cast<float(*)[TILE / 4]>(&acc[0]), base, full, empty, kb0, kb1, lane);
+    } else {
+        sk_mainloop<TILE, STAGES, cfg::stage_bytes, cfg::x_bytes>(acc, base, full, empty, kb0, kb1, lane);
+    }
+    /* every load has landed (the consumers waited for each) and every wgmma is done: the stages are free */
+    __syncthreads();
+
+    float *partial = reinterpret_cast<float *>(smem_raw + (base - smem_u32(smem_raw)));
+    if (warp < 4) {
+        const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+        for (int j = 0; j < TILE / 8; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int r = 16 * warp + 8 * h + g, c = 8 * j + 2 * q; /* row of X, column of Y */
+                const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+                if (SWAP) {
+                    partial[c * cfg::pitch + r] = v0;
+                    partial[(c + 1) * cfg::pitch + r] = v1;
+                } else {
+                    *reinterpret_cast<float2 *>(&partial[r * cfg::pitch + c]) = make_float2(v0, v1);
+                }
+            }
+    }
+    if (split > 1)
+        cluster_sync(); /* release/acquire: every CTA's partial is visible to the cluster */
+    else
+        __syncthreads();
+
+    /* this CTA's rows of the tile: the S partials added in rank order, the epilogue, bf16 pairs to D */
+    const int rows_per = (cfg::out_rows + split - 1) / split;
+    const int r_begin = rank * rows_per, r_end = min(cfg::out_rows, r_begin + rows_per);
+    const int pairs_per_row = cfg::out_cols / 2;
+    const int m0 = SWAP ? y0 : x0, n0 = SWAP ? x0 : y0;
+    const int pairs = r_end > r_begin ? (r_end - r_begin) * pairs_per_row : 0;
+    for (int i = (int)threadIdx.x; i < pairs; i += PL_SK_THREADS) {
+        const int row = r_begin + i / pairs_per_row, col = 2 * (i % pairs_per_row);
+        const uint32_t addr = base + (uint32_t)(row * cfg::pitch + col) * 4u;
+        float2 sum = split > 1 ? dsmem_load_f32x2(addr, 0) : smem_load_f32x2(addr);
+        for (int s = 1; s < split; s++) {
+            const float2 v = dsmem_load_f32x2(addr, (uint32_t)s);
+            sum.x += v.x;
+            sum.y += v.y;
+        }
+        pl_gemm_store2(o, m0 + row, n0 + col, sum.x, sum.y);
+    }
+    if (split > 1)
+        cluster_sync(); /* the others may still read this CTA's partial: stay until they are done */
+}
+
+template <int TILE, int SWAP> static cudaError_t launch_sk(const pl_gemm_problem *p, int split, cudaStream_t stream)
+{
+    typedef sk_config<TILE, SWAP> cfg;
+    static_assert(cfg::stage_bytes % 1024 == 0, "stages must stay 1024-byte aligned");
+    static_assert(cfg::partial_bytes <= cfg::stages * cfg::stage_bytes, "the partial tile must fit in the stages");
+    static_assert(cfg::smem_bytes <= SK_SMEM_LIMIT, "shared memory over the limit");
+    static_assert(PL_SK_CTAS_PER_SM * (cfg::smem_bytes + SK_RESERVED) <= SK_SMEM_PER_SM,
+                  "three CTAs must fit an SM's shared memory");
+    const int x_rows = SWAP ? p->n : p->m, y_rows = SWAP ? p->m : p->n;
+    const long long tiles_x = (x_rows + PL_SK_ROWS - 1) / PL_SK_ROWS, tiles_y = (y_rows + TILE - 1) / TILE;
+    const int k_blocks = (p->k + PL_SK_BK - 1) / PL_SK_BK;
+    if (tiles_x > 65535 || tiles_y > 65535 || split < 0 || split > PL_SK_MAX_SPLIT)
+        return cudaErrorInvalidValue;
+    CUtensorMap tx, ty;
+    cudaError_t e = pl_tensor_map_bf16(&tx, SWAP ? p->b : p->a, (uint64_t)x_rows, (uint64_t)p->k, PL_SK_ROWS, PL_SK_BK);
+    if (e == cudaSuccess)
+        e = pl_tensor_map_bf16(&ty, SWAP ? p->a : p->b, (uint64_t)y_rows, (uint64_t)p->k, TILE, PL_SK_BK);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 cfg::smem_bytes);
+    if (e == cudaSuccess) /* all of the SM's 228 KB as shared memory, so that three CTAs fit */
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared);
+    pl_gemm_gpu g;
+    if (e == cudaSuccess)
+        e = pl_gemm_gpu_query(&g);
+    if (e != cudaSuccess)
+        return e;
+    int s = split > 0 ? split : pl_gemm_sk_split(tiles_x * tiles_y, k_blocks, g.sms);
+    if (s > k_blocks)
+        s = k_blocks; /* every CTA of a cluster gets at least one k-block */
+
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute attr;
+    lc.gridDim = dim3((unsigned)s, (unsigned)tiles_x, (unsigned)tiles_y);
+    lc.blockDim = dim3(PL_SK_THREADS);
+    lc.dynamicSmemBytes = cfg::smem_bytes;
+    lc.stream = stream;
+    if (s > 1) {
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = (unsigned)s;
+        attr.val.clusterDim.y = 1;
+        attr.val.clusterDim.z = 1;
+        lc.attrs = &attr;
+        lc.numAttrs = 1;
+    }
+    e = cudaLaunchKernelEx(&lc, gemm_sk_kernel<TILE, SWAP>, tx, ty, pl_gemm_out_of(p), y_rows, k_blocks);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk(const pl_gemm_problem *p, int tile, int swap, int split, cudaStream_t stream)
+{
+    switch (swap ? tile : -tile) {
+    case 16: return launch_sk<16, 1>(p, split, stream);
+    case 32: return launch_sk<32, 1>(p, split, stream);
+    case 64: return launch_sk<64, 1>(p, split, stream);
+    case 128: return launch_sk<128, 1>(p, split, stream);
+    case -64: return launch_sk<64, 0>(p, split, stream);
+    case -128: return launch_sk<128, 0>(p, split, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+/* The registry's entries: the split chosen at launch. */
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap16(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<16, 1>(p, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap32(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<32, 1>(p, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap64(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<64, 1>(p, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap128(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<128, 1>(p, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x64(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<64, 0>(p, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x128(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<128, 0>(p, 0, stream);
+}

@@ -1,0 +1,284 @@
+/* The native GEMM registry's opt-in for unvalidated kernels, the split-K rule, and the heuristic behind
+ * pl_gemm_bf16 (the model's choices, the measured table's precedence and its limits), all without a GPU. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm/gemm.h"
+#include "gemm/heuristic.h"
+#include "gemm/splitk.h"
+#include "testutil.h"
+
+#define UNVALIDATED_SWAP16 "wgmma_sk_swap_16x64x64"
+
+static const pl_gemm_gpu h200 = {90, 132, 1, 0, 0};
+static const pl_gemm_gpu a100 = {80, 108, 0, 0, 0};
+
+static void opt_in(int on)
+{
+    if (on)
+        setenv(PL_GEMM_UNVALIDATED_ENV, "1", 1);
+    else
+        unsetenv(PL_GEMM_UNVALIDATED_ENV);
+}
+
+/* A problem whose pointers are aligned but never dereferenced (the pick only checks them). */
+static pl_gemm_problem problem(int m, int n, int k, pl_gemm_b_layout layout)
+{
+    pl_gemm_problem p;
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.b_layout = layout;
+    p.a = (const uint16_t *)(uintptr_t)0x100000;
+    p.b = (const uint16_t *)(uintptr_t)0x200000;
+    p.d = (uint16_t *)(uintptr_t)0x300000;
+    return p;
+}
+
+static const char *pick_name(const pl_gemm_problem *p, const pl_gemm_gpu *g)
+{
+    pl_gemm_pick pick;
+    ck_assert_msg(pl_gemm_bf16_pick(p, g, &pick) == 0, "no pick for %dx%dx%d: %s", p->m, p->n, p->k, pick.why);
+    ck_assert_ptr_nonnull(pick.kernel);
+    return pick.kernel->name;
+}
+
+static void expect_pick(int m, int n, int k, pl_gemm_b_layout layout, const pl_gemm_gpu *g, const char *want)
+{
+    const pl_gemm_problem p = problem(m, n, k, layout);
+    const char *got = pick_name(&p, g);
+    ck_assert_msg(strcmp(got, want) == 0, "%dx%dx%d %s: picked %s, expected %s", m, n, k, pl_gemm_layout_name(layout),
+                  got, want);
+}
+
+START_TEST(registry_opt_in)
+{
+    opt_in(0);
+    const size_t validated = pl_gemm_kernel_count();
+    ck_assert_int_eq((int)validated, 11); /* the kernels of issues 1-14, as before */
+    for (size_t i = 0; i < validated; i++)
+        ck_assert_msg(!(pl_gemm_kernel_at(i)->flags & PL_GEMM_KERNEL_UNVALIDATED), "%s", pl_gemm_kernel_at(i)->name);
+    ck_assert_ptr_null(pl_gemm_kernel_at(validated));
+    ck_assert_ptr_null(pl_gemm_kernel_find(UNVALIDATED_SWAP16));
+    ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 0);
+    setenv(PL_GEMM_UNVALIDATED_ENV, "yes", 1); /* only "1" opts in */
+    ck_assert_int_eq((int)pl_gemm_kernel_count(), (int)validated);
+    setenv(PL_GEMM_UNVALIDATED_ENV, "0", 1);
+    ck_assert_int_eq((int)pl_gemm_kernel_count(), (int)validated);
+
+    opt_in(1);
+    ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 1);
+    const size_t all = pl_gemm_kernel_count();
+    ck_assert_int_eq((int)all, (int)validated + 6);
+    ck_assert_ptr_nonnull(pl_gemm_kernel_find(UNVALIDATED_SWAP16));
+    int seen_unvalidated = 0, names_ok = 1;
+    for (size_t i = 0; i < all; i++) {
+        const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
+        const int u = (k->flags & PL_GEMM_KERNEL_UNVALIDATED) != 0;
+        ck_assert_msg(!seen_unvalidated || u, "validated %s after an unvalidated kernel", k->name);
+        seen_unvalidated |= u;
+        for (size_t j = 0; j < i; j++)
+            names_ok &= strcmp(pl_gemm_kernel_at(j)->name, k->name) != 0;
+        if (k->flags & PL_GEMM_KERNEL_SPLIT_K) {
+            ck_assert_int_eq(k->cluster_m, 0); /* the split is chosen at launch */
+            ck_assert_int_eq(k->threads, PL_SK_THREADS);
+            ck_assert_int_eq(k->stages, PL_SK_STAGES((k->flags & PL_GEMM_KERNEL_SWAP_AB) ? k->tile_m : k->tile_n));
+        }
+    }
+    ck_assert(names_ok);
+    /* the labs keep one warning bit per kernel in an unsigned int */
+    ck_assert_int_le((int)all, 32);
+
+    /* the swapped kernels refuse large M with the reason; the plain split-K ones take it */
+    char why[256];
+    pl_gemm_problem p = problem(65, 4096, 4096, PL_GEMM_B_NK);
+    ck_assert(!pl_gemm_kernel_find(UNVALIDATED_SWAP16)->supports(&p, why, sizeof why));
+    ck_assert_msg(strstr(why, "takes M <= 64") != NULL, "%s", why);
+    ck_assert(pl_gemm_kernel_find("wgmma_sk_64x128x64")->supports(&p, why, sizeof why));
+    p.d = (uint16_t *)(uintptr_t)0x300002; /* bf16 pairs need D 4-byte aligned */
+    ck_assert(!pl_gemm_kernel_find("wgmma_sk_64x128x64")->supports(&p, why, sizeof why));
+    ck_assert_msg(strstr(why, "4-byte aligned") != NULL, "%s", why);
+}
+END_TEST
+
+START_TEST(split_rule)
+{
+    ck_assert_int_eq(pl_gemm_sk_split(64, 64, 132), 6);   /* 396 slots / 64 tiles */
+    ck_assert_int_eq(pl_gemm_sk_split(128, 64, 132), 3);  /* 396 / 128 */
+    ck_assert_int_eq(pl_gemm_sk_split(2004, 64, 132), 1); /* the tiles alone fill the GPU */
+    ck_assert_int_eq(pl_gemm_sk_split(10, 1000, 132), 8); /* the portable cluster size */
+    ck_assert_int_eq(pl_gemm_sk_split(1, 8, 132), 2);     /* at least 4 k-blocks per split */
+    ck_assert_int_eq(pl_gemm_sk_split(1, 3, 132), 1);
+    ck_assert_int_eq(pl_gemm_sk_split(0, 64, 132), 1);
+    ck_assert_int_eq(pl_gemm_sk_split(64, 64, 0), 1);
+    for (long long tiles = 1; tiles < 3000; tiles += 7)
+        for (int kb = 1; kb < 600; kb += 13) {
+            const int s = pl_gemm_sk_split(tiles, kb, 132);
+            ck_assert(s >= 1 && s <= PL_SK_MAX_SPLIT);
+            ck_assert(s == 1 || tiles * s <= 132LL * PL_SK_CTAS_PER_SM);
+            ck_assert(s == 1 || kb / s >= PL_SK_MIN_KBLOCKS);
+        }
+}
+END_TEST
+
+START_TEST(validated_choices)
+{
+    opt_in(0);
+    expect_pick(8192, 8192, 8192, PL_GEMM_B_NK, &h200, "wgmma_ws_128x256x64_s4");
+    expect_pick(8192, 16384, 4096, PL_GEMM_B_NK, &h200, "wgmma_ws_128x256x64_s4");
+    /* B K×N, K % 8 != 0, a misaligned operand: only mma_sync takes them */
+    expect_pick(8192, 8192, 8192, PL_GEMM_B_KN, &h200, "mma_sync_128x128x32_s4");
+    expect_pick(1000, 3000, 65, PL_GEMM_B_NK, &h200, "mma_sync_128x128x32_s4");
+    pl_gemm_problem p = problem(4096, 4096, 4096, PL_GEMM_B_NK);
+    p.a = (const uint16_t *)(uintptr_t)0x100002;
+    ck_assert_str_eq(pick_name(&p, &h200), "mma_sync_128x128x32_s4");
+    /* no wgmma before Hopper */
+    expect_pick(8192, 8192, 8192, PL_GEMM_B_NK, &a100, "mma_sync_128x128x32_s4");
+    /* decode: 128×256 tiles leave 116 of 132 SMs idle at N = 4096; 128×128 tiles twice as many busy */
+    expect_pick(16, 4096, 4096, PL_GEMM_B_NK, &h200, "wgmma_ws_128x128x64_s6");
+    /* a fused epilogue goes to the kernel whose epilogue warps take it off the consumers */
+    p = problem(8192, 16384, 4096, PL_GEMM_B_NK);
+    p.epi.gelu = 1;
+    ck_assert_str_eq(pick_name(&p, &h200), "wgmma_ws_128x256x64_s3");
+
+    /* never a teaching rung nor an unvalidated kernel, always one that takes the problem */
+    const int ms[] = {1, 16, 64, 128, 256, 1000, 4096, 8192}, ns[] = {8, 256, 576, 4096, 28672, 128256},
+              ks[] = {64, 520, 4096, 16384};
+    for (size_t a = 0; a < 8; a++)
+        for (size_t b = 0; b < 6; b++)
+            for (size_t c = 0; c < 4; c++)
+                for (int l = 0; l < 2; l++) {
+                    p = problem(ms[a], ns[b], ks[c], (pl_gemm_b_layout)l);
+                    pl_gemm_pick pick;
+                    ck_assert(pl_gemm_bf16_pick(&p, &h200, &pick) == 0);
+                    char why[256];
+                    ck_assert(!(pick.kernel->flags & (PL_GEMM_KERNEL_TEACHING | PL_GEMM_KERNEL_UNVALIDATED)));
+                    ck_assert(pick.kernel->supports(&p, why, sizeof why));
+                    ck_assert(!pick.from_table && isfinite(pick.model_us) && pick.model_us > 0);
+                }
+    /* a bad problem has no pick, and says why */
+    p = problem(0, 16, 16, PL_GEMM_B_NK);
+    pl_gemm_pick pick;
+    ck_assert(pl_gemm_bf16_pick(&p, &h200, &pick) != 0);
+    ck_assert_msg(strstr(pick.why, "at least 1") != NULL, "%s", pick.why);
+}
+END_TEST
+
+START_TEST(unvalidated_choices)
+{
+    opt_in(1);
+    /* decode: the swapped split-K kernel whose narrow tile holds M, K split until the GPU is full */
+    expect_pick(16, 4096, 4096, PL_GEMM_B_NK, &h200, UNVALIDATED_SWAP16);
+    expect_pick(1, 6144, 4096, PL_GEMM_B_NK, &h200, UNVALIDATED_SWAP16);
+    expect_pick(32, 4096, 14336, PL_GEMM_B_NK, &h200, "wgmma_sk_swap_32x64x64");
+    /* M = 64 fills the plain kernel's 64 rows: no padding either way, and its 64×128 tiles load fewer bytes */
+    expect_pick(64, 4096, 14336, PL_GEMM_B_NK, &h200, "wgmma_sk_64x128x64");
+    /* small prefill: 64×128 tiles and a split of 3 fill the GPU where 128-row tiles leave it half idle */
+    expect_pick(256, 4096, 4096, PL_GEMM_B_NK, &h200, "wgmma_sk_64x128x64");
+    /* large problems stay on the persistent kernel; B K×N still falls back */
+    expect_pick(8192, 8192, 8192, PL_GEMM_B_NK, &h200, "wgmma_ws_128x256x64_s4");
+    expect_pick(16, 4096, 4096, PL_GEMM_B_KN, &h200, "mma_sync_128x128x32_s4");
+    /* without clusters the split-K kernels cannot run */
+    const pl_gemm_gpu no_clusters = {90, 132, 0, 0, 0};
+    expect_pick(16, 4096, 4096, PL_GEMM_B_NK, &no_clusters, "wgmma_ws_128x128x64_s6");
+    /* the model: memory-bound decode is faster at the H200's bandwidth; compute grows with K */
+    const pl_gemm_kernel *k = pl_gemm_kernel_find(UNVALIDATED_SWAP16);
+    pl_gemm_problem p = problem(16, 4096, 4096, PL_GEMM_B_NK), q = problem(16, 4096, 8192, PL_GEMM_B_NK);
+    pl_gemm_gpu fast = h200;
+    fast.hbm_gbps = 4200;
+    ck_assert(pl_gemm_model_us(k, &p, &fast) < pl_gemm_model_us(k, &p, &h200));
+    ck_assert(pl_gemm_model_us(k, &q, &h200) > pl_gemm_model_us(k, &p, &h200));
+    q = problem(4096, 4096, 4096, PL_GEMM_B_NK); /* M over 4 tiles: the swapped kernel does not take it */
+    ck_assert(isinf(pl_gemm_model_us(k, &q, &h200)));
+}
+END_TEST
+
+START_TEST(table_precedence)
+{
+    opt_in(0);
+    const pl_gemm_heuristic_entry t[] = {
+        {"nk", 0, 16, 4096, 4096, "wgmma_ws_128x256x64_s4"},     {"nk", 0, 16, 4096, 8192, "wgmma_pp_128x128x64_s5"},
+        {"kn", 0, 64, 4096, 4096, "wgmma_ws_128x128x64_s6"},     /* cannot take B K×N: ignored */
+        {"nk", 114, 128, 4096, 4096, "wgmma_tma_128x128x64_s3"}, /* another GPU's (114 SMs) */
+        {"nk", 0, 1024, 1024, 1024, "no_such_kernel"},           {"nk", 0, 2048, 2048, 2048, UNVALIDATED_SWAP16},
+    };
+    const size_t n = sizeof t / sizeof t[0];
+    pl_gemm_pick pick;
+    pl_gemm_problem p = problem(16, 4096, 4096, PL_GEMM_B_NK);
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, t, n, &pick) == 0);
+    ck_assert_str_eq(pick.kernel->name, "wgmma_ws_128x256x64_s4");
+    ck_assert(pick.from_table && isnan(pick.model_us));
+    ck_assert_msg(strstr(pick.why, "16x4096x4096") != NULL, "%s", pick.why);
+    p = problem(20, 4096, 5000, PL_GEMM_B_NK); /* within √2 of both: the nearer (K 4096) decides */
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, t, n, &pick) == 0);
+    ck_assert_str_eq(pick.kernel->name, "wgmma_ws_128x256x64_s4");
+    p = problem(16, 4096, 7000, PL_GEMM_B_NK);
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, t, n, &pick) == 0);
+    ck_assert_str_eq(pick.kernel->name, "wgmma_pp_128x128x64_s5");
+    p = problem(32, 4096, 4096, PL_GEMM_B_NK); /* M twice the entry's: beyond √2, the model decides */
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, t, n, &pick) == 0);
+    ck_assert(!pick.from_table);
+    p = problem(64, 4096, 4096, PL_GEMM_B_KN);
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, t, n, &pick) == 0);
+    ck_assert(!pick.from_table && strcmp(pick.kernel->name, "mma_sync_128x128x32_s4") == 0);
+    p = problem(128, 4096, 4096, PL_GEMM_B_NK);
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, t, n, &pick) == 0);
+    ck_assert(!pick.from_table); /* the 114-SM entry is not this GPU's */
+    const pl_gemm_gpu other = {90, 114, 1, 0, 0};
+    ck_assert(pl_gemm_bf16_pick_from(&p, &other, t, n, &pick) == 0);
+    ck_assert(pick.from_table && strcmp(pick.kernel->name, "wgmma_tma_128x128x64_s3") == 0);
+    p = problem(1024, 1024, 1024, PL_GEMM_B_NK);
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, t, n, &pick) == 0);
+    ck_assert(!pick.from_table); /* an unknown kernel name */
+    /* an entry naming an unvalidated kernel counts only under the opt-in (and here the kernel refuses M = 2048) */
+    p = problem(2048, 2048, 2048, PL_GEMM_B_NK);
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, t, n, &pick) == 0);
+    ck_assert(!pick.from_table);
+    const pl_gemm_heuristic_entry u[] = {{"nk", 0, 16, 4096, 4096, UNVALIDATED_SWAP16}};
+    p = problem(16, 4096, 4096, PL_GEMM_B_NK);
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, u, 1, &pick) == 0);
+    ck_assert(!pick.from_table && strcmp(pick.kernel->name, "wgmma_ws_128x128x64_s6") == 0);
+    opt_in(1);
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, u, 1, &pick) == 0);
+    ck_assert(pick.from_table && strcmp(pick.kernel->name, UNVALIDATED_SWAP16) == 0);
+}
+END_TEST
+
+/* The committed (generated) table names kernels of the registry and layouts that exist. */
+START_TEST(committed_table_is_valid)
+{
+    opt_in(1);
+    size_t n;
+    const pl_gemm_heuristic_entry *t = pl_gemm_heuristic_table(&n);
+    ck_assert_ptr_nonnull(t);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg(t[i].layout && pl_gemm_layout_from_name(t[i].layout) >= 0, "entry %zu: layout", i);
+        ck_assert_msg(t[i].m >= 1 && t[i].n >= 1 && t[i].k >= 1, "entry %zu: sizes", i);
+        ck_assert_msg(pl_gemm_kernel_find(t[i].kernel) != NULL, "entry %zu: unknown kernel %s", i, t[i].kernel);
+    }
+    ck_assert_ptr_null(t[n].layout); /* the terminator */
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("gemm_heuristic");
+    TCase *tc = tcase_create("host");
+    tcase_add_test(tc, registry_opt_in);
+    tcase_add_test(tc, split_rule);
+    tcase_add_test(tc, validated_choices);
+    tcase_add_test(tc, unvalidated_choices);
+    tcase_add_test(tc, table_precedence);
+    tcase_add_test(tc, committed_table_is_valid);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return pl_run_suite(suite());
+}
