@@ -158,24 +158,6 @@ static int run_variant(child *c, pl_measure_env *env, const pl_variant *v, void 
     return go;
 }
 
-/* How a round of the interleaved schedule ends for each variant: the run's per-variant time and sample rules
- * spread over the rounds. */
-static pl_round_quota round_quota(const pl_run_settings *s, int rounds, int round)
-{
-    pl_round_quota q;
-    memset(&q, 0, sizeof q);
-    q.keep = round > 0; /* round 0 runs at load only: every variant starts from the same warm GPU */
-    if (q.keep && s->iterations > 0) /* exactly `iterations` in all (rounds <= iterations): the first rounds take
-                                        one more where it does not divide */
-        q.samples = (size_t)(s->iterations / rounds + (round - 1 < s->iterations % rounds ? 1 : 0));
-    else {
-        q.min_s = s->min_time_s;
-        q.min_samples = s->min_samples > rounds ? (size_t)((s->min_samples + rounds - 1) / rounds) : 1;
-    }
-    q.max_s = s->max_time_s / rounds;
-    return q;
-}
-
 /* Every variant verified first, then timed in `rounds` interleaved rounds after one round at load, each round
  * starting with another variant: power-capped work runs at a clock that depends on how long the GPU has been
  * loaded and how hot it is, and one variant after another would hand the first a cooler, faster GPU. Each
@@ -210,14 +192,14 @@ static void run_interleaved(child *c, pl_measure_env *env, void *state, int roun
         stop = go < 0;
     }
     for (int round = 0; round <= rounds && !stop; round++) {
-        const pl_round_quota q = round_quota(c->s, rounds, round);
+        const pl_round_quota q = pl_round_quota_for(c->s, rounds, round);
         char phase[48];
         if (round)
             snprintf(phase, sizeof phase, "round %d/%d", round, rounds);
         else
             snprintf(phase, sizeof phase, "round at load");
         for (size_t j = 0; j < n && !stop; j++) {
-            const size_t i = (j + (size_t)round) % n;
+            const size_t i = pl_round_slot(n, round, j);
             if (!tm[i])
                 continue;
             send_progress(c, t->variants[i].name, phase);

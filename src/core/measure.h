@@ -47,6 +47,15 @@ typedef struct pl_round_quota {
     double max_s;       /* and never longer than this (once one sample is in) */
 } pl_round_quota;
 
+/* The interleaved schedule. The variant (or configuration) timed j-th (0 <= j < n) in round `round` (0: the round
+ * at load, then 1..rounds): round r starts with r mod n and goes on in order, so each round times every one once and
+ * any n consecutive rounds start with n different ones. */
+size_t pl_round_slot(size_t n, int round, size_t j);
+/* How long each runs in round `round` of `rounds`: the round at load (0) keeps nothing; a kept round takes
+ * --iterations / rounds samples (the first rounds one more where it does not divide) or, adaptive, at least
+ * --min-time-s and --min-samples / rounds samples; any round stops at --max-time-s / rounds once it has a sample. */
+pl_round_quota pl_round_quota_for(const pl_run_settings *s, int rounds, int round);
+
 pl_timing *pl_timing_begin(pl_measure_env *env, const pl_variant *v, void *state, pl_variant_result *out);
 int pl_timing_round(pl_measure_env *env, pl_timing *t, pl_variant_result *out, const pl_round_quota *q);
 /* Takes stop_reason (heap) into out; frees t. */

@@ -14,7 +14,6 @@
 #include "perflab/device.h"
 #include "perflab/stats.h"
 #include "selector/bench.h"
-#include "selector/rounds.h"
 
 #define LT_WORKSPACE_BYTES (32u << 20) /* what NVIDIA suggests for cuBLASLt on Hopper */
 #define MAX_SETS           64
@@ -223,9 +222,9 @@ static int time_in_rounds(pl_gemm_bench *b)
         }
     }
     for (int round = 0; round <= rounds && !lost; round++) {
-        const pl_round_quota q = pl_gemm_round_quota(b->req->settings, rounds, round);
+        const pl_round_quota q = pl_round_quota_for(b->req->settings, rounds, round);
         for (size_t j = 0; j < b->n_pend && !lost; j++) {
-            pending *p = &b->pend[pl_gemm_round_slot(b->n_pend, round, j)];
+            pending *p = &b->pend[pl_round_slot(b->n_pend, round, j)];
             if (!p->t)
                 continue;
             ctx->error[0] = '\0';

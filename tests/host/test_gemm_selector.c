@@ -8,12 +8,12 @@
 #include <sys/stat.h>
 
 #include "core/results_json.h"
+#include "core/measure.h"
 #include "core/util.h"
 #include "report/gemm_report.h"
 #include "selector/comparison.h"
 #include "selector/cutlass.h"
 #include "selector/records.h"
-#include "selector/rounds.h"
 #include "selector/shapes.h"
 #include "testutil.h"
 
@@ -517,38 +517,38 @@ START_TEST(round_schedule)
         for (int round = 0; round <= 10; round++) {
             int seen[7] = {0};
             for (size_t j = 0; j < n; j++) {
-                const size_t i = pl_gemm_round_slot(n, round, j);
+                const size_t i = pl_round_slot(n, round, j);
                 ck_assert(i < n);
                 ck_assert_msg(!seen[i], "n %zu round %d: configuration %zu twice", n, round, i);
                 seen[i] = 1;
             }
-            ck_assert_int_eq((int)pl_gemm_round_slot(n, round, 0), round % (int)n);
+            ck_assert_int_eq((int)pl_round_slot(n, round, 0), round % (int)n);
         }
     /* any n consecutive rounds start with n different configurations */
     for (size_t n = 1; n <= 7; n++) {
         int first[7] = {0};
         for (int round = 3; round < 3 + (int)n; round++)
-            first[pl_gemm_round_slot(n, round, 0)]++;
+            first[pl_round_slot(n, round, 0)]++;
         for (size_t i = 0; i < n; i++)
             ck_assert_int_eq(first[i], 1);
     }
-    ck_assert_int_eq((int)pl_gemm_round_slot(0, 2, 0), 0);
+    ck_assert_int_eq((int)pl_round_slot(0, 2, 0), 0);
 
     pl_run_settings st;
     memset(&st, 0, sizeof st);
     st.min_time_s = 0.1;
     st.max_time_s = 1.0;
     st.min_samples = 10;
-    pl_round_quota q = pl_gemm_round_quota(&st, 5, 0); /* the round at load keeps nothing */
+    pl_round_quota q = pl_round_quota_for(&st, 5, 0); /* the round at load keeps nothing */
     ck_assert(!q.keep && q.min_samples == 2 && fabs(q.max_s - 0.2) < 1e-12 && fabs(q.min_s - 0.1) < 1e-12);
-    q = pl_gemm_round_quota(&st, 5, 3);
+    q = pl_round_quota_for(&st, 5, 3);
     ck_assert(q.keep && q.samples == 0 && q.min_samples == 2 && fabs(q.max_s - 0.2) < 1e-12);
-    q = pl_gemm_round_quota(&st, 1, 1);
+    q = pl_round_quota_for(&st, 1, 1);
     ck_assert(q.keep && q.min_samples == 10 && fabs(q.max_s - 1.0) < 1e-12);
     st.iterations = 12; /* exactly 12 kept samples over 5 rounds: 3 3 2 2 2 */
     size_t total = 0;
     for (int round = 1; round <= 5; round++) {
-        q = pl_gemm_round_quota(&st, 5, round);
+        q = pl_round_quota_for(&st, 5, round);
         ck_assert(q.keep && q.samples == (round <= 2 ? 3u : 2u));
         total += q.samples;
     }
