@@ -246,7 +246,7 @@ int pl_suite_run(const pl_suite_request *req, pl_run *run, char *err, size_t err
 {
     memset(run, 0, sizeof *run);
     suite s = {.req = req, .run = run};
-    int rc = PL_EXIT_USAGE;
+    int rc = PL_EXIT_USAGE, started = 0;
     if (select_and_parse(&s, err, errlen) != 0)
         goto out;
     if ((rc = find_gpu(&s, err, errlen)) != PL_EXIT_OK)
@@ -287,7 +287,10 @@ int pl_suite_run(const pl_suite_request *req, pl_run *run, char *err, size_t err
     if (s.artifacts_failed && run->exit_code == PL_EXIT_OK)
         run->exit_code = PL_EXIT_FAILED;
     rc = run->exit_code;
+    started = 1;
 out:
+    if (!started) /* refused before any target ran: no half-made run for the caller to print */
+        pl_run_free(run);
     for (size_t i = 0; s.params && i < s.n; i++)
         pl_params_free(&s.params[i]);
     free(s.params);
