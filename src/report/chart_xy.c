@@ -1,6 +1,7 @@
 /* x-y charts: series drawn as lines and/or markers, labels beside points, arrows between points (chart.h). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "report/chart_impl.h"
 
@@ -77,7 +78,49 @@ static double free_row(label_rows *rows, double y)
     return y;
 }
 
-static void draw_series(pl_buf *b, const pl_series *s, const pl_scale *sx, const pl_scale *sy, label_rows *rows)
+/* Point labels already placed (their boxes, estimated from 11-px text), so that labels of points close together
+ * are stacked one under another instead of printed over each other. */
+typedef struct label_boxes {
+    double x0[64], x1[64], y0[64], y1[64];
+    size_t n;
+} label_boxes;
+
+static int box_free(const label_boxes *bx, double x0, double x1, double y0, double y1)
+{
+    for (size_t i = 0; i < bx->n; i++)
+        if (x0 < bx->x1[i] && bx->x0[i] < x1 && y0 < bx->y1[i] && bx->y0[i] < y1)
+            return 0;
+    return 1;
+}
+
+/* Writes a point's label right of and above the point or, where that place is taken, at the nearest free row
+ * above or below it, with a faint leader line back to the point. */
+static void point_label(pl_buf *b, label_boxes *bx, double px, double py, const char *text)
+{
+    const double w = 6.2 * (double)strlen(text), h = 12, x = px + 7;
+    double y = py - 7;
+    for (int k = 0; k <= 12; k++) {
+        const double dy = (k % 2 ? -1.0 : 1.0) * 13.0 * (double)((k + 1) / 2);
+        if (box_free(bx, x, x + w, py - 7 + dy - h + 2, py - 7 + dy + 2)) {
+            y = py - 7 + dy;
+            break;
+        }
+    }
+    if (bx->n < 64) {
+        bx->x0[bx->n] = x;
+        bx->x1[bx->n] = x + w;
+        bx->y0[bx->n] = y - h + 2;
+        bx->y1[bx->n] = y + 2;
+        bx->n++;
+    }
+    if (fabs(y - (py - 7)) > 1)
+        pl_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#bbb\" stroke-width=\"1\"/>\n",
+                      px + 3, py, x - 1, y - 4);
+    pl_svg_text(b, x, y, "start", "font-size=\"11\" fill=\"#222\"", text);
+}
+
+static void draw_series(pl_buf *b, const pl_series *s, const pl_scale *sx, const pl_scale *sy, label_rows *rows,
+                        label_boxes *bx)
 {
     const char *colour = pl_chart_colour(s->colour);
     if (s->lines) {
@@ -106,12 +149,20 @@ static void draw_series(pl_buf *b, const pl_series *s, const pl_scale *sx, const
             pl_buf_append(b, "</circle>\n");
         }
         if (s->labels && s->labels[k])
-            pl_svg_text(b, lx + 7, ly - 7, "start", "font-size=\"11\" fill=\"#222\"", s->labels[k]);
+            point_label(b, bx, lx, ly, s->labels[k]);
     }
     if (s->end_label && isfinite(lx)) {
         char attrs[64];
         pl_snprintf(attrs, sizeof attrs, "font-size=\"11\" fill=\"%s\"", colour);
-        pl_svg_text(b, lx - 4, free_row(rows, ly - 6), "end", attrs, s->end_label);
+        const double ey = free_row(rows, ly - 6), ew = 6.2 * (double)strlen(s->end_label);
+        if (bx->n < 64) { /* point labels keep clear of it */
+            bx->x0[bx->n] = lx - 4 - ew;
+            bx->x1[bx->n] = lx - 4;
+            bx->y0[bx->n] = ey - 10;
+            bx->y1[bx->n] = ey + 2;
+            bx->n++;
+        }
+        pl_svg_text(b, lx - 4, ey, "end", attrs, s->end_label);
     }
 }
 
@@ -162,14 +213,15 @@ char *pl_chart_xy(const pl_xy_chart *c, int standalone)
     pl_svg_axis_x(&b, &sx, &c->x, sy.p0, sy.p1);
     pl_svg_axis_y(&b, &sy, &c->y, sx.p0, sx.p1);
     label_rows rows = {.n = 0};
+    label_boxes boxes = {.n = 0};
     for (size_t i = 0; i < c->n_series; i++)
         if (c->series[i].lines)
-            draw_series(&b, &c->series[i], &sx, &sy, &rows);
+            draw_series(&b, &c->series[i], &sx, &sy, &rows, &boxes);
     for (size_t i = 0; i < c->n_arrows; i++)
         draw_arrow(&b, &c->arrows[i], &sx, &sy);
     for (size_t i = 0; i < c->n_series; i++)
         if (!c->series[i].lines)
-            draw_series(&b, &c->series[i], &sx, &sy, &rows);
+            draw_series(&b, &c->series[i], &sx, &sy, &rows, &boxes);
     pl_svg_end(&b);
     return b.data;
 }
