@@ -383,7 +383,7 @@ int pl_ncu_profile(const pl_ncu_job *job, pl_ncu_metrics *out, char *err, size_t
     char device[16], seed[32];
     pl_snprintf(device, sizeof device, "%d", job->device);
     pl_snprintf(seed, sizeof seed, "%llu", job->seed);
-    int rc = -1;
+    int rc = -1, no_kernel = 0;
     char why[512] = "";
     for (int attempt = 0; attempt < 4; attempt++) {
         pl_buf metrics = {0};
@@ -435,11 +435,12 @@ int pl_ncu_profile(const pl_ncu_job *job, pl_ncu_metrics *out, char *err, size_t
                 use[m] = 0;
                 dropped = 1;
             }
-        if (code == 0 && log && strstr(log, "No kernels were profiled"))
+        if (code == 0 && log && strstr(log, "No kernels were profiled")) {
+            no_kernel = 1;
             pl_snprintf(why, sizeof why,
                         "no kernel was profiled: the variant's work ran outside CUDA kernels (a copy "
                         "engine, as cudaMemcpy uses), so ncu has no counters for it");
-        else if (code == 124)
+        } else if (code == 124)
             pl_snprintf(why, sizeof why, "ncu did not finish within %.0f s", job->timeout_s);
         else if (code == 127 && !log)
             pl_snprintf(why, sizeof why, "cannot run %s", job->ncu);
@@ -470,6 +471,8 @@ int pl_ncu_profile(const pl_ncu_job *job, pl_ncu_metrics *out, char *err, size_t
         free(out->error);
         out->error = pl_strdup(why);
         pl_snprintf(err, errlen, "%s", why);
+        if (no_kernel)
+            rc = 1;
     }
     free(rep);
     free(log_path);

@@ -56,7 +56,8 @@ typedef struct pl_ncu_job {
 
 /* Runs the replay under ncu and reads the counters back. A metric this ncu or GPU does not know is dropped and
  * the replay tried again (its figure stays NaN). -1 with one line (ncu's own error where it gave one) on
- * failure; out->error is then set too. */
+ * failure; 1 where the variant launched no kernel (a copy engine did its work: no counters, not a failure); out->error
+ * is then set too. */
 int pl_ncu_profile(const pl_ncu_job *job, pl_ncu_metrics *out, char *err, size_t errlen);
 
 /* A target's parameters as the arguments that reproduce them ("--name value ..."). malloc'd. */

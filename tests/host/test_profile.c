@@ -186,7 +186,7 @@ START_TEST(replay_under_a_stand_in)
     /* work outside kernels (cudaMemcpy on a copy engine): ncu exits 0 with no report */
     setenv("FAKE_NCU_NOKERNEL", "1", 1);
     pl_ncu_metrics_init(&m);
-    ck_assert_int_eq(pl_ncu_profile(&job, &m, err, sizeof err), -1);
+    ck_assert_int_eq(pl_ncu_profile(&job, &m, err, sizeof err), 1); /* no counters, but no failure either */
     unsetenv("FAKE_NCU_NOKERNEL");
     ck_assert_msg(strstr(err, "no kernel was profiled") && m.kernels == 0, "%s", err);
     pl_ncu_metrics_free(&m);
