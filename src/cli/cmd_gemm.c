@@ -30,7 +30,7 @@ static void defaults(gemm_args *a)
     a->layout = "nk";
     a->artifacts_dir = "artifacts";
     a->max_algos = 8;
-    a->rounds = 1; /* one configuration after another; 5 once the interleaved path is validated (docs/gemm.md) */
+    a->rounds = 0; /* not given: 5 interleaved rounds (fewer where --iterations is smaller) */
     a->timeout_s = 900;
     pl_timing_args_defaults(&a->timing);
     a->timing.mode = "cold"; /* a GEMM in a model reads its weights from HBM, not from a warm L2 */
@@ -109,7 +109,9 @@ static int validate(gemm_args *a, pl_gemm_shape_list *shapes, pl_gemm_provider *
         return pl_usage_error(VERB, "--layout must be nk (B given N×K) or kn (B given K×N)");
     if (pl_timing_args_check(&a->timing, err, sizeof err) != 0)
         return pl_usage_error(VERB, err);
-    if (a->timing.iterations > 0 && a->rounds > a->timing.iterations) {
+    if (a->rounds == 0) /* the default: 5 rounds, or one per iteration where fewer are asked for */
+        a->rounds = a->timing.iterations > 0 && a->timing.iterations < 5 ? a->timing.iterations : 5;
+    else if (a->timing.iterations > 0 && a->rounds > a->timing.iterations) {
         pl_snprintf(err, sizeof err, "--rounds %d needs at least as many --iterations (got %d): each round keeps one",
                     a->rounds, a->timing.iterations);
         return pl_usage_error(VERB, err);
@@ -147,7 +149,7 @@ int pl_cmd_gemm(int argc, char **argv)
          1, 64},
         {"rounds", 0, PL_OPT_INT, &a.rounds, "N",
          "verify every configuration of a shape first, then time them all in N interleaved rounds after one at load "
-         "(default 1: one after another)",
+         "(default 5; 1: one after another, each as soon as it is verified)",
          1, 100},
         {"timeout-s", 0, PL_OPT_DOUBLE, &a.timeout_s, "S", "give up on a shape after S seconds (default 900)", 1,
          86400},

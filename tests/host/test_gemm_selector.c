@@ -831,7 +831,7 @@ START_TEST(cli_end_to_end_without_gpu)
     ck_assert_int_eq((int)json_array_size(json_object_get(j, "missing")), 3);
     ck_assert_int_eq((int)json_integer_value(json_object_get(j, "exit_code")), 1);
     json_t *settings = json_object_get(j, "settings");
-    ck_assert_int_eq((int)json_integer_value(json_object_get(settings, "rounds")), 1); /* the default */
+    ck_assert_int_eq((int)json_integer_value(json_object_get(settings, "rounds")), 5); /* the default */
     ck_assert(json_is_false(json_object_get(settings, "unvalidated_kernels")));
     ck_assert_ptr_null(json_object_get(j, "heuristic")); /* no perflab column */
     json_decref(j);
