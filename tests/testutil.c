@@ -112,6 +112,9 @@ int pl_test_expect_all_ok(const pl_run *run, int timed)
 
 int pl_run_suite(Suite *s)
 {
+    /* a failing check prints the whole output of the perflab run it made: Check's 4 KiB default would replace it
+       with "Message string too long" and lose the reason */
+    check_set_max_msg_size(1u << 20);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
