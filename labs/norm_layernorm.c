@@ -89,6 +89,32 @@ static int run_async(pl_ctx *ctx, void *state)
     return 0;
 }
 
+static int run_shifted(pl_ctx *ctx, void *state)
+{
+    layernorm_state *s = state;
+    s->io.ran_copy = 0;
+    PL_CUDA(ctx,
+            pl_layernorm_shifted(s->io.x, s->w, s->b, s->io.y, s->io.rows, s->io.cols, s->eps, s->vpt, ctx->stream));
+    return 0;
+}
+
+/* EXPERIMENT (wave A) */
+cudaError_t pl_layernorm_shifted_cap(const uint16_t *x, const uint16_t *w, const uint16_t *b, uint16_t *y, int rows,
+                                     int cols, float eps, int nv, int regs, int rpb, cudaStream_t stream);
+#define XCAP(R, P)                                                                                                        \
+    static int run_shifted_r##R##_p##P(pl_ctx *ctx, void *state)                                                              \
+    {                                                                                                                  \
+        layernorm_state *s = state;                                                                                    \
+        s->io.ran_copy = 0;                                                                                            \
+        PL_CUDA(ctx, pl_layernorm_shifted_cap(s->io.x, s->w, s->b, s->io.y, s->io.rows, s->io.cols, s->eps, s->vpt,   \
+                                              R, P, ctx->stream));                                                        \
+        return 0;                                                                                                      \
+    }
+XCAP(48, 1)
+XCAP(40, 1)
+XCAP(64, 2)
+XCAP(80, 2)
+
 static const pl_variant layernorm_variants[] = {
     {.name = "baseline",
      .technique = "two kernels: mean and 1/std of each row to memory (block per row, two loops over the row, 2-byte "
@@ -102,6 +128,14 @@ static const pl_variant layernorm_variants[] = {
      .technique = "the same pass with the row staged in shared memory by cp.async instead of registers: 32 "
                   "registers, room for 8 blocks of 256 per SM instead of 4",
      .run = run_async},
+    {.name = "fused_shifted",
+     .technique = "the register pass with one reduction instead of two: sums of x - k and (x - k)^2 about k = the "
+                  "row's first element, reduced together once",
+     .run = run_shifted},
+    {.name = "x_sh_r48", .technique = "experiment: fused_shifted capped at 48 registers", .run = run_shifted_r48_p1},
+    {.name = "x_sh_r40", .technique = "experiment: fused_shifted capped at 40 registers", .run = run_shifted_r40_p1},
+    {.name = "x_sh_2row_r64", .technique = "experiment: 2 rows per group pipelined, 64 regs", .run = run_shifted_r64_p2},
+    {.name = "x_sh_2row_r80", .technique = "experiment: 2 rows per group pipelined, 80 regs", .run = run_shifted_r80_p2},
     ROWS_LAB_COPY_VARIANT,
     {.name = NULL},
 };

@@ -68,6 +68,31 @@ static int run_online(pl_ctx *ctx, void *state)
     return 0;
 }
 
+static int run_online_ex2(pl_ctx *ctx, void *state)
+{
+    softmax_state *s = state;
+    s->io.ran_copy = 0;
+    PL_CUDA(ctx, pl_softmax_online_ex2(s->io.x, s->io.y, s->io.rows, s->io.cols, s->vpt, ctx->stream));
+    return 0;
+}
+
+/* EXPERIMENT (wave A) */
+cudaError_t pl_softmax_ex2_cap(const uint16_t *x, uint16_t *y, int rows, int cols, int nv, int keep, int regs,
+                               int rpb, cudaStream_t stream);
+#define XCAP(K, R, P)                                                                                                     \
+    static int run_ex2_k##K##_r##R##_p##P(pl_ctx *ctx, void *state)                                                           \
+    {                                                                                                                  \
+        softmax_state *s = state;                                                                                      \
+        s->io.ran_copy = 0;                                                                                            \
+        PL_CUDA(ctx, pl_softmax_ex2_cap(s->io.x, s->io.y, s->io.rows, s->io.cols, s->vpt, K, R, P, ctx->stream));      \
+        return 0;                                                                                                      \
+    }
+XCAP(0, 32, 1)
+XCAP(1, 48, 1)
+XCAP(1, 40, 1)
+XCAP(0, 64, 2)
+XCAP(0, 48, 2)
+
 static const pl_variant softmax_variants[] = {
     {.name = "baseline",
      .technique = "three kernels: row max, row sum of exp(x - max), normalize (x read three times, 2-byte accesses)",
@@ -76,6 +101,15 @@ static const pl_variant softmax_variants[] = {
      .technique = "one pass: the row in registers (16-byte accesses), per-thread (max, sum) merged across the row "
                   "in one online-softmax reduction, one exp per element",
      .run = run_online},
+    {.name = "online_ex2",
+     .technique = "the online pass with one FFMA + ex2.approx per exponent, the max on packed bf16 pairs, and the "
+                  "exponentials recomputed for the output instead of kept: 40 registers, 6 blocks per SM",
+     .run = run_online_ex2},
+    {.name = "x_ex2_r32", .technique = "experiment: online_ex2 capped at 32 registers", .run = run_ex2_k0_r32_p1},
+    {.name = "x_ex2_keep48", .technique = "experiment: ex2, exponentials kept, 48 registers", .run = run_ex2_k1_r48_p1},
+    {.name = "x_ex2_keep40", .technique = "experiment: ex2, exponentials kept, 40 registers", .run = run_ex2_k1_r40_p1},
+    {.name = "x_ex2_2row_r64", .technique = "experiment: 2 rows per group pipelined, 64 regs", .run = run_ex2_k0_r64_p2},
+    {.name = "x_ex2_2row_r48", .technique = "experiment: 2 rows per group pipelined, 48 regs", .run = run_ex2_k0_r48_p2},
     ROWS_LAB_COPY_VARIANT,
     {.name = NULL},
 };
