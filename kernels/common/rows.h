@@ -13,6 +13,8 @@ extern "C" {
 #define PL_ROWS_VEC        8    /* bf16 elements per 16-byte vector */
 #define PL_ROWS_MAX_GROUP  1024 /* threads of one row at most (one block) */
 #define PL_ROWS_BLOCK_GOAL 256  /* threads per block when several rows share one */
+#define PL_ROWS_RING_STAGES     2 /* row buffers per block in the TMA ring kernels (common/rows_ring.cuh), default */
+#define PL_ROWS_RING_MAX_STAGES 4
 
 typedef struct pl_rows_shape {
     int nv;             /* 16-byte vectors each thread holds in registers (1, 2, 4, 8); 0: the row does not fit

@@ -79,4 +79,59 @@ __device__ __forceinline__ uint4 ln_apply8(uint4 v, uint4 wv, uint4 bv, float me
     return rows_pack8(f);
 }
 
+/* ---- LayerNorm's statistics in one reduction, about a shift (shifted.cu, tma_ring.cu) ---- */
+
+/* The elements of the vector at c0 that lie in the row [0, cols). */
+__device__ __forceinline__ int in_row8(int c0, int cols)
+{
+    const int lo = c0 > 0 ? c0 : 0, hi = c0 + 8 < cols ? c0 + 8 : cols;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* (mean, 1/sqrt(var + eps)) of the row whose vectors t + q * group the threads of the group hold in v (zeros
+ * outside the row), from S1 = sum (x - k) and S2 = sum (x - k)^2 reduced once over the group; k is the same for
+ * the whole group (shifted.cu explains the choice and the accuracy). Every thread of the group calls it. */
+template <int NV>
+__device__ __forceinline__ float2 ln_shifted_stats(const uint4 (&v)[NV], const rows_at &a, float k, int cols,
+                                                   float eps, int group, float2 *red)
+{
+    float s1 = 0.0f, s2 = 0.0f;
+    int n = 0;
+#pragma unroll
+    for (int q = 0; q < NV; q++) {
+        const int j = a.g.t + q * group;
+        n += a.live && j < a.nvec ? in_row8(8 * j - a.lead, cols) : 0;
+        float f[8];
+        rows_unpack8(v[q], f);
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const float d = f[e] - k;
+            s1 += d;
+            s2 = fmaf(d, d, s2);
+        }
+    }
+    const float fill = (float)(8 * NV - n); /* zero-filled slots: each added -k to s1 and k^2 to s2 */
+    s1 = fmaf(fill, k, s1);
+    s2 = fmaf(-fill * k, k, s2);
+    const float2 t = rows_group_sum2(make_float2(s1, s2), group, red);
+    const float inv_n = 1.0f / (float)cols, dk = t.x * inv_n;
+    const float var = fmaxf(fmaf(-dk, dk, t.y * inv_n), 0.0f);
+    return make_float2(k + dk, rsqrtf(var + eps));
+}
+
+/* The normalized row from the registers: y = (x - mean) rstd w + b, 16-byte stores (edge vectors element-wise). */
+template <int NV>
+__device__ __forceinline__ void ln_store_row(const uint4 (&v)[NV], const rows_at &a, const uint16_t *__restrict__ w,
+                                             const uint16_t *__restrict__ b, uint16_t *__restrict__ y, int cols,
+                                             float mean, float rstd, int group)
+{
+#pragma unroll
+    for (int q = 0; q < NV; q++) {
+        const int j = a.g.t + q * group, c0 = 8 * j - a.lead;
+        if (j < a.nvec)
+            rows_store8(y + a.base, c0, cols,
+                        ln_apply8(v[q], rows_load8(w, c0, cols, 0), rows_load8(b, c0, cols, 0), mean, rstd));
+    }
+}
+
 #endif

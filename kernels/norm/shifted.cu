@@ -19,51 +19,16 @@
 #include "norm/norm_kernels.h"
 #include "norm/norm_rows.cuh"
 
-/* The elements of the vector at c0 that lie in the row [0, cols). */
-__device__ __forceinline__ int in_row8(int c0, int cols)
-{
-    const int lo = c0 > 0 ? c0 : 0, hi = c0 + 8 < cols ? c0 + 8 : cols;
-    return hi > lo ? hi - lo : 0;
-}
-
-/* One row: the shifted sums of the thread's registers, the one reduction, the output. Every thread of the block
- * calls it (the reduction's barriers); an idle group (a.live false) stores nothing. */
+/* One row: the shifted statistics of the thread's registers with their one reduction, then the output. Every
+ * thread of the block calls it (the reduction's barriers); an idle group (a.live false) stores nothing. */
 template <int NV>
 __device__ __forceinline__ void shifted_row(const uint4 (&v)[NV], const rows_at &a, float k,
                                             const uint16_t *__restrict__ w, const uint16_t *__restrict__ b,
                                             uint16_t *__restrict__ y, int cols, float eps, int group, float2 *red)
 {
-    float s1 = 0.0f, s2 = 0.0f;
-    int n = 0;
-#pragma unroll
-    for (int q = 0; q < NV; q++) {
-        const int j = a.g.t + q * group;
-        n += a.live && j < a.nvec ? in_row8(8 * j - a.lead, cols) : 0;
-        float f[8];
-        rows_unpack8(v[q], f);
-#pragma unroll
-        for (int e = 0; e < 8; e++) {
-            const float d = f[e] - k;
-            s1 += d;
-            s2 = fmaf(d, d, s2);
-        }
-    }
-    const float fill = (float)(8 * NV - n); /* zero-filled slots: each added -k to s1 and k^2 to s2 */
-    s1 = fmaf(fill, k, s1);
-    s2 = fmaf(-fill * k, k, s2);
-    const float2 t = rows_group_sum2(make_float2(s1, s2), group, red);
-    if (!a.live)
-        return;
-    const float inv_n = 1.0f / (float)cols, dk = t.x * inv_n, mean = k + dk;
-    const float var = fmaxf(fmaf(-dk, dk, t.y * inv_n), 0.0f);
-    const float rstd = rsqrtf(var + eps);
-#pragma unroll
-    for (int q = 0; q < NV; q++) {
-        const int j = a.g.t + q * group, c0 = 8 * j - a.lead;
-        if (j < a.nvec)
-            rows_store8(y + a.base, c0, cols,
-                        ln_apply8(v[q], rows_load8(w, c0, cols, 0), rows_load8(b, c0, cols, 0), mean, rstd));
-    }
+    const float2 st = ln_shifted_stats<NV>(v, a, k, cols, eps, group, red);
+    if (a.live)
+        ln_store_row<NV>(v, a, w, b, y, cols, st.x, st.y, group);
 }
 
 /* RPB consecutive rows per group; the next row's loads are issued before this row's reduction, so that a block

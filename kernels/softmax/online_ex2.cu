@@ -14,60 +14,8 @@
  *     of 256 per SM, 96-128 KB of loads in flight against online.cu's 80 KB.
  * Same group shapes (common/rows.h), the same single (max, sum) reduction, -inf filled edge vectors; rows too long
  * for the registers take online.cu's looped kernel. */
-#include "common/rows.cuh"
 #include "softmax/softmax_kernels.h"
-
-/* The largest of this thread's elements, by packed bf16 pairs. */
-template <int NV> __device__ __forceinline__ float max_packed(const uint4 (&v)[NV])
-{
-    uint32_t m = v[0].x;
-#pragma unroll
-    for (int k = 0; k < NV; k++)
-        m = rows_max2(rows_max2(m, v[k].x), rows_max2(rows_max2(v[k].y, v[k].z), v[k].w));
-    return fmaxf(rows_bf16_lo(m), rows_bf16_hi(m));
-}
-
-/* One row from the thread's registers: the exponentials about its own maximum, the one (max, sum) reduction, the
- * output. Every thread of the block calls it (the reduction's barriers); an idle group stores nothing. */
-template <int NV, int KEEP>
-__device__ __forceinline__ void ex2_row(const uint4 (&v)[NV], const rows_at &a, uint16_t *__restrict__ y, int cols,
-                                        int group, float2 *red)
-{
-    const float m = max_packed<NV>(v);
-    /* a thread with no element of the row (m = -inf) keeps s = 0 and stores nothing */
-    const float ml = m == -INFINITY ? 0.0f : m * ROWS_LOG2E;
-    float p[KEEP ? NV : 1][8], s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < NV; k++) {
-        float f[8];
-        rows_unpack8(v[k], f);
-#pragma unroll
-        for (int e = 0; e < 8; e++) {
-            const float q = rows_ex2(fmaf(f[e], ROWS_LOG2E, -ml)); /* the -inf fill gives 0 */
-            s += q;
-            if (KEEP)
-                p[KEEP ? k : 0][e] = q;
-        }
-    }
-    float big = m, total = s;
-    rows_group_softmax(&big, &total, group, red);
-    if (!a.live)
-        return;
-    const float off = fmaf(big, ROWS_LOG2E, rows_lg2(total)); /* log2(e^M S) */
-    const float scale = KEEP ? rows_ex2(ml - off) : 0.0f;
-#pragma unroll
-    for (int k = 0; k < NV; k++) {
-        const int j = a.g.t + k * group;
-        if (j < a.nvec) {
-            float f[8];
-            rows_unpack8(v[k], f);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                f[e] = KEEP ? p[KEEP ? k : 0][e] * scale : rows_ex2(fmaf(f[e], ROWS_LOG2E, -off));
-            rows_store8(y + a.base, 8 * j - a.lead, cols, rows_pack8(f));
-        }
-    }
-}
+#include "softmax/softmax_rows.cuh"
 
 /* RPB consecutive rows per group; the next row's loads are issued before this row's reduction. */
 template <int NV, int KEEP, int RPB, int REGS>
