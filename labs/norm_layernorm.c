@@ -1,8 +1,8 @@
 /* norm:layernorm — y = (x - mean) / sqrt(var + eps) * w + b over each bf16 row (biased variance, as PyTorch), fp32
  * accumulation. The plain way in two kernels (mean and 1/std of each row to memory by the textbook two loops, then
  * a second pass over x) against one fused pass with the row in registers and a register two-pass for the
- * variance, the same pass with the row staged in shared memory by cp.async, and cudaMemcpy of the same bytes as the
- * ceiling. */
+ * variance, the same pass with the row staged in shared memory by cp.async, the register pass with one reduction
+ * of the moments about a shift instead of two, and cudaMemcpy of the same bytes as the ceiling. */
 #include "common/rows_lab.h"
 #include "labs.h"
 #include "norm/norm_kernels.h"
@@ -12,7 +12,7 @@ typedef struct layernorm_state {
     uint16_t *w, *w_host, *b, *b_host;
     float *stats; /* the baseline's (mean, 1/std) per row */
     float eps;
-    int vpt, stages;
+    int vpt;
 } layernorm_state;
 
 static const pl_param_def layernorm_params[] = {
@@ -29,7 +29,6 @@ static const pl_param_def layernorm_params[] = {
      .help = "16-byte vectors per thread in the fused kernel: 0 picks by cols, else 1, 2, 4 or 8",
      .min = 0,
      .max = 8},
-    ROWS_LAB_STAGES_PARAM,
     {.name = NULL},
 };
 
@@ -52,8 +51,6 @@ static int layernorm_setup(pl_ctx *ctx, const pl_params *p, void **state)
         return -1;
     s->eps = (float)pl_param_float(p, "eps");
     s->vpt = (int)pl_param_int(p, "vpt");
-    s->stages = (int)pl_param_int(p, "stages");
-    PL_TRY(rows_lab_check_stages(ctx, s->stages));
     const size_t rows = (size_t)pl_param_int(p, "rows");
     /* x off-centre (mean 1): the mean must really be subtracted */
     PL_TRY(rows_lab_init(ctx, p, &s->io, -1.0f, 3.0f, 2 * rows * sizeof(float), layernorm_reference));
@@ -101,32 +98,6 @@ static int run_shifted(pl_ctx *ctx, void *state)
     return 0;
 }
 
-static int run_tma(pl_ctx *ctx, void *state)
-{
-    layernorm_state *s = state;
-    s->io.ran_copy = 0;
-    PL_CUDA(ctx, pl_layernorm_tma(s->io.x, s->w, s->b, s->io.y, s->io.rows, s->io.cols, s->eps, s->vpt, s->stages,
-                                  ctx->stream));
-    return 0;
-}
-
-/* EXPERIMENT (wave A) */
-cudaError_t pl_layernorm_shifted_cap(const uint16_t *x, const uint16_t *w, const uint16_t *b, uint16_t *y, int rows,
-                                     int cols, float eps, int nv, int regs, int rpb, cudaStream_t stream);
-#define XCAP(R, P)                                                                                                        \
-    static int run_shifted_r##R##_p##P(pl_ctx *ctx, void *state)                                                              \
-    {                                                                                                                  \
-        layernorm_state *s = state;                                                                                    \
-        s->io.ran_copy = 0;                                                                                            \
-        PL_CUDA(ctx, pl_layernorm_shifted_cap(s->io.x, s->w, s->b, s->io.y, s->io.rows, s->io.cols, s->eps, s->vpt,   \
-                                              R, P, ctx->stream));                                                        \
-        return 0;                                                                                                      \
-    }
-XCAP(48, 1)
-XCAP(40, 1)
-XCAP(64, 2)
-XCAP(80, 2)
-
 static const pl_variant layernorm_variants[] = {
     {.name = "baseline",
      .technique = "two kernels: mean and 1/std of each row to memory (block per row, two loops over the row, 2-byte "
@@ -142,16 +113,9 @@ static const pl_variant layernorm_variants[] = {
      .run = run_async},
     {.name = "fused_shifted",
      .technique = "the register pass with one reduction instead of two: sums of x - k and (x - k)^2 about k = the "
-                  "row's first element, reduced together once",
+                  "row's first element, reduced together once; no per-element mask; 48 registers, 5 blocks of 256 per "
+                  "SM",
      .run = run_shifted},
-    {.name = "tma_ring",
-     .technique = "fused_shifted's arithmetic with the rows brought into a shared-memory ring by TMA bulk copies: "
-                  "one copy per row, stages - 1 rows in flight per block while it computes one",
-     .run = run_tma},
-    {.name = "x_sh_r48", .technique = "experiment: fused_shifted capped at 48 registers", .run = run_shifted_r48_p1},
-    {.name = "x_sh_r40", .technique = "experiment: fused_shifted capped at 40 registers", .run = run_shifted_r40_p1},
-    {.name = "x_sh_2row_r64", .technique = "experiment: 2 rows per group pipelined, 64 regs", .run = run_shifted_r64_p2},
-    {.name = "x_sh_2row_r80", .technique = "experiment: 2 rows per group pipelined, 80 regs", .run = run_shifted_r80_p2},
     ROWS_LAB_COPY_VARIANT,
     {.name = NULL},
 };
@@ -160,7 +124,8 @@ const pl_target pl_target_norm_layernorm = {
     .group = "norm",
     .name = "layernorm",
     .summary =
-        "LayerNorm of bf16 rows: two kernels vs one fused pass (registers; cp.async staging), vs cudaMemcpy",
+        "LayerNorm of bf16 rows: two kernels vs one fused pass (registers; cp.async staging; one shifted reduction), "
+        "vs cudaMemcpy",
     .req = {.needs_gpu = 1},
     .params = layernorm_params,
     .variants = layernorm_variants,

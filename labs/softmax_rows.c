@@ -1,6 +1,7 @@
 /* softmax:rows — softmax over each bf16 row, fp32 arithmetic. Three passes in three kernels (max, sum of
  * exponentials, normalize: x read three times) against one fused online-softmax pass that reads the row once into
- * registers, and cudaMemcpy of the same bytes as the ceiling. */
+ * registers, the same pass with ex2.approx, a packed maximum and recomputed exponentials, and cudaMemcpy of the same
+ * bytes as the ceiling. */
 #include "common/rows_lab.h"
 #include "labs.h"
 #include "softmax/softmax_kernels.h"
@@ -8,7 +9,7 @@
 typedef struct softmax_state {
     rows_lab io;            /* first: the shared poison/check/copy take the state */
     float *rowmax, *rowsum; /* the baseline's per-row statistics */
-    int vpt, stages;
+    int vpt;
 } softmax_state;
 
 static const pl_param_def softmax_params[] = {
@@ -19,7 +20,6 @@ static const pl_param_def softmax_params[] = {
      .help = "16-byte vectors per thread in the fused kernel: 0 picks by cols, else 1, 2 or 4",
      .min = 0,
      .max = 4},
-    ROWS_LAB_STAGES_PARAM,
     {.name = NULL},
 };
 
@@ -41,8 +41,6 @@ static int softmax_setup(pl_ctx *ctx, const pl_params *p, void **state)
     if (!s)
         return -1;
     s->vpt = (int)pl_param_int(p, "vpt");
-    s->stages = (int)pl_param_int(p, "stages");
-    PL_TRY(rows_lab_check_stages(ctx, s->stages));
     const size_t rows = (size_t)pl_param_int(p, "rows");
     /* logits over a range of e^8: the maximum matters */
     PL_TRY(rows_lab_init(ctx, p, &s->io, -4.0f, 4.0f, 2 * rows * sizeof(float), softmax_reference));
@@ -79,30 +77,6 @@ static int run_online_ex2(pl_ctx *ctx, void *state)
     return 0;
 }
 
-static int run_online_tma(pl_ctx *ctx, void *state)
-{
-    softmax_state *s = state;
-    s->io.ran_copy = 0;
-    PL_CUDA(ctx, pl_softmax_tma(s->io.x, s->io.y, s->io.rows, s->io.cols, s->vpt, s->stages, ctx->stream));
-    return 0;
-}
-
-/* EXPERIMENT (wave A) */
-cudaError_t pl_softmax_ex2_cap(const uint16_t *x, uint16_t *y, int rows, int cols, int nv, int keep, int regs,
-                               int rpb, cudaStream_t stream);
-#define XCAP(K, R, P)                                                                                                     \
-    static int run_ex2_k##K##_r##R##_p##P(pl_ctx *ctx, void *state)                                                           \
-    {                                                                                                                  \
-        softmax_state *s = state;                                                                                      \
-        s->io.ran_copy = 0;                                                                                            \
-        PL_CUDA(ctx, pl_softmax_ex2_cap(s->io.x, s->io.y, s->io.rows, s->io.cols, s->vpt, K, R, P, ctx->stream));      \
-        return 0;                                                                                                      \
-    }
-XCAP(0, 32, 1)
-XCAP(1, 48, 1)
-XCAP(0, 64, 2)
-XCAP(0, 48, 2)
-
 static const pl_variant softmax_variants[] = {
     {.name = "baseline",
      .technique = "three kernels: row max, row sum of exp(x - max), normalize (x read three times, 2-byte accesses)",
@@ -113,16 +87,8 @@ static const pl_variant softmax_variants[] = {
      .run = run_online},
     {.name = "online_ex2",
      .technique = "the online pass with one FFMA + ex2.approx per exponent, the max on packed bf16 pairs, and the "
-                  "exponentials recomputed for the output instead of kept: 40 registers, 6 blocks per SM",
+                  "exponentials recomputed for the output instead of kept: 40 registers, 6 blocks of 256 per SM",
      .run = run_online_ex2},
-    {.name = "online_tma",
-     .technique = "online_ex2's arithmetic with the rows brought into a shared-memory ring by TMA bulk copies: one "
-                  "copy per row, stages - 1 rows in flight per block while it computes one",
-     .run = run_online_tma},
-    {.name = "x_ex2_r32", .technique = "experiment: online_ex2 capped at 32 registers", .run = run_ex2_k0_r32_p1},
-    {.name = "x_ex2_keep48", .technique = "experiment: ex2, exponentials kept, 48 registers", .run = run_ex2_k1_r48_p1},
-    {.name = "x_ex2_2row_r64", .technique = "experiment: 2 rows per group pipelined, 64 regs", .run = run_ex2_k0_r64_p2},
-    {.name = "x_ex2_2row_r48", .technique = "experiment: 2 rows per group pipelined, 48 regs", .run = run_ex2_k0_r48_p2},
     ROWS_LAB_COPY_VARIANT,
     {.name = NULL},
 };

@@ -82,7 +82,8 @@ __device__ __forceinline__ float rows_lg2(float x)
 /* The element-wise maximum of two bf16 pairs, packed (one HMNMX2.BF16: exact, a max needs no rounding). */
 __device__ __forceinline__ uint32_t rows_max2(uint32_t a, uint32_t b)
 {
-    __nv_bfloat162 r = __hmax2(*reinterpret_cast<const __nv_bfloat162 *>(&a), *reinterpret_cast<const __nv_bfloat162 *>(&b));
+    __nv_bfloat162 r =
+        __hmax2(*reinterpret_cast<const __nv_bfloat162 *>(&a), *reinterpret_cast<const __nv_bfloat162 *>(&b));
     return *reinterpret_cast<uint32_t *>(&r);
 }
 
@@ -202,23 +203,15 @@ struct rows_at {
     int nvec;    /* the 16-byte vectors it touches */
 };
 
-/* Where row `row` lies, for thread t of its group (the kernels that take several rows per group). */
-__device__ __forceinline__ rows_at rows_at_row(const uint16_t *x, int rows, int cols, int t, size_t row)
+__device__ __forceinline__ rows_at rows_at_of(const uint16_t *x, int rows, int cols, int group)
 {
     rows_at a;
-    a.g.t = t;
-    a.g.row = row;
-    a.live = row < (size_t)rows;
-    a.base = (a.live ? row : 0) * (size_t)cols;
+    a.g = rows_group_of(group);
+    a.live = a.g.row < (size_t)rows;
+    a.base = (a.live ? a.g.row : 0) * (size_t)cols;
     a.lead = rows_lead(x + a.base);
     a.nvec = (a.lead + cols + 7) >> 3;
     return a;
-}
-
-__device__ __forceinline__ rows_at rows_at_of(const uint16_t *x, int rows, int cols, int group)
-{
-    const rows_group g = rows_group_of(group);
-    return rows_at_row(x, rows, cols, g.t, g.row);
 }
 
 /* This thread's vectors of its row into registers: v[k] = vector t + k * group of the row, `fill` (bf16 bits) for

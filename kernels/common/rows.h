@@ -13,8 +13,6 @@ extern "C" {
 #define PL_ROWS_VEC        8    /* bf16 elements per 16-byte vector */
 #define PL_ROWS_MAX_GROUP  1024 /* threads of one row at most (one block) */
 #define PL_ROWS_BLOCK_GOAL 256  /* threads per block when several rows share one */
-#define PL_ROWS_RING_STAGES     2 /* row buffers per block in the TMA ring kernels (common/rows_ring.cuh), default */
-#define PL_ROWS_RING_MAX_STAGES 4
 
 typedef struct pl_rows_shape {
     int nv;             /* 16-byte vectors each thread holds in registers (1, 2, 4, 8); 0: the row does not fit
@@ -38,6 +36,11 @@ int pl_rows_pick_shape(int rows, int cols, int rows_aligned, int nv_request, int
 
 /* Whether x (and y, which must share x's alignment modulo 16 bytes) start rows on 16-byte boundaries. */
 int pl_rows_aligned(const void *x, int cols);
+
+/* The shape for a row kernel reading x and writing y (pl_rows_pick_shape), or -1 when the arguments are unusable:
+ * x or y null, x not 2-byte aligned, or y not at x's alignment modulo 16 bytes (cudaMalloc'd buffers are). */
+int pl_rows_launch_shape(const void *x, const void *y, int rows, int cols, int nv_request, int nv_max,
+                         pl_rows_shape *out);
 
 #ifdef __cplusplus
 }

@@ -51,13 +51,6 @@ cudaError_t pl_layernorm_async(const uint16_t *x, const uint16_t *w, const uint1
 cudaError_t pl_layernorm_shifted(const uint16_t *x, const uint16_t *w, const uint16_t *b, uint16_t *y, int rows,
                                  int cols, float eps, int nv, cudaStream_t stream);
 
-/* LayerNorm with the rows brought into a shared-memory ring by TMA bulk copies (tma_ring.cu): each block walks rows
- * blockIdx.x, + gridDim.x, ... with `stages` row buffers (0: PL_ROWS_RING_STAGES, else 2 up to PL_ROWS_RING_MAX_STAGES),
- * stages - 1 rows in flight while it computes one; shifted.cu's arithmetic. Rows that are not 16-byte aligned and
- * whole 16-byte vectors, or shorter than two warps' worth, or too long for the ring, take pl_layernorm_shifted. */
-cudaError_t pl_layernorm_tma(const uint16_t *x, const uint16_t *w, const uint16_t *b, uint16_t *y, int rows, int cols,
-                             float eps, int nv, int stages, cudaStream_t stream);
-
 /* The largest nv the fused norm kernels hold in registers. */
 #define PL_NORM_NV_MAX 8
 

@@ -10,72 +10,77 @@
  *   - nothing but the row's 16 bf16 registers lives across the reduction: the output recomputes each term as
  *     2^(x log2(e) - (M log2(e) + log2 S)), one FFMA and one MUFU.EX2 from the raw x, so the division by S is folded
  *     into the exponent too. Two exponentials per element (2 x 134M MUFU ops at 16 per SM per clock: ~64 us of
- *     the special-function pipe, under the ~135 us of memory time) buy a kernel of ~32-40 registers: 6-8 blocks
- *     of 256 per SM, 96-128 KB of loads in flight against online.cu's 80 KB.
+ *     the special-function pipe, under the ~135 us of memory time) buy a kernel of 40 registers without spills:
+ *     6 blocks of 256 per SM, 96 KB of loads in flight against online.cu's 80 KB.
+ * Measured on an H200 at 16384 x 8192 (docs/perf/softmax.md, run 3): 137.3 us against online.cu's 145.2 in the
+ * same run; keeping the exponentials (ex2 and the packed maximum only, 48 registers) gave 138.7, so the
+ * instructions saved, more than the sixth block, are what counts.
  * Same group shapes (common/rows.h), the same single (max, sum) reduction, -inf filled edge vectors; rows too long
  * for the registers take online.cu's looped kernel. */
+#include "common/rows.cuh"
 #include "softmax/softmax_kernels.h"
-#include "softmax/softmax_rows.cuh"
 
-/* RPB consecutive rows per group; the next row's loads are issued before this row's reduction. */
-template <int NV, int KEEP, int RPB, int REGS>
-__global__ void __maxnreg__(REGS)
+/* The largest of this thread's elements, by packed bf16 pairs. */
+template <int NV> __device__ __forceinline__ float max_packed(const uint4 (&v)[NV])
+{
+    uint32_t m = v[0].x;
+#pragma unroll
+    for (int k = 0; k < NV; k++)
+        m = rows_max2(rows_max2(m, v[k].x), rows_max2(rows_max2(v[k].y, v[k].z), v[k].w));
+    return fmaxf(rows_bf16_lo(m), rows_bf16_hi(m));
+}
+
+/* 40 registers: 6 blocks of 256 threads per SM, no spills (32 spills 52 bytes and measured 182.7 us). */
+template <int NV>
+__global__ void __maxnreg__(40)
     softmax_ex2_kernel(const uint16_t *__restrict__ x, uint16_t *__restrict__ y, int rows, int cols, int group)
 {
     __shared__ float2 red[32];
-    const rows_group g = rows_group_of(group);
-    const size_t first = g.row * RPB;
-    uint4 v[RPB > 1 ? 2 : 1][NV];
-    rows_at a = rows_at_row(x, rows, cols, g.t, first);
-    rows_load_regs<NV>(v[0], x, a, cols, group, ROWS_NEG_INF);
+    const rows_at a = rows_at_of(x, rows, cols, group);
+    uint4 v[NV];
+    rows_load_regs<NV>(v, x, a, cols, group, ROWS_NEG_INF);
+    const float m = max_packed<NV>(v);
+    /* a thread with no element of the row (m = -inf) keeps s = 0 and stores nothing */
+    const float ml = m == -INFINITY ? 0.0f : m * ROWS_LOG2E;
+    float s = 0.0f;
 #pragma unroll
-    for (int i = 0; i < RPB; i++) {
-        rows_at an = a;
-        if (i + 1 < RPB) {
-            an = rows_at_row(x, rows, cols, g.t, first + i + 1);
-            rows_load_regs<NV>(v[(i + 1) & 1], x, an, cols, group, ROWS_NEG_INF);
+    for (int k = 0; k < NV; k++) {
+        float f[8];
+        rows_unpack8(v[k], f);
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            s += rows_ex2(fmaf(f[e], ROWS_LOG2E, -ml)); /* the -inf fill gives 0 */
+    }
+    float big = m, total = s;
+    rows_group_softmax(&big, &total, group, red);
+    if (!a.live)
+        return;
+    const float off = fmaf(big, ROWS_LOG2E, rows_lg2(total)); /* log2(e^M S): y = 2^(x log2(e) - off) */
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        const int j = a.g.t + k * group;
+        if (j < a.nvec) {
+            float f[8];
+            rows_unpack8(v[k], f);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                f[e] = rows_ex2(fmaf(f[e], ROWS_LOG2E, -off));
+            rows_store8(y + a.base, 8 * j - a.lead, cols, rows_pack8(f));
         }
-        ex2_row<NV, KEEP>(v[i & 1], a, y, cols, group, red);
-        a = an;
     }
-}
-
-/* ---- launchers ---- */
-
-template <int KEEP, int RPB, int REGS>
-static cudaError_t softmax_ex2_launch(const uint16_t *x, uint16_t *y, int rows, int cols, int nv, cudaStream_t stream)
-{
-    pl_rows_shape sh;
-    if (!x || !y || (((uintptr_t)x ^ (uintptr_t)y) & 15u) != 0 || ((uintptr_t)x & 1u) != 0 ||
-        pl_rows_pick_shape(rows, cols, pl_rows_aligned(x, cols), nv, PL_SOFTMAX_NV_MAX, &sh) != 0)
-        return cudaErrorInvalidValue;
-    const size_t per = (size_t)sh.rows_per_block * RPB;
-    const unsigned blocks = (unsigned)(((size_t)rows + per - 1) / per);
-    switch (sh.nv) {
-    case 1: softmax_ex2_kernel<1, KEEP, RPB, REGS><<<blocks, sh.threads, 0, stream>>>(x, y, rows, cols, sh.group); break;
-    case 2: softmax_ex2_kernel<2, KEEP, RPB, REGS><<<blocks, sh.threads, 0, stream>>>(x, y, rows, cols, sh.group); break;
-    case 4: softmax_ex2_kernel<4, KEEP, RPB, REGS><<<blocks, sh.threads, 0, stream>>>(x, y, rows, cols, sh.group); break;
-    default: return pl_softmax_online(x, y, rows, cols, nv, stream); /* the looped kernel */
-    }
-    return cudaGetLastError();
 }
 
 extern "C" cudaError_t pl_softmax_online_ex2(const uint16_t *x, uint16_t *y, int rows, int cols, int nv,
                                              cudaStream_t stream)
 {
-    return softmax_ex2_launch<0, 1, 40>(x, y, rows, cols, nv, stream);
-}
-
-/* EXPERIMENT (wave A only) */
-extern "C" cudaError_t pl_softmax_ex2_cap(const uint16_t *x, uint16_t *y, int rows, int cols, int nv, int keep,
-                                          int regs, int rpb, cudaStream_t stream)
-{
-    if (rpb == 2)
-        return regs == 48 ? softmax_ex2_launch<0, 2, 48>(x, y, rows, cols, nv, stream)
-                          : softmax_ex2_launch<0, 2, 64>(x, y, rows, cols, nv, stream);
-    if (keep)
-        return regs == 40 ? softmax_ex2_launch<1, 1, 40>(x, y, rows, cols, nv, stream)
-                          : softmax_ex2_launch<1, 1, 48>(x, y, rows, cols, nv, stream);
-    return regs == 32 ? softmax_ex2_launch<0, 1, 32>(x, y, rows, cols, nv, stream)
-                      : softmax_ex2_launch<0, 1, 40>(x, y, rows, cols, nv, stream);
+    pl_rows_shape sh;
+    if (pl_rows_launch_shape(x, y, rows, cols, nv, PL_SOFTMAX_NV_MAX, &sh) != 0)
+        return cudaErrorInvalidValue;
+    switch (sh.nv) {
+    case 1: softmax_ex2_kernel<1><<<sh.blocks, sh.threads, 0, stream>>>(x, y, rows, cols, sh.group); break;
+    case 2: softmax_ex2_kernel<2><<<sh.blocks, sh.threads, 0, stream>>>(x, y, rows, cols, sh.group); break;
+    case 4: softmax_ex2_kernel<4><<<sh.blocks, sh.threads, 0, stream>>>(x, y, rows, cols, sh.group); break;
+    default: return pl_softmax_online(x, y, rows, cols, nv, stream); /* the looped kernel */
+    }
+    return cudaGetLastError();
 }

@@ -28,12 +28,6 @@ cudaError_t pl_softmax_online(const uint16_t *x, uint16_t *y, int rows, int cols
  * registers. Same arguments and shapes as pl_softmax_online; longer rows go to its looped kernel. */
 cudaError_t pl_softmax_online_ex2(const uint16_t *x, uint16_t *y, int rows, int cols, int nv, cudaStream_t stream);
 
-/* online_ex2's pass with the rows brought into a shared-memory ring by TMA bulk copies (online_tma.cu): each block
- * walks rows blockIdx.x, + gridDim.x, ... with `stages` row buffers (0: PL_ROWS_RING_STAGES, else 2 up to
- * PL_ROWS_RING_MAX_STAGES), stages - 1 rows in flight while it computes one. Rows that are not 16-byte aligned and
- * whole 16-byte vectors, or shorter than two warps' worth, or too long for the ring, take pl_softmax_online_ex2. */
-cudaError_t pl_softmax_tma(const uint16_t *x, uint16_t *y, int rows, int cols, int nv, int stages, cudaStream_t stream);
-
 /* The largest nv the fused kernel holds in registers (it keeps the exponentials as fp32: 32 per vector pair). */
 #define PL_SOFTMAX_NV_MAX 4
 

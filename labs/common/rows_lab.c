@@ -129,13 +129,3 @@ int rows_lab_check_vpt(pl_ctx *ctx, const rows_lab *io, int vpt, int vpt_max)
                        vpt, io->cols, vpt_max >= 8 ? " or 8" : "", PL_ROWS_MAX_GROUP);
     return 0;
 }
-
-int rows_lab_check_stages(pl_ctx *ctx, int stages)
-{
-    if (stages == 1 || stages < 0 || stages > PL_ROWS_RING_MAX_STAGES)
-        return pl_fail(ctx,
-                       "--stages %d: the TMA ring needs at least 2 row buffers per block (one computed, one in "
-                       "flight) and at most %d; use --stages 0 (picks %d) or 2..%d",
-                       stages, PL_ROWS_RING_MAX_STAGES, PL_ROWS_RING_STAGES, PL_ROWS_RING_MAX_STAGES);
-    return 0;
-}

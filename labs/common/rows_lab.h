@@ -79,17 +79,6 @@ int rows_lab_run_copy(pl_ctx *ctx, void *state);
  * error naming the fix. */
 int rows_lab_check_vpt(pl_ctx *ctx, const rows_lab *io, int vpt, int vpt_max);
 
-/* --stages (the TMA ring variants' row buffers per block) is 0 (the default) or 2 .. PL_ROWS_RING_MAX_STAGES; else
- * pl_fail naming the fix. */
-int rows_lab_check_stages(pl_ctx *ctx, int stages);
-
-/* The --stages parameter of the targets with a TMA ring variant. */
-#define ROWS_LAB_STAGES_PARAM                                                                                          \
-    {                                                                                                                  \
-        .name = "stages", .type = PL_PARAM_INT, .default_value = "0",                                                  \
-        .help = "row buffers per block in the TMA ring variant: 0 picks 2, else 2, 3 or 4", .min = 0, .max = 4         \
-    }
-
 /* ---- float64 references from the bf16 bits the GPU holds (rows_ref.c) ---- */
 void rows_ref_rmsnorm(const uint16_t *x, const uint16_t *w, size_t rows, size_t cols, double eps, double *ref);
 void rows_ref_layernorm(const uint16_t *x, const uint16_t *w, const uint16_t *b, size_t rows, size_t cols, double eps,

@@ -5,8 +5,6 @@
 
 #include "common/rows.h"
 #include "common/rows_lab.h"
-#include "labs.h"
-#include "perflab/perflab.h"
 #include "testutil.h"
 
 static uint16_t bf16(float f)
@@ -141,27 +139,6 @@ START_TEST(one_wrong_row_is_caught)
 }
 END_TEST
 
-START_TEST(stages_parameter_bounds)
-{
-    /* the TMA ring variants' --stages: 0 (picks) .. 4 parse on both targets, above 4 is refused at parse time (1 is
-     * refused by the target's setup, on a GPU: tests/gpu/test_suite1_rows.c) */
-    char err[256];
-    const char *targets[] = {"norm:layernorm", "softmax:rows"};
-    pl_registry_clear();
-    pl_labs_register_all();
-    for (int i = 0; i < 2; i++) {
-        pl_params p;
-        const pl_target *t = pl_registry_find(targets[i]);
-        ck_assert_ptr_nonnull(t);
-        ck_assert_int_eq(pl_params_init(&p, t->params, t->name, "--stages 3", 0, err, sizeof err), 0);
-        ck_assert_int_eq((int)pl_param_int(&p, "stages"), 3);
-        pl_params_free(&p);
-        ck_assert_int_eq(pl_params_init(&p, t->params, t->name, "--stages 5", 0, err, sizeof err), -1);
-    }
-    ck_assert_int_eq(PL_ROWS_RING_MAX_STAGES, 4);
-}
-END_TEST
-
 static Suite *suite(void)
 {
     Suite *s = suite_create("rows");
@@ -170,7 +147,6 @@ static Suite *suite(void)
     tcase_add_test(tc, shape_requests);
     tcase_add_test(tc, references_by_hand);
     tcase_add_test(tc, one_wrong_row_is_caught);
-    tcase_add_test(tc, stages_parameter_bounds);
     suite_add_tcase(s, tc);
     return s;
 }
