@@ -11,7 +11,9 @@
  * how far it lies from zero: k is an element of the row, so (mean - k)^2 <= (n - 1) var, and for data whose spread is
  * comparable to its offset (mean - k)^2 ~ var: the relative error of var is the sums' few fp32 ulps times (1 + (mean -
  * k)^2 / var), ~1e-6 in a typical row; the adversarial row (k a lone outlier that carries all the variance) loses
- * log2(n) of var's 24 bits, ~2^-11 relative at n = 8192, still under bf16's 2^-9 output rounding. The elements of the
+ * about log2(n) of var's 24 bits: 1e-3 relative (5e-4 on 1/std) for 8192 N(0, 1) values after a lone 300 at k, in
+ * a float32 emulation of this summation order, under bf16's 2^-9 output rounding; rows offset far from zero (mean
+ * 100 or 1000) stay near 5e-8, where E[x^2] - E[x]^2 about zero loses 3e-5 to 8e-5. The elements of the
  * thread's vectors that lie outside the row hold 0: each added -k to S1 and k^2 to S2, removed in one step (no
  * per-element mask). With one reduction and no mask the kernel fits 48 registers without spills (63 uncapped):
  * 5 blocks of 256 threads per SM instead of fused.cu's 4, 80 KB of loads in flight instead of 64. Everything else
