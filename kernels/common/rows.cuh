@@ -61,6 +61,32 @@ __device__ __forceinline__ uint4 rows_pack8(const float f[8])
     return make_uint4(rows_pack2(f[0], f[1]), rows_pack2(f[2], f[3]), rows_pack2(f[4], f[5]), rows_pack2(f[6], f[7]));
 }
 
+/* 2^x by the special-function unit alone (ex2.approx.ftz: relative error ~2^-22, subnormal results flushed to 0,
+ * 2^-inf = 0): one MUFU.EX2, where exp2f adds the range scaling that keeps subnormal results (never needed here:
+ * a softmax term below 2^-126 rounds to 0 in bf16 anyway). */
+__device__ __forceinline__ float rows_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* log2(x) by the special-function unit (lg2.approx.ftz: absolute error ~2^-22 for x in normal range). */
+__device__ __forceinline__ float rows_lg2(float x)
+{
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* The element-wise maximum of two bf16 pairs, packed (one HMNMX2.BF16: exact, a max needs no rounding). */
+__device__ __forceinline__ uint32_t rows_max2(uint32_t a, uint32_t b)
+{
+    __nv_bfloat162 r =
+        __hmax2(*reinterpret_cast<const __nv_bfloat162 *>(&a), *reinterpret_cast<const __nv_bfloat162 *>(&b));
+    return *reinterpret_cast<uint32_t *>(&r);
+}
+
 /* The largest of eight bf16 */
 __device__ __forceinline__ float rows_max8(uint4 v)
 {
@@ -222,6 +248,28 @@ __device__ __forceinline__ float rows_group_sum(float v, int group, float *red)
     return s;
 }
 
+/* The sums of a pair of values over the group (as rows_group_sum, one exchange for both). */
+__device__ __forceinline__ float2 rows_group_sum2(float2 v, int group, float2 *red)
+{
+    for (int o = (group < 32 ? group : 32) >> 1; o > 0; o >>= 1) {
+        v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
+        v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
+    }
+    if (group <= 32)
+        return v;
+    const int warp = (int)(threadIdx.x >> 5), per = group >> 5, first = warp / per * per;
+    if ((threadIdx.x & 31u) == 0)
+        red[warp] = v;
+    __syncthreads();
+    float2 s = make_float2(0.0f, 0.0f);
+    for (int k = 0; k < per; k++) {
+        s.x += red[first + k].x;
+        s.y += red[first + k].y;
+    }
+    __syncthreads();
+    return s;
+}
+
 /* Softmax partial state: m the largest element seen, s = sum of exp(x - m) over the elements seen. Two merge as
  * (max(m1, m2), s1 exp(m1 - M) + s2 exp(m2 - M)); a state that saw nothing is (-inf, 0). */
 __device__ __forceinline__ void rows_softmax_combine(float *m, float *s, float m2, float s2)
@@ -229,7 +277,7 @@ __device__ __forceinline__ void rows_softmax_combine(float *m, float *s, float m
     const float big = fmaxf(*m, m2);
     if (big == -INFINITY)
         return; /* both empty */
-    *s = *s * exp2f((*m - big) * ROWS_LOG2E) + s2 * exp2f((m2 - big) * ROWS_LOG2E);
+    *s = *s * rows_ex2((*m - big) * ROWS_LOG2E) + s2 * rows_ex2((m2 - big) * ROWS_LOG2E);
     *m = big;
 }
 

@@ -37,6 +37,11 @@ int pl_rows_pick_shape(int rows, int cols, int rows_aligned, int nv_request, int
 /* Whether x (and y, which must share x's alignment modulo 16 bytes) start rows on 16-byte boundaries. */
 int pl_rows_aligned(const void *x, int cols);
 
+/* The shape for a row kernel reading x and writing y (pl_rows_pick_shape), or -1 when the arguments are unusable:
+ * x or y null, x not 2-byte aligned, or y not at x's alignment modulo 16 bytes (cudaMalloc'd buffers are). */
+int pl_rows_launch_shape(const void *x, const void *y, int rows, int cols, int nv_request, int nv_max,
+                         pl_rows_shape *out);
+
 #ifdef __cplusplus
 }
 #endif

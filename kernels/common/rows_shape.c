@@ -63,3 +63,11 @@ int pl_rows_pick_shape(int rows, int cols, int rows_aligned, int nv_request, int
     out->blocks = (unsigned)ceil_div(rows, out->rows_per_block);
     return 0;
 }
+
+int pl_rows_launch_shape(const void *x, const void *y, int rows, int cols, int nv_request, int nv_max,
+                         pl_rows_shape *out)
+{
+    if (!x || !y || (((uintptr_t)x ^ (uintptr_t)y) & 15u) != 0 || ((uintptr_t)x & 1u) != 0)
+        return -1;
+    return pl_rows_pick_shape(rows, cols, pl_rows_aligned(x, cols), nv_request, nv_max, out);
+}

@@ -124,19 +124,11 @@ __global__ void __launch_bounds__(PL_ROWS_MAX_GROUP)
 
 /* ---- launchers ---- */
 
-/* The shape for these arguments, or -1 (cudaErrorInvalidValue) when they are unusable. */
-static int shape_of(const uint16_t *x, const uint16_t *y, int rows, int cols, int nv, pl_rows_shape *sh)
-{
-    if (!x || !y || (((uintptr_t)x ^ (uintptr_t)y) & 15u) != 0 || ((uintptr_t)x & 1u) != 0)
-        return -1;
-    return pl_rows_pick_shape(rows, cols, pl_rows_aligned(x, cols), nv, PL_NORM_NV_MAX, sh);
-}
-
 extern "C" cudaError_t pl_rmsnorm_fused(const uint16_t *x, const uint16_t *w, uint16_t *y, int rows, int cols,
                                         float eps, int nv, cudaStream_t stream)
 {
     pl_rows_shape sh;
-    if (!w || shape_of(x, y, rows, cols, nv, &sh) != 0)
+    if (!w || pl_rows_launch_shape(x, y, rows, cols, nv, PL_NORM_NV_MAX, &sh) != 0)
         return cudaErrorInvalidValue;
     switch (sh.nv) {
     case 1: rmsnorm_regs_kernel<1><<<sh.blocks, sh.threads, 0, stream>>>(x, w, y, rows, cols, eps, sh.group); break;
@@ -152,7 +144,7 @@ extern "C" cudaError_t pl_layernorm_fused(const uint16_t *x, const uint16_t *w, 
                                           int rows, int cols, float eps, int nv, cudaStream_t stream)
 {
     pl_rows_shape sh;
-    if (!w || !b || shape_of(x, y, rows, cols, nv, &sh) != 0)
+    if (!w || !b || pl_rows_launch_shape(x, y, rows, cols, nv, PL_NORM_NV_MAX, &sh) != 0)
         return cudaErrorInvalidValue;
     const int gr = sh.group;
     switch (sh.nv) {

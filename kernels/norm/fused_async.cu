@@ -69,8 +69,7 @@ __global__ void __maxnreg__(NV > 4 ? 40 : 32)
 static int async_shape(const uint16_t *x, const uint16_t *y, int rows, int cols, int nv, pl_rows_shape *sh,
                        size_t *smem)
 {
-    if (!x || !y || (((uintptr_t)x ^ (uintptr_t)y) & 15u) != 0 || ((uintptr_t)x & 1u) != 0 ||
-        pl_rows_pick_shape(rows, cols, pl_rows_aligned(x, cols), nv, PL_NORM_NV_MAX, sh) != 0)
+    if (pl_rows_launch_shape(x, y, rows, cols, nv, PL_NORM_NV_MAX, sh) != 0)
         return -1;
     *smem = (size_t)sh->threads * (size_t)sh->nv * sizeof(uint4);
     return 0;

@@ -45,6 +45,12 @@ cudaError_t pl_layernorm_fused(const uint16_t *x, const uint16_t *w, const uint1
 cudaError_t pl_layernorm_async(const uint16_t *x, const uint16_t *w, const uint16_t *b, uint16_t *y, int rows, int cols,
                                float eps, int nv, cudaStream_t stream);
 
+/* LayerNorm's register pass with one reduction instead of two (shifted.cu): each thread sums x - k and (x - k)^2
+ * for k the row's first element, the group reduces the pair once; mean = k + S1/n, var = S2/n - (S1/n)^2. Same
+ * arguments and shapes as pl_layernorm_fused; rows beyond the shapes' limit go to its looped kernel. */
+cudaError_t pl_layernorm_shifted(const uint16_t *x, const uint16_t *w, const uint16_t *b, uint16_t *y, int rows,
+                                 int cols, float eps, int nv, cudaStream_t stream);
+
 /* The largest nv the fused norm kernels hold in registers. */
 #define PL_NORM_NV_MAX 8
 

@@ -98,8 +98,7 @@ extern "C" cudaError_t pl_softmax_online(const uint16_t *x, uint16_t *y, int row
                                          cudaStream_t stream)
 {
     pl_rows_shape sh;
-    if (!x || !y || (((uintptr_t)x ^ (uintptr_t)y) & 15u) != 0 || ((uintptr_t)x & 1u) != 0 ||
-        pl_rows_pick_shape(rows, cols, pl_rows_aligned(x, cols), nv, PL_SOFTMAX_NV_MAX, &sh) != 0)
+    if (pl_rows_launch_shape(x, y, rows, cols, nv, PL_SOFTMAX_NV_MAX, &sh) != 0)
         return cudaErrorInvalidValue;
     switch (sh.nv) {
     case 1: softmax_regs_kernel<1><<<sh.blocks, sh.threads, 0, stream>>>(x, y, rows, cols, sh.group); break;

@@ -23,6 +23,11 @@ cudaError_t pl_softmax_three_pass(const uint16_t *x, uint16_t *y, float *rowmax,
  * recurrence and read the row a second time to write it. y must have x's alignment modulo 16 bytes. */
 cudaError_t pl_softmax_online(const uint16_t *x, uint16_t *y, int rows, int cols, int nv, cudaStream_t stream);
 
+/* online_fused's pass with ex2.approx (log2(e) folded into one FFMA per exponent), the thread's maximum on packed
+ * bf16 pairs, and the exponentials recomputed for the output instead of kept in registers (online_ex2.cu): 40
+ * registers. Same arguments and shapes as pl_softmax_online; longer rows go to its looped kernel. */
+cudaError_t pl_softmax_online_ex2(const uint16_t *x, uint16_t *y, int rows, int cols, int nv, cudaStream_t stream);
+
 /* The largest nv the fused kernel holds in registers (it keeps the exponentials as fp32: 32 per vector pair). */
 #define PL_SOFTMAX_NV_MAX 4
 
