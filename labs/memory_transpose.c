@@ -1,12 +1,14 @@
 /* memory:transpose — out (cols × rows) = in (rows × cols)ᵀ in fp32: naive (uncoalesced writes), a shared-memory
  * tile (coalesced both ways, bank conflicts on the column reads), the padded tile (conflict-free), and 64×64 tiles
  * with 16-byte accesses and a swizzled tile; against cudaMemcpyAsync of the same bytes, the ceiling. */
+#include <stdio.h>
 #include <string.h>
 
 #include "labs.h"
 #include "perflab/perflab.h"
 #include "common/copy_ceiling.h"
 #include "memory/transpose.h"
+#include "memory/transpose_fast.h"
 
 #define INPUT_STREAM_ID 1
 
@@ -17,6 +19,9 @@ typedef struct transpose_state {
     float *out_host;  /* the checked output, copied back */
     double *ref;      /* the transpose of in_host, in float64 for pl_verify_f32 */
     int last_is_copy; /* the variant just run was the ceiling copy */
+    pl_transpose_tma_plan plan; /* the tma variant's tensor maps and grid */
+    int tma_fits;               /* the shape and buffers suit TMA (rows, cols multiples of 4) */
+    cudaError_t tma_error;      /* why the plan could not be made (cudaSuccess: it was) */
 } transpose_state;
 
 static const pl_param_def transpose_params[] = {
@@ -75,6 +80,13 @@ static int transpose_setup(pl_ctx *ctx, const pl_params *p, void **state)
             for (size_t r = r0; r < r0 + 64 && r < s->rows; r++)
                 for (size_t c = c0; c < c0 + 64 && c < s->cols; c++)
                     s->ref[c * s->rows + r] = (double)s->in_host[r * s->cols + c];
+    s->tma_fits = pl_transpose_tma_fits(s->in, s->out, s->rows, s->cols);
+    s->tma_error = s->tma_fits ? pl_transpose_tma_prepare(s->in, s->out, s->rows, s->cols, &s->plan) : cudaSuccess;
+    if (s->tma_error != cudaSuccess)
+        printf("memory:transpose: no TMA plan (%s): the tma variants will fail\n", cudaGetErrorString(s->tma_error));
+    else if (!s->tma_fits)
+        printf("memory:transpose: %zu x %zu: not multiples of 4, the tma variants run the wide kernel instead\n",
+               s->rows, s->cols);
     *state = s;
     return 0;
 }
@@ -130,6 +142,52 @@ static int run_vec16(pl_ctx *ctx, void *state)
     return run_with(ctx, state, pl_transpose_f32_vec16);
 }
 
+static int run_wide(pl_ctx *ctx, void *state)
+{
+    transpose_state *s = state;
+    s->last_is_copy = 0;
+    PL_CUDA(ctx, pl_transpose_f32_wide(s->in, s->out, s->rows, s->cols, 1, 0, ctx->stream));
+    return 0;
+}
+
+static int run_wide_band(pl_ctx *ctx, void *state)
+{
+    transpose_state *s = state;
+    s->last_is_copy = 0;
+    PL_CUDA(ctx, pl_transpose_f32_wide(s->in, s->out, s->rows, s->cols, 16, 0, ctx->stream));
+    return 0;
+}
+
+static int run_wide_cs(pl_ctx *ctx, void *state)
+{
+    transpose_state *s = state;
+    s->last_is_copy = 0;
+    PL_CUDA(ctx, pl_transpose_f32_wide(s->in, s->out, s->rows, s->cols, 1, 1, ctx->stream));
+    return 0;
+}
+
+static int tma_with(pl_ctx *ctx, transpose_state *s, unsigned band)
+{
+    s->last_is_copy = 0;
+    if (s->tma_error != cudaSuccess)
+        return pl_fail(ctx, "memory:transpose: the TMA plan could not be made: %s", cudaGetErrorString(s->tma_error));
+    if (!s->tma_fits)
+        PL_CUDA(ctx, pl_transpose_f32_wide(s->in, s->out, s->rows, s->cols, 1, 0, ctx->stream));
+    else
+        PL_CUDA(ctx, pl_transpose_f32_tma(&s->plan, band, ctx->stream));
+    return 0;
+}
+
+static int run_tma(pl_ctx *ctx, void *state)
+{
+    return tma_with(ctx, state, 1);
+}
+
+static int run_tma_band(pl_ctx *ctx, void *state)
+{
+    return tma_with(ctx, state, 32);
+}
+
 static int run_memcpy(pl_ctx *ctx, void *state)
 {
     transpose_state *s = state;
@@ -152,6 +210,24 @@ static const pl_variant transpose_variants[] = {
      .technique = "64x64 tiles, 16-byte global loads and stores; the tile XOR-swizzled in 16-byte groups, "
                   "conflict-free both ways",
      .run = run_vec16},
+    {.name = "wide",
+     .technique = "64x64 padded tile, 16 loads in flight a thread (4x version 3's), tiles in row order",
+     .run = run_wide},
+    {.name = "wide_band16",
+     .technique = "wide, tiles walked 16 tile rows at a time column by column (4 KiB runs of each output row)",
+     .run = run_wide_band},
+    {.name = "wide_cs",
+     .technique = "wide with streaming hints: ld.global.cs / st.global.cs (evict-first in L2)",
+     .run = run_wide_cs},
+    {.name = "tma",
+     .technique = "TMA 32x32 tiles in (4-deep ring on mbarriers) and out, 4x4 register transposes between two "
+                  "128B-swizzled shared tiles, persistent blocks (wide when rows or cols % 4 != 0)",
+     .run = run_tma,
+     .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
+    {.name = "tma_band32",
+     .technique = "tma, tiles walked 32 tile rows at a time column by column",
+     .run = run_tma_band,
+     .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
     {.name = "cuda_memcpy",
      .technique = "cudaMemcpyAsync device-to-device of the same bytes: the ceiling (checked as a copy)",
      .run = run_memcpy,
