@@ -166,26 +166,33 @@ static int run_wide_cs(pl_ctx *ctx, void *state)
     return 0;
 }
 
-static int tma_with(pl_ctx *ctx, transpose_state *s, unsigned band)
+static int tma_with(pl_ctx *ctx, transpose_state *s, unsigned band, int copy)
 {
-    s->last_is_copy = 0;
+    s->last_is_copy = copy;
     if (s->tma_error != cudaSuccess)
         return pl_fail(ctx, "memory:transpose: the TMA plan could not be made: %s", cudaGetErrorString(s->tma_error));
-    if (!s->tma_fits)
+    if (!s->tma_fits && copy)
+        PL_CUDA(ctx, cudaMemcpyAsync(s->out, s->in, s->n * sizeof(float), cudaMemcpyDeviceToDevice, ctx->stream));
+    else if (!s->tma_fits)
         PL_CUDA(ctx, pl_transpose_f32_wide(s->in, s->out, s->rows, s->cols, 1, 0, ctx->stream));
     else
-        PL_CUDA(ctx, pl_transpose_f32_tma(&s->plan, band, ctx->stream));
+        PL_CUDA(ctx, pl_transpose_f32_tma(&s->plan, band, copy, ctx->stream));
     return 0;
 }
 
 static int run_tma(pl_ctx *ctx, void *state)
 {
-    return tma_with(ctx, state, 1);
+    return tma_with(ctx, state, 1, 0);
+}
+
+static int run_tma_copy(pl_ctx *ctx, void *state)
+{
+    return tma_with(ctx, state, 1, 1);
 }
 
 static int run_tma_band(pl_ctx *ctx, void *state)
 {
-    return tma_with(ctx, state, 32);
+    return tma_with(ctx, state, 32, 0);
 }
 
 static int run_memcpy(pl_ctx *ctx, void *state)
@@ -227,6 +234,11 @@ static const pl_variant transpose_variants[] = {
     {.name = "tma_band32",
      .technique = "tma, tiles walked 32 tile rows at a time column by column",
      .run = run_tma_band,
+     .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
+    {.name = "tma_copy",
+     .technique = "control: the tma pipeline copying each tile unchanged (no transpose), checked as a copy: what "
+                  "the SM side reaches on these bytes",
+     .run = run_tma_copy,
      .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
     {.name = "cuda_memcpy",
      .technique = "cudaMemcpyAsync device-to-device of the same bytes: the ceiling (checked as a copy)",

@@ -25,6 +25,7 @@ cudaError_t pl_transpose_f32_wide(const float *in, float *out, size_t rows, size
  * these buffers and this shape) and the grid; make it once with pl_transpose_tma_prepare. */
 typedef struct pl_transpose_tma_plan {
     CUtensorMap in_map, out_map;
+    CUtensorMap copy_map; /* out seen as rows × cols: the copy control's destination */
     unsigned tiles_x, tiles_y, blocks;
 } pl_transpose_tma_plan;
 
@@ -35,7 +36,8 @@ int pl_transpose_tma_fits(const float *in, const float *out, size_t rows, size_t
  * cudaErrorInvalidValue when the shape does not fit; cudaErrorNotSupported without the driver's encoder. */
 cudaError_t pl_transpose_tma_prepare(const float *in, float *out, size_t rows, size_t cols,
                                      pl_transpose_tma_plan *plan);
-cudaError_t pl_transpose_f32_tma(const pl_transpose_tma_plan *plan, unsigned band, cudaStream_t stream);
+/* copy = 1: the control, the same pipeline copying in to out unchanged (no transpose). */
+cudaError_t pl_transpose_f32_tma(const pl_transpose_tma_plan *plan, unsigned band, int copy, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -30,6 +30,8 @@
  * 128-byte swizzle repeats every 1024 bytes and is computed from the shared address) */
 #define TMA_SMEM (1024 + (TMA_STAGES + 2) * TILE_BYTES + 8 * TMA_STAGES)
 
+/* COPY: the control: the same pipeline with the tile copied instead of transposed (out_map then has in's shape). */
+template <int COPY>
 __global__ void __launch_bounds__(TMA_THREADS)
     transpose_tma_kernel(const __grid_constant__ CUtensorMap in_map, const __grid_constant__ CUtensorMap out_map,
                          unsigned tiles_x, unsigned tiles_y, unsigned band)
@@ -67,7 +69,7 @@ __global__ void __launch_bounds__(TMA_THREADS)
     for (unsigned k = 0; k < 4; k++) {
         const unsigned r = 4 * rb + k, c = 4 * cb + k; /* input row r, output row c */
         in_off[k] = r * 128u + ((cb ^ (r & 7u)) << 4);
-        out_off[k] = c * 128u + ((rb ^ (c & 7u)) << 4);
+        out_off[k] = COPY ? in_off[k] : c * 128u + ((rb ^ (c & 7u)) << 4);
     }
 
     unsigned i = 0;
@@ -85,25 +87,36 @@ __global__ void __launch_bounds__(TMA_THREADS)
             asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
                          : "=f"(a[k].x), "=f"(a[k].y), "=f"(a[k].z), "=f"(a[k].w)
                          : "r"(src + in_off[k]));
-        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[0]), "f"(a[0].x), "f"(a[1].x),
-                     "f"(a[2].x), "f"(a[3].x)
-                     : "memory");
-        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[1]), "f"(a[0].y), "f"(a[1].y),
-                     "f"(a[2].y), "f"(a[3].y)
-                     : "memory");
-        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[2]), "f"(a[0].z), "f"(a[1].z),
-                     "f"(a[2].z), "f"(a[3].z)
-                     : "memory");
-        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[3]), "f"(a[0].w), "f"(a[1].w),
-                     "f"(a[2].w), "f"(a[3].w)
-                     : "memory");
+        if (COPY) {
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[k]), "f"(a[k].x),
+                             "f"(a[k].y), "f"(a[k].z), "f"(a[k].w)
+                             : "memory");
+        } else {
+            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[0]), "f"(a[0].x), "f"(a[1].x),
+                         "f"(a[2].x), "f"(a[3].x)
+                         : "memory");
+            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[1]), "f"(a[0].y), "f"(a[1].y),
+                         "f"(a[2].y), "f"(a[3].y)
+                         : "memory");
+            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[2]), "f"(a[0].z), "f"(a[1].z),
+                         "f"(a[2].z), "f"(a[3].z)
+                         : "memory");
+            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[3]), "f"(a[0].w), "f"(a[1].w),
+                         "f"(a[2].w), "f"(a[3].w)
+                         : "memory");
+        }
         fence_proxy_async_shared(); /* these generic-proxy writes, visible to the TMA store */
         __syncthreads();            /* every thread done: the input slot is free, the output tile complete */
 
         if (t == 0) {
             unsigned tr, tc;
             band_tile(u, tiles_x, tiles_y, band, &tr, &tc);
-            tma_store_2d(&out_map, dst, (int)(tr * TT), (int)(tc * TT)); /* out[tc·32..][tr·32..] */
+            if (COPY)
+                tma_store_2d(&out_map, dst, (int)(tc * TT), (int)(tr * TT));
+            else
+                tma_store_2d(&out_map, dst, (int)(tr * TT), (int)(tc * TT)); /* out[tc·32..][tr·32..] */
             bulk_commit();
             const unsigned next = u + TMA_STAGES * gridDim.x;
             if (next < total) {
@@ -165,11 +178,14 @@ extern "C" cudaError_t pl_transpose_tma_prepare(const float *in, float *out, siz
     if ((e = tile_map((encode_tiled_fn)fn, &plan->in_map, in, rows, cols)) != cudaSuccess ||
         (e = tile_map((encode_tiled_fn)fn, &plan->out_map, out, cols, rows)) != cudaSuccess)
         return e;
-    if ((e = cudaFuncSetAttribute(transpose_tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_SMEM)) !=
-        cudaSuccess)
+    if ((e = tile_map((encode_tiled_fn)fn, &plan->copy_map, out, rows, cols)) != cudaSuccess ||
+        (e = cudaFuncSetAttribute(transpose_tma_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_SMEM)) !=
+            cudaSuccess ||
+        (e = cudaFuncSetAttribute(transpose_tma_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_SMEM)) !=
+            cudaSuccess)
         return e;
     int per_sm = 0, dev = 0, sms = 0;
-    if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, transpose_tma_kernel, TMA_THREADS, TMA_SMEM)) !=
+    if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, transpose_tma_kernel<0>, TMA_THREADS, TMA_SMEM)) !=
             cudaSuccess ||
         (e = cudaGetDevice(&dev)) != cudaSuccess ||
         (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
@@ -180,13 +196,18 @@ extern "C" cudaError_t pl_transpose_tma_prepare(const float *in, float *out, siz
     return cudaSuccess;
 }
 
-extern "C" cudaError_t pl_transpose_f32_tma(const pl_transpose_tma_plan *plan, unsigned band, cudaStream_t stream)
+extern "C" cudaError_t pl_transpose_f32_tma(const pl_transpose_tma_plan *plan, unsigned band, int copy,
+                                            cudaStream_t stream)
 {
     const unsigned total = plan->tiles_x * plan->tiles_y;
     if (band == 0 || total == 0)
         return cudaErrorInvalidValue;
     const unsigned grid = plan->blocks < total ? plan->blocks : total;
-    transpose_tma_kernel<<<grid, TMA_THREADS, TMA_SMEM, stream>>>(plan->in_map, plan->out_map, plan->tiles_x,
-                                                                   plan->tiles_y, band);
+    if (copy)
+        transpose_tma_kernel<1><<<grid, TMA_THREADS, TMA_SMEM, stream>>>(plan->in_map, plan->copy_map, plan->tiles_x,
+                                                                         plan->tiles_y, band);
+    else
+        transpose_tma_kernel<0><<<grid, TMA_THREADS, TMA_SMEM, stream>>>(plan->in_map, plan->out_map, plan->tiles_x,
+                                                                         plan->tiles_y, band);
     return cudaGetLastError();
 }
