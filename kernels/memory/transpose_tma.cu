@@ -18,6 +18,7 @@
  * pl_transpose_tma_fits says whether a shape does. */
 #include <stdint.h>
 #include "common/sm90_ptx.cuh"
+#include "gemm/tensor_map.h"
 #include "memory/transpose_fast.h"
 #include "memory/transpose_order.cuh"
 
@@ -29,6 +30,11 @@
 /* dynamic shared memory: STAGES input tiles, 2 output tiles, STAGES barriers; +1024 to align the tiles (the
  * 128-byte swizzle repeats every 1024 bytes and is computed from the shared address) */
 #define TMA_SMEM (1024 + (TMA_STAGES + 2) * TILE_BYTES + 8 * TMA_STAGES)
+
+__device__ __forceinline__ void st_shared_v4(uint32_t addr, float x, float y, float z, float w)
+{
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
+}
 
 /* COPY: the control: the same pipeline with the tile copied instead of transposed (out_map then has in's shape). */
 template <int COPY>
@@ -87,25 +93,15 @@ __global__ void __launch_bounds__(TMA_THREADS)
             asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
                          : "=f"(a[k].x), "=f"(a[k].y), "=f"(a[k].z), "=f"(a[k].w)
                          : "r"(src + in_off[k]));
-        if (COPY) {
+        if (COPY) { /* the tile as it came */
 #pragma unroll
             for (int k = 0; k < 4; k++)
-                asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[k]), "f"(a[k].x),
-                             "f"(a[k].y), "f"(a[k].z), "f"(a[k].w)
-                             : "memory");
-        } else {
-            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[0]), "f"(a[0].x), "f"(a[1].x),
-                         "f"(a[2].x), "f"(a[3].x)
-                         : "memory");
-            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[1]), "f"(a[0].y), "f"(a[1].y),
-                         "f"(a[2].y), "f"(a[3].y)
-                         : "memory");
-            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[2]), "f"(a[0].z), "f"(a[1].z),
-                         "f"(a[2].z), "f"(a[3].z)
-                         : "memory");
-            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst + out_off[3]), "f"(a[0].w), "f"(a[1].w),
-                         "f"(a[2].w), "f"(a[3].w)
-                         : "memory");
+                st_shared_v4(dst + out_off[k], a[k].x, a[k].y, a[k].z, a[k].w);
+        } else { /* output row 4cb + m is column m of the 4×4 block */
+            st_shared_v4(dst + out_off[0], a[0].x, a[1].x, a[2].x, a[3].x);
+            st_shared_v4(dst + out_off[1], a[0].y, a[1].y, a[2].y, a[3].y);
+            st_shared_v4(dst + out_off[2], a[0].z, a[1].z, a[2].z, a[3].z);
+            st_shared_v4(dst + out_off[3], a[0].w, a[1].w, a[2].w, a[3].w);
         }
         fence_proxy_async_shared(); /* these generic-proxy writes, visible to the TMA store */
         __syncthreads();            /* every thread done: the input slot is free, the output tile complete */
@@ -144,21 +140,12 @@ extern "C" int pl_transpose_tma_fits(const float *in, const float *out, size_t r
            ((uintptr_t)in | (uintptr_t)out) % 16 == 0;
 }
 
-typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                                    CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-/* A rows × cols fp32 row-major matrix in 32×32 boxes, 128-byte swizzle. */
-static cudaError_t tile_map(encode_tiled_fn fn, CUtensorMap *map, const float *p, size_t rows, size_t cols)
+/* A rows × cols fp32 row-major matrix in 32×32 boxes with the 128-byte swizzle, described to TMA as a matrix of
+ * rows × 4·cols bytes in boxes of 32 rows × 128 bytes (the lab's byte/bf16 encoder, kernels/gemm/tensor_map.c): a
+ * tile copy moves bits, and the bytes outside the matrix read as zero, as fp32 zeros would. */
+static cudaError_t tile_map(CUtensorMap *map, const float *p, size_t rows, size_t cols)
 {
-    const cuuint64_t dims[2] = {cols, rows}; /* innermost first */
-    const cuuint64_t strides[1] = {cols * sizeof(float)};
-    const cuuint32_t box[2] = {TT, TT};
-    const cuuint32_t elem_strides[2] = {1, 1};
-    CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p, dims, strides, box, elem_strides,
-                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+    return pl_tensor_map_2d(map, p, rows, 4 * (uint64_t)cols, 1, TT, 4 * TT);
 }
 
 extern "C" cudaError_t pl_transpose_tma_prepare(const float *in, float *out, size_t rows, size_t cols,
@@ -167,18 +154,10 @@ extern "C" cudaError_t pl_transpose_tma_prepare(const float *in, float *out, siz
     if (!pl_transpose_tma_fits(in, out, rows, cols) ||
         pl_transpose_tiles(rows, cols, TT, &plan->tiles_x, &plan->tiles_y) != 0)
         return cudaErrorInvalidValue;
-    /* the driver's encoder, through the runtime (nothing links libcuda); the 12.0 ABI this code was written for */
-    void *fn = NULL;
-    enum cudaDriverEntryPointQueryResult q;
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q);
-    if (e != cudaSuccess)
-        return e;
-    if (q != cudaDriverEntryPointSuccess || !fn)
-        return cudaErrorNotSupported;
-    if ((e = tile_map((encode_tiled_fn)fn, &plan->in_map, in, rows, cols)) != cudaSuccess ||
-        (e = tile_map((encode_tiled_fn)fn, &plan->out_map, out, cols, rows)) != cudaSuccess)
-        return e;
-    if ((e = tile_map((encode_tiled_fn)fn, &plan->copy_map, out, rows, cols)) != cudaSuccess ||
+    cudaError_t e;
+    if ((e = tile_map(&plan->in_map, in, rows, cols)) != cudaSuccess ||
+        (e = tile_map(&plan->out_map, out, cols, rows)) != cudaSuccess ||
+        (e = tile_map(&plan->copy_map, out, rows, cols)) != cudaSuccess ||
         (e = cudaFuncSetAttribute(transpose_tma_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_SMEM)) !=
             cudaSuccess ||
         (e = cudaFuncSetAttribute(transpose_tma_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_SMEM)) !=
