@@ -144,29 +144,10 @@ static int run_vec16(pl_ctx *ctx, void *state)
 
 static int run_wide(pl_ctx *ctx, void *state)
 {
-    transpose_state *s = state;
-    s->last_is_copy = 0;
-    PL_CUDA(ctx, pl_transpose_f32_wide(s->in, s->out, s->rows, s->cols, 1, 0, ctx->stream));
-    return 0;
+    return run_with(ctx, state, pl_transpose_f32_wide);
 }
 
-static int run_wide_band(pl_ctx *ctx, void *state)
-{
-    transpose_state *s = state;
-    s->last_is_copy = 0;
-    PL_CUDA(ctx, pl_transpose_f32_wide(s->in, s->out, s->rows, s->cols, 16, 0, ctx->stream));
-    return 0;
-}
-
-static int run_wide_cs(pl_ctx *ctx, void *state)
-{
-    transpose_state *s = state;
-    s->last_is_copy = 0;
-    PL_CUDA(ctx, pl_transpose_f32_wide(s->in, s->out, s->rows, s->cols, 1, 1, ctx->stream));
-    return 0;
-}
-
-static int tma_with(pl_ctx *ctx, transpose_state *s, unsigned band, int copy)
+static int tma_with(pl_ctx *ctx, transpose_state *s, int copy)
 {
     s->last_is_copy = copy;
     if (s->tma_error != cudaSuccess)
@@ -174,25 +155,20 @@ static int tma_with(pl_ctx *ctx, transpose_state *s, unsigned band, int copy)
     if (!s->tma_fits && copy)
         PL_CUDA(ctx, cudaMemcpyAsync(s->out, s->in, s->n * sizeof(float), cudaMemcpyDeviceToDevice, ctx->stream));
     else if (!s->tma_fits)
-        PL_CUDA(ctx, pl_transpose_f32_wide(s->in, s->out, s->rows, s->cols, 1, 0, ctx->stream));
+        PL_CUDA(ctx, pl_transpose_f32_wide(s->in, s->out, s->rows, s->cols, ctx->stream));
     else
-        PL_CUDA(ctx, pl_transpose_f32_tma(&s->plan, band, copy, ctx->stream));
+        PL_CUDA(ctx, pl_transpose_f32_tma(&s->plan, copy, ctx->stream));
     return 0;
 }
 
 static int run_tma(pl_ctx *ctx, void *state)
 {
-    return tma_with(ctx, state, 1, 0);
+    return tma_with(ctx, state, 0);
 }
 
 static int run_tma_copy(pl_ctx *ctx, void *state)
 {
-    return tma_with(ctx, state, 1, 1);
-}
-
-static int run_tma_band(pl_ctx *ctx, void *state)
-{
-    return tma_with(ctx, state, 32, 0);
+    return tma_with(ctx, state, 1);
 }
 
 static int run_memcpy(pl_ctx *ctx, void *state)
@@ -218,22 +194,12 @@ static const pl_variant transpose_variants[] = {
                   "conflict-free both ways",
      .run = run_vec16},
     {.name = "wide",
-     .technique = "64x64 padded tile, 16 loads in flight a thread (4x version 3's), tiles in row order",
+     .technique = "64x64 padded tile, 16 loads in flight a thread (4x padded_tile's): whole lines both sides",
      .run = run_wide},
-    {.name = "wide_band16",
-     .technique = "wide, tiles walked 16 tile rows at a time column by column (4 KiB runs of each output row)",
-     .run = run_wide_band},
-    {.name = "wide_cs",
-     .technique = "wide with streaming hints: ld.global.cs / st.global.cs (evict-first in L2)",
-     .run = run_wide_cs},
     {.name = "tma",
-     .technique = "TMA 32x32 tiles in (4-deep ring on mbarriers) and out, 4x4 register transposes between two "
-                  "128B-swizzled shared tiles, persistent blocks (wide when rows or cols % 4 != 0)",
+     .technique = "TMA 32x32 tiles in (4-deep ring on mbarriers) and out, 4x4 register transposes between "
+                  "128B-swizzled shared tiles, 4 stores in flight, persistent blocks (wide when rows or cols % 4 != 0)",
      .run = run_tma,
-     .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
-    {.name = "tma_band32",
-     .technique = "tma, tiles walked 32 tile rows at a time column by column",
-     .run = run_tma_band,
      .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
     {.name = "tma_copy",
      .technique = "control: the tma pipeline copying each tile unchanged (no transpose), checked as a copy: what "

@@ -16,10 +16,8 @@ extern "C" {
 /* Tiles of side `side` along each dimension; -1 when a size is 0 or there are more than 2^31 - 1 tiles. */
 int pl_transpose_tiles(size_t rows, size_t cols, unsigned side, unsigned *tiles_x, unsigned *tiles_y);
 
-/* 5. 64×64 padded tiles, 16 loads in flight a thread. band: tile rows walked together, column by column (1: row
- * order); hints: streaming (evict-first) loads and stores. Any rows, cols >= 1. */
-cudaError_t pl_transpose_f32_wide(const float *in, float *out, size_t rows, size_t cols, unsigned band, int hints,
-                                  cudaStream_t stream);
+/* 5. 64×64 padded tiles, 16 loads in flight a thread. Any rows, cols >= 1. */
+cudaError_t pl_transpose_f32_wide(const float *in, float *out, size_t rows, size_t cols, cudaStream_t stream);
 
 /* 6. TMA tiles in and out, transposed shared-to-shared, persistent blocks. The plan holds the two tensor maps (for
  * these buffers and this shape) and the grid; make it once with pl_transpose_tma_prepare. */
@@ -37,7 +35,7 @@ int pl_transpose_tma_fits(const float *in, const float *out, size_t rows, size_t
 cudaError_t pl_transpose_tma_prepare(const float *in, float *out, size_t rows, size_t cols,
                                      pl_transpose_tma_plan *plan);
 /* copy = 1: the control, the same pipeline copying in to out unchanged (no transpose). */
-cudaError_t pl_transpose_f32_tma(const pl_transpose_tma_plan *plan, unsigned band, int copy, cudaStream_t stream);
+cudaError_t pl_transpose_f32_tma(const pl_transpose_tma_plan *plan, int copy, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

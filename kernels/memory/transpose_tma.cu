@@ -20,16 +20,16 @@
 #include "common/sm90_ptx.cuh"
 #include "gemm/tensor_map.h"
 #include "memory/transpose_fast.h"
-#include "memory/transpose_order.cuh"
 
 #define TT          32   /* tile side: one 128-byte line of fp32 */
 #define TILE_BYTES  4096 /* TT × TT × 4 */
 #define TMA_THREADS 64   /* one 4×4 block each */
 #define TMA_STAGES  4    /* input buffers a block */
+#define TMA_OUTS    4    /* output buffers a block (stores in flight) */
 
-/* dynamic shared memory: STAGES input tiles, 2 output tiles, STAGES barriers; +1024 to align the tiles (the
+/* dynamic shared memory: STAGES input tiles, OUTS output tiles, STAGES barriers; +1024 to align the tiles (the
  * 128-byte swizzle repeats every 1024 bytes and is computed from the shared address) */
-#define TMA_SMEM (1024 + (TMA_STAGES + 2) * TILE_BYTES + 8 * TMA_STAGES)
+#define TMA_SMEM (1024 + (TMA_STAGES + TMA_OUTS) * TILE_BYTES + 8 * TMA_STAGES)
 
 __device__ __forceinline__ void st_shared_v4(uint32_t addr, float x, float y, float z, float w)
 {
@@ -40,14 +40,14 @@ __device__ __forceinline__ void st_shared_v4(uint32_t addr, float x, float y, fl
 template <int COPY>
 __global__ void __launch_bounds__(TMA_THREADS)
     transpose_tma_kernel(const __grid_constant__ CUtensorMap in_map, const __grid_constant__ CUtensorMap out_map,
-                         unsigned tiles_x, unsigned tiles_y, unsigned band)
+                         unsigned tiles_x, unsigned total)
 {
     extern __shared__ __align__(16) unsigned char tma_smem[];
     const uint32_t raw = smem_u32(tma_smem);
     const uint32_t base = (raw + 1023u) & ~1023u;
-    const uint32_t outs = base + TMA_STAGES * TILE_BYTES; /* two output tiles */
-    const uint32_t bars = outs + 2 * TILE_BYTES;
-    const unsigned t = threadIdx.x, total = tiles_x * tiles_y;
+    const uint32_t outs = base + TMA_STAGES * TILE_BYTES; /* the output tiles */
+    const uint32_t bars = outs + TMA_OUTS * TILE_BYTES;
+    const unsigned t = threadIdx.x;
 
     if (t == 0) {
         tma_prefetch_descriptor(&in_map);
@@ -62,10 +62,8 @@ __global__ void __launch_bounds__(TMA_THREADS)
             const unsigned u = blockIdx.x + s * gridDim.x;
             if (u >= total)
                 break;
-            unsigned tr, tc;
-            band_tile(u, tiles_x, tiles_y, band, &tr, &tc);
             mbar_arrive_expect_tx(bars + 8u * s, TILE_BYTES); /* the whole box counts, zero-filled parts too */
-            tma_load_2d(base + s * TILE_BYTES, &in_map, bars + 8u * s, (int)(tc * TT), (int)(tr * TT));
+            tma_load_2d(base + s * TILE_BYTES, &in_map, bars + 8u * s, (int)(u % tiles_x * TT), (int)(u / tiles_x * TT));
         }
 
     /* this thread's 4×4 block, and the swizzled byte offsets of its four input rows and four output rows */
@@ -81,9 +79,9 @@ __global__ void __launch_bounds__(TMA_THREADS)
     unsigned i = 0;
     for (unsigned u = blockIdx.x; u < total; u += gridDim.x, i++) {
         const unsigned slot = i % TMA_STAGES;
-        const uint32_t src = base + slot * TILE_BYTES, dst = outs + (i & 1u) * TILE_BYTES;
+        const uint32_t src = base + slot * TILE_BYTES, dst = outs + (i % TMA_OUTS) * TILE_BYTES;
         if (t == 0)
-            bulk_wait_read<1>(); /* the store of tile i - 2 has read the output buffer this one writes */
+            bulk_wait_read<TMA_OUTS - 1>(); /* the store of tile i - OUTS has read the buffer this one writes */
         __syncthreads();
         mbar_wait(bars + 8u * slot, (i / TMA_STAGES) & 1u);
 
@@ -107,8 +105,7 @@ __global__ void __launch_bounds__(TMA_THREADS)
         __syncthreads();            /* every thread done: the input slot is free, the output tile complete */
 
         if (t == 0) {
-            unsigned tr, tc;
-            band_tile(u, tiles_x, tiles_y, band, &tr, &tc);
+            const unsigned tr = u / tiles_x, tc = u % tiles_x;
             if (COPY)
                 tma_store_2d(&out_map, dst, (int)(tc * TT), (int)(tr * TT));
             else
@@ -116,9 +113,8 @@ __global__ void __launch_bounds__(TMA_THREADS)
             bulk_commit();
             const unsigned next = u + TMA_STAGES * gridDim.x;
             if (next < total) {
-                band_tile(next, tiles_x, tiles_y, band, &tr, &tc);
                 mbar_arrive_expect_tx(bars + 8u * slot, TILE_BYTES);
-                tma_load_2d(src, &in_map, bars + 8u * slot, (int)(tc * TT), (int)(tr * TT));
+                tma_load_2d(src, &in_map, bars + 8u * slot, (int)(next % tiles_x * TT), (int)(next / tiles_x * TT));
             }
         }
     }
@@ -175,18 +171,17 @@ extern "C" cudaError_t pl_transpose_tma_prepare(const float *in, float *out, siz
     return cudaSuccess;
 }
 
-extern "C" cudaError_t pl_transpose_f32_tma(const pl_transpose_tma_plan *plan, unsigned band, int copy,
-                                            cudaStream_t stream)
+extern "C" cudaError_t pl_transpose_f32_tma(const pl_transpose_tma_plan *plan, int copy, cudaStream_t stream)
 {
     const unsigned total = plan->tiles_x * plan->tiles_y;
-    if (band == 0 || total == 0)
+    if (total == 0)
         return cudaErrorInvalidValue;
     const unsigned grid = plan->blocks < total ? plan->blocks : total;
     if (copy)
         transpose_tma_kernel<1><<<grid, TMA_THREADS, TMA_SMEM, stream>>>(plan->in_map, plan->copy_map, plan->tiles_x,
-                                                                         plan->tiles_y, band);
+                                                                         total);
     else
         transpose_tma_kernel<0><<<grid, TMA_THREADS, TMA_SMEM, stream>>>(plan->in_map, plan->out_map, plan->tiles_x,
-                                                                         plan->tiles_y, band);
+                                                                         total);
     return cudaGetLastError();
 }

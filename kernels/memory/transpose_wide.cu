@@ -8,42 +8,23 @@
  *            while a block is between its load and store phases. Every warp access is one whole 128-byte line on
  *            both sides.
  *
- * Two options of the same kernel, for the experiments in docs/perf/memory.md:
- *   band  — tile order. Block b takes the tiles of a band of `band` tile rows column by column (band 1: row after
- *           row). The resident blocks then write `band` × 256-byte runs of each output row instead of 256 bytes.
- *   hints — streaming cache hints (ld.global.cs / st.global.cs): every byte is touched once, so both sides are
- *           marked evict-first in L2.
- * Any size works; tiles at the edges are partial (their accesses guarded). */
+ * Tiles are taken in row order (block b: tile row b / tiles_x, tile column b % tiles_x). Two variations measured no
+ * better (docs/perf/memory.md): walking 16 tile rows at a time (4 KiB runs of each output row), and streaming
+ * (evict-first) cache hints on both sides. Any size works; tiles at the edges are partial (their accesses guarded). */
 #include <stdint.h>
 #include "memory/transpose_fast.h"
-#include "memory/transpose_order.cuh"
 
 #define WT      64 /* tile side */
 #define WPITCH  65 /* words a shared row */
 #define WROWS   8  /* rows a block covers in one step (256 threads = 8 warps of 32 lanes) */
 #define WTHREAD 256
 
-template <int HINTS> __device__ __forceinline__ float ld_in(const float *p)
-{
-    return HINTS ? __ldcs(p) : __ldg(p);
-}
-
-template <int HINTS> __device__ __forceinline__ void st_out(float *p, float v)
-{
-    if (HINTS)
-        __stcs(p, v);
-    else
-        *p = v;
-}
-
-template <int HINTS>
 __global__ void __launch_bounds__(WTHREAD)
     transpose_wide_kernel(const float *__restrict__ in, float *__restrict__ out, size_t rows, size_t cols,
-                          unsigned tiles_x, unsigned tiles_y, unsigned band)
+                          unsigned tiles_x)
 {
     __shared__ float tile[WT * WPITCH];
-    unsigned tr, tc;
-    band_tile(blockIdx.x, tiles_x, tiles_y, band, &tr, &tc);
+    const unsigned tr = blockIdx.x / tiles_x, tc = blockIdx.x % tiles_x;
     const size_t r0 = (size_t)tr * WT, c0 = (size_t)tc * WT;
     const unsigned tx = threadIdx.x & 31u, ty = threadIdx.x >> 5;
     const int full = r0 + WT <= rows && c0 + WT <= cols;
@@ -54,16 +35,16 @@ __global__ void __launch_bounds__(WTHREAD)
         const float *p = in + (r0 + ty) * cols + c0 + tx;
 #pragma unroll
         for (int j = 0; j < WT / WROWS; j++) {
-            v[2 * j] = ld_in<HINTS>(p + (size_t)(WROWS * j) * cols);
-            v[2 * j + 1] = ld_in<HINTS>(p + (size_t)(WROWS * j) * cols + 32);
+            v[2 * j] = __ldg(p + (size_t)(WROWS * j) * cols);
+            v[2 * j + 1] = __ldg(p + (size_t)(WROWS * j) * cols + 32);
         }
     } else {
 #pragma unroll
         for (int j = 0; j < WT / WROWS; j++) {
             const size_t r = r0 + ty + WROWS * j, c = c0 + tx;
             const float *p = in + r * cols + c;
-            v[2 * j] = r < rows && c < cols ? ld_in<HINTS>(p) : 0.0f;
-            v[2 * j + 1] = r < rows && c + 32 < cols ? ld_in<HINTS>(p + 32) : 0.0f;
+            v[2 * j] = r < rows && c < cols ? __ldg(p) : 0.0f;
+            v[2 * j + 1] = r < rows && c + 32 < cols ? __ldg(p + 32) : 0.0f;
         }
     }
 #pragma unroll
@@ -78,8 +59,8 @@ __global__ void __launch_bounds__(WTHREAD)
         float *q = out + (c0 + ty) * rows + r0 + tx;
 #pragma unroll
         for (int j = 0; j < WT / WROWS; j++) {
-            st_out<HINTS>(q + (size_t)(WROWS * j) * rows, tile[tx * WPITCH + ty + WROWS * j]);
-            st_out<HINTS>(q + (size_t)(WROWS * j) * rows + 32, tile[(tx + 32) * WPITCH + ty + WROWS * j]);
+            q[(size_t)(WROWS * j) * rows] = tile[tx * WPITCH + ty + WROWS * j];
+            q[(size_t)(WROWS * j) * rows + 32] = tile[(tx + 32) * WPITCH + ty + WROWS * j];
         }
     } else {
 #pragma unroll
@@ -87,9 +68,9 @@ __global__ void __launch_bounds__(WTHREAD)
             const size_t oc = c0 + ty + WROWS * j, orow = r0 + tx;
             float *q = out + oc * rows + orow;
             if (oc < cols && orow < rows)
-                st_out<HINTS>(q, tile[tx * WPITCH + ty + WROWS * j]);
+                q[0] = tile[tx * WPITCH + ty + WROWS * j];
             if (oc < cols && orow + 32 < rows)
-                st_out<HINTS>(q + 32, tile[(tx + 32) * WPITCH + ty + WROWS * j]);
+                q[32] = tile[(tx + 32) * WPITCH + ty + WROWS * j];
         }
     }
 }
@@ -105,15 +86,12 @@ extern "C" int pl_transpose_tiles(size_t rows, size_t cols, unsigned side, unsig
     return 0;
 }
 
-extern "C" cudaError_t pl_transpose_f32_wide(const float *in, float *out, size_t rows, size_t cols, unsigned band,
-                                             int hints, cudaStream_t stream)
+extern "C" cudaError_t pl_transpose_f32_wide(const float *in, float *out, size_t rows, size_t cols,
+                                             cudaStream_t stream)
 {
     unsigned tx, ty;
-    if (band == 0 || pl_transpose_tiles(rows, cols, WT, &tx, &ty) != 0)
+    if (pl_transpose_tiles(rows, cols, WT, &tx, &ty) != 0)
         return cudaErrorInvalidValue;
-    if (hints)
-        transpose_wide_kernel<1><<<tx * ty, WTHREAD, 0, stream>>>(in, out, rows, cols, tx, ty, band);
-    else
-        transpose_wide_kernel<0><<<tx * ty, WTHREAD, 0, stream>>>(in, out, rows, cols, tx, ty, band);
+    transpose_wide_kernel<<<tx * ty, WTHREAD, 0, stream>>>(in, out, rows, cols, tx);
     return cudaGetLastError();
 }
