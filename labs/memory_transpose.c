@@ -14,11 +14,11 @@
 
 typedef struct transpose_state {
     size_t rows, cols, n;
-    float *in, *out;  /* device */
-    float *in_host;   /* the input as the GPU holds it */
-    float *out_host;  /* the checked output, copied back */
-    double *ref;      /* the transpose of in_host, in float64 for pl_verify_f32 */
-    int last_is_copy; /* the variant just run was the ceiling copy */
+    float *in, *out;            /* device */
+    float *in_host;             /* the input as the GPU holds it */
+    float *out_host;            /* the checked output, copied back */
+    double *ref;                /* the transpose of in_host, in float64 for pl_verify_f32 */
+    int last_is_copy;           /* the variant just run was the ceiling copy */
     pl_transpose_tma_plan plan; /* the tma variant's tensor maps and grid */
     int tma_fits;               /* the shape and buffers suit TMA (rows, cols multiples of 4) */
     cudaError_t tma_error;      /* why the plan could not be made (cudaSuccess: it was) */

@@ -3,11 +3,14 @@
  *  6. tma — persistent blocks of 64 threads. A 32×32 tile (4 KB: 32 rows of one 128-byte line) comes in by one
  *           bulk tensor copy (cp.async.bulk.tensor.2d) into a ring of STAGES buffers, completing on the buffer's
  *           mbarrier; the threads transpose it shared-to-shared (each a 4×4 block: four 16-byte reads, a register
- *           transpose, four 16-byte writes) into one of two output buffers; one bulk tensor store writes it out.
- *           No thread computes a global address or waits for a global load: the copy engine of each SM keeps
- *           STAGES tiles a block in flight (with 8 blocks an SM, 128 KB), and the stores are fire-and-forget
- *           whole lines. Edge tiles cost nothing extra: TMA fills what lies outside the input with zeros and does
- *           not write what lies outside the output.
+ *           transpose, four 16-byte writes) into one of OUTS output buffers; one bulk tensor store writes it
+ *           out. No thread computes a global address or waits for a global load: the TMA unit of each SM keeps
+ *           STAGES loads and OUTS stores a block in flight (6 blocks an SM: 96 KB each way), whole lines. Edge
+ *           tiles cost nothing extra: TMA fills what lies outside the input with zeros and does not write what
+ *           lies outside the output.
+ *
+ * The COPY instantiation is a control for the lesson: the same pipeline with each tile stored where it came from
+ * (no transpose), so that the cost of the pipeline and the cost of the transposition can be told apart.
  *
  * Both tensor maps use the 128-byte swizzle: the 16-byte group g of a tile row r sits at group g ^ (r % 8).
  * Thread t takes the 4×4 block (row group rb, column group cb) with cb = t % 8 and rb = (cb + t / 8) % 8: the 8
@@ -63,7 +66,8 @@ __global__ void __launch_bounds__(TMA_THREADS)
             if (u >= total)
                 break;
             mbar_arrive_expect_tx(bars + 8u * s, TILE_BYTES); /* the whole box counts, zero-filled parts too */
-            tma_load_2d(base + s * TILE_BYTES, &in_map, bars + 8u * s, (int)(u % tiles_x * TT), (int)(u / tiles_x * TT));
+            tma_load_2d(base + s * TILE_BYTES, &in_map, bars + 8u * s, (int)(u % tiles_x * TT),
+                        (int)(u / tiles_x * TT));
         }
 
     /* this thread's 4×4 block, and the swizzled byte offsets of its four input rows and four output rows */
@@ -178,10 +182,10 @@ extern "C" cudaError_t pl_transpose_f32_tma(const pl_transpose_tma_plan *plan, i
         return cudaErrorInvalidValue;
     const unsigned grid = plan->blocks < total ? plan->blocks : total;
     if (copy)
-        transpose_tma_kernel<1><<<grid, TMA_THREADS, TMA_SMEM, stream>>>(plan->in_map, plan->copy_map, plan->tiles_x,
-                                                                         total);
+        transpose_tma_kernel<1>
+            <<<grid, TMA_THREADS, TMA_SMEM, stream>>>(plan->in_map, plan->copy_map, plan->tiles_x, total);
     else
-        transpose_tma_kernel<0><<<grid, TMA_THREADS, TMA_SMEM, stream>>>(plan->in_map, plan->out_map, plan->tiles_x,
-                                                                         total);
+        transpose_tma_kernel<0>
+            <<<grid, TMA_THREADS, TMA_SMEM, stream>>>(plan->in_map, plan->out_map, plan->tiles_x, total);
     return cudaGetLastError();
 }

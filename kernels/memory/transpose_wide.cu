@@ -19,9 +19,8 @@
 #define WROWS   8  /* rows a block covers in one step (256 threads = 8 warps of 32 lanes) */
 #define WTHREAD 256
 
-__global__ void __launch_bounds__(WTHREAD)
-    transpose_wide_kernel(const float *__restrict__ in, float *__restrict__ out, size_t rows, size_t cols,
-                          unsigned tiles_x)
+__global__ void __launch_bounds__(WTHREAD) transpose_wide_kernel(const float *__restrict__ in, float *__restrict__ out,
+                                                                 size_t rows, size_t cols, unsigned tiles_x)
 {
     __shared__ float tile[WT * WPITCH];
     const unsigned tr = blockIdx.x / tiles_x, tc = blockIdx.x % tiles_x;
@@ -86,8 +85,7 @@ extern "C" int pl_transpose_tiles(size_t rows, size_t cols, unsigned side, unsig
     return 0;
 }
 
-extern "C" cudaError_t pl_transpose_f32_wide(const float *in, float *out, size_t rows, size_t cols,
-                                             cudaStream_t stream)
+extern "C" cudaError_t pl_transpose_f32_wide(const float *in, float *out, size_t rows, size_t cols, cudaStream_t stream)
 {
     unsigned tx, ty;
     if (pl_transpose_tiles(rows, cols, WT, &tx, &ty) != 0)
