@@ -1,6 +1,7 @@
 /* memory:transpose — out (cols × rows) = in (rows × cols)ᵀ in fp32: naive (uncoalesced writes), a shared-memory
- * tile (coalesced both ways, bank conflicts on the column reads), the padded tile (conflict-free), and 64×64 tiles
- * with 16-byte accesses and a swizzled tile; against cudaMemcpyAsync of the same bytes, the ceiling. */
+ * tile (coalesced both ways, bank conflicts on the column reads), the padded tile (conflict-free), 64×64 tiles with
+ * 16-byte accesses and a swizzled tile, the padded tile with 4× the loads in flight (wide), and TMA tiles in and
+ * out (with its copy control); against cudaMemcpyAsync of the same bytes, the ceiling. */
 #include <stdio.h>
 #include <string.h>
 
@@ -216,7 +217,8 @@ static const pl_variant transpose_variants[] = {
 const pl_target pl_target_memory_transpose = {
     .group = "memory",
     .name = "transpose",
-    .summary = "fp32 rows x cols transpose: naive, shared tile, padded tile, 16-byte swizzled tile vs a copy",
+    .summary = "fp32 rows x cols transpose: naive, shared tile, padded tile, 16-byte swizzled tile, more loads in "
+               "flight, TMA tiles vs a copy",
     .req = {.needs_gpu = 1},
     .params = transpose_params,
     .variants = transpose_variants,
