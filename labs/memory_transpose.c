@@ -1,6 +1,6 @@
 /* memory:transpose — out (cols × rows) = in (rows × cols)ᵀ in fp32: naive (uncoalesced writes), a shared-memory
  * tile (coalesced both ways, bank conflicts on the column reads), the padded tile (conflict-free), 64×64 tiles with
- * 16-byte accesses and a swizzled tile, the padded tile with 4× the loads in flight (wide), and TMA tiles in and
+ * 16-byte accesses and a swizzled tile, the padded tile with 4× the loads in flight (padded_ilp), and TMA tiles in and
  * out (with its copy control); against cudaMemcpyAsync of the same bytes, the ceiling. */
 #include <stdio.h>
 #include <string.h>
@@ -86,8 +86,8 @@ static int transpose_setup(pl_ctx *ctx, const pl_params *p, void **state)
     if (s->tma_error != cudaSuccess)
         printf("memory:transpose: no TMA plan (%s): the tma variants will fail\n", cudaGetErrorString(s->tma_error));
     else if (!s->tma_fits)
-        printf("memory:transpose: %zu x %zu: not multiples of 4, the tma variants run the wide kernel instead\n",
-               s->rows, s->cols);
+        printf("memory:transpose: %zu x %zu: not multiples of 4, the tma variants run padded_ilp instead\n", s->rows,
+               s->cols);
     *state = s;
     return 0;
 }
@@ -143,9 +143,9 @@ static int run_vec16(pl_ctx *ctx, void *state)
     return run_with(ctx, state, pl_transpose_f32_vec16);
 }
 
-static int run_wide(pl_ctx *ctx, void *state)
+static int run_ilp(pl_ctx *ctx, void *state)
 {
-    return run_with(ctx, state, pl_transpose_f32_wide);
+    return run_with(ctx, state, pl_transpose_f32_ilp);
 }
 
 static int tma_with(pl_ctx *ctx, transpose_state *s, int copy)
@@ -156,7 +156,7 @@ static int tma_with(pl_ctx *ctx, transpose_state *s, int copy)
     if (!s->tma_fits && copy)
         PL_CUDA(ctx, cudaMemcpyAsync(s->out, s->in, s->n * sizeof(float), cudaMemcpyDeviceToDevice, ctx->stream));
     else if (!s->tma_fits)
-        PL_CUDA(ctx, pl_transpose_f32_wide(s->in, s->out, s->rows, s->cols, ctx->stream));
+        PL_CUDA(ctx, pl_transpose_f32_ilp(s->in, s->out, s->rows, s->cols, ctx->stream));
     else
         PL_CUDA(ctx, pl_transpose_f32_tma(&s->plan, copy, ctx->stream));
     return 0;
@@ -194,12 +194,13 @@ static const pl_variant transpose_variants[] = {
      .technique = "64x64 tiles, 16-byte global loads and stores; the tile XOR-swizzled in 16-byte groups, "
                   "conflict-free both ways",
      .run = run_vec16},
-    {.name = "wide",
+    {.name = "padded_ilp",
      .technique = "64x64 padded tile, 16 loads in flight a thread (4x padded_tile's): whole lines both sides",
-     .run = run_wide},
+     .run = run_ilp},
     {.name = "tma",
-     .technique = "TMA 32x32 tiles in (4-deep ring on mbarriers) and out, 4x4 register transposes between "
-                  "128B-swizzled shared tiles, 4 stores in flight, persistent blocks (wide when rows or cols % 4 != 0)",
+     .technique =
+         "TMA 32x32 tiles in (4-deep ring on mbarriers) and out, 4x4 register transposes between "
+         "128B-swizzled shared tiles, 4 stores in flight, persistent blocks (padded_ilp when rows or cols % 4 != 0)",
      .run = run_tma,
      .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
     {.name = "tma_copy",

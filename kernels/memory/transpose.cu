@@ -14,7 +14,7 @@
  *                 32 different banks.
  *
  * Every version handles any size (tiles at the edges are partial); vec16 falls back to single words when rows or
- * columns are not 16-byte aligned. Versions 5 (more loads in flight) and 6 (TMA) are in transpose_wide.cu and
+ * columns are not 16-byte aligned. Versions 5 (more loads in flight) and 6 (TMA) are in transpose_ilp.cu and
  * transpose_tma.cu. */
 #include <stdint.h>
 #include "memory/transpose.h"

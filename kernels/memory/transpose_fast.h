@@ -1,4 +1,4 @@
-/* fp32 transpose, out (cols × rows) = in (rows × cols)ᵀ, row-major both: versions 5 (transpose_wide.cu) and 6
+/* fp32 transpose, out (cols × rows) = in (rows × cols)ᵀ, row-major both: versions 5 (transpose_ilp.cu) and 6
  * (transpose_tma.cu) of the lesson whose versions 1-4 are in transpose.h. Launchers enqueue one kernel on `stream`
  * and return cudaGetLastError(); none synchronizes. */
 #ifndef PERFLAB_MEMORY_TRANSPOSE_FAST_H
@@ -17,7 +17,7 @@ extern "C" {
 int pl_transpose_tiles(size_t rows, size_t cols, unsigned side, unsigned *tiles_x, unsigned *tiles_y);
 
 /* 5. 64×64 padded tiles, 16 loads in flight a thread. Any rows, cols >= 1. */
-cudaError_t pl_transpose_f32_wide(const float *in, float *out, size_t rows, size_t cols, cudaStream_t stream);
+cudaError_t pl_transpose_f32_ilp(const float *in, float *out, size_t rows, size_t cols, cudaStream_t stream);
 
 /* 6. TMA tiles in and out, transposed shared-to-shared, persistent blocks. The plan holds the two tensor maps (for
  * these buffers and this shape) and the grid; make it once with pl_transpose_tma_prepare. */

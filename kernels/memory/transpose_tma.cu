@@ -1,4 +1,4 @@
-/* fp32 transpose, version 6 of the lesson (1-4 in transpose.cu, 5 in transpose_wide.cu): TMA in, TMA out.
+/* fp32 transpose, version 6 of the lesson (1-4 in transpose.cu, 5 in transpose_ilp.cu): TMA in, TMA out.
  *
  *  6. tma — persistent blocks of 64 threads. A 32×32 tile (4 KB: 32 rows of one 128-byte line) comes in by one
  *           bulk tensor copy (cp.async.bulk.tensor.2d) into a ring of STAGES buffers, completing on the buffer's

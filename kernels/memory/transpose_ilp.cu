@@ -1,7 +1,7 @@
 /* fp32 transpose, version 5 of the lesson (versions 1-4 in transpose.cu): the padded tile with more bytes in
  * flight per thread.
  *
- *  5. wide — a 64×64 tile per block of 256 threads, padded to 65 words a row (conflict-free, as version 3). Each
+ *  5. ilp  — a 64×64 tile per block of 256 threads, padded to 65 words a row (conflict-free, as version 3). Each
  *            thread issues all 16 of its loads (two 32-word halves of 8 rows) before its first shared store, 64
  *            bytes in flight a thread where version 3 has 16: Little's law on an H200 wants ~30 KB of loads
  *            outstanding per SM, and version 3's 8 blocks × 256 threads × 16 B is just that, with nothing to spare
@@ -19,8 +19,8 @@
 #define WROWS   8  /* rows a block covers in one step (256 threads = 8 warps of 32 lanes) */
 #define WTHREAD 256
 
-__global__ void __launch_bounds__(WTHREAD) transpose_wide_kernel(const float *__restrict__ in, float *__restrict__ out,
-                                                                 size_t rows, size_t cols, unsigned tiles_x)
+__global__ void __launch_bounds__(WTHREAD) transpose_ilp_kernel(const float *__restrict__ in, float *__restrict__ out,
+                                                                size_t rows, size_t cols, unsigned tiles_x)
 {
     __shared__ float tile[WT * WPITCH];
     const unsigned tr = blockIdx.x / tiles_x, tc = blockIdx.x % tiles_x;
@@ -85,11 +85,11 @@ extern "C" int pl_transpose_tiles(size_t rows, size_t cols, unsigned side, unsig
     return 0;
 }
 
-extern "C" cudaError_t pl_transpose_f32_wide(const float *in, float *out, size_t rows, size_t cols, cudaStream_t stream)
+extern "C" cudaError_t pl_transpose_f32_ilp(const float *in, float *out, size_t rows, size_t cols, cudaStream_t stream)
 {
     unsigned tx, ty;
     if (pl_transpose_tiles(rows, cols, WT, &tx, &ty) != 0)
         return cudaErrorInvalidValue;
-    transpose_wide_kernel<<<tx * ty, WTHREAD, 0, stream>>>(in, out, rows, cols, tx);
+    transpose_ilp_kernel<<<tx * ty, WTHREAD, 0, stream>>>(in, out, rows, cols, tx);
     return cudaGetLastError();
 }
