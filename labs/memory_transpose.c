@@ -1,28 +1,24 @@
 /* memory:transpose — out (cols × rows) = in (rows × cols)ᵀ in fp32: naive (uncoalesced writes), a shared-memory
  * tile (coalesced both ways, bank conflicts on the column reads), the padded tile (conflict-free), 64×64 tiles with
- * 16-byte accesses and a swizzled tile, the padded tile with 4× the loads in flight (padded_ilp), and TMA tiles in and
- * out (with its copy control); against cudaMemcpyAsync of the same bytes, the ceiling. */
-#include <stdio.h>
+ * 16-byte accesses and a swizzled tile, and the padded tile with 4× the loads in flight (padded_ilp); against
+ * cudaMemcpyAsync of the same bytes, the ceiling. */
 #include <string.h>
 
 #include "labs.h"
 #include "perflab/perflab.h"
 #include "common/copy_ceiling.h"
 #include "memory/transpose.h"
-#include "memory/transpose_fast.h"
+#include "memory/transpose_ilp.h"
 
 #define INPUT_STREAM_ID 1
 
 typedef struct transpose_state {
     size_t rows, cols, n;
-    float *in, *out;            /* device */
-    float *in_host;             /* the input as the GPU holds it */
-    float *out_host;            /* the checked output, copied back */
-    double *ref;                /* the transpose of in_host, in float64 for pl_verify_f32 */
-    int last_is_copy;           /* the variant just run was the ceiling copy */
-    pl_transpose_tma_plan plan; /* the tma variant's tensor maps and grid */
-    int tma_fits;               /* the shape and buffers suit TMA (rows, cols multiples of 4) */
-    cudaError_t tma_error;      /* why the plan could not be made (cudaSuccess: it was) */
+    float *in, *out;  /* device */
+    float *in_host;   /* the input as the GPU holds it */
+    float *out_host;  /* the checked output, copied back */
+    double *ref;      /* the transpose of in_host, in float64 for pl_verify_f32 */
+    int last_is_copy; /* the variant just run was the ceiling copy */
 } transpose_state;
 
 static const pl_param_def transpose_params[] = {
@@ -81,13 +77,6 @@ static int transpose_setup(pl_ctx *ctx, const pl_params *p, void **state)
             for (size_t r = r0; r < r0 + 64 && r < s->rows; r++)
                 for (size_t c = c0; c < c0 + 64 && c < s->cols; c++)
                     s->ref[c * s->rows + r] = (double)s->in_host[r * s->cols + c];
-    s->tma_fits = pl_transpose_tma_fits(s->in, s->out, s->rows, s->cols);
-    s->tma_error = s->tma_fits ? pl_transpose_tma_prepare(s->in, s->out, s->rows, s->cols, &s->plan) : cudaSuccess;
-    if (s->tma_error != cudaSuccess)
-        printf("memory:transpose: no TMA plan (%s): the tma variants will fail\n", cudaGetErrorString(s->tma_error));
-    else if (!s->tma_fits)
-        printf("memory:transpose: %zu x %zu: not multiples of 4, the tma variants run padded_ilp instead\n", s->rows,
-               s->cols);
     *state = s;
     return 0;
 }
@@ -148,30 +137,6 @@ static int run_ilp(pl_ctx *ctx, void *state)
     return run_with(ctx, state, pl_transpose_f32_ilp);
 }
 
-static int tma_with(pl_ctx *ctx, transpose_state *s, int copy)
-{
-    s->last_is_copy = copy;
-    if (s->tma_error != cudaSuccess)
-        return pl_fail(ctx, "memory:transpose: the TMA plan could not be made: %s", cudaGetErrorString(s->tma_error));
-    if (!s->tma_fits && copy)
-        PL_CUDA(ctx, cudaMemcpyAsync(s->out, s->in, s->n * sizeof(float), cudaMemcpyDeviceToDevice, ctx->stream));
-    else if (!s->tma_fits)
-        PL_CUDA(ctx, pl_transpose_f32_ilp(s->in, s->out, s->rows, s->cols, ctx->stream));
-    else
-        PL_CUDA(ctx, pl_transpose_f32_tma(&s->plan, copy, ctx->stream));
-    return 0;
-}
-
-static int run_tma(pl_ctx *ctx, void *state)
-{
-    return tma_with(ctx, state, 0);
-}
-
-static int run_tma_copy(pl_ctx *ctx, void *state)
-{
-    return tma_with(ctx, state, 1);
-}
-
 static int run_memcpy(pl_ctx *ctx, void *state)
 {
     transpose_state *s = state;
@@ -197,17 +162,6 @@ static const pl_variant transpose_variants[] = {
     {.name = "padded_ilp",
      .technique = "64x64 padded tile, 16 loads in flight a thread (4x padded_tile's): whole lines both sides",
      .run = run_ilp},
-    {.name = "tma",
-     .technique =
-         "TMA 32x32 tiles in (4-deep ring on mbarriers) and out, 4x4 register transposes between "
-         "128B-swizzled shared tiles, 4 stores in flight, persistent blocks (padded_ilp when rows or cols % 4 != 0)",
-     .run = run_tma,
-     .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
-    {.name = "tma_copy",
-     .technique = "control: the tma pipeline copying each tile unchanged (no transpose), checked as a copy: what "
-                  "the SM side reaches on these bytes",
-     .run = run_tma_copy,
-     .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
     {.name = "cuda_memcpy",
      .technique = "cudaMemcpyAsync device-to-device of the same bytes: the ceiling (checked as a copy)",
      .run = run_memcpy,
@@ -219,7 +173,7 @@ const pl_target pl_target_memory_transpose = {
     .group = "memory",
     .name = "transpose",
     .summary = "fp32 rows x cols transpose: naive, shared tile, padded tile, 16-byte swizzled tile, more loads in "
-               "flight, TMA tiles vs a copy",
+               "flight vs a copy",
     .req = {.needs_gpu = 1},
     .params = transpose_params,
     .variants = transpose_variants,

@@ -14,8 +14,8 @@
  *                 32 different banks.
  *
  * Every version handles any size (tiles at the edges are partial); vec16 falls back to single words when rows or
- * columns are not 16-byte aligned. Versions 5 (more loads in flight) and 6 (TMA) are in transpose_ilp.cu and
- * transpose_tma.cu. */
+ * columns are not 16-byte aligned. Version 5 (the padded tile with more loads in flight) is in
+ * transpose_ilp.cu. */
 #include <stdint.h>
 #include "memory/transpose.h"
 

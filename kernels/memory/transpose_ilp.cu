@@ -12,7 +12,7 @@
  * better (docs/perf/memory.md): walking 16 tile rows at a time (4 KiB runs of each output row), and streaming
  * (evict-first) cache hints on both sides. Any size works; tiles at the edges are partial (their accesses guarded). */
 #include <stdint.h>
-#include "memory/transpose_fast.h"
+#include "memory/transpose_ilp.h"
 
 #define WT      64 /* tile side */
 #define WPITCH  65 /* words a shared row */

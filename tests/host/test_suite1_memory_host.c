@@ -1,7 +1,6 @@
 /* Host side of the memory-hierarchy chapter (issue 11): the sum reference and its tolerance, the Zipf law of the
  * histogram input, the targets' declarations (parameters, small sizes, counters, variant requirements). */
 #include <math.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "labs.h"
@@ -9,7 +8,7 @@
 #include "common/sum_ref.h"
 #include "common/zipf.h"
 #include "memory/async_prefetch.h"
-#include "memory/transpose_fast.h"
+#include "memory/transpose_ilp.h"
 #include "perflab/perflab.h"
 #include "perflab/stats.h"
 #include "testutil.h"
@@ -191,10 +190,6 @@ START_TEST(variant_requirements_follow_the_kernels)
         ck_assert_uint_eq(got->features, want.features);
         ck_assert_int_eq(got->needs_gpu, 1);
     }
-    const pl_requirements want = pl_requirements_of_kernel(pl_transpose_tma_needs());
-    const pl_requirements *got = &variant("memory:transpose", "tma")->req;
-    ck_assert_int_eq(got->min_cc, want.min_cc);
-    ck_assert_uint_eq(got->features, want.features);
     /* the ceilings are flagged as references */
     ck_assert(variant("memory:transpose", "cuda_memcpy")->flags & PL_VARIANT_REFERENCE);
     ck_assert(variant("reduce:sum", "cub")->flags & PL_VARIANT_REFERENCE);
@@ -202,7 +197,7 @@ START_TEST(variant_requirements_follow_the_kernels)
 }
 END_TEST
 
-START_TEST(transpose_tile_counts_and_tma_shapes)
+START_TEST(transpose_tile_counts)
 {
     unsigned tx = 0, ty = 0;
     ck_assert_int_eq(pl_transpose_tiles(16384, 16384, 32, &tx, &ty), 0);
@@ -213,15 +208,6 @@ START_TEST(transpose_tile_counts_and_tma_shapes)
     ck_assert(tx == 1 && ty == 1);
     ck_assert_int_eq(pl_transpose_tiles(0, 5, 32, &tx, &ty), -1);
     ck_assert_int_eq(pl_transpose_tiles((size_t)1 << 20, (size_t)1 << 32, 32, &tx, &ty), -1); /* > 2^31 tiles */
-    /* TMA needs 16-byte row pitches on both sides and 16-byte aligned buffers */
-    const float *a = (const float *)(uintptr_t)0x10000, *b = (const float *)(uintptr_t)0x20000;
-    ck_assert(pl_transpose_tma_fits(a, b, 1000, 1004));
-    ck_assert(pl_transpose_tma_fits(a, b, 4, 4));
-    ck_assert(!pl_transpose_tma_fits(a, b, 1000, 777));
-    ck_assert(!pl_transpose_tma_fits(a, b, 1002, 1000));
-    ck_assert(!pl_transpose_tma_fits(a + 1, b, 1000, 1004));
-    ck_assert(!pl_transpose_tma_fits(a, b + 2, 1000, 1004));
-    ck_assert(!pl_transpose_tma_fits(a, b, 0, 4));
 }
 END_TEST
 
@@ -237,7 +223,7 @@ static Suite *suite(void)
     tcase_add_test(tc, counters_count_the_fewest_bytes);
     tcase_add_test(tc, bad_parameters_are_refused);
     tcase_add_test(tc, variant_requirements_follow_the_kernels);
-    tcase_add_test(tc, transpose_tile_counts_and_tma_shapes);
+    tcase_add_test(tc, transpose_tile_counts);
     suite_add_tcase(s, tc);
     return s;
 }
