@@ -1,12 +1,14 @@
 /* memory:transpose — out (cols × rows) = in (rows × cols)ᵀ in fp32: naive (uncoalesced writes), a shared-memory
- * tile (coalesced both ways, bank conflicts on the column reads), the padded tile (conflict-free), and 64×64 tiles
- * with 16-byte accesses and a swizzled tile; against cudaMemcpyAsync of the same bytes, the ceiling. */
+ * tile (coalesced both ways, bank conflicts on the column reads), the padded tile (conflict-free), 64×64 tiles with
+ * 16-byte accesses and a swizzled tile, and the padded tile with 4× the loads in flight (padded_ilp); against
+ * cudaMemcpyAsync of the same bytes, the ceiling. */
 #include <string.h>
 
 #include "labs.h"
 #include "perflab/perflab.h"
 #include "common/copy_ceiling.h"
 #include "memory/transpose.h"
+#include "memory/transpose_ilp.h"
 
 #define INPUT_STREAM_ID 1
 
@@ -130,6 +132,11 @@ static int run_vec16(pl_ctx *ctx, void *state)
     return run_with(ctx, state, pl_transpose_f32_vec16);
 }
 
+static int run_ilp(pl_ctx *ctx, void *state)
+{
+    return run_with(ctx, state, pl_transpose_f32_ilp);
+}
+
 static int run_memcpy(pl_ctx *ctx, void *state)
 {
     transpose_state *s = state;
@@ -152,6 +159,9 @@ static const pl_variant transpose_variants[] = {
      .technique = "64x64 tiles, 16-byte global loads and stores; the tile XOR-swizzled in 16-byte groups, "
                   "conflict-free both ways",
      .run = run_vec16},
+    {.name = "padded_ilp",
+     .technique = "64x64 padded tile, 16 loads in flight a thread (4x padded_tile's): whole lines both sides",
+     .run = run_ilp},
     {.name = "cuda_memcpy",
      .technique = "cudaMemcpyAsync device-to-device of the same bytes: the ceiling (checked as a copy)",
      .run = run_memcpy,
@@ -162,7 +172,8 @@ static const pl_variant transpose_variants[] = {
 const pl_target pl_target_memory_transpose = {
     .group = "memory",
     .name = "transpose",
-    .summary = "fp32 rows x cols transpose: naive, shared tile, padded tile, 16-byte swizzled tile vs a copy",
+    .summary = "fp32 rows x cols transpose: naive, shared tile, padded tile, 16-byte swizzled tile, more loads in "
+               "flight vs a copy",
     .req = {.needs_gpu = 1},
     .params = transpose_params,
     .variants = transpose_variants,

@@ -14,7 +14,8 @@
  *                 32 different banks.
  *
  * Every version handles any size (tiles at the edges are partial); vec16 falls back to single words when rows or
- * columns are not 16-byte aligned. */
+ * columns are not 16-byte aligned. Version 5 (the padded tile with more loads in flight) is in
+ * transpose_ilp.cu. */
 #include <stdint.h>
 #include "memory/transpose.h"
 
@@ -125,7 +126,10 @@ __global__ void __launch_bounds__(VT_THREADS)
         if (oc >= cols)
             continue;
         if (vec && orow < rows) { /* rows % 4 == 0 */
-            *reinterpret_cast<float4 *>(out + oc * rows + orow) = o;
+            /* An explicit 16-byte store. The plain `*(float4 *)p = o` was compiled (nvcc 13.0) into four 4-byte
+             * stores, 16 bytes apart across the lanes: partial sectors that reached L2 as 1.75x the write sectors
+             * and requests of a whole-line store, and saturated the L2 partition fabric (ncu, 2026-11-23). */
+            __stwb(reinterpret_cast<float4 *>(out + oc * rows + orow), o);
         } else {
             float *p = out + oc * rows + orow;
             if (orow < rows)

@@ -66,6 +66,11 @@ START_TEST(edge_sizes)
               " --target-extra-arg 'memory:l2_persistence=--hot 3 --stream 1001 --kernels 2'",
               6);
     verify_ok("s1m-edge3", "verify --targets reduce:sum --target-extra-arg 'reduce:sum=--n 65543 --dtype bf16'", 1);
+    /* transpose: a matrix smaller than one tile (16-byte paths), and a tall one with a partial last tile row */
+    verify_ok("s1m-edge4", "verify --targets memory:transpose --target-extra-arg 'memory:transpose=--rows 4 --cols 8'",
+              1);
+    verify_ok("s1m-edge5",
+              "verify --targets memory:transpose --target-extra-arg 'memory:transpose=--rows 4100 --cols 96'", 1);
 }
 END_TEST
 

@@ -8,6 +8,7 @@
 #include "common/sum_ref.h"
 #include "common/zipf.h"
 #include "memory/async_prefetch.h"
+#include "memory/transpose_ilp.h"
 #include "perflab/perflab.h"
 #include "perflab/stats.h"
 #include "testutil.h"
@@ -196,6 +197,20 @@ START_TEST(variant_requirements_follow_the_kernels)
 }
 END_TEST
 
+START_TEST(transpose_tile_counts)
+{
+    unsigned tx = 0, ty = 0;
+    ck_assert_int_eq(pl_transpose_tiles(16384, 16384, 32, &tx, &ty), 0);
+    ck_assert(tx == 512 && ty == 512);
+    ck_assert_int_eq(pl_transpose_tiles(1000, 777, 64, &tx, &ty), 0); /* cols 777 -> 13 tiles, rows 1000 -> 16 */
+    ck_assert(tx == 13 && ty == 16);
+    ck_assert_int_eq(pl_transpose_tiles(1, 5, 64, &tx, &ty), 0);
+    ck_assert(tx == 1 && ty == 1);
+    ck_assert_int_eq(pl_transpose_tiles(0, 5, 32, &tx, &ty), -1);
+    ck_assert_int_eq(pl_transpose_tiles((size_t)1 << 20, (size_t)1 << 32, 32, &tx, &ty), -1); /* > 2^31 tiles */
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("suite1_memory_host");
@@ -208,6 +223,7 @@ static Suite *suite(void)
     tcase_add_test(tc, counters_count_the_fewest_bytes);
     tcase_add_test(tc, bad_parameters_are_refused);
     tcase_add_test(tc, variant_requirements_follow_the_kernels);
+    tcase_add_test(tc, transpose_tile_counts);
     suite_add_tcase(s, tc);
     return s;
 }
