@@ -11,7 +11,7 @@ device-to-device copy of the same bytes timed in the same process (the HBM ceili
 
 Timing: CUDA events around each call after warm-up, the median of many (--iters).
 
-    python3 scripts/torch_attention_bench.py [--iters 50] [--json out.json]
+    python3 scripts/torch_attention_bench.py [--iters 50] [--decode-only] [--json out.json]
 """
 import argparse
 import json
@@ -86,6 +86,7 @@ def time_backends(rows, name, q, k, v, causal, flops, nbytes, iters):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--decode-only", action="store_true", help="only the decode shape (skip the prefill shapes)")
     ap.add_argument("--json", help="write the rows here too")
     args = ap.parse_args()
     dev = torch.device("cuda")
@@ -93,7 +94,7 @@ def main():
     rows = []
     print(f"# {torch.cuda.get_device_name(0)}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}",
           flush=True)
-    for name, b, h, kv, s, d, causal in PREFILL:
+    for name, b, h, kv, s, d, causal in [] if args.decode_only else PREFILL:
         q = torch.empty(b, h, s, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
         k = torch.empty(b, kv, s, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
         v = torch.empty(b, kv, s, d, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)

@@ -41,6 +41,11 @@ static const char *const decode_cases[] = {
     "--batch 7 --heads 6 --kv-heads 2 --head-dim 128 --kv-len 1000 --len-spread 1 --page-size 16",
     "--batch 3 --heads 32 --kv-heads 4 --head-dim 128 --kv-len 4097 --len-spread 0.5 --page-size 64",
     "--batch 4 --heads 16 --kv-heads 8 --head-dim 64 --kv-len 4097 --len-spread 0 --page-size 16",
+    /* balanced_mma: one pair cut among every CTA (evict-first loads); a batch over one scan block of 128, chunked
+     * split; fewer tiles than CTAs (empty ranges between a cut pair's CTAs) */
+    "--batch 1 --heads 8 --kv-heads 1 --head-dim 128 --kv-len 30001 --len-spread 0 --page-size 16 --evict-first 1",
+    "--batch 300 --heads 6 --kv-heads 3 --head-dim 64 --kv-len 700 --len-spread 1 --page-size 64 --chunk 192",
+    "--batch 1 --heads 24 --kv-heads 8 --head-dim 128 --kv-len 2500 --len-spread 0 --page-size 16 --chunk 64",
 };
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
