@@ -18,13 +18,14 @@
 typedef struct decode_state {
     pl_decode_problem p;
     int max_len, chunk, pages;
-    int ctas, evict_first; /* balanced_mma's grid and L2 hint */
+    int ctas, pages_ctas, evict_first; /* balanced_mma's and balanced_pages' grids, their L2 hint */
     int *lens_host;
     size_t o_elems, cache_elems;
     double *ref; /* [batch][heads][head_dim] float64 */
     uint16_t *o_host;
     void *workspace;    /* split_kv's partial results */
     void *bal_ws;       /* balanced_mma's */
+    void *pages_ws;     /* balanced_pages' */
     uint16_t *copy_dst; /* cuda_memcpy's destination */
     unsigned long long *diff;
     int last_was_copy; /* which check the last run needs */
@@ -88,7 +89,7 @@ static const pl_param_def decode_params[] = {
     {.name = "evict-first",
      .type = PL_PARAM_INT,
      .default_value = "0",
-     .help = "1: balanced_mma's K/V loads carry an L2 evict-first hint",
+     .help = "1: balanced_mma's and balanced_pages' K/V loads carry an L2 evict-first hint",
      .min = 0,
      .max = 1},
     {.name = "scale",
@@ -165,8 +166,10 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->chunk = chunk > 0 ? chunk : pl_decode_split_chunk(p, s->max_len, ctx->device->sm_count);
     s->evict_first = (int)pl_param_int(params, "evict-first");
     s->ctas = pl_decode_balanced_ctas(p, ctx->device->sm_count);
-    if (s->ctas < 1)
-        return pl_fail(ctx, "attention:decode_paged: no CTA of balanced_mma fits an SM (occupancy query failed)");
+    s->pages_ctas = pl_decode_pages_ctas(p, ctx->device->sm_count);
+    if (s->ctas < 1 || s->pages_ctas < 1)
+        return pl_fail(ctx, "attention:decode_paged: no CTA of balanced_mma or balanced_pages fits an SM (the "
+                            "occupancy query failed)");
 
     uint16_t *q = pl_device_alloc(ctx, s->o_elems * 2), *kc = pl_device_alloc(ctx, s->cache_elems * 2),
              *vc = pl_device_alloc(ctx, s->cache_elems * 2);
@@ -175,11 +178,12 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     p->o = pl_device_alloc(ctx, s->o_elems * 2);
     s->workspace = pl_device_alloc(ctx, pl_decode_split_workspace_bytes(p, s->max_len, s->chunk));
     s->bal_ws = pl_device_alloc(ctx, pl_decode_balanced_workspace_bytes(p, s->ctas));
+    s->pages_ws = pl_device_alloc(ctx, pl_decode_pages_workspace_bytes(p, s->pages_ctas));
     s->copy_dst = pl_device_alloc(ctx, s->cache_elems * 2);
     s->diff = pl_device_alloc(ctx, sizeof *s->diff);
     s->ref = pl_host_alloc(ctx, s->o_elems * sizeof(double));
     s->o_host = pl_host_alloc(ctx, s->o_elems * 2);
-    if (!q || !kc || !vc || !table_dev || !lens_dev || !p->o || !s->workspace || !s->bal_ws || !s->copy_dst || !s->diff || !s->ref ||
+    if (!q || !kc || !vc || !table_dev || !lens_dev || !p->o || !s->workspace || !s->bal_ws || !s->pages_ws || !s->copy_dst || !s->diff || !s->ref ||
         !s->o_host)
         return -1;
     PL_TRY(pl_fill_uniform_bf16(ctx, q, s->o_elems, -2.0f, 2.0f, STREAM_Q));
@@ -269,6 +273,14 @@ static int run_balanced_mma(pl_ctx *ctx, void *state)
     return 0;
 }
 
+static int run_balanced_pages(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    s->last_was_copy = 0;
+    PL_CUDA(ctx, pl_decode_balanced_pages(&s->p, s->pages_ctas, s->evict_first, s->pages_ws, ctx->stream));
+    return 0;
+}
+
 /* The HBM ceiling for the same bytes: the K cache copied (K bytes read + K bytes written = the K and V bytes the
  * kernels read). */
 static int run_memcpy(pl_ctx *ctx, void *state)
@@ -296,6 +308,11 @@ static const pl_variant decode_variants[] = {
      .technique = "split_kv_mma's tile step on a persistent grid (the CTAs the GPU holds at once), all pairs' "
                   "64-token tiles cut into equal ranges (stream-K): one pipeline fill per CTA, no tail wave",
      .run = run_balanced_mma,
+     .req = {.needs_gpu = 1, .min_cc = 80}},
+    {.name = "balanced_pages",
+     .technique = "balanced_mma's grid, but a CTA of 8 warps computes all the kv heads of a token (one warp each): "
+                  "each stage is whole contiguous 32 KB pages of K and V instead of 256 B of every 2 KB",
+     .run = run_balanced_pages,
      .req = {.needs_gpu = 1, .min_cc = 80}},
     {.name = "cuda_memcpy",
      .technique = "cudaMemcpyAsync device-to-device of the K cache (the same bytes moved): the HBM ceiling",

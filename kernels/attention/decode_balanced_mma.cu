@@ -23,6 +23,7 @@
 
 #include "attention/attention.h"
 #include "attention/decode_mma_tile.cuh"
+#include "attention/decode_balanced.cuh"
 #include "attention/decode_split.cuh"
 
 #define DB_STAGES 3
@@ -42,11 +43,6 @@ struct db_args {
     int *ws_map;  /* [batch·kv_heads][4]: first CTA, last CTA, the first CTA's slot of each pair */
 };
 
-static inline size_t db_align(size_t n)
-{
-    return (n + 255) / 256 * 256;
-}
-
 extern "C" size_t pl_decode_balanced_workspace_bytes(const pl_decode_problem *p, int ctas)
 {
     if (ctas < 1)
@@ -55,114 +51,24 @@ extern "C" size_t pl_decode_balanced_workspace_bytes(const pl_decode_problem *p,
            db_align((size_t)ctas * 2 * 8 * 2 * sizeof(float)) + db_align((size_t)p->batch * p->kv_heads * 4 * 4);
 }
 
-/* The first tile of CTA c's range: floor(c·T/C). */
-__device__ __forceinline__ long long db_range_start(long long c, long long total, int ctas)
-{
-    return c * total / ctas;
-}
-
-/* The CTA whose range holds tile t: the largest c with floor(c·T/C) <= t. */
-__device__ __forceinline__ int db_owner(long long t, long long total, int ctas)
-{
-    return (int)(((t + 1) * ctas - 1) / total);
-}
-
-/* Exclusive prefix sum over the CTA's threads of v (DM_THREADS of them); *all gets the CTA's sum. */
-__device__ __forceinline__ long long db_block_scan(long long v, long long *sm4, long long *all)
-{
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    long long x = v;
-#pragma unroll
-    for (int off = 1; off < 32; off *= 2) {
-        const long long y = __shfl_up_sync(0xffffffffu, x, off);
-        if (lane >= off)
-            x += y;
-    }
-    if (lane == 31)
-        sm4[warp] = x;
-    __syncthreads();
-    long long before = 0, sum = 0;
-#pragma unroll
-    for (int w = 0; w < DM_WARPS; w++) {
-        before += w < warp ? sm4[w] : 0;
-        sum += sm4[w];
-    }
-    __syncthreads(); /* sm4 free for the next call */
-    *all = sum;
-    return before + x - v;
-}
-
-/* Where a walk through the tiles stands: kv head kvh, sequence b, tile of the pair; n tiles in the pair. */
-struct db_cursor {
-    int b, kvh, tile, n, len;
-};
-
-__device__ __forceinline__ void db_enter_sequence(db_cursor &c, const pl_decode_problem &p, int b)
-{
-    c.b = b;
-    c.len = b < p.batch ? p.seq_lens[b] : 1;
-    c.n = (c.len + DM_TILE - 1) / DM_TILE;
-}
-
-__device__ __forceinline__ void db_advance(db_cursor &c, const pl_decode_problem &p)
-{
-    if (++c.tile < c.n)
-        return;
-    c.tile = 0;
-    if (c.b + 1 < p.batch) {
-        db_enter_sequence(c, p, c.b + 1);
-        return;
-    }
-    db_enter_sequence(c, p, 0);
-    c.kvh++;
-}
-
 template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decode_balanced_mma_kernel(const db_args a)
 {
     typedef db_smem<D> sm;
     extern __shared__ __align__(128) uint8_t smem[];
-    __shared__ long long scan_sm[DM_WARPS];
-    __shared__ long long first_seq_tiles; /* tiles of the head's sequences before this CTA's first one */
-    __shared__ int first_seq;
+    __shared__ db_scan_smem scan_sm;
     const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
     float *merge = reinterpret_cast<float *>(smem + sm::merge_offset);
     const pl_decode_problem &p = a.p;
     const int c = blockIdx.x;
 
-    /* T_h, the tiles of one kv head's sequences; T = kv_heads·T_h; then the sequence of this CTA's first tile */
-    long long per_head = 0;
-    for (int b0 = 0; b0 < p.batch; b0 += DM_THREADS) {
-        const int b = b0 + threadIdx.x;
-        long long part;
-        db_block_scan(b < p.batch ? (p.seq_lens[b] + DM_TILE - 1) / DM_TILE : 0, scan_sm, &part);
-        per_head += part;
-    }
-    const long long total = per_head * p.kv_heads;
-    const long long lo = db_range_start(c, total, a.ctas), hi = db_range_start(c + 1, total, a.ctas);
-    if (lo >= hi) { /* fewer tiles than CTAs: an empty range, which a cut pair's combine skips by its -inf max */
+    long long lo, hi, total;
+    db_cursor cc, ld; /* the computation's position and the loads' */
+    if (!db_find_start<DM_THREADS, DM_TILE>(p, p.kv_heads, a.ctas, &scan_sm, &lo, &hi, &total, &cc)) {
+        /* fewer tiles than CTAs: an empty range, which a cut pair's combine skips by its -inf max */
         if (threadIdx.x < 8)
             a.ws_ml[((long long)c * 2 * 8 + threadIdx.x) * 2] = -INFINITY;
         return;
     }
-    const int kvh0 = (int)(lo / per_head);
-    const long long in_head = lo - kvh0 * per_head;
-    long long carry = 0;
-    for (int b0 = 0; b0 < p.batch; b0 += DM_THREADS) {
-        const int b = b0 + threadIdx.x;
-        const long long n = b < p.batch ? (p.seq_lens[b] + DM_TILE - 1) / DM_TILE : 0;
-        long long part;
-        const long long before = carry + db_block_scan(n, scan_sm, &part);
-        if (b < p.batch && in_head >= before && in_head < before + n) {
-            first_seq = b;
-            first_seq_tiles = before;
-        }
-        carry += part;
-    }
-    __syncthreads();
-    db_cursor ld, cc; /* the loads' position and the computation's */
-    db_enter_sequence(cc, p, first_seq);
-    cc.kvh = kvh0;
-    cc.tile = (int)(in_head - first_seq_tiles);
     ld = cc;
     const int count = (int)(hi - lo);
     const uint64_t policy = EF ? dm_policy_evict_first() : 0;
@@ -170,9 +76,9 @@ template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decod
 #pragma unroll
     for (int s = 0; s < DB_STAGES - 1; s++) {
         if (s < count) {
-            dm_load_tile<D, EF>(sbase + s * sm::stage_bytes, p, p.block_table + (long long)ld.b * p.max_pages, ld.kvh,
+            dm_load_tile<D, EF>(sbase + s * sm::stage_bytes, p, p.block_table + (long long)ld.b * p.max_pages, ld.h,
                                 ld.tile * DM_TILE, ld.len, policy);
-            db_advance(ld, p);
+            db_advance<DM_TILE>(ld, p);
         }
         cp_async_commit();
     }
@@ -185,21 +91,18 @@ template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decod
         __syncthreads(); /* tile i visible; every warp is done with the stage refilled next */
         if (i + DB_STAGES - 1 < count) {
             dm_load_tile<D, EF>(sbase + ((i + DB_STAGES - 1) % DB_STAGES) * sm::stage_bytes, p,
-                                p.block_table + (long long)ld.b * p.max_pages, ld.kvh, ld.tile * DM_TILE, ld.len,
+                                p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DM_TILE, ld.len,
                                 policy);
-            db_advance(ld, p);
+            db_advance<DM_TILE>(ld, p);
         }
         cp_async_commit();
         if (i == 0 || cc.tile == 0) { /* a pair starts */
             seg_first = i;
-            dm_load_q<D>(qa, p, a.group, cc.b, cc.kvh);
+            dm_load_q<D>(qa, p, a.group, cc.b, cc.h);
             dm_state_reset<D>(st);
             if (cc.tile == 0 && threadIdx.x == 0) { /* this CTA holds the pair's first tile: the combine's map */
                 const long long t0 = lo + i;
-                int *map = a.ws_map + ((long long)cc.b * p.kv_heads + cc.kvh) * 4;
-                map[0] = c;
-                map[1] = db_owner(t0 + cc.n - 1, total, a.ctas);
-                map[2] = i == 0 ? 0 : 1;
+                db_write_map(a.ws_map + ((long long)cc.b * p.kv_heads + cc.h) * 4, c, t0, cc.n, total, a.ctas, i == 0);
             }
         }
         dm_tile_step<D>(st, qa, sbase + (i % DB_STAGES) * sm::stage_bytes, cc.tile * DM_TILE, cc.len,
@@ -216,7 +119,7 @@ template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decod
                 const float o = ds_merge_warps<D, DM_WARPS, 8>(merge, merge + DM_WARPS * 8 * D,
                                                                merge + DM_WARPS * 8 * (D + 1), g, d, mm, ll);
                 if (whole) {
-                    const long long h = (long long)cc.b * p.heads + cc.kvh * a.group + g;
+                    const long long h = (long long)cc.b * p.heads + cc.h * a.group + g;
                     p.o[h * D + d] = __bfloat16_as_ushort(__float2bfloat16_rn(o / ll));
                 } else {
                     const long long k = ((long long)c * 2 + slot) * 8 + g;
@@ -229,7 +132,7 @@ template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decod
             }
             /* the next write of the merge area comes after the next iteration's barrier */
         }
-        db_advance(cc, p);
+        db_advance<DM_TILE>(cc, p);
     }
     cp_async_wait<0>();
 }

@@ -99,26 +99,31 @@ __device__ __forceinline__ void dm_load_q(uint32_t (&qa)[D / 16][4], const pl_de
     }
 }
 
-/* This warp's 16 tokens of the tile in stage kt (V at kt + tile bytes), the tile's first token t_tile, tokens at
- * or past len masked: S = Q·Kᵀ, the online softmax of row g, O += P·V. */
+/* Byte offset of 16-byte chunk ch of row r of 16 rows `rs` bytes apart, the chunk XORed with r's low 3 bits (as
+ * attn_swz, for rows that need not be adjacent). */
+__device__ __forceinline__ uint32_t dm_swz(int r, int ch, int rs)
+{
+    return (uint32_t)(r * rs + ((ch ^ (r & 7)) << 4));
+}
+
+/* A warp's step on 16 tokens whose K rows are at kb + dm_swz(r, ., rs) and V rows at vb + dm_swz(r, ., rs)
+ * (r = 0..15), token t_first first, tokens at or past len masked: S = Q·Kᵀ, the online softmax of row g,
+ * O += P·V. */
 template <int D>
-__device__ __forceinline__ void dm_tile_step(dm_state<D> &st, const uint32_t (&qa)[D / 16][4], uint32_t kt,
-                                             int t_tile, int len, float scale_log2)
+__device__ __forceinline__ void dm_rows_step(dm_state<D> &st, const uint32_t (&qa)[D / 16][4], uint32_t kb,
+                                             uint32_t vb, int rs, int t_first, int len, float scale_log2)
 {
     constexpr int KS = D / 16, DT = D / 8;
-    const uint32_t vt = kt + DM_TILE * D * 2;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, qd = lane & 3, mi = lane >> 3;
-    const int tok0 = warp * 16;
+    const int lane = threadIdx.x & 31, qd = lane & 3, mi = lane >> 3;
     float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
     for (int kk = 0; kk < KS; kk++) {
         uint32_t bf[4];
-        ldmatrix_x4(bf, kt + attn_swz<D>(tok0 + 8 * (mi >> 1) + (lane & 7), 2 * kk + (mi & 1)));
+        ldmatrix_x4(bf, kb + dm_swz(8 * (mi >> 1) + (lane & 7), 2 * kk + (mi & 1), rs));
         mma_bf16_16816(s[0], qa[kk], bf[0], bf[1]);
         mma_bf16_16816(s[1], qa[kk], bf[2], bf[3]);
     }
     /* row g only (c0, c1): scale into base 2, mask tokens past the end, online softmax */
-    const int t_first = t_tile + tok0;
     float mx = st.m;
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
@@ -149,10 +154,21 @@ __device__ __forceinline__ void dm_tile_step(dm_state<D> &st, const uint32_t (&q
 #pragma unroll
     for (int dt = 0; dt < DT; dt += 2) {
         uint32_t bf[4];
-        ldmatrix_x4_trans(bf, vt + attn_swz<D>(tok0 + (mi & 1) * 8 + (lane & 7), dt + (mi >> 1)));
+        ldmatrix_x4_trans(bf, vb + dm_swz((mi & 1) * 8 + (lane & 7), dt + (mi >> 1), rs));
         mma_bf16_16816(st.o[dt], pa, bf[0], bf[1]);
         mma_bf16_16816(st.o[dt + 1], pa, bf[2], bf[3]);
     }
+}
+
+/* This warp's 16 tokens of the 64-token tile in stage kt (rows of D bf16, V at kt + tile bytes), the tile's first
+ * token t_tile. */
+template <int D>
+__device__ __forceinline__ void dm_tile_step(dm_state<D> &st, const uint32_t (&qa)[D / 16][4], uint32_t kt,
+                                             int t_tile, int len, float scale_log2)
+{
+    const int tok0 = (threadIdx.x >> 5) * 16;
+    const uint32_t kb = kt + tok0 * D * 2;
+    dm_rows_step<D>(st, qa, kb, kb + DM_TILE * D * 2, D * 2, t_tile + tok0, len, scale_log2);
 }
 
 /* Bytes of the merge area: each warp's state of up to 8 heads (outputs [DM_WARPS][8][D], maxima and sums
