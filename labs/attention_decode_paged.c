@@ -183,8 +183,8 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->diff = pl_device_alloc(ctx, sizeof *s->diff);
     s->ref = pl_host_alloc(ctx, s->o_elems * sizeof(double));
     s->o_host = pl_host_alloc(ctx, s->o_elems * 2);
-    if (!q || !kc || !vc || !table_dev || !lens_dev || !p->o || !s->workspace || !s->bal_ws || !s->pages_ws || !s->copy_dst || !s->diff || !s->ref ||
-        !s->o_host)
+    if (!q || !kc || !vc || !table_dev || !lens_dev || !p->o || !s->workspace || !s->bal_ws || !s->pages_ws ||
+        !s->copy_dst || !s->diff || !s->ref || !s->o_host)
         return -1;
     PL_TRY(pl_fill_uniform_bf16(ctx, q, s->o_elems, -2.0f, 2.0f, STREAM_Q));
     PL_TRY(pl_fill_uniform_bf16(ctx, kc, s->cache_elems, -2.0f, 2.0f, STREAM_K));

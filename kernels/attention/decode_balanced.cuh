@@ -25,7 +25,7 @@ __device__ __forceinline__ int db_owner(long long t, long long total, int ctas)
 }
 
 struct db_scan_smem {
-    long long warp_sums[8]; /* up to 256 threads */
+    long long warp_sums[8];    /* up to 256 threads */
     long long first_seq_tiles; /* the head's tiles before the sequence of a CTA's first tile */
     int first_seq;
 };

@@ -8,14 +8,14 @@
  * tiles, and CTA c takes tiles [c·T/C, (c+1)·T/C). C is a multiple of the kv heads, so that each kv head has
  * C / kv_heads CTAs whose ranges sit at the same places of the same sequences: the CTAs of the eight heads read
  * the eight 256-byte rows of the same tokens (one 2 KB stretch of a page) at about the same time, as
- * split_kv_mma's launch order makes them do, rather than 256 bytes of each 2 KB at eight different times. A CTA walks its range with one 3-stage cp.async pipeline that
- * runs across the pairs' boundaries (the loads of the next pair's first tiles are in flight while the last tiles
- * of this one are computed), so there is one fill per CTA, and every CTA ends at the same time whatever the
- * lengths. Where its range ends a pair, the CTA merges its four warps' states through shared memory: a pair it
- * covers whole goes straight to O; a pair cut by a range boundary (at most two per CTA: its first and its last)
- * leaves a partial (max, sum, unnormalised output per head) in slot 0 or 1 of the CTA's workspace, and a second
- * kernel combines the two or more CTAs' slots of each cut pair. The CTA that computes a pair's first tile records
- * which CTAs share it (the combine kernel's map; each launch rewrites it).
+ * split_kv_mma's launch order makes them do, rather than 256 bytes of each 2 KB at eight different times. A CTA walks
+ * its range with one 3-stage cp.async pipeline that runs across the pairs' boundaries (the loads of the next pair's
+ * first tiles are in flight while the last tiles of this one are computed), so there is one fill per CTA, and every CTA
+ * ends at the same time whatever the lengths. Where its range ends a pair, the CTA merges its four warps' states
+ * through shared memory: a pair it covers whole goes straight to O; a pair cut by a range boundary (at most two per
+ * CTA: its first and its last) leaves a partial (max, sum, unnormalised output per head) in slot 0 or 1 of the CTA's
+ * workspace, and a second kernel combines the two or more CTAs' slots of each cut pair. The CTA that computes a pair's
+ * first tile records which CTAs share it (the combine kernel's map; each launch rewrites it).
  *
  * Each CTA finds its first pair from the lengths itself (a block scan over the batch: a few hundred cycles for a
  * batch of 64; it reads the whole length array, which grows with the batch). */
@@ -91,8 +91,7 @@ template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decod
         __syncthreads(); /* tile i visible; every warp is done with the stage refilled next */
         if (i + DB_STAGES - 1 < count) {
             dm_load_tile<D, EF>(sbase + ((i + DB_STAGES - 1) % DB_STAGES) * sm::stage_bytes, p,
-                                p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DM_TILE, ld.len,
-                                policy);
+                                p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DM_TILE, ld.len, policy);
             db_advance<DM_TILE>(ld, p);
         }
         cp_async_commit();
@@ -105,8 +104,7 @@ template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decod
                 db_write_map(a.ws_map + ((long long)cc.b * p.kv_heads + cc.h) * 4, c, t0, cc.n, total, a.ctas, i == 0);
             }
         }
-        dm_tile_step<D>(st, qa, sbase + (i % DB_STAGES) * sm::stage_bytes, cc.tile * DM_TILE, cc.len,
-                        a.scale_log2);
+        dm_tile_step<D>(st, qa, sbase + (i % DB_STAGES) * sm::stage_bytes, cc.tile * DM_TILE, cc.len, a.scale_log2);
         const int last_of_pair = cc.tile == cc.n - 1;
         if (last_of_pair || i == count - 1) { /* the pair ends here (or the range does): merge the warps */
             const int whole = last_of_pair && cc.tile == i - seg_first; /* it began at the pair's tile 0 */
@@ -183,8 +181,8 @@ extern "C" int pl_decode_balanced_ctas(const pl_decode_problem *p, int sm_count)
 
 template <int D, bool EF> static cudaError_t launch_balanced(const db_args &a, cudaStream_t stream)
 {
-    cudaError_t e = cudaFuncSetAttribute(decode_balanced_mma_kernel<D, EF>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, db_smem<D>::bytes);
+    cudaError_t e = cudaFuncSetAttribute(decode_balanced_mma_kernel<D, EF>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         db_smem<D>::bytes);
     if (e != cudaSuccess)
         return e;
     decode_balanced_mma_kernel<D, EF><<<(unsigned)a.ctas, DM_THREADS, db_smem<D>::bytes, stream>>>(a);

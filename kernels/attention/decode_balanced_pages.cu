@@ -93,8 +93,7 @@ __device__ __forceinline__ void dp_finish(const dp_args &a, dm_state<D> &st, int
         reinterpret_cast<float2 *>(a.ws_ml)[k] = make_float2(st.m, st.l);
 }
 
-template <int D, bool EF>
-__global__ void __launch_bounds__(DP_THREADS, 1) decode_balanced_pages_kernel(const dp_args a)
+template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decode_balanced_pages_kernel(const dp_args a)
 {
     typedef dp_smem<D> sm;
     extern __shared__ __align__(128) uint8_t smem[];
@@ -133,8 +132,7 @@ __global__ void __launch_bounds__(DP_THREADS, 1) decode_balanced_pages_kernel(co
         __syncthreads(); /* tile i visible; every warp is done with the stage refilled next */
         if (i + DP_STAGES - 1 < count) {
             dp_load_tile<D, EF>(sbase + ((i + DP_STAGES - 1) % DP_STAGES) * sm::stage_bytes, a,
-                                p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE, ld.len,
-                                policy);
+                                p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE, ld.len, policy);
             db_advance<DP_TILE>(ld, p);
         }
         cp_async_commit();
@@ -235,8 +233,8 @@ template <int D, bool EF> static cudaError_t launch_pages(const dp_args &a, cuda
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first,
-                                                void *workspace, cudaStream_t stream)
+extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                                cudaStream_t stream)
 {
     char why[160];
     if (!pl_decode_problem_valid(p, why, sizeof why) || ctas < 1 || !workspace || ((uintptr_t)workspace & 255u) != 0)

@@ -39,8 +39,8 @@ __device__ __forceinline__ uint64_t dm_policy_evict_first()
 }
 
 /* cp_async16 with, when EF, the L2 cache hint `policy` (src_bytes 0 writes zeros). */
-template <bool EF> __device__ __forceinline__ void dm_cp_async16(uint32_t dst, const void *src, int src_bytes,
-                                                                uint64_t policy)
+template <bool EF>
+__device__ __forceinline__ void dm_cp_async16(uint32_t dst, const void *src, int src_bytes, uint64_t policy)
 {
     if (EF)
         asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
@@ -110,8 +110,8 @@ __device__ __forceinline__ uint32_t dm_swz(int r, int ch, int rs)
  * (r = 0..15), token t_first first, tokens at or past len masked: S = Q·Kᵀ, the online softmax of row g,
  * O += P·V. */
 template <int D>
-__device__ __forceinline__ void dm_rows_step(dm_state<D> &st, const uint32_t (&qa)[D / 16][4], uint32_t kb,
-                                             uint32_t vb, int rs, int t_first, int len, float scale_log2)
+__device__ __forceinline__ void dm_rows_step(dm_state<D> &st, const uint32_t (&qa)[D / 16][4], uint32_t kb, uint32_t vb,
+                                             int rs, int t_first, int len, float scale_log2)
 {
     constexpr int KS = D / 16, DT = D / 8;
     const int lane = threadIdx.x & 31, qd = lane & 3, mi = lane >> 3;
@@ -163,8 +163,8 @@ __device__ __forceinline__ void dm_rows_step(dm_state<D> &st, const uint32_t (&q
 /* This warp's 16 tokens of the 64-token tile in stage kt (rows of D bf16, V at kt + tile bytes), the tile's first
  * token t_tile. */
 template <int D>
-__device__ __forceinline__ void dm_tile_step(dm_state<D> &st, const uint32_t (&qa)[D / 16][4], uint32_t kt,
-                                             int t_tile, int len, float scale_log2)
+__device__ __forceinline__ void dm_tile_step(dm_state<D> &st, const uint32_t (&qa)[D / 16][4], uint32_t kt, int t_tile,
+                                             int len, float scale_log2)
 {
     const int tok0 = (threadIdx.x >> 5) * 16;
     const uint32_t kb = kt + tok0 * D * 2;

@@ -65,8 +65,8 @@ template <int D> __global__ void __launch_bounds__(DM_THREADS, 2) decode_split_m
     float *sm_o = reinterpret_cast<float *>(smem);
     dm_stash_state<D>(sm_o, st, a.group);
     __syncthreads();
-    ds_store_partials<D, DM_WARPS, 8>(a, sm_o, sm_o + DM_WARPS * 8 * D, sm_o + DM_WARPS * 8 * (D + 1), a.group, b,
-                                      kvh, sp);
+    ds_store_partials<D, DM_WARPS, 8>(a, sm_o, sm_o + DM_WARPS * 8 * D, sm_o + DM_WARPS * 8 * (D + 1), a.group, b, kvh,
+                                      sp);
 }
 
 template <int D> static cudaError_t launch_split_mma(const ds_args &a, cudaStream_t stream)
