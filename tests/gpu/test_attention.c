@@ -4,6 +4,7 @@
  * device), page sizes 8, 16 and 64 with mixed lengths; for the balanced decode kernels, a pair cut among every
  * CTA, fewer tiles than CTAs, a batch over one scan block, kv-head blocks of 5 and 6. Exits 77 without a GPU. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/results_json.h"
@@ -75,8 +76,12 @@ static Suite *suite(void)
     Suite *s = suite_create("attention");
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 900);
-    tcase_add_loop_test(tc, flash_fwd_edges, 0, COUNT(fwd_cases));
-    tcase_add_loop_test(tc, decode_paged_edges, 0, COUNT(decode_cases));
+    /* PL_TEST_ATTENTION=fwd or decode runs one target's cases only (a short device session); unset: both */
+    const char *only = getenv("PL_TEST_ATTENTION");
+    if (!only || strcmp(only, "decode") != 0)
+        tcase_add_loop_test(tc, flash_fwd_edges, 0, COUNT(fwd_cases));
+    if (!only || strcmp(only, "fwd") != 0)
+        tcase_add_loop_test(tc, decode_paged_edges, 0, COUNT(decode_cases));
     suite_add_tcase(s, tc);
     return s;
 }
