@@ -38,17 +38,12 @@ struct db_args {
     pl_decode_problem p;
     int group, ctas;
     float scale_log2;
-    float *ws_o;  /* [ctas][2][8][D] partial outputs of a CTA's first (slot 0) and last (slot 1) pairs */
-    float *ws_ml; /* [ctas][2][8][2] their maxima and sums */
-    int *ws_map;  /* [batch·kv_heads][4]: first CTA, last CTA, the first CTA's slot of each pair */
+    db_work w; /* partials of one kv head (sub 1) per slot; blocks of one kv head */
 };
 
 extern "C" size_t pl_decode_balanced_workspace_bytes(const pl_decode_problem *p, int ctas)
 {
-    if (ctas < 1)
-        return 0;
-    return db_align((size_t)ctas * 2 * 8 * p->head_dim * sizeof(float)) +
-           db_align((size_t)ctas * 2 * 8 * 2 * sizeof(float)) + db_align((size_t)p->batch * p->kv_heads * 4 * 4);
+    return db_workspace_bytes(p, ctas, 1);
 }
 
 template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decode_balanced_mma_kernel(const db_args a)
@@ -64,9 +59,7 @@ template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decod
     long long lo, hi, total;
     db_cursor cc, ld; /* the computation's position and the loads' */
     if (!db_find_start<DM_THREADS, DM_TILE>(p, p.kv_heads, a.ctas, &scan_sm, &lo, &hi, &total, &cc)) {
-        /* fewer tiles than CTAs: an empty range, which a cut pair's combine skips by its -inf max */
-        if (threadIdx.x < 8)
-            a.ws_ml[((long long)c * 2 * 8 + threadIdx.x) * 2] = -INFINITY;
+        db_mark_empty(a.w, c);
         return;
     }
     ld = cc;
@@ -101,7 +94,7 @@ template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decod
             dm_state_reset<D>(st);
             if (cc.tile == 0 && threadIdx.x == 0) { /* this CTA holds the pair's first tile: the combine's map */
                 const long long t0 = lo + i;
-                db_write_map(a.ws_map + ((long long)cc.b * p.kv_heads + cc.h) * 4, c, t0, cc.n, total, a.ctas, i == 0);
+                db_write_map(a.w.map + ((long long)cc.b * p.kv_heads + cc.h) * 4, c, t0, cc.n, total, a.ctas, i == 0);
             }
         }
         dm_tile_step<D>(st, qa, sbase + (i % DB_STAGES) * sm::stage_bytes, cc.tile * DM_TILE, cc.len, a.scale_log2);
@@ -120,11 +113,11 @@ template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decod
                     const long long h = (long long)cc.b * p.heads + cc.h * a.group + g;
                     p.o[h * D + d] = __bfloat16_as_ushort(__float2bfloat16_rn(o / ll));
                 } else {
-                    const long long k = ((long long)c * 2 + slot) * 8 + g;
-                    a.ws_o[k * D + d] = o;
+                    const long long k = db_slot(a.w, c, slot, 0, g);
+                    a.w.o[k * D + d] = o;
                     if (d == 0) {
-                        a.ws_ml[k * 2] = mm;
-                        a.ws_ml[k * 2 + 1] = ll;
+                        a.w.ml[k * 2] = mm;
+                        a.w.ml[k * 2 + 1] = ll;
                     }
                 }
             }
@@ -135,61 +128,18 @@ template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decod
     cp_async_wait<0>();
 }
 
-/* One block of D threads per (sequence, query head) of a cut pair: the CTAs' partials into O. Pairs a single CTA
- * covered were written by it. */
-template <int D> __global__ void __launch_bounds__(D) decode_balanced_combine_kernel(const db_args a)
-{
-    const pl_decode_problem &p = a.p;
-    const int bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads, kvh = h / a.group, g = h % a.group;
-    const int *map = a.ws_map + ((long long)b * p.kv_heads + kvh) * 4;
-    const int c0 = map[0], c1 = map[1], slot0 = map[2];
-    if (c1 == c0)
-        return;
-    float mm = -INFINITY;
-    for (int c = c0; c <= c1; c++)
-        mm = fmaxf(mm, a.ws_ml[(((long long)c * 2 + (c == c0 ? slot0 : 0)) * 8 + g) * 2]);
-    float ll = 0.0f, o = 0.0f;
-    for (int c = c0; c <= c1; c++) {
-        const long long k = ((long long)c * 2 + (c == c0 ? slot0 : 0)) * 8 + g;
-        if (a.ws_ml[k * 2] == -INFINITY)
-            continue; /* an empty range between the pair's CTAs (more CTAs than tiles) */
-        const float f = attn_exp2(a.ws_ml[k * 2] - mm);
-        ll += a.ws_ml[k * 2 + 1] * f;
-        o += a.ws_o[k * D + threadIdx.x] * f;
-    }
-    p.o[(long long)bh * D + threadIdx.x] = __bfloat16_as_ushort(__float2bfloat16_rn(o / ll));
-}
-
-template <int D, bool EF> static int db_ctas_per_sm()
-{
-    int n = 0;
-    if (cudaFuncSetAttribute(decode_balanced_mma_kernel<D, EF>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             db_smem<D>::bytes) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_balanced_mma_kernel<D, EF>, DM_THREADS,
-                                                      db_smem<D>::bytes) != cudaSuccess)
-        return 0;
-    return n;
-}
-
 extern "C" int pl_decode_balanced_ctas(const pl_decode_problem *p, int sm_count)
 {
-    const int per_sm = p->head_dim == 64 ? db_ctas_per_sm<64, false>() : db_ctas_per_sm<128, false>();
-    const int slots = per_sm * (sm_count > 0 ? sm_count : 1);
-    /* a multiple of the kv heads (the heads' CTAs in step), unless there are more heads than slots */
-    return slots >= p->kv_heads ? slots / p->kv_heads * p->kv_heads : slots;
+    const int per_sm = p->head_dim == 64
+                           ? db_ctas_per_sm(decode_balanced_mma_kernel<64, false>, DM_THREADS, db_smem<64>::bytes)
+                           : db_ctas_per_sm(decode_balanced_mma_kernel<128, false>, DM_THREADS, db_smem<128>::bytes);
+    return db_grid(per_sm, sm_count, p->kv_heads);
 }
 
 template <int D, bool EF> static cudaError_t launch_balanced(const db_args &a, cudaStream_t stream)
 {
-    cudaError_t e = cudaFuncSetAttribute(decode_balanced_mma_kernel<D, EF>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         db_smem<D>::bytes);
-    if (e != cudaSuccess)
-        return e;
-    decode_balanced_mma_kernel<D, EF><<<(unsigned)a.ctas, DM_THREADS, db_smem<D>::bytes, stream>>>(a);
-    if ((e = cudaGetLastError()) != cudaSuccess)
-        return e;
-    decode_balanced_combine_kernel<D><<<(unsigned)(a.p.batch * a.p.heads), D, 0, stream>>>(a);
-    return cudaGetLastError();
+    return db_launch<D>(decode_balanced_mma_kernel<D, EF>, a, a.ctas, DM_THREADS, db_smem<D>::bytes, a.p, a.group, a.w,
+                        stream);
 }
 
 extern "C" cudaError_t pl_decode_balanced_mma(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
@@ -203,12 +153,7 @@ extern "C" cudaError_t pl_decode_balanced_mma(const pl_decode_problem *p, int ct
     a.group = p->heads / p->kv_heads;
     a.ctas = ctas;
     a.scale_log2 = p->scale * PL_ATTN_LOG2E;
-    char *w = static_cast<char *>(workspace);
-    a.ws_o = reinterpret_cast<float *>(w);
-    w += db_align((size_t)ctas * 2 * 8 * p->head_dim * sizeof(float));
-    a.ws_ml = reinterpret_cast<float *>(w);
-    w += db_align((size_t)ctas * 2 * 8 * 2 * sizeof(float));
-    a.ws_map = reinterpret_cast<int *>(w);
+    a.w = db_carve(workspace, p, ctas, 1, 1);
     if (p->head_dim == 64)
         return evict_first ? launch_balanced<64, true>(a, stream) : launch_balanced<64, false>(a, stream);
     return evict_first ? launch_balanced<128, true>(a, stream) : launch_balanced<128, false>(a, stream);

@@ -36,11 +36,9 @@ template <int D> struct dp_smem {
 
 struct dp_args {
     pl_decode_problem p;
-    int group, hb, blocks, ctas; /* hb kv heads per block (divides kv_heads, <= 8), blocks = kv_heads / hb */
+    int group, ctas;
     float scale_log2;
-    float *ws_o;  /* [ctas][2][8][8][D]: slot, head of the block, head of the group */
-    float *ws_ml; /* [ctas][2][8][8][2] */
-    int *ws_map;  /* [batch][blocks][4] */
+    db_work w; /* hb kv heads per block (divides kv_heads, <= 8), DP_WARPS of them per slot */
 };
 
 /* Stage of tokens [t0, t0 + 16) of a sequence of `len` tokens, the heads of block blk: K and V, zeros past len. */
@@ -50,13 +48,13 @@ __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, c
 {
     constexpr int CPH = D / 8; /* 16-byte chunks per head row */
     const pl_decode_problem &p = a.p;
-    const int cpt = a.hb * CPH, n = DP_TILE * cpt;
+    const int cpt = a.w.hb * CPH, n = DP_TILE * cpt;
     for (int q = threadIdx.x; q < n; q += DP_THREADS) {
         const int tok = q / cpt, rem = q - tok * cpt, h = rem / CPH, ch = rem % CPH, t = t0 + tok;
         const uint16_t *ks = p.k_cache, *vs = p.v_cache;
         if (t < len) {
             const long long row =
-                ((long long)table[t / p.page_size] * p.page_size + t % p.page_size) * p.kv_heads + blk * a.hb + h;
+                ((long long)table[t / p.page_size] * p.page_size + t % p.page_size) * p.kv_heads + blk * a.w.hb + h;
             ks += row * D + ch * 8;
             vs += row * D + ch * 8;
         }
@@ -84,13 +82,13 @@ __device__ __forceinline__ void dp_finish(const dp_args &a, dm_state<D> &st, int
             o[(dt * 8 + 2 * qd) / 2] = attn_pack_bf16(st.o[dt][0] * inv, st.o[dt][1] * inv);
         return;
     }
-    const long long k = (((long long)blockIdx.x * 2 + slot) * DP_WARPS + warp) * 8 + g;
-    float2 *o = reinterpret_cast<float2 *>(a.ws_o + k * D);
+    const long long k = db_slot(a.w, blockIdx.x, slot, warp, g);
+    float2 *o = reinterpret_cast<float2 *>(a.w.o + k * D);
 #pragma unroll
     for (int dt = 0; dt < D / 8; dt++)
         o[(dt * 8 + 2 * qd) / 2] = make_float2(st.o[dt][0], st.o[dt][1]);
     if (qd == 0)
-        reinterpret_cast<float2 *>(a.ws_ml)[k] = make_float2(st.m, st.l);
+        reinterpret_cast<float2 *>(a.w.ml)[k] = make_float2(st.m, st.l);
 }
 
 template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decode_balanced_pages_kernel(const dp_args a)
@@ -103,16 +101,14 @@ template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decod
     const int c = blockIdx.x, warp = threadIdx.x >> 5;
     long long lo, hi, total;
     db_cursor cc, ld; /* the computation's position (h: the head block) and the loads' */
-    if (!db_find_start<DP_THREADS, DP_TILE>(p, a.blocks, a.ctas, &scan_sm, &lo, &hi, &total, &cc)) {
-        /* fewer tiles than CTAs: an empty range, which a cut pair's combine skips by its -inf max */
-        if (threadIdx.x < DP_WARPS * 8)
-            a.ws_ml[((long long)c * 2 * DP_WARPS * 8 + threadIdx.x) * 2] = -INFINITY;
+    if (!db_find_start<DP_THREADS, DP_TILE>(p, a.w.blocks, a.ctas, &scan_sm, &lo, &hi, &total, &cc)) {
+        db_mark_empty(a.w, c);
         return;
     }
     ld = cc;
     const int count = (int)(hi - lo);
     const uint64_t policy = EF ? dm_policy_evict_first() : 0;
-    const int active = warp < a.hb; /* this warp has a kv head */
+    const int active = warp < a.w.hb; /* this warp has a kv head */
 
 #pragma unroll
     for (int s = 0; s < DP_STAGES - 1; s++) {
@@ -139,10 +135,10 @@ template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decod
         if (i == 0 || cc.tile == 0) { /* a pair starts */
             seg_first = i;
             if (active)
-                dm_load_q<D>(qa, p, a.group, cc.b, cc.h * a.hb + warp);
+                dm_load_q<D>(qa, p, a.group, cc.b, cc.h * a.w.hb + warp);
             dm_state_reset<D>(st);
             if (cc.tile == 0 && threadIdx.x == 0)
-                db_write_map(a.ws_map + ((long long)cc.b * a.blocks + cc.h) * 4, c, lo + i, cc.n, total, a.ctas,
+                db_write_map(a.w.map + ((long long)cc.b * a.w.blocks + cc.h) * 4, c, lo + i, cc.n, total, a.ctas,
                              i == 0);
         }
         if (active) {
@@ -151,36 +147,11 @@ template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decod
         }
         const int last_of_pair = cc.tile == cc.n - 1;
         if (active && (last_of_pair || i == count - 1))
-            dp_finish<D>(a, st, cc.b, cc.h * a.hb + warp, last_of_pair && cc.tile == i - seg_first,
+            dp_finish<D>(a, st, cc.b, cc.h * a.w.hb + warp, last_of_pair && cc.tile == i - seg_first,
                          seg_first == 0 ? 0 : 1);
         db_advance<DP_TILE>(cc, p);
     }
     cp_async_wait<0>();
-}
-
-/* One block of D threads per (sequence, query head) of a cut pair: the CTAs' partials into O. */
-template <int D> __global__ void __launch_bounds__(D) decode_pages_combine_kernel(const dp_args a)
-{
-    const pl_decode_problem &p = a.p;
-    const int bh = blockIdx.x, b = bh / p.heads, h = bh % p.heads, kvh = h / a.group, g = h % a.group;
-    const int blk = kvh / a.hb, w = kvh % a.hb;
-    const int *map = a.ws_map + ((long long)b * a.blocks + blk) * 4;
-    const int c0 = map[0], c1 = map[1], slot0 = map[2];
-    if (c1 == c0)
-        return;
-    float mm = -INFINITY;
-    for (int c = c0; c <= c1; c++)
-        mm = fmaxf(mm, a.ws_ml[((((long long)c * 2 + (c == c0 ? slot0 : 0)) * DP_WARPS + w) * 8 + g) * 2]);
-    float ll = 0.0f, o = 0.0f;
-    for (int c = c0; c <= c1; c++) {
-        const long long k = (((long long)c * 2 + (c == c0 ? slot0 : 0)) * DP_WARPS + w) * 8 + g;
-        if (a.ws_ml[k * 2] == -INFINITY)
-            continue; /* an empty range between the pair's CTAs (more CTAs than tiles) */
-        const float f = attn_exp2(a.ws_ml[k * 2] - mm);
-        ll += a.ws_ml[k * 2 + 1] * f;
-        o += a.ws_o[k * D + threadIdx.x] * f;
-    }
-    p.o[(long long)bh * D + threadIdx.x] = __bfloat16_as_ushort(__float2bfloat16_rn(o / ll));
 }
 
 /* kv heads per block: the largest divisor of kv_heads up to DP_WARPS. */
@@ -192,45 +163,23 @@ static int dp_heads_per_block(int kv_heads)
     return 1;
 }
 
-template <int D, bool EF> static int dp_ctas_per_sm()
-{
-    int n = 0;
-    if (cudaFuncSetAttribute(decode_balanced_pages_kernel<D, EF>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             dp_smem<D>::bytes) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_balanced_pages_kernel<D, EF>, DP_THREADS,
-                                                      dp_smem<D>::bytes) != cudaSuccess)
-        return 0;
-    return n;
-}
-
 extern "C" int pl_decode_pages_ctas(const pl_decode_problem *p, int sm_count)
 {
-    const int per_sm = p->head_dim == 64 ? dp_ctas_per_sm<64, false>() : dp_ctas_per_sm<128, false>();
-    const int slots = per_sm * (sm_count > 0 ? sm_count : 1);
-    const int blocks = p->kv_heads / dp_heads_per_block(p->kv_heads);
-    return slots >= blocks ? slots / blocks * blocks : slots;
+    const int per_sm = p->head_dim == 64
+                           ? db_ctas_per_sm(decode_balanced_pages_kernel<64, false>, DP_THREADS, dp_smem<64>::bytes)
+                           : db_ctas_per_sm(decode_balanced_pages_kernel<128, false>, DP_THREADS, dp_smem<128>::bytes);
+    return db_grid(per_sm, sm_count, p->kv_heads / dp_heads_per_block(p->kv_heads));
 }
 
 extern "C" size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, int ctas)
 {
-    if (ctas < 1)
-        return 0;
-    const size_t slots = (size_t)ctas * 2 * DP_WARPS * 8;
-    return db_align(slots * p->head_dim * sizeof(float)) + db_align(slots * 2 * sizeof(float)) +
-           db_align((size_t)p->batch * p->kv_heads * 4 * sizeof(int));
+    return db_workspace_bytes(p, ctas, DP_WARPS);
 }
 
 template <int D, bool EF> static cudaError_t launch_pages(const dp_args &a, cudaStream_t stream)
 {
-    cudaError_t e = cudaFuncSetAttribute(decode_balanced_pages_kernel<D, EF>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, dp_smem<D>::bytes);
-    if (e != cudaSuccess)
-        return e;
-    decode_balanced_pages_kernel<D, EF><<<(unsigned)a.ctas, DP_THREADS, dp_smem<D>::bytes, stream>>>(a);
-    if ((e = cudaGetLastError()) != cudaSuccess)
-        return e;
-    decode_pages_combine_kernel<D><<<(unsigned)(a.p.batch * a.p.heads), D, 0, stream>>>(a);
-    return cudaGetLastError();
+    return db_launch<D>(decode_balanced_pages_kernel<D, EF>, a, a.ctas, DP_THREADS, dp_smem<D>::bytes, a.p, a.group,
+                        a.w, stream);
 }
 
 extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
@@ -242,17 +191,9 @@ extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int 
     dp_args a;
     a.p = *p;
     a.group = p->heads / p->kv_heads;
-    a.hb = dp_heads_per_block(p->kv_heads);
-    a.blocks = p->kv_heads / a.hb;
     a.ctas = ctas;
     a.scale_log2 = p->scale * PL_ATTN_LOG2E;
-    const size_t slots = (size_t)ctas * 2 * DP_WARPS * 8;
-    char *w = static_cast<char *>(workspace);
-    a.ws_o = reinterpret_cast<float *>(w);
-    w += db_align(slots * p->head_dim * sizeof(float));
-    a.ws_ml = reinterpret_cast<float *>(w);
-    w += db_align(slots * 2 * sizeof(float));
-    a.ws_map = reinterpret_cast<int *>(w);
+    a.w = db_carve(workspace, p, ctas, DP_WARPS, dp_heads_per_block(p->kv_heads));
     if (p->head_dim == 64)
         return evict_first ? launch_pages<64, true>(a, stream) : launch_pages<64, false>(a, stream);
     return evict_first ? launch_pages<128, true>(a, stream) : launch_pages<128, false>(a, stream);
