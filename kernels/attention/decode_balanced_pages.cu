@@ -4,8 +4,9 @@
  * The page layout, [page][token][kv head][head_dim] (NHD), puts a token's K rows of all kv heads side by side: 2 KB
  * per token at 8 kv heads × 128 dims, a whole page (16 tokens) 32 KB in one piece. The kernels before this one
  * give each kv head its own CTAs, so each reads 256 bytes out of every 2 KB, and the eight heads' CTAs pass over
- * the same stretch at eight different times: the DRAM sees 256-byte pieces scattered over the whole cache instead
- * of a stream. cuDNN's decode reads a contiguous [batch][kv head][seq][dim] cache, each CTA one 2 MB stream.
+ * the same stretch at eight different times; the hypothesis tested here is that the DRAM, seeing 256-byte pieces
+ * scattered over the whole cache instead of a stream, is what holds them below cuDNN's decode, which reads a
+ * contiguous [batch][kv head][seq][dim] cache, each CTA one 2 MB stream.
  *
  * Here a CTA of eight warps computes a block of up to eight kv heads (the largest divisor of kv_heads up to 8;
  * all of them at the decode shape) together: each stage is 16 tokens × all the block's heads, K then V — at page
@@ -15,7 +16,11 @@
  * as the rows of mma.sync m16n8k16) and keeps its head's state across the whole of the CTA's range: no merge of
  * warps, each warp writes its own heads' results. The work is cut as in balanced_mma: the (head block, sequence)
  * pairs' 16-token tiles end to end, CTA c of C (the CTAs the GPU holds at once) taking [c·T/C, (c+1)·T/C), a
- * combine kernel for the pairs a range boundary cuts. */
+ * combine kernel for the pairs a range boundary cuts.
+ *
+ * Measured (H200, docs/perf/attention.md): 31% slower than balanced_mma (2.97 against 3.91 TB/s at the decode
+ * shape). One CTA an SM behind one barrier per 64 KB stage costs more than the contiguity could gain; the
+ * variant stays as the lesson's negative result. */
 #include <math.h>
 
 #include "attention/attention.h"
