@@ -18,11 +18,14 @@
 typedef struct decode_state {
     pl_decode_problem p;
     int max_len, chunk, pages;
+    int ctas, pages_ctas, evict_first; /* balanced_mma's and balanced_pages' grids, their L2 hint */
     int *lens_host;
     size_t o_elems, cache_elems;
     double *ref; /* [batch][heads][head_dim] float64 */
     uint16_t *o_host;
     void *workspace;    /* split_kv's partial results */
+    void *bal_ws;       /* balanced_mma's */
+    void *pages_ws;     /* balanced_pages' */
     uint16_t *copy_dst; /* cuda_memcpy's destination */
     unsigned long long *diff;
     int last_was_copy; /* which check the last run needs */
@@ -77,6 +80,18 @@ static const pl_param_def decode_params[] = {
      .help = "seed of the lengths' draw",
      .min = 0,
      .max = 1e15},
+    {.name = "chunk",
+     .type = PL_PARAM_INT,
+     .default_value = "0",
+     .help = "split_kv's tokens per CTA (a multiple of 64); 0: about 32 CTAs an SM over the longest sequence",
+     .min = 0,
+     .max = 1 << 24},
+    {.name = "evict-first",
+     .type = PL_PARAM_INT,
+     .default_value = "0",
+     .help = "1: balanced_mma's and balanced_pages' K/V loads carry an L2 evict-first hint",
+     .min = 0,
+     .max = 1},
     {.name = "scale",
      .type = PL_PARAM_FLOAT,
      .default_value = "0",
@@ -144,7 +159,17 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->pages = pl_decode_block_table(p->batch, s->lens_host, p->page_size, p->max_pages, ctx->seed, table);
     s->cache_elems = (size_t)s->pages * p->page_size * p->kv_heads * p->head_dim;
     s->o_elems = (size_t)p->batch * p->heads * p->head_dim;
-    s->chunk = pl_decode_split_chunk(p, s->max_len, ctx->device->sm_count);
+    const int chunk = (int)pl_param_int(params, "chunk");
+    if (chunk % 64 != 0)
+        return pl_fail(ctx, "attention:decode_paged: --chunk %d is not a multiple of 64: use 0 (chosen) or e.g. 1024",
+                       chunk);
+    s->chunk = chunk > 0 ? chunk : pl_decode_split_chunk(p, s->max_len, ctx->device->sm_count);
+    s->evict_first = (int)pl_param_int(params, "evict-first");
+    s->ctas = pl_decode_balanced_ctas(p, ctx->device->sm_count);
+    s->pages_ctas = pl_decode_pages_ctas(p, ctx->device->sm_count);
+    if (s->ctas < 1 || s->pages_ctas < 1)
+        return pl_fail(ctx, "attention:decode_paged: no CTA of balanced_mma or balanced_pages fits an SM (the "
+                            "occupancy query failed)");
 
     uint16_t *q = pl_device_alloc(ctx, s->o_elems * 2), *kc = pl_device_alloc(ctx, s->cache_elems * 2),
              *vc = pl_device_alloc(ctx, s->cache_elems * 2);
@@ -152,12 +177,14 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     int *lens_dev = pl_device_alloc(ctx, (size_t)p->batch * sizeof(int));
     p->o = pl_device_alloc(ctx, s->o_elems * 2);
     s->workspace = pl_device_alloc(ctx, pl_decode_split_workspace_bytes(p, s->max_len, s->chunk));
+    s->bal_ws = pl_device_alloc(ctx, pl_decode_balanced_workspace_bytes(p, s->ctas));
+    s->pages_ws = pl_device_alloc(ctx, pl_decode_pages_workspace_bytes(p, s->pages_ctas));
     s->copy_dst = pl_device_alloc(ctx, s->cache_elems * 2);
     s->diff = pl_device_alloc(ctx, sizeof *s->diff);
     s->ref = pl_host_alloc(ctx, s->o_elems * sizeof(double));
     s->o_host = pl_host_alloc(ctx, s->o_elems * 2);
-    if (!q || !kc || !vc || !table_dev || !lens_dev || !p->o || !s->workspace || !s->copy_dst || !s->diff || !s->ref ||
-        !s->o_host)
+    if (!q || !kc || !vc || !table_dev || !lens_dev || !p->o || !s->workspace || !s->bal_ws || !s->pages_ws ||
+        !s->copy_dst || !s->diff || !s->ref || !s->o_host)
         return -1;
     PL_TRY(pl_fill_uniform_bf16(ctx, q, s->o_elems, -2.0f, 2.0f, STREAM_Q));
     PL_TRY(pl_fill_uniform_bf16(ctx, kc, s->cache_elems, -2.0f, 2.0f, STREAM_K));
@@ -238,6 +265,22 @@ static int run_split_mma(pl_ctx *ctx, void *state)
     return 0;
 }
 
+static int run_balanced_mma(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    s->last_was_copy = 0;
+    PL_CUDA(ctx, pl_decode_balanced_mma(&s->p, s->ctas, s->evict_first, s->bal_ws, ctx->stream));
+    return 0;
+}
+
+static int run_balanced_pages(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    s->last_was_copy = 0;
+    PL_CUDA(ctx, pl_decode_balanced_pages(&s->p, s->pages_ctas, s->evict_first, s->pages_ws, ctx->stream));
+    return 0;
+}
+
 /* The HBM ceiling for the same bytes: the K cache copied (K bytes read + K bytes written = the K and V bytes the
  * kernels read). */
 static int run_memcpy(pl_ctx *ctx, void *state)
@@ -260,6 +303,16 @@ static const pl_variant decode_variants[] = {
      .technique = "split_kv with the GQA group as the rows of mma.sync m16n8k16 (FlashAttention-2 on 16 tokens "
                   "a warp): ~6x fewer instructions per token",
      .run = run_split_mma,
+     .req = {.needs_gpu = 1, .min_cc = 80}},
+    {.name = "balanced_mma",
+     .technique = "split_kv_mma's tile step on a persistent grid (the CTAs the GPU holds at once), all pairs' "
+                  "64-token tiles cut into equal ranges (stream-K): one pipeline fill per CTA, no tail wave",
+     .run = run_balanced_mma,
+     .req = {.needs_gpu = 1, .min_cc = 80}},
+    {.name = "balanced_pages",
+     .technique = "balanced_mma's grid, but a CTA of 8 warps computes all the kv heads of a token (one warp each): "
+                  "each stage is whole contiguous 32 KB pages of K and V instead of 256 B of every 2 KB",
+     .run = run_balanced_pages,
      .req = {.needs_gpu = 1, .min_cc = 80}},
     {.name = "cuda_memcpy",
      .technique = "cudaMemcpyAsync device-to-device of the K cache (the same bytes moved): the HBM ceiling",

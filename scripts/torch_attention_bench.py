@@ -9,9 +9,13 @@ region) and the row says "expanded" -- its bytes are still counted with the real
 token per sequence against a contiguous cache (SDPA has no paged cache), GB/s from K and V read once, beside a
 device-to-device copy of the same bytes timed in the same process (the HBM ceiling).
 
-Timing: CUDA events around each call after warm-up, the median of many (--iters).
+Timing: CUDA events around each call after warm-up, the median of many (--iters). Latched (the default), as
+perflab times: before the start event a spin kernel (torch.cuda._sleep) holds the stream until the host has
+enqueued the event, the call and the stop event, so that the events time the GPU's work and not the Python and
+dispatch cost of the call (an unlatched call of a 0.5 ms kernel counts the host's ~20 µs before its launch).
+--latch both also prints the unlatched figure (backend name + " unlatched").
 
-    python3 scripts/torch_attention_bench.py [--iters 50] [--json out.json]
+    python3 scripts/torch_attention_bench.py [--iters 50] [--decode-only] [--json out.json]
 """
 import argparse
 import json
@@ -36,7 +40,10 @@ PREFILL = [
 DECODE = [("decode b64 h32/kv8 len8192 d128", 64, 32, 8, 8192, 128)]
 
 
-def time_ms(fn, iters, warmup=5):
+LATCH_CYCLES = 2_000_000  # ~1 ms of spinning at the H200's clocks: longer than the host takes to enqueue a call
+
+
+def time_ms(fn, iters, warmup=5, latch=True):
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -44,6 +51,8 @@ def time_ms(fn, iters, warmup=5):
     for _ in range(iters):
         a = torch.cuda.Event(enable_timing=True)
         b = torch.cuda.Event(enable_timing=True)
+        if latch:
+            torch.cuda._sleep(LATCH_CYCLES)
         a.record()
         fn()
         b.record()
@@ -71,21 +80,33 @@ def sdpa_call(backend, q, k, v, causal, gqa):
         return (lambda: run(ke, ve, False)), "expanded"
 
 
-def time_backends(rows, name, q, k, v, causal, flops, nbytes, iters):
-    """One row per SDPA backend: its median time and rates, or the error that kept it from running."""
+def latch_modes(latch):
+    """(row-name suffix, latched) pairs for --latch on|off|both."""
+    return {"on": [("", True)], "off": [(" unlatched", False)], "both": [("", True), (" unlatched", False)]}[latch]
+
+
+def time_backends(rows, name, q, k, v, causal, flops, nbytes, iters, latch):
+    """One row per SDPA backend (and latch mode): its median time and rates, or the error that kept it from
+    running."""
     for be in BACKENDS:
-        try:
-            fn, how = sdpa_call(be, q, k, v, causal, k.shape[1] != q.shape[1])
-            ms = time_ms(fn, iters)
-            rows.append(dict(shape=name, backend=be, note=how, ms=ms, tflops=flops / ms / 1e9, gbps=nbytes / ms / 1e6))
-        except RuntimeError as e:
-            rows.append(dict(shape=name, backend=be, note="error: " + str(e).split("\n")[0][:80], ms=None))
-        print(rows[-1], flush=True)
+        for suffix, latched in latch_modes(latch):
+            try:
+                fn, how = sdpa_call(be, q, k, v, causal, k.shape[1] != q.shape[1])
+                ms = time_ms(fn, iters, latch=latched)
+                rows.append(dict(shape=name, backend=be + suffix, note=how, ms=ms, tflops=flops / ms / 1e9,
+                                 gbps=nbytes / ms / 1e6))
+            except RuntimeError as e:
+                rows.append(dict(shape=name, backend=be + suffix, note="error: " + str(e).split("\n")[0][:80],
+                                 ms=None))
+            print(rows[-1], flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--latch", choices=["on", "off", "both"], default="on",
+                    help="hold the stream with a spin kernel while the host enqueues each timed call (on), not (off)")
+    ap.add_argument("--decode-only", action="store_true", help="only the decode shape (skip the prefill shapes)")
     ap.add_argument("--json", help="write the rows here too")
     args = ap.parse_args()
     dev = torch.device("cuda")
@@ -93,13 +114,13 @@ def main():
     rows = []
     print(f"# {torch.cuda.get_device_name(0)}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}",
           flush=True)
-    for name, b, h, kv, s, d, causal in PREFILL:
+    for name, b, h, kv, s, d, causal in [] if args.decode_only else PREFILL:
         q = torch.empty(b, h, s, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
         k = torch.empty(b, kv, s, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
         v = torch.empty(b, kv, s, d, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
         flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
         nbytes = 2.0 * (2 * b * h * s * d + 2 * b * kv * s * d)
-        time_backends(rows, name, q, k, v, causal, flops, nbytes, args.iters)
+        time_backends(rows, name, q, k, v, causal, flops, nbytes, args.iters, args.latch)
         del q, k, v
         torch.cuda.empty_cache()
     for name, b, h, kv, n, d in DECODE:
@@ -109,12 +130,15 @@ def main():
         flops = 4.0 * b * h * n * d
         nbytes = 2.0 * (2 * b * kv * n * d + 2 * b * h * d)
         dst = torch.empty_like(k)
-        ms = time_ms(lambda: dst.copy_(k), args.iters)  # K bytes read + written = the K and V bytes decode reads
-        rows.append(dict(shape=name, backend="d2d copy (ceiling)", note="", ms=ms, tflops=0.0, gbps=nbytes / ms / 1e6))
-        print(rows[-1], flush=True)
-        time_backends(rows, name, q, k, v, False, flops, nbytes, args.iters)
+        for suffix, latched in latch_modes(args.latch):
+            # K bytes read + written = the K and V bytes decode reads
+            ms = time_ms(lambda: dst.copy_(k), args.iters, latch=latched)
+            rows.append(dict(shape=name, backend="d2d copy" + suffix, note="the ceiling", ms=ms, tflops=0.0,
+                             gbps=nbytes / ms / 1e6))
+            print(rows[-1], flush=True)
+        time_backends(rows, name, q, k, v, False, flops, nbytes, args.iters, args.latch)
     print()
-    print(f"{'shape':34} {'backend':20} {'ms':>9} {'TFLOP/s':>8} {'GB/s':>8}  note")
+    print(f"{'shape':34} {'backend':20} {'ms':>9} {'TFLOP/s':>8} {'GB/s':>8}  note (latch {args.latch})")
     for r in rows:
         if r["ms"] is None:
             print(f"{r['shape']:34} {r['backend']:20} {'-':>9} {'-':>8} {'-':>8}  {r['note']}")

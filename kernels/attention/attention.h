@@ -14,6 +14,8 @@
  *   decode_baseline.cu      paged decode, one CTA per (sequence, query head)
  *   decode_split_kv.cu      paged decode, flash-decoding: KV split over CTAs, GQA group per CTA, a combine step
  *   decode_split_mma.cu     the same split with the GQA group as the rows of mma.sync tiles
+ *   decode_balanced_mma.cu  the mma tile step on a persistent grid, all pairs' tiles cut evenly among the CTAs
+ *   decode_balanced_pages.cu the same grid, a CTA computing all kv heads of its tokens: whole pages per stage
  *
  * Every launcher enqueues on `stream`, never synchronises and returns the launch's cudaError_t (the cuBLAS steps
  * of the baseline return their cublasStatus_t). */
@@ -137,6 +139,24 @@ cudaError_t pl_decode_split_kv(const pl_decode_problem *p, int max_len, int chun
  * the same workspace and chunk rules. */
 cudaError_t pl_decode_split_mma(const pl_decode_problem *p, int max_len, int chunk, void *workspace,
                                 cudaStream_t stream);
+
+/* Balanced (decode_balanced_mma.cu, sm_80+): split_kv_mma's tile step on a persistent grid of `ctas` CTAs (all
+ * resident at once: pl_decode_balanced_ctas), the 64-token tiles of all (sequence, kv head) pairs cut into `ctas`
+ * equal contiguous ranges, a combine kernel for the pairs a range boundary cuts. evict_first: the K/V loads carry
+ * an L2 evict-first hint. `workspace`: pl_decode_balanced_workspace_bytes(p, ctas) bytes, 256-byte aligned. */
+int pl_decode_balanced_ctas(const pl_decode_problem *p, int sm_count);
+size_t pl_decode_balanced_workspace_bytes(const pl_decode_problem *p, int ctas);
+cudaError_t pl_decode_balanced_mma(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                   cudaStream_t stream);
+
+/* Balanced pages (decode_balanced_pages.cu, sm_80+): balanced_mma's schedule, but one CTA of eight warps computes
+ * a block of up to 8 kv heads (the largest divisor of kv_heads up to 8), a warp each, so that each stage reads
+ * whole token rows (16 tokens × all the block's heads: at page 16 one whole K page and one V page). The same
+ * arguments as pl_decode_balanced_mma, with its own grid size and workspace. */
+int pl_decode_pages_ctas(const pl_decode_problem *p, int sm_count);
+size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, int ctas);
+cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                     cudaStream_t stream);
 
 /* *count = the number of 32-bit words in which a and b differ (compare_words.cu; count is device memory). */
 cudaError_t pl_attn_count_diff_u32(const uint32_t *a, const uint32_t *b, size_t n, unsigned long long *count,

@@ -56,6 +56,27 @@ __device__ __forceinline__ void ds_merge(float &m, float &l, float (&acc)[N], fl
     m = mm;
 }
 
+/* Column d of head g merged over the NW warps' states in shared memory (unnormalised outputs acc[NW][GS][D],
+ * maxima m[NW][GS], sums l[NW][GS]): the unnormalised output, with the merged max in mm and sum in ll. */
+template <int D, int NW, int GS>
+__device__ __forceinline__ float ds_merge_warps(const float *sm_acc, const float *sm_m, const float *sm_l, int g, int d,
+                                                float &mm, float &ll)
+{
+    mm = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < NW; w++)
+        mm = fmaxf(mm, sm_m[w * GS + g]);
+    ll = 0.0f;
+    float o = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NW; w++) {
+        const float f = attn_exp2(sm_m[w * GS + g] - mm); /* a warp that saw no token: m = -inf, f = 0 */
+        ll += sm_l[w * GS + g] * f;
+        o += sm_acc[(w * GS + g) * D + d] * f;
+    }
+    return o;
+}
+
 /* The CTA's result for chunk sp: the warps' states of each head of the group (shared memory: unnormalised outputs
  * acc[NW][GS][D], maxima m[NW][GS] and sums l[NW][GS]) merged and written to the head's workspace slot. */
 template <int D, int NW, int GS>
@@ -64,17 +85,8 @@ __device__ __forceinline__ void ds_store_partials(const ds_args &a, const float 
 {
     for (int i = threadIdx.x; i < heads_here * D; i += NW * 32) {
         const int g = i / D, d = i % D;
-        float mm = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < NW; w++)
-            mm = fmaxf(mm, sm_m[w * GS + g]);
-        float ll = 0.0f, o = 0.0f;
-#pragma unroll
-        for (int w = 0; w < NW; w++) {
-            const float f = attn_exp2(sm_m[w * GS + g] - mm); /* a warp that saw no token: m = -inf, f = 0 */
-            ll += sm_l[w * GS + g] * f;
-            o += sm_acc[(w * GS + g) * D + d] * f;
-        }
+        float mm, ll;
+        const float o = ds_merge_warps<D, NW, GS>(sm_acc, sm_m, sm_l, g, d, mm, ll);
         const long long slot = ((long long)b * a.p.heads + kvh * a.group + g) * a.max_splits + sp;
         a.ws_o[slot * D + d] = o;
         if (d == 0) {

@@ -1,8 +1,10 @@
 /* On a GPU: perflab verify of attention:flash_fwd and attention:decode_paged on odd shapes — sequence lengths 1,
  * 77, 129, 1000 and 4097 (no multiple of any tile), causal and not, GQA groups of 1 to 8 (3 included, which the
  * decode kernel pads), both layouts, both head dimensions, both reference paths (float64 host, unfused fp32 on the
- * device), page sizes 16 and 64 with mixed lengths. Exits 77 without a GPU. */
+ * device), page sizes 8, 16 and 64 with mixed lengths; for the balanced decode kernels, a pair cut among every
+ * CTA, fewer tiles than CTAs, a batch over one scan block, kv-head blocks of 5 and 6. Exits 77 without a GPU. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/results_json.h"
@@ -41,6 +43,14 @@ static const char *const decode_cases[] = {
     "--batch 7 --heads 6 --kv-heads 2 --head-dim 128 --kv-len 1000 --len-spread 1 --page-size 16",
     "--batch 3 --heads 32 --kv-heads 4 --head-dim 128 --kv-len 4097 --len-spread 0.5 --page-size 64",
     "--batch 4 --heads 16 --kv-heads 8 --head-dim 64 --kv-len 4097 --len-spread 0 --page-size 16",
+    /* balanced_mma: one pair cut among every CTA (evict-first loads); a batch over one scan block of 128, chunked
+     * split; fewer tiles than CTAs (empty ranges between a cut pair's CTAs) */
+    "--batch 1 --heads 8 --kv-heads 1 --head-dim 128 --kv-len 30001 --len-spread 0 --page-size 16 --evict-first 1",
+    "--batch 300 --heads 6 --kv-heads 3 --head-dim 64 --kv-len 700 --len-spread 1 --page-size 64 --chunk 192",
+    "--batch 1 --heads 24 --kv-heads 8 --head-dim 128 --kv-len 2500 --len-spread 0 --page-size 16 --chunk 64",
+    /* balanced_pages: two blocks of 6 kv heads, page 8 (a stage spans two pages); 5 kv heads, one block */
+    "--batch 9 --heads 24 --kv-heads 12 --head-dim 64 --kv-len 2049 --len-spread 1 --page-size 8",
+    "--batch 6 --heads 10 --kv-heads 5 --head-dim 128 --kv-len 3000 --len-spread 0.7 --page-size 64 --evict-first 1",
 };
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -66,8 +76,12 @@ static Suite *suite(void)
     Suite *s = suite_create("attention");
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 900);
-    tcase_add_loop_test(tc, flash_fwd_edges, 0, COUNT(fwd_cases));
-    tcase_add_loop_test(tc, decode_paged_edges, 0, COUNT(decode_cases));
+    /* PL_TEST_ATTENTION=fwd or decode runs one target's cases only (a short device session); unset: both */
+    const char *only = getenv("PL_TEST_ATTENTION");
+    if (!only || strcmp(only, "decode") != 0)
+        tcase_add_loop_test(tc, flash_fwd_edges, 0, COUNT(fwd_cases));
+    if (!only || strcmp(only, "fwd") != 0)
+        tcase_add_loop_test(tc, decode_paged_edges, 0, COUNT(decode_cases));
     suite_add_tcase(s, tc);
     return s;
 }

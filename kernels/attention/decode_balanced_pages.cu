@@ -1,0 +1,205 @@
+/* Paged decode, version 5 — balanced_pages: whole token rows of every kv head in one CTA, one warp per kv head, on
+ * the balanced (stream-K) persistent grid.
+ *
+ * The page layout, [page][token][kv head][head_dim] (NHD), puts a token's K rows of all kv heads side by side: 2 KB
+ * per token at 8 kv heads × 128 dims, a whole page (16 tokens) 32 KB in one piece. The kernels before this one
+ * give each kv head its own CTAs, so each reads 256 bytes out of every 2 KB, and the eight heads' CTAs pass over
+ * the same stretch at eight different times; the hypothesis tested here is that the DRAM, seeing 256-byte pieces
+ * scattered over the whole cache instead of a stream, is what holds them below cuDNN's decode, which reads a
+ * contiguous [batch][kv head][seq][dim] cache, each CTA one 2 MB stream.
+ *
+ * Here a CTA of eight warps computes a block of up to eight kv heads (the largest divisor of kv_heads up to 8;
+ * all of them at the decode shape) together: each stage is 16 tokens × all the block's heads, K then V — at page
+ * size 16 exactly one K page and one V page, two contiguous 32 KB reads — copied with 16-byte cp.async (chunks
+ * XOR-swizzled within each head's 256-byte row, so that ldmatrix does not conflict), three stages deep. Warp w
+ * computes kv head w of the block over the stage's 16 tokens with split_kv_mma's tensor-core step (the GQA group
+ * as the rows of mma.sync m16n8k16) and keeps its head's state across the whole of the CTA's range: no merge of
+ * warps, each warp writes its own heads' results. The work is cut as in balanced_mma: the (head block, sequence)
+ * pairs' 16-token tiles end to end, CTA c of C (the CTAs the GPU holds at once) taking [c·T/C, (c+1)·T/C), a
+ * combine kernel for the pairs a range boundary cuts.
+ *
+ * Measured (H200, docs/perf/attention.md): 31% slower than balanced_mma (2.97 against 3.91 TB/s at the decode
+ * shape). One CTA an SM behind one barrier per 64 KB stage costs more than the contiguity could gain; the
+ * variant stays as the lesson's negative result. */
+#include <math.h>
+
+#include "attention/attention.h"
+#include "attention/decode_balanced.cuh"
+#include "attention/decode_mma_tile.cuh"
+
+#define DP_THREADS 256
+#define DP_WARPS   (DP_THREADS / 32) /* the most kv heads a block holds */
+#define DP_TILE    16                /* tokens per stage */
+#define DP_STAGES  3
+
+template <int D> struct dp_smem {
+    static constexpr int row_bytes = DP_WARPS * D * 2; /* one token's rows of the block's heads */
+    static constexpr int kv_bytes = DP_TILE * row_bytes;
+    static constexpr int stage_bytes = 2 * kv_bytes; /* K, then V */
+    static constexpr int bytes = DP_STAGES * stage_bytes;
+};
+
+struct dp_args {
+    pl_decode_problem p;
+    int group, ctas;
+    float scale_log2;
+    db_work w; /* hb kv heads per block (divides kv_heads, <= 8), DP_WARPS of them per slot */
+};
+
+/* Stage of tokens [t0, t0 + 16) of a sequence of `len` tokens, the heads of block blk: K and V, zeros past len. */
+template <int D, bool EF>
+__device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, const int *table, int blk, int t0,
+                                             int len, uint64_t policy)
+{
+    constexpr int CPH = D / 8; /* 16-byte chunks per head row */
+    const pl_decode_problem &p = a.p;
+    const int cpt = a.w.hb * CPH, n = DP_TILE * cpt;
+    for (int q = threadIdx.x; q < n; q += DP_THREADS) {
+        const int tok = q / cpt, rem = q - tok * cpt, h = rem / CPH, ch = rem % CPH, t = t0 + tok;
+        const uint16_t *ks = p.k_cache, *vs = p.v_cache;
+        if (t < len) {
+            const long long row =
+                ((long long)table[t / p.page_size] * p.page_size + t % p.page_size) * p.kv_heads + blk * a.w.hb + h;
+            ks += row * D + ch * 8;
+            vs += row * D + ch * 8;
+        }
+        const uint32_t dst = stage + h * D * 2 + dm_swz(tok, ch, dp_smem<D>::row_bytes);
+        dm_cp_async16<EF>(dst, ks, t < len ? 16 : 0, policy);
+        dm_cp_async16<EF>(dst + dp_smem<D>::kv_bytes, vs, t < len ? 16 : 0, policy);
+    }
+}
+
+/* The end of a warp's pair (or of its part of one): O itself when the CTA computed the whole pair, else the
+ * partial (max, sum, unnormalised output) of each head of the group in the CTA's slot. */
+template <int D>
+__device__ __forceinline__ void dp_finish(const dp_args &a, dm_state<D> &st, int b, int kvh, int whole, int slot)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, qd = lane & 3;
+    st.l += __shfl_xor_sync(0xffffffffu, st.l, 1);
+    st.l += __shfl_xor_sync(0xffffffffu, st.l, 2);
+    if (g >= a.group)
+        return;
+    if (whole) {
+        uint32_t *o = reinterpret_cast<uint32_t *>(a.p.o + ((long long)b * a.p.heads + kvh * a.group + g) * D);
+        const float inv = 1.0f / st.l;
+#pragma unroll
+        for (int dt = 0; dt < D / 8; dt++)
+            o[(dt * 8 + 2 * qd) / 2] = attn_pack_bf16(st.o[dt][0] * inv, st.o[dt][1] * inv);
+        return;
+    }
+    const long long k = db_slot(a.w, blockIdx.x, slot, warp, g);
+    float2 *o = reinterpret_cast<float2 *>(a.w.o + k * D);
+#pragma unroll
+    for (int dt = 0; dt < D / 8; dt++)
+        o[(dt * 8 + 2 * qd) / 2] = make_float2(st.o[dt][0], st.o[dt][1]);
+    if (qd == 0)
+        reinterpret_cast<float2 *>(a.w.ml)[k] = make_float2(st.m, st.l);
+}
+
+template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decode_balanced_pages_kernel(const dp_args a)
+{
+    typedef dp_smem<D> sm;
+    extern __shared__ __align__(128) uint8_t smem[];
+    __shared__ db_scan_smem scan_sm;
+    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
+    const pl_decode_problem &p = a.p;
+    const int c = blockIdx.x, warp = threadIdx.x >> 5;
+    long long lo, hi, total;
+    db_cursor cc, ld; /* the computation's position (h: the head block) and the loads' */
+    if (!db_find_start<DP_THREADS, DP_TILE>(p, a.w.blocks, a.ctas, &scan_sm, &lo, &hi, &total, &cc)) {
+        db_mark_empty(a.w, c);
+        return;
+    }
+    ld = cc;
+    const int count = (int)(hi - lo);
+    const uint64_t policy = EF ? dm_policy_evict_first() : 0;
+    const int active = warp < a.w.hb; /* this warp has a kv head */
+
+#pragma unroll
+    for (int s = 0; s < DP_STAGES - 1; s++) {
+        if (s < count) {
+            dp_load_tile<D, EF>(sbase + s * sm::stage_bytes, a, p.block_table + (long long)ld.b * p.max_pages, ld.h,
+                                ld.tile * DP_TILE, ld.len, policy);
+            db_advance<DP_TILE>(ld, p);
+        }
+        cp_async_commit();
+    }
+
+    uint32_t qa[D / 16][4];
+    dm_state<D> st;
+    int seg_first = 0; /* the index (from lo) of the current pair's first tile in this range */
+    for (int i = 0; i < count; i++) {
+        cp_async_wait<DP_STAGES - 2>();
+        __syncthreads(); /* tile i visible; every warp is done with the stage refilled next */
+        if (i + DP_STAGES - 1 < count) {
+            dp_load_tile<D, EF>(sbase + ((i + DP_STAGES - 1) % DP_STAGES) * sm::stage_bytes, a,
+                                p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE, ld.len, policy);
+            db_advance<DP_TILE>(ld, p);
+        }
+        cp_async_commit();
+        if (i == 0 || cc.tile == 0) { /* a pair starts */
+            seg_first = i;
+            if (active)
+                dm_load_q<D>(qa, p, a.group, cc.b, cc.h * a.w.hb + warp);
+            dm_state_reset<D>(st);
+            if (cc.tile == 0 && threadIdx.x == 0)
+                db_write_map(a.w.map + ((long long)cc.b * a.w.blocks + cc.h) * 4, c, lo + i, cc.n, total, a.ctas,
+                             i == 0);
+        }
+        if (active) {
+            const uint32_t kb = sbase + (i % DP_STAGES) * sm::stage_bytes + warp * D * 2;
+            dm_rows_step<D>(st, qa, kb, kb + sm::kv_bytes, sm::row_bytes, cc.tile * DP_TILE, cc.len, a.scale_log2);
+        }
+        const int last_of_pair = cc.tile == cc.n - 1;
+        if (active && (last_of_pair || i == count - 1))
+            dp_finish<D>(a, st, cc.b, cc.h * a.w.hb + warp, last_of_pair && cc.tile == i - seg_first,
+                         seg_first == 0 ? 0 : 1);
+        db_advance<DP_TILE>(cc, p);
+    }
+    cp_async_wait<0>();
+}
+
+/* kv heads per block: the largest divisor of kv_heads up to DP_WARPS. */
+static int dp_heads_per_block(int kv_heads)
+{
+    for (int hb = DP_WARPS; hb > 1; hb--)
+        if (kv_heads % hb == 0)
+            return hb;
+    return 1;
+}
+
+extern "C" int pl_decode_pages_ctas(const pl_decode_problem *p, int sm_count)
+{
+    const int per_sm = p->head_dim == 64
+                           ? db_ctas_per_sm(decode_balanced_pages_kernel<64, false>, DP_THREADS, dp_smem<64>::bytes)
+                           : db_ctas_per_sm(decode_balanced_pages_kernel<128, false>, DP_THREADS, dp_smem<128>::bytes);
+    return db_grid(per_sm, sm_count, p->kv_heads / dp_heads_per_block(p->kv_heads));
+}
+
+extern "C" size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, int ctas)
+{
+    return db_workspace_bytes(p, ctas, DP_WARPS);
+}
+
+template <int D, bool EF> static cudaError_t launch_pages(const dp_args &a, cudaStream_t stream)
+{
+    return db_launch<D>(decode_balanced_pages_kernel<D, EF>, a, a.ctas, DP_THREADS, dp_smem<D>::bytes, a.p, a.group,
+                        a.w, stream);
+}
+
+extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                                cudaStream_t stream)
+{
+    char why[160];
+    if (!pl_decode_problem_valid(p, why, sizeof why) || ctas < 1 || !workspace || ((uintptr_t)workspace & 255u) != 0)
+        return cudaErrorInvalidValue;
+    dp_args a;
+    a.p = *p;
+    a.group = p->heads / p->kv_heads;
+    a.ctas = ctas;
+    a.scale_log2 = p->scale * PL_ATTN_LOG2E;
+    a.w = db_carve(workspace, p, ctas, DP_WARPS, dp_heads_per_block(p->kv_heads));
+    if (p->head_dim == 64)
+        return evict_first ? launch_pages<64, true>(a, stream) : launch_pages<64, false>(a, stream);
+    return evict_first ? launch_pages<128, true>(a, stream) : launch_pages<128, false>(a, stream);
+}
