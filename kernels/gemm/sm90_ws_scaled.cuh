@@ -50,7 +50,6 @@
 #define SW_CONSUMER_REGS 232    /* each SM sub-partition holds one warp of each warpgroup: 40 + 2·232 = 504 of 512 */
 #define SW_GROUP_ROWS    16     /* tile rows per raster group of a plain GEMM */
 #define SW_SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 */
-#define SW_EPI_BUFFERS   2      /* 64×64 subtile buffers per consumer */
 #define SW_BAR_ISSUED0   3      /* named barriers of the FP8 issue order (1 and 2 are the consumers' epilogues) */
 #define SW_BAR_ISSUED1   4
 
@@ -61,7 +60,10 @@ template <int BN> struct sw_config {
     static constexpr int a_bytes = SW_BM * SW_ROW_BYTES;
     static constexpr int b_bytes = BN * SW_ROW_BYTES;
     static constexpr int stage_bytes = a_bytes + b_bytes;
-    static constexpr int epi_bytes = 2 * SW_EPI_BUFFERS * EPI_SUB_BYTES;
+    /* 64×64 subtile buffers per consumer: a whole 64×192 row of subtiles for the FP8 tile (its stores never wait
+     * inside a tile; 4 stages still fit), two for 256 (a third or fourth would cost a stage) */
+    static constexpr int epi_buffers = BN == 192 ? 3 : 2;
+    static constexpr int epi_bytes = 2 * epi_buffers * EPI_SUB_BYTES;
     static constexpr int barrier_bytes = 2 * 16 * 8;
     static constexpr int fit = (SW_SMEM_LIMIT - 1024 - epi_bytes - barrier_bytes) / stage_bytes;
     static constexpr int stages = fit > 16 ? 16 : fit;
@@ -227,7 +229,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     const bool order = ELEM == SW_E4M3 && p.order;
     const int consumer = threadIdx.x / 128;
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
-    const uint32_t bufs = epi + consumer * SW_EPI_BUFFERS * EPI_SUB_BYTES;
+    const uint32_t bufs = epi + consumer * cfg::epi_buffers * EPI_SUB_BYTES;
     float acc[BN / 2];
     float part[SCALE == SW_SCALE_NONE ? 1 : BN / 2];
 #pragma unroll
@@ -329,7 +331,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
         if (row0 >= tl.row_end)
             continue;
         if (p.tma_store && (row0 + 64 <= tl.row_end || tl.row_end == p.o.m)) {
-            epilogue_tma_m64<BN, SW_EPI_BUFFERS>(tma_d, acc, bufs, 0, 1 + consumer, row0, tl.n0);
+            epilogue_tma_m64<BN, cfg::epi_buffers>(tma_d, acc, bufs, 0, 1 + consumer, row0, tl.n0);
         } else {
             pl_gemm_out o = p.o;
             o.m = tl.row_end;
@@ -465,6 +467,7 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
 {
     typedef sw_config<BN> cfg;
     static_assert(cfg::stages >= 3, "too few stages");
+    static_assert(BN != 192 || cfg::stages >= 4, "the FP8 tile keeps 4 stages");
     static_assert(cfg::smem_bytes <= SW_SMEM_LIMIT, "shared memory over the limit");
     cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
