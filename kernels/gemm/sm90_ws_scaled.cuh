@@ -25,15 +25,12 @@
  * The tile walk. A plain GEMM walks its tiles in groups of 16 tile rows (CTAs running at once share A and B panels
  * in L2); in 2-CTA clusters the two CTAs take vertically adjacent tiles and multicast their shared B panel. A
  * grouped GEMM (offsets != NULL) walks (group, tile) pairs: group g owns rows offsets[g] .. offsets[g+1] - 1 of A
- * and D and rows g·N .. g·N + N - 1 of B; its tiles go in bands of SW_GROUP_ROWS tile rows, rows fastest in a band
- * (the tile rows of one B panel run at once), then columns, then the next band and group: a group of more than 16
- * tile rows (E = 8: up to 48) would otherwise have every CTA running at once read a different A panel. Every role walks it from the offsets in device memory with a cursor that only
+ * and D and rows g·N .. g·N + N - 1 of B; its tiles go rows fastest (the tile rows of one B panel run at once),
+ * then columns, then the next group. Every role walks it from the offsets in device memory with a cursor that only
  * moves forward, so nothing about the group sizes comes back to the host; a group of 0 rows has no tiles. A tile
  * may read rows of the next group (TMA loads whole boxes): those rows are computed and never stored. */
 #ifndef PERFLAB_GEMM_SM90_WS_SCALED_CUH
 #define PERFLAB_GEMM_SM90_WS_SCALED_CUH
-
-#include <stdlib.h>
 
 #include "gemm/epilogue.cuh"
 #include "gemm/fp8.h"
@@ -50,8 +47,6 @@
 #define SW_CONSUMER_REGS 232    /* each SM sub-partition holds one warp of each warpgroup: 40 + 2·232 = 504 of 512 */
 #define SW_GROUP_ROWS    16     /* tile rows per raster group of a plain GEMM */
 #define SW_SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 */
-#define SW_BAR_ISSUED0   3      /* named barriers of the FP8 issue order (1 and 2 are the consumers' epilogues) */
-#define SW_BAR_ISSUED1   4
 
 enum sw_elem { SW_BF16 = 0, SW_E4M3 = 1 };
 enum sw_scale { SW_SCALE_NONE = 0, SW_SCALE_TENSOR = 1, SW_SCALE_BLOCK = 2 };
@@ -85,7 +80,6 @@ struct sw_params {
      * scale_a[kb · lda + row], B at scale_b[(g · nblocks + nb) · ldb + kb] */
     const float *scale_a, *scale_b;
     int lda, ldb, nblocks;
-    int order; /* FP8: the consumers take turns issuing k-blocks (sw_issue_turn); 0: each issues as it comes */
 };
 
 struct sw_tile {
@@ -139,12 +133,9 @@ struct sw_walk {
             mtiles = (end - start + SW_BM - 1) / SW_BM;
             tiles = mtiles * p.tile_cols;
         }
-        /* inside a group, bands of SW_GROUP_ROWS tile rows, rows fastest in a band (as a plain GEMM's walk) */
-        const int local = t - first, per_band = SW_GROUP_ROWS * p.tile_cols;
-        const int band_row = (local / per_band) * SW_GROUP_ROWS, in_band = local % per_band;
-        const int band = min(mtiles - band_row, SW_GROUP_ROWS);
-        tl.m0 = start + (band_row + in_band % band) * SW_BM;
-        tl.n0 = (in_band / band) * BN;
+        const int local = t - first;
+        tl.m0 = start + (local % mtiles) * SW_BM;
+        tl.n0 = (local / mtiles) * BN;
         tl.row_end = end;
         tl.b_row = g * p.n + tl.n0;
         tl.group = g;
@@ -185,29 +176,6 @@ __device__ __forceinline__ void sw_promote_scaled(float (&acc)[N / 2], const flo
     }
 }
 
-/* Arrive on named barrier `id` (expecting `threads` in all) without waiting for it. */
-__device__ __forceinline__ void sw_barrier_arrive(uint32_t id, uint32_t threads)
-{
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-/* The FP8 issue order (ping-pong over k-blocks): consumer 0 issues k-block i only after consumer 1 has issued
- * k-block i - 1, and consumer 1 issues k-block i only after consumer 0 has issued it, so the tensor cores of each SM
- * sub-partition (which take wgmma in issue order) run 0's k-block, then 1's, then 0's next: each consumer's
- * wait_group 0 and promotion fall under the other's 4 wgmma (4 × 96 tensor cycles for m64n192k32). Both consumers
- * walk the same k-blocks, so the barriers pair up: consumer 1 arrives once before its loop (for k-block -1) and
- * consumer 0 takes its last arrival after its loop. No branch on the consumer: a barrier in a divergent path makes
- * ptxas serialize the wgmma (C7520). */
-__device__ __forceinline__ void sw_issue_turn(int consumer)
-{
-    named_barrier_sync(consumer == 0 ? SW_BAR_ISSUED1 : SW_BAR_ISSUED0, 256);
-}
-
-__device__ __forceinline__ void sw_issue_done(int consumer)
-{
-    sw_barrier_arrive(consumer == 0 ? SW_BAR_ISSUED0 : SW_BAR_ISSUED1, 256);
-}
-
 /* The e4m3 wgmma of width N. */
 template <int N>
 __device__ __forceinline__ void sw_wgmma_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d)
@@ -226,7 +194,6 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     typedef sw_config<BN> cfg;
     constexpr int STAGES = cfg::stages;
     regs_alloc<SW_CONSUMER_REGS>();
-    const bool order = ELEM == SW_E4M3 && p.order;
     const int consumer = threadIdx.x / 128;
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
     const uint32_t bufs = epi + consumer * cfg::epi_buffers * EPI_SUB_BYTES;
@@ -239,8 +206,6 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     if (SCALE == SW_SCALE_TENSOR)
         tensor_scale = (p.scale_a ? __ldg(p.scale_a) : 1.0f) * (p.scale_b ? __ldg(p.scale_b) : 1.0f);
     uint32_t kcount = 0; /* k-blocks consumed: the ring position */
-    if (order && consumer == 1)
-        sw_barrier_arrive(SW_BAR_ISSUED1, 256); /* "k-block -1 issued": consumer 0 goes first */
     sw_walk w;
     w.init();
     sw_tile tl;
@@ -281,15 +246,11 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
             } else {
                 /* a promotion group of PROMOTE k-blocks starts from zero (scale-d 0) and ends in fp32 registers */
                 const bool first = kb % PROMOTE == 0, last = kb % PROMOTE == PROMOTE - 1 || kb + 1 == p.k_blocks;
-                if (order)
-                    sw_issue_turn(consumer);
 #pragma unroll
                 for (int j = 0; j < 4; j++)
                     sw_wgmma_e4m3<BN>(part, wgmma_desc_k128(a_st + j * 32), wgmma_desc_k128(b_st + j * 32),
                                       first && j == 0 ? 0 : 1);
                 wgmma_commit();
-                if (order)
-                    sw_issue_done(consumer);
                 if (!last) {
                     wgmma_wait<1>();
                     if (held >= 0)
@@ -338,8 +299,6 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
             pl_gemm_store_m64<BN>(o, acc, r, tl.n0, false);
         }
     }
-    if (order && consumer == 0)
-        named_barrier_sync(SW_BAR_ISSUED1, 256); /* consumer 1's arrival after its last k-block */
     if (p.tma_store && (threadIdx.x & 127) == 0)
         bulk_wait<0>(); /* the last stores are done before the shared memory they read goes away */
 }
@@ -409,13 +368,6 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
         cluster_sync(); /* the peer may still arrive on this CTA's barriers: stay until it is done */
 }
 
-/* The FP8 issue order is on unless PERFLAB_FP8_ORDER=0 is set in the environment (to measure what it buys). */
-static inline int sw_order_from_env(void)
-{
-    const char *v = getenv("PERFLAB_FP8_ORDER");
-    return !(v && v[0] == '0' && v[1] == '\0');
-}
-
 /* The scale fields of p for A of `rows` rows, N and K (the layouts of gemm/fp8.h), and D's row count and width. */
 static inline void sw_set_out_and_scales(sw_params &p, uint16_t *d, int rows, int n, int k, const float *scale_a,
                                          const float *scale_b)
@@ -428,7 +380,6 @@ static inline void sw_set_out_and_scales(sw_params &p, uint16_t *d, int rows, in
     p.lda = pl_fp8_scale_a_ld(rows);
     p.ldb = pl_fp8_scale_b_ld(k);
     p.nblocks = pl_fp8_kblocks(n);
-    p.order = sw_order_from_env();
 }
 
 /* D's tensor map when D can go through TMA (N % 8 == 0, D 16-byte aligned); *tma_store says whether it can. */
