@@ -162,6 +162,15 @@ __device__ __forceinline__ sw_block_scales sw_load_scales(const sw_params &p, co
     return s;
 }
 
+/* Pull the line holding A's block scales of rows r .. r + 8 at k-block kb into L1 (no register waits for it). The
+ * scales' __ldg one k-block ahead then hits L1; from L2 under a full GPU's traffic it can take longer than a
+ * k-block, and the copy of the loaded value into the next k-block's registers waits for it. */
+__device__ __forceinline__ void sw_prefetch_scales_a(const sw_params &p, int r, int kb)
+{
+    const float *sa = p.scale_a + (size_t)kb * p.lda + min(r, p.o.m - 1);
+    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(sa));
+}
+
 /* acc += part · scale, register i of the m64nN accumulator holding column 8·(i/4) + 2·(lane%4) + i%2 of the tile
  * and row r (i%4 < 2) or r + 8: columns from SPLIT on take the second B block's scale. */
 template <int N, int SPLIT>
@@ -225,6 +234,8 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
             const sw_block_scales cur = next;
             if (SCALE == SW_SCALE_BLOCK && kb + 1 < p.k_blocks) /* a k-block ahead: its latency hides behind this one */
                 next = sw_load_scales(p, tl, r, kb + 1);
+            if (SCALE == SW_SCALE_BLOCK && kb + 3 < p.k_blocks)
+                sw_prefetch_scales_a(p, r, kb + 3);
             mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
             const uint32_t st = base + stage * cfg::stage_bytes;
             const uint32_t a_st = st + consumer * 64 * SW_ROW_BYTES, b_st = st + cfg::a_bytes;
