@@ -18,8 +18,7 @@
 
 #define REQ_FP8_NATIVE                                                                                                 \
     {                                                                                                                  \
-        .needs_gpu = 1, .min_cc = 90, .max_cc = 90,                                                                    \
-        .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8 | PL_FEAT_CLUSTERS                                       \
+        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8              \
     }
 #define REQ_FP8_LT                                                                                                     \
     {                                                                                                                  \
@@ -206,7 +205,7 @@ static int run_native(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc)
     char why[200];
     if (!pl_gemm_fp8_supports(&p, why, sizeof why))
         return pl_fail(ctx, "the native FP8 kernel cannot take this problem: %s", why);
-    PL_CUDA(ctx, pl_gemm_fp8_ws_c2(&p, ctx->stream));
+    PL_CUDA(ctx, pl_gemm_fp8_ws(&p, ctx->stream));
     return 0;
 }
 
@@ -248,8 +247,7 @@ static const pl_variant fp8_variants[] = {
     {.name = "fp8_tensor",
      .technique =
          "warp-specialized persistent wgmma m64n192k32 e4m3 (TMA producer warpgroup, 2 consumers at 232 registers, "
-         "128×192 tiles, 2-CTA clusters multicasting the B panel), fp32 promotion every 128 K, per-tensor scales on "
-         "the accumulator",
+         "128×192 tiles), fp32 promotion every 128 K, per-tensor scales on the accumulator",
      .run = run_fp8_tensor,
      .req = REQ_FP8_NATIVE},
     {.name = "fp8_block",

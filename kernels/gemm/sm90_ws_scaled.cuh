@@ -47,6 +47,7 @@
 #define SW_CONSUMER_REGS 232    /* each SM sub-partition holds one warp of each warpgroup: 40 + 2·232 = 504 of 512 */
 #define SW_GROUP_ROWS    16     /* tile rows per raster group of a plain GEMM */
 #define SW_SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 */
+#define SW_EPI_BUFFERS   2      /* 64×64 subtile buffers per consumer */
 
 enum sw_elem { SW_BF16 = 0, SW_E4M3 = 1 };
 enum sw_scale { SW_SCALE_NONE = 0, SW_SCALE_TENSOR = 1, SW_SCALE_BLOCK = 2 };
@@ -55,10 +56,7 @@ template <int BN> struct sw_config {
     static constexpr int a_bytes = SW_BM * SW_ROW_BYTES;
     static constexpr int b_bytes = BN * SW_ROW_BYTES;
     static constexpr int stage_bytes = a_bytes + b_bytes;
-    /* 64×64 subtile buffers per consumer: a whole 64×192 row of subtiles for the FP8 tile (its stores never wait
-     * inside a tile; 4 stages still fit), two for 256 (a third or fourth would cost a stage) */
-    static constexpr int epi_buffers = BN == 192 ? 3 : 2;
-    static constexpr int epi_bytes = 2 * epi_buffers * EPI_SUB_BYTES;
+    static constexpr int epi_bytes = 2 * SW_EPI_BUFFERS * EPI_SUB_BYTES;
     static constexpr int barrier_bytes = 2 * 16 * 8;
     static constexpr int fit = (SW_SMEM_LIMIT - 1024 - epi_bytes - barrier_bytes) / stage_bytes;
     static constexpr int stages = fit > 16 ? 16 : fit;
@@ -162,15 +160,6 @@ __device__ __forceinline__ sw_block_scales sw_load_scales(const sw_params &p, co
     return s;
 }
 
-/* Pull the line holding A's block scales of rows r .. r + 8 at k-block kb into L1 (no register waits for it). The
- * scales' __ldg one k-block ahead then hits L1; from L2 under a full GPU's traffic it can take longer than a
- * k-block, and the copy of the loaded value into the next k-block's registers waits for it. */
-__device__ __forceinline__ void sw_prefetch_scales_a(const sw_params &p, int r, int kb)
-{
-    const float *sa = p.scale_a + (size_t)kb * p.lda + min(r, p.o.m - 1);
-    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(sa));
-}
-
 /* acc += part · scale, register i of the m64nN accumulator holding column 8·(i/4) + 2·(lane%4) + i%2 of the tile
  * and row r (i%4 < 2) or r + 8: columns from SPLIT on take the second B block's scale. */
 template <int N, int SPLIT>
@@ -205,7 +194,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     regs_alloc<SW_CONSUMER_REGS>();
     const int consumer = threadIdx.x / 128;
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
-    const uint32_t bufs = epi + consumer * cfg::epi_buffers * EPI_SUB_BYTES;
+    const uint32_t bufs = epi + consumer * SW_EPI_BUFFERS * EPI_SUB_BYTES;
     float acc[BN / 2];
     float part[SCALE == SW_SCALE_NONE ? 1 : BN / 2];
 #pragma unroll
@@ -234,8 +223,6 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
             const sw_block_scales cur = next;
             if (SCALE == SW_SCALE_BLOCK && kb + 1 < p.k_blocks) /* a k-block ahead: its latency hides behind this one */
                 next = sw_load_scales(p, tl, r, kb + 1);
-            if (SCALE == SW_SCALE_BLOCK && kb + 3 < p.k_blocks)
-                sw_prefetch_scales_a(p, r, kb + 3);
             mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
             const uint32_t st = base + stage * cfg::stage_bytes;
             const uint32_t a_st = st + consumer * 64 * SW_ROW_BYTES, b_st = st + cfg::a_bytes;
@@ -303,7 +290,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
         if (row0 >= tl.row_end)
             continue;
         if (p.tma_store && (row0 + 64 <= tl.row_end || tl.row_end == p.o.m)) {
-            epilogue_tma_m64<BN, cfg::epi_buffers>(tma_d, acc, bufs, 0, 1 + consumer, row0, tl.n0);
+            epilogue_tma_m64<BN, SW_EPI_BUFFERS>(tma_d, acc, bufs, 0, 1 + consumer, row0, tl.n0);
         } else {
             pl_gemm_out o = p.o;
             o.m = tl.row_end;
@@ -429,7 +416,6 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
 {
     typedef sw_config<BN> cfg;
     static_assert(cfg::stages >= 3, "too few stages");
-    static_assert(BN != 192 || cfg::stages >= 4, "the FP8 tile keeps 4 stages");
     static_assert(cfg::smem_bytes <= SW_SMEM_LIMIT, "shared memory over the limit");
     cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
