@@ -81,6 +81,9 @@ static model_params params_of(const pl_gemm_kernel *k, int fused)
             m.eff *= 0.99;
         if (fused && !epilogue_warps && !pingpong)
             m.eff *= 0.90;
+    } else if (strcmp(k->rung, "gemv_mma") == 0) {
+        m.eff = 0.39; /* mma.sync's measured fraction; the padded tokens (tile_m) count as work */
+        m.resident = 8;
     } else if (strcmp(k->rung, "wgmma_splitk") == 0) {
         const double w = (k->flags & PL_GEMM_KERNEL_SWAP_AB) ? k->tile_m : k->tile_n;
         const double feed = (w / 2) / (16 + w / 4);
@@ -116,8 +119,10 @@ double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const
     const model_params mp = params_of(k, fused);
     const long long tiles = ceil_div(p->m, k->tile_m) * ceil_div(p->n, k->tile_n);
     const long long k_steps = ceil_div(p->k, k->tile_k);
-    const int split =
-        (k->flags & PL_GEMM_KERNEL_SPLIT_K) ? pl_gemm_sk_split(tiles, (int)ceil_div(p->k, PL_SK_BK), g->sms) : 1;
+    const int max_split = (k->flags & PL_GEMM_KERNEL_SPLIT_16) ? PL_SK_MAX_SPLIT : PL_SK_PORTABLE_SPLIT;
+    const int split = (k->flags & PL_GEMM_KERNEL_SPLIT_K)
+                          ? pl_gemm_sk_split_upto(tiles, (int)ceil_div(p->k, PL_SK_BK), g->sms, max_split)
+                          : 1;
     const long long ctas = tiles * split;
     const long long per_sm = ceil_div(ctas, g->sms); /* the busiest SM's tiles (or CTAs), one after another */
     const double tflops =

@@ -3,11 +3,16 @@
 
 int pl_gemm_sk_split(long long tiles, int k_blocks, int sms)
 {
+    return pl_gemm_sk_split_upto(tiles, k_blocks, sms, PL_SK_PORTABLE_SPLIT);
+}
+
+int pl_gemm_sk_split_upto(long long tiles, int k_blocks, int sms, int max_split)
+{
     if (tiles < 1 || k_blocks < 1 || sms < 1)
         return 1;
     long long s = (long long)sms * PL_SK_CTAS_PER_SM / tiles; /* clusters of s CTAs all in the first wave */
-    if (s > PL_SK_MAX_SPLIT)
-        s = PL_SK_MAX_SPLIT;
+    if (s > max_split)
+        s = max_split;
     if (s > k_blocks / PL_SK_MIN_KBLOCKS)
         s = k_blocks / PL_SK_MIN_KBLOCKS;
     return s < 1 ? 1 : (int)s;
