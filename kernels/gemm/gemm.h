@@ -122,6 +122,9 @@ cudaError_t pl_gemm_wgmma_pp_128x128(const pl_gemm_problem *p, cudaStream_t stre
 cudaError_t pl_gemm_wgmma_ws_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x256_c2(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_pp_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream);
+/* The cooperative kernel with 128×192 tiles (issue 15: tile counts that 128×256 quantizes badly). */
+cudaError_t pl_gemm_wgmma_ws_128x192(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x192_c2(const pl_gemm_problem *p, cudaStream_t stream);
 /* Split-K, small tiles, A/B swapped for small M (wgmma_sk_sm90a.cu; gemm/splitk.h has the launcher with an explicit
  * split). */
 cudaError_t pl_gemm_wgmma_sk_swap16(const pl_gemm_problem *p, cudaStream_t stream);

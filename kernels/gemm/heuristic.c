@@ -59,10 +59,11 @@ typedef struct model_params {
 } model_params;
 
 /* Measured (H200, docs/perf/gemm.md, against 132 · 4096 · 1.5 GHz = 811 TFLOP/s): cooperative 128×256 0.83,
- * 128×128 0.77, ping-pong 0.75, wgmma_tma 0.65, mma_sync 0.39; clusters within 1%. Predicted for the split-K
- * kernels (one consumer warpgroup, wgmma m64nW): shared memory feeds 2 KB of X and W·32 B of Y per k16 step at 128
- * B/clk against W/2 clocks of tensor work, so eff ≈ min(0.75, (W/2) / (16 + W/4)) · 0.95. A fused epilogue costs
- * the cooperative kernels ~10% (measured 0.95-0.99× with a pass), except the one whose epilogue warps take it. */
+ * 128×128 0.77 (128×192 predicted between: 0.80), ping-pong 0.75, wgmma_tma 0.65, mma_sync 0.39; clusters within 1%.
+ * Predicted for the split-K kernels (one consumer warpgroup, wgmma m64nW): shared memory feeds 2 KB of X and W·32 B of
+ * Y per k16 step at 128 B/clk against W/2 clocks of tensor work, so eff ≈ min(0.75, (W/2) / (16 + W/4)) · 0.95. A fused
+ * epilogue costs the cooperative kernels ~10% (measured 0.95-0.99× with a pass), except the one whose epilogue warps
+ * take it. */
 static model_params params_of(const pl_gemm_kernel *k, int fused)
 {
     model_params m = {0.05, 1, 0};
@@ -76,7 +77,7 @@ static model_params params_of(const pl_gemm_kernel *k, int fused)
         const int pingpong = strncmp(k->name, "wgmma_pp_", 9) == 0;
         const int epilogue_warps = k->tile_n == 256 && k->stages == 3;
         m.persistent = 1;
-        m.eff = pingpong ? 0.75 : k->tile_n == 256 ? (epilogue_warps ? 0.82 : 0.83) : 0.77;
+        m.eff = pingpong ? 0.75 : k->tile_n == 256 ? (epilogue_warps ? 0.82 : 0.83) : k->tile_n == 192 ? 0.80 : 0.77;
         if (k->cluster_m > 1)
             m.eff *= 0.99;
         if (fused && !epilogue_warps && !pingpong)

@@ -234,6 +234,14 @@ static const pl_gemm_kernel kernels[] = {
     {"wgmma_sk_swap_32x64x64_x16", "wgmma_splitk", "the swapped split-K kernel for M ≤ 32 with splits up to 16", 32, 64,
      64, PL_SK_STAGES(32), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_16,
      supports_sk_swap32, pl_gemm_wgmma_sk_swap32_x16},
+    /* ---- issue 15: 128×192 tiles for tile counts that 128×256 quantizes badly ---- */
+    {"wgmma_ws_128x192x64_s4", "wgmma_ws",
+     "the cooperative persistent kernel with 128×192 tiles (wgmma m64n192): 3/4 of the 128×256 tile's work, for tile "
+     "counts the wider tile leaves a wave a quarter full",
+     128, 192, 64, 4, 1, 384, PL_GEMM_NEEDS_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x192},
+    {"wgmma_ws_128x192x64_s4_c2", "wgmma_ws_cluster",
+     "cooperative 128×192 in 2-CTA clusters: B panel TMA-multicast to both CTAs, stages released through DSMEM", 128,
+     192, 64, 4, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x192_c2},
     /* ---- issue 15: decode as a streaming GEMV on mma.sync ---- */
     {"gemv_mma_t8", "gemv_mma",
      "decode M <= 8: mma.sync fed from 16-byte global loads of B (no shared-memory stages), 16 rows of N per CTA, "

@@ -62,7 +62,7 @@ START_TEST(registry_opt_in)
 {
     opt_in(0);
     const size_t all = pl_gemm_kernel_count();
-    ck_assert_int_eq((int)all, 25); /* 11 of issues 1-14, 6 + 4 split-K, 4 decode GEMV (issue 15) */
+    ck_assert_int_eq((int)all, 27); /* 11 of issues 1-14, 6 + 4 split-K, 2 128×192, 4 decode GEMV (issue 15) */
     ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 0);
     ck_assert_ptr_nonnull(pl_gemm_kernel_find(SWAP16));
     ck_assert_ptr_nonnull(pl_gemm_kernel_find("gemv_mma_t16"));
