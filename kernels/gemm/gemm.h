@@ -55,8 +55,9 @@ enum pl_gemm_kernel_flags {
     PL_GEMM_KERNEL_SPLIT_K = 1u << 2,
     /* Computes Dᵀ = B·Aᵀ: tile_m (M) is wgmma's narrow N, tile_n (N) its 64 rows. */
     PL_GEMM_KERNEL_SWAP_AB = 1u << 3,
-    /* Split-K up to 16 CTAs (a non-portable cluster) instead of 8: for few output tiles over a long K. */
-    PL_GEMM_KERNEL_SPLIT_16 = 1u << 5,
+    /* Split-K sized for one CTA per SM (up to 16 CTAs a cluster) instead of three: fewer CTAs where tiles are
+     * many, more splits where they are very few. */
+    PL_GEMM_KERNEL_SPLIT_W1 = 1u << 5,
     /* A decode kernel: takes M <= tile_m only (one tile of tokens), streams B once. */
     PL_GEMM_KERNEL_SMALL_M = 1u << 4,
 };
@@ -133,11 +134,11 @@ cudaError_t pl_gemm_wgmma_sk_swap64(const pl_gemm_problem *p, cudaStream_t strea
 cudaError_t pl_gemm_wgmma_sk_swap128(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_64x64(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_64x128(const pl_gemm_problem *p, cudaStream_t stream);
-/* The same with splits up to 16 (non-portable clusters). */
-cudaError_t pl_gemm_wgmma_sk_swap16_x16(const pl_gemm_problem *p, cudaStream_t stream);
-cudaError_t pl_gemm_wgmma_sk_swap32_x16(const pl_gemm_problem *p, cudaStream_t stream);
-cudaError_t pl_gemm_wgmma_sk_64x64_x16(const pl_gemm_problem *p, cudaStream_t stream);
-cudaError_t pl_gemm_wgmma_sk_64x128_x16(const pl_gemm_problem *p, cudaStream_t stream);
+/* The same with the split sized for one CTA per SM (pl_gemm_sk_split_w1). */
+cudaError_t pl_gemm_wgmma_sk_swap32_w1(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_swap64_w1(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_64x64_w1(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_64x128_w1(const pl_gemm_problem *p, cudaStream_t stream);
 /* Decode: a streaming GEMV on mma.sync for M <= 8, 16, 32, 64 tokens (gemv_mma.cu; sm_80+, B N×K, K % 8 == 0, A and B
  * 16-byte aligned). */
 cudaError_t pl_gemm_gemv_mma_t8(const pl_gemm_problem *p, cudaStream_t stream);

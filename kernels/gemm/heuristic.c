@@ -120,10 +120,10 @@ double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const
     const model_params mp = params_of(k, fused);
     const long long tiles = ceil_div(p->m, k->tile_m) * ceil_div(p->n, k->tile_n);
     const long long k_steps = ceil_div(p->k, k->tile_k);
-    const int max_split = (k->flags & PL_GEMM_KERNEL_SPLIT_16) ? PL_SK_MAX_SPLIT : PL_SK_PORTABLE_SPLIT;
-    const int split = (k->flags & PL_GEMM_KERNEL_SPLIT_K)
-                          ? pl_gemm_sk_split_upto(tiles, (int)ceil_div(p->k, PL_SK_BK), g->sms, max_split)
-                          : 1;
+    const int kb = (int)ceil_div(p->k, PL_SK_BK);
+    const int split = !(k->flags & PL_GEMM_KERNEL_SPLIT_K)   ? 1
+                      : (k->flags & PL_GEMM_KERNEL_SPLIT_W1) ? pl_gemm_sk_split_w1(tiles, kb, g->sms)
+                                                             : pl_gemm_sk_split(tiles, kb, g->sms);
     const long long ctas = tiles * split;
     const long long per_sm = ceil_div(ctas, g->sms); /* the busiest SM's tiles (or CTAs), one after another */
     const double tflops =

@@ -21,7 +21,7 @@ extern "C" {
 #define PL_SK_THREADS        160 /* one consumer warpgroup (warps 0-3) and one producer warp (warp 4) */
 #define PL_SK_CTAS_PER_SM    3   /* shared memory and registers are sized for three resident CTAs */
 #define PL_SK_PORTABLE_SPLIT 8   /* the portable cluster size: the default kernels' largest split */
-#define PL_SK_MAX_SPLIT      16  /* a non-portable cluster (sm_90 allows 16): the _x16 kernels' largest split */
+#define PL_SK_MAX_SPLIT      16  /* a non-portable cluster (sm_90 allows 16): the _w1 kernels' largest split */
 #define PL_SK_MIN_KBLOCKS    4   /* a split gets at least this many k-blocks (256 K) */
 /* Pipeline stages per TILE width (stage = 8 KB of X + TILE·128 B of Y): 60-72 KB a CTA, three a SM. */
 #define PL_SK_STAGES(tile) ((tile) <= 16 ? 6 : (tile) <= 32 ? 5 : (tile) <= 64 ? 4 : 3)
@@ -30,8 +30,10 @@ extern "C" {
  * `sms` SMs: as many as keep every cluster in the first wave (tiles·S ≤ sms·PL_SK_CTAS_PER_SM), at most
  * PL_SK_MAX_SPLIT, each split at least PL_SK_MIN_KBLOCKS k-blocks; 1 when the tiles alone fill the GPU. */
 int pl_gemm_sk_split(long long tiles, int k_blocks, int sms);
-/* The same rule with another largest split (PL_SK_PORTABLE_SPLIT or PL_SK_MAX_SPLIT). */
-int pl_gemm_sk_split_upto(long long tiles, int k_blocks, int sms, int max_split);
+/* The _w1 kernels' split: clusters of one CTA per SM (tiles·S ≤ sms), up to PL_SK_MAX_SPLIT, each split at least
+ * PL_SK_MIN_KBLOCKS k-blocks. Measured on the H200 (2026-11-23): with 32 tiles a split of 8 (256 CTAs) beat 12
+ * (384) by 30-50%; with 4-9 tiles 16 beat 8 by 4-5%. */
+int pl_gemm_sk_split_w1(long long tiles, int k_blocks, int sms);
 
 /* The split-K kernel with TILE = `tile` (swapped: 16, 32, 64 or 128; not: 64 or 128) and a split of `split` CTAs
  * (1-16, capped at the k-block count; over 8 a non-portable cluster; 0: pl_gemm_sk_split's). cudaErrorInvalidValue

@@ -13,7 +13,7 @@
  *   swapped: X = B, Y = A: Dᵀ = B·Aᵀ, a TILE × 64 tile of D (TILE 16-128 ≥ M): the wide N fills wgmma's 64 rows
  *            and the few tokens become its narrow N, so no tensor-core row is spent on padding M up to 64 or 128.
  *
- * Split-K with a deterministic fix-up. The S CTAs of a cluster (1-8 along grid x, up to 16 in the _x16 entries'
+ * Split-K with a deterministic fix-up. The S CTAs of a cluster (1-8 along grid x, up to 16 in the _w1 entries'
  * non-portable clusters; S chosen so that every cluster
  * runs in the first wave: gemm/splitk.h) take consecutive ranges of K for the same output tile. When the mainloop
  * is done the stages are free: each CTA writes its fp32 partial tile there (in D's row order, padded so that the
@@ -218,7 +218,7 @@ __global__ void __maxnreg__(SK_MAX_REGS)
 }
 
 template <int TILE, int SWAP>
-static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int max_split, cudaStream_t stream)
+static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaStream_t stream)
 {
     typedef sk_config<TILE, SWAP> cfg;
     static_assert(cfg::stage_bytes % 1024 == 0, "stages must stay 1024-byte aligned");
@@ -246,7 +246,9 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int max_split,
         e = pl_gemm_gpu_query(&g);
     if (e != cudaSuccess)
         return e;
-    int s = split > 0 ? split : pl_gemm_sk_split_upto(tiles_x * tiles_y, k_blocks, g.sms, max_split);
+    int s = split > 0 ? split
+            : w1      ? pl_gemm_sk_split_w1(tiles_x * tiles_y, k_blocks, g.sms)
+                      : pl_gemm_sk_split(tiles_x * tiles_y, k_blocks, g.sms);
     if (s > k_blocks)
         s = k_blocks;             /* every CTA of a cluster gets at least one k-block */
     if (s > PL_SK_PORTABLE_SPLIT) /* a cluster of 9-16 CTAs */
@@ -275,12 +277,12 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int max_split,
 extern "C" cudaError_t pl_gemm_wgmma_sk(const pl_gemm_problem *p, int tile, int swap, int split, cudaStream_t stream)
 {
     switch (swap ? tile : -tile) {
-    case 16: return launch_sk<16, 1>(p, split, PL_SK_PORTABLE_SPLIT, stream);
-    case 32: return launch_sk<32, 1>(p, split, PL_SK_PORTABLE_SPLIT, stream);
-    case 64: return launch_sk<64, 1>(p, split, PL_SK_PORTABLE_SPLIT, stream);
-    case 128: return launch_sk<128, 1>(p, split, PL_SK_PORTABLE_SPLIT, stream);
-    case -64: return launch_sk<64, 0>(p, split, PL_SK_PORTABLE_SPLIT, stream);
-    case -128: return launch_sk<128, 0>(p, split, PL_SK_PORTABLE_SPLIT, stream);
+    case 16: return launch_sk<16, 1>(p, split, 0, stream);
+    case 32: return launch_sk<32, 1>(p, split, 0, stream);
+    case 64: return launch_sk<64, 1>(p, split, 0, stream);
+    case 128: return launch_sk<128, 1>(p, split, 0, stream);
+    case -64: return launch_sk<64, 0>(p, split, 0, stream);
+    case -128: return launch_sk<128, 0>(p, split, 0, stream);
     default: return cudaErrorInvalidValue;
     }
 }
@@ -288,51 +290,51 @@ extern "C" cudaError_t pl_gemm_wgmma_sk(const pl_gemm_problem *p, int tile, int 
 /* The registry's entries: the split chosen at launch. */
 extern "C" cudaError_t pl_gemm_wgmma_sk_swap16(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<16, 1>(p, 0, PL_SK_PORTABLE_SPLIT, stream);
+    return launch_sk<16, 1>(p, 0, 0, stream);
 }
 
 extern "C" cudaError_t pl_gemm_wgmma_sk_swap32(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<32, 1>(p, 0, PL_SK_PORTABLE_SPLIT, stream);
+    return launch_sk<32, 1>(p, 0, 0, stream);
 }
 
 extern "C" cudaError_t pl_gemm_wgmma_sk_swap64(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<64, 1>(p, 0, PL_SK_PORTABLE_SPLIT, stream);
+    return launch_sk<64, 1>(p, 0, 0, stream);
 }
 
 extern "C" cudaError_t pl_gemm_wgmma_sk_swap128(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<128, 1>(p, 0, PL_SK_PORTABLE_SPLIT, stream);
+    return launch_sk<128, 1>(p, 0, 0, stream);
 }
 
 extern "C" cudaError_t pl_gemm_wgmma_sk_64x64(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<64, 0>(p, 0, PL_SK_PORTABLE_SPLIT, stream);
+    return launch_sk<64, 0>(p, 0, 0, stream);
 }
 
 extern "C" cudaError_t pl_gemm_wgmma_sk_64x128(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<128, 0>(p, 0, PL_SK_PORTABLE_SPLIT, stream);
+    return launch_sk<128, 0>(p, 0, 0, stream);
 }
 
-/* Splits up to 16: for few output tiles over a long K (routers, k_proj, the KV down-projection). */
-extern "C" cudaError_t pl_gemm_wgmma_sk_swap16_x16(const pl_gemm_problem *p, cudaStream_t stream)
+/* The split sized for one CTA per SM (pl_gemm_sk_split_w1): for 32 tiles 4 instead of 8, for 4-9 tiles up to 16. */
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap32_w1(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<16, 1>(p, 0, PL_SK_MAX_SPLIT, stream);
+    return launch_sk<32, 1>(p, 0, 1, stream);
 }
 
-extern "C" cudaError_t pl_gemm_wgmma_sk_swap32_x16(const pl_gemm_problem *p, cudaStream_t stream)
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap64_w1(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<32, 1>(p, 0, PL_SK_MAX_SPLIT, stream);
+    return launch_sk<64, 1>(p, 0, 1, stream);
 }
 
-extern "C" cudaError_t pl_gemm_wgmma_sk_64x64_x16(const pl_gemm_problem *p, cudaStream_t stream)
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x64_w1(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<64, 0>(p, 0, PL_SK_MAX_SPLIT, stream);
+    return launch_sk<64, 0>(p, 0, 1, stream);
 }
 
-extern "C" cudaError_t pl_gemm_wgmma_sk_64x128_x16(const pl_gemm_problem *p, cudaStream_t stream)
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x128_w1(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<128, 0>(p, 0, PL_SK_MAX_SPLIT, stream);
+    return launch_sk<128, 0>(p, 0, 1, stream);
 }

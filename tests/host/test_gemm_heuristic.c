@@ -62,7 +62,7 @@ START_TEST(registry_opt_in)
 {
     opt_in(0);
     const size_t all = pl_gemm_kernel_count();
-    ck_assert_int_eq((int)all, 27); /* 11 of issues 1-14, 6 + 4 split-K, 2 128×192, 4 decode GEMV (issue 15) */
+    ck_assert_int_eq((int)all, 27); /* 11 of issues 1-14, 6 + 4 (_w1) split-K, 2 128×192, 4 decode GEMV (issue 15) */
     ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 0);
     ck_assert_ptr_nonnull(pl_gemm_kernel_find(SWAP16));
     ck_assert_ptr_nonnull(pl_gemm_kernel_find("gemv_mma_t16"));
@@ -138,16 +138,18 @@ START_TEST(split_rule)
     ck_assert_int_eq(pl_gemm_sk_split(1, 3, 132), 1);
     ck_assert_int_eq(pl_gemm_sk_split(0, 64, 132), 1);
     ck_assert_int_eq(pl_gemm_sk_split(64, 64, 0), 1);
-    ck_assert_int_eq(pl_gemm_sk_split_upto(16, 112, 132, PL_SK_MAX_SPLIT), 16); /* 256×256×7168 in 64×64 tiles */
-    ck_assert_int_eq(pl_gemm_sk_split_upto(32, 56, 132, PL_SK_MAX_SPLIT), 12); /* 512×512×3584 in 64×128: 396 / 32 */
+    ck_assert_int_eq(pl_gemm_sk_split_w1(32, 56, 132), 4);  /* 512×512×3584 in 64×128: 132 / 32 */
+    ck_assert_int_eq(pl_gemm_sk_split_w1(9, 112, 132), 14); /* 32×576×7168 swapped: 9 tiles */
+    ck_assert_int_eq(pl_gemm_sk_split_w1(4, 64, 132), 16);  /* the router 128×8×4096: a non-portable cluster */
+    ck_assert_int_eq(pl_gemm_sk_split_w1(200, 64, 132), 1);
     for (long long tiles = 1; tiles < 3000; tiles += 7)
         for (int kb = 1; kb < 600; kb += 13) {
             const int s = pl_gemm_sk_split(tiles, kb, 132);
             ck_assert(s >= 1 && s <= PL_SK_PORTABLE_SPLIT);
-            const int s16 = pl_gemm_sk_split_upto(tiles, kb, 132, PL_SK_MAX_SPLIT);
-            ck_assert(s16 >= s && s16 <= PL_SK_MAX_SPLIT);
-            ck_assert(s16 == 1 || tiles * s16 <= 132LL * PL_SK_CTAS_PER_SM);
-            ck_assert(s16 == 1 || kb / s16 >= PL_SK_MIN_KBLOCKS);
+            const int w1 = pl_gemm_sk_split_w1(tiles, kb, 132);
+            ck_assert(w1 >= 1 && w1 <= PL_SK_MAX_SPLIT);
+            ck_assert(w1 == 1 || tiles * w1 <= 132LL);
+            ck_assert(w1 == 1 || kb / w1 >= PL_SK_MIN_KBLOCKS);
             ck_assert(s == 1 || tiles * s <= 132LL * PL_SK_CTAS_PER_SM);
             ck_assert(s == 1 || kb / s >= PL_SK_MIN_KBLOCKS);
         }
@@ -204,11 +206,14 @@ START_TEST(issue15_choices)
      * pads M the least) */
     expect_pick(16, 4096, 4096, PL_GEMM_B_NK, &h200, "gemv_mma_t16");
     expect_pick(1, 6144, 4096, PL_GEMM_B_NK, &h200, "gemv_mma_t8");
-    expect_pick(32, 4096, 14336, PL_GEMM_B_NK, &h200, "gemv_mma_t32");
-    /* M = 64 fills the plain kernel's 64 rows: no padding either way, and its 64×128 tiles load fewer bytes */
-    expect_pick(64, 4096, 14336, PL_GEMM_B_NK, &h200, "wgmma_sk_64x128x64");
-    /* small prefill: 64×128 tiles and a split of 3 fill the GPU where 128-row tiles leave it half idle */
-    expect_pick(256, 4096, 4096, PL_GEMM_B_NK, &h200, "wgmma_sk_64x128x64");
+    /* a long K: the swapped split-K kernel, 128 tiles × 1 (one CTA per SM) */
+    expect_pick(32, 4096, 14336, PL_GEMM_B_NK, &h200, "wgmma_sk_swap_32x64x64_w1");
+    /* M = 64 fills the plain kernel's 64 rows: no padding either way, and its 64×128 tiles load fewer bytes (32
+     * tiles: a split of 4 by the one-CTA-per-SM rule) */
+    expect_pick(64, 4096, 14336, PL_GEMM_B_NK, &h200, "wgmma_sk_64x128x64_w1");
+    /* small prefill: 128 tiles of 64×128 fill the GPU where 128-row tiles leave it half idle (one CTA per SM, no
+     * split, by the model: the split of 3 adds its fix-up for the same tensor work) */
+    expect_pick(256, 4096, 4096, PL_GEMM_B_NK, &h200, "wgmma_sk_64x128x64_w1");
     /* large problems stay on the persistent kernel; B K×N still falls back */
     expect_pick(8192, 8192, 8192, PL_GEMM_B_NK, &h200, "wgmma_ws_128x256x64_s4");
     expect_pick(16, 4096, 4096, PL_GEMM_B_KN, &h200, "mma_sync_128x128x32_s4");
