@@ -139,12 +139,11 @@ cudaError_t pl_gemm_wgmma_sk_swap32_w1(const pl_gemm_problem *p, cudaStream_t st
 cudaError_t pl_gemm_wgmma_sk_swap64_w1(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_64x64_w1(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_64x128_w1(const pl_gemm_problem *p, cudaStream_t stream);
-/* Decode: a streaming GEMV on mma.sync for M <= 8, 16, 32, 64 tokens (gemv_mma.cu; sm_80+, B N×K, K % 8 == 0, A and B
+/* Decode: a streaming GEMV on mma.sync for M <= 8, 16, 32 tokens (gemv_mma.cu; sm_80+, B N×K, K % 8 == 0, A and B
  * 16-byte aligned). */
 cudaError_t pl_gemm_gemv_mma_t8(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_gemv_mma_t16(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_gemv_mma_t32(const pl_gemm_problem *p, cudaStream_t stream);
-cudaError_t pl_gemm_gemv_mma_t64(const pl_gemm_problem *p, cudaStream_t stream);
 
 /* ---- helpers around the kernels ---- */
 /* out[i] = GELU(d[i] + bias[col]) + residual[i] over M×N bf16 (bias, residual may be NULL; gelu 0 skips it):

@@ -1,4 +1,4 @@
-/* Decode GEMM (M = 1-64) as a streaming GEMV on the tensor cores: mma.sync fed straight from global memory, no
+/* Decode GEMM (M = 1-32) as a streaming GEMV on the tensor cores: mma.sync fed straight from global memory, no
  * shared-memory staging, no TMA, no clusters (sm_80+). For a few tokens a GEMM is the weight read once: 2·M FLOP
  * per 2 bytes of B, so the floor is B's bytes over the HBM ceiling and the kernel's one job is to keep enough loads
  * of B in flight. The wgmma kernels reach it only through a ring of shared-memory stages per CTA; here every lane
@@ -18,8 +18,8 @@
  * so that the CTA streams each row of B front to back, 1 KB at a time. The 8 warps' fp32 partial tiles are added
  * through shared memory in warp order 0…7 (the same bits every run), and the epilogue (bias, GELU, residual) runs
  * on the sum. Up to TOKENS = 8·NT tokens (NT n8 tiles; the A fragments are reused by the tile's 16 rows). A is
- * read through L1 by every CTA: M/16 bytes of A per byte of B, 4× at 64 tokens, ~80 B/clk per SM at the HBM rate:
- * under L1's 128, so 64 tokens is the widest tile kept.
+ * read through L1 by every CTA: M/16 bytes of A per byte of B. A 64-token tile (4×) was measured on the H200 and lost
+ * to split-K on every shape it took (2-2.5× slower): 32 tokens is the widest kept.
  *
  * Edges: B rows past N and tokens past M read as zeros (predicated loads), K % 8 == 0 (a 16-byte piece is wholly
  * inside or wholly past K); stores are predicated. Needs A and B 16-byte aligned. */
@@ -51,8 +51,7 @@ __device__ __forceinline__ uint4 ld_reuse16(const uint16_t *p)
     return v;
 }
 
-/* UNROLL: chunks whose loads are issued before their mma (2; 1 for 64 tokens, whose A fragments take 64
- * registers a chunk). */
+/* UNROLL: chunks whose loads are issued before their mma. */
 template <int NT, int UNROLL>
 __global__ void __launch_bounds__(GV_THREADS)
     gemv_mma_kernel(const uint16_t *__restrict__ a, const uint16_t *__restrict__ b, pl_gemm_out o, int k)
@@ -162,9 +161,4 @@ extern "C" cudaError_t pl_gemm_gemv_mma_t16(const pl_gemm_problem *p, cudaStream
 extern "C" cudaError_t pl_gemm_gemv_mma_t32(const pl_gemm_problem *p, cudaStream_t stream)
 {
     return launch_gemv<4, 2>(p, stream);
-}
-
-extern "C" cudaError_t pl_gemm_gemv_mma_t64(const pl_gemm_problem *p, cudaStream_t stream)
-{
-    return launch_gemv<8, 1>(p, stream);
 }

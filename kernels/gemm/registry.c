@@ -151,11 +151,6 @@ static int supports_gemv32(const pl_gemm_problem *p, char *why, size_t whylen)
     return supports_gemv(p, 32, why, whylen);
 }
 
-static int supports_gemv64(const pl_gemm_problem *p, char *why, size_t whylen)
-{
-    return supports_gemv(p, 64, why, whylen);
-}
-
 #define SK_FLAGS      PL_GEMM_KERNEL_SPLIT_K
 #define SK_SWAP_FLAGS (SK_FLAGS | PL_GEMM_KERNEL_SWAP_AB)
 
@@ -252,10 +247,6 @@ static const pl_gemm_kernel kernels[] = {
      64, 1, 1, 256, PL_GEMM_NEEDS_MMA, PL_GEMM_KERNEL_SMALL_M, supports_gemv16, pl_gemm_gemv_mma_t16},
     {"gemv_mma_t32", "gemv_mma", "the streaming GEMV for M <= 32 (four n8 token tiles)", 32, 16, 64, 1, 1, 256,
      PL_GEMM_NEEDS_MMA, PL_GEMM_KERNEL_SMALL_M, supports_gemv32, pl_gemm_gemv_mma_t32},
-    {"gemv_mma_t64", "gemv_mma",
-     "the streaming GEMV for M <= 64 (eight n8 token tiles, one chunk of loads in flight: A's fragments take the "
-     "registers)",
-     64, 16, 64, 1, 1, 256, PL_GEMM_NEEDS_MMA, PL_GEMM_KERNEL_SMALL_M, supports_gemv64, pl_gemm_gemv_mma_t64},
 };
 
 int pl_gemm_unvalidated_enabled(void)
