@@ -9,7 +9,9 @@ the best native's. Then the bars, over the shapes where both native and cuBLAS h
   - geometric mean of native / best cuBLAS >= 0.95,
   - no shape below 0.85,
   - the heuristic's pick within 3% of the best native configuration on >= 90% of the shapes.
-Markdown on stdout (paste into docs/perf/gemm.md). --strict: exit 1 when a bar is missed."""
+Markdown on stdout (paste into docs/perf/gemm.md). --strict: exit 1 when a bar is missed. --merge: the files are
+parts of one sweep (the same GPU and layout, disjoint shapes, e.g. a group run in two invocations to fit a time
+limit): one table and one set of bars over all their shapes."""
 import argparse
 import os
 import sys
@@ -55,14 +57,26 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("comparisons", nargs="+")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a bar is missed")
+    ap.add_argument("--merge", action="store_true", help="the files are parts of one sweep: one table")
     a = ap.parse_args(argv)
     missed = 0
-    for path in a.comparisons:
-        try:
-            doc = load(path)
-        except ComparisonError as e:
-            print(f"gemm_wide_table.py: {e}", file=sys.stderr)
+    try:
+        docs = [load(path) for path in a.comparisons]
+    except ComparisonError as e:
+        print(f"gemm_wide_table.py: {e}", file=sys.stderr)
+        return 2
+    if a.merge and len(docs) > 1:
+        keys = {((d.get("gpu") or {}).get("name"), d.get("layout")) for d in docs}
+        names = [row.get("shape") for d in docs for row in d.get("shapes", [])]
+        if len(keys) != 1 or len(names) != len(set(names)):
+            print("gemm_wide_table.py: --merge takes parts of one sweep: the same GPU and layout, no shape twice",
+                  file=sys.stderr)
             return 2
+        merged = dict(docs[0])
+        merged["shapes"] = [row for d in docs for row in d.get("shapes", [])]
+        merged["started_at"] = " + ".join(str(d.get("started_at", "?")) for d in docs)
+        docs = [merged]
+    for doc in docs:
         gpu = (doc.get("gpu") or {}).get("name", "unknown GPU")
         settings = doc.get("settings") or {}
         print(f"### {gpu}, B {doc['layout']}, {doc.get('started_at', '?')} (commit {doc.get('git_commit', '?')}, "

@@ -46,14 +46,20 @@ enum pl_gemm_kernel_flags {
     /* A lower rung of the ladder, kept to teach: the selector leaves it out of its search (it would only
      * spend time losing). */
     PL_GEMM_KERNEL_TEACHING = 1u << 0,
-    /* Written without running on a GPU (issue 15): such kernels sit after every validated one in the table and are
-     * enumerated (pl_gemm_kernel_count, _at, _find, the heuristic, and so the labs, the selector and the tests) only
-     * when the environment sets PERFLAB_GEMM_UNVALIDATED=1, until a GPU run has verified them. */
+    /* Written without running on a GPU: such kernels sit after every validated one in the table and are enumerated
+     * (pl_gemm_kernel_count, _at, _find, the heuristic, and so the labs, the selector and the tests) only when the
+     * environment sets PERFLAB_GEMM_UNVALIDATED=1, until a GPU run has verified them. None is now (the split-K
+     * kernels of issue 15 were validated on an H200). */
     PL_GEMM_KERNEL_UNVALIDATED = 1u << 1,
     /* Splits K over the CTAs of a cluster (1-8, chosen at launch: gemm/splitk.h), added up in a fixed order. */
     PL_GEMM_KERNEL_SPLIT_K = 1u << 2,
     /* Computes Dᵀ = B·Aᵀ: tile_m (M) is wgmma's narrow N, tile_n (N) its 64 rows. */
     PL_GEMM_KERNEL_SWAP_AB = 1u << 3,
+    /* Split-K sized for one CTA per SM (up to 16 CTAs a cluster) instead of three: fewer CTAs where tiles are
+     * many, more splits where they are very few. */
+    PL_GEMM_KERNEL_SPLIT_W1 = 1u << 5,
+    /* A decode kernel: takes M <= tile_m only (one tile of tokens), streams B once. */
+    PL_GEMM_KERNEL_SMALL_M = 1u << 4,
 };
 
 #define PL_GEMM_UNVALIDATED_ENV "PERFLAB_GEMM_UNVALIDATED"
@@ -117,14 +123,27 @@ cudaError_t pl_gemm_wgmma_pp_128x128(const pl_gemm_problem *p, cudaStream_t stre
 cudaError_t pl_gemm_wgmma_ws_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x256_c2(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_pp_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream);
+/* The cooperative kernel with 128×192 tiles (issue 15: tile counts that 128×256 quantizes badly). */
+cudaError_t pl_gemm_wgmma_ws_128x192(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x192_c2(const pl_gemm_problem *p, cudaStream_t stream);
 /* Split-K, small tiles, A/B swapped for small M (wgmma_sk_sm90a.cu; gemm/splitk.h has the launcher with an explicit
- * split). Unvalidated. */
+ * split). */
 cudaError_t pl_gemm_wgmma_sk_swap16(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_swap32(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_swap64(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_swap128(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_64x64(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_64x128(const pl_gemm_problem *p, cudaStream_t stream);
+/* The same with the split sized for one CTA per SM (pl_gemm_sk_split_w1). */
+cudaError_t pl_gemm_wgmma_sk_swap32_w1(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_swap64_w1(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_64x64_w1(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_64x128_w1(const pl_gemm_problem *p, cudaStream_t stream);
+/* Decode: a streaming GEMV on mma.sync for M <= 8, 16, 32 tokens (gemv_mma.cu; sm_80+, B N×K, K % 8 == 0, A and B
+ * 16-byte aligned). */
+cudaError_t pl_gemm_gemv_mma_t8(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_gemv_mma_t16(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_gemv_mma_t32(const pl_gemm_problem *p, cudaStream_t stream);
 
 /* ---- helpers around the kernels ---- */
 /* out[i] = GELU(d[i] + bias[col]) + residual[i] over M×N bf16 (bias, residual may be NULL; gelu 0 skips it):

@@ -59,10 +59,11 @@ typedef struct model_params {
 } model_params;
 
 /* Measured (H200, docs/perf/gemm.md, against 132 · 4096 · 1.5 GHz = 811 TFLOP/s): cooperative 128×256 0.83,
- * 128×128 0.77, ping-pong 0.75, wgmma_tma 0.65, mma_sync 0.39; clusters within 1%. Predicted for the split-K
- * kernels (one consumer warpgroup, wgmma m64nW): shared memory feeds 2 KB of X and W·32 B of Y per k16 step at 128
- * B/clk against W/2 clocks of tensor work, so eff ≈ min(0.75, (W/2) / (16 + W/4)) · 0.95. A fused epilogue costs
- * the cooperative kernels ~10% (measured 0.95-0.99× with a pass), except the one whose epilogue warps take it. */
+ * 128×128 0.77 (128×192 predicted between: 0.80), ping-pong 0.75, wgmma_tma 0.65, mma_sync 0.39; clusters within 1%.
+ * Predicted for the split-K kernels (one consumer warpgroup, wgmma m64nW): shared memory feeds 2 KB of X and W·32 B of
+ * Y per k16 step at 128 B/clk against W/2 clocks of tensor work, so eff ≈ min(0.75, (W/2) / (16 + W/4)) · 0.95. A fused
+ * epilogue costs the cooperative kernels ~10% (measured 0.95-0.99× with a pass), except the one whose epilogue warps
+ * take it. */
 static model_params params_of(const pl_gemm_kernel *k, int fused)
 {
     model_params m = {0.05, 1, 0};
@@ -76,11 +77,14 @@ static model_params params_of(const pl_gemm_kernel *k, int fused)
         const int pingpong = strncmp(k->name, "wgmma_pp_", 9) == 0;
         const int epilogue_warps = k->tile_n == 256 && k->stages == 3;
         m.persistent = 1;
-        m.eff = pingpong ? 0.75 : k->tile_n == 256 ? (epilogue_warps ? 0.82 : 0.83) : 0.77;
+        m.eff = pingpong ? 0.75 : k->tile_n == 256 ? (epilogue_warps ? 0.82 : 0.83) : k->tile_n == 192 ? 0.80 : 0.77;
         if (k->cluster_m > 1)
             m.eff *= 0.99;
         if (fused && !epilogue_warps && !pingpong)
             m.eff *= 0.90;
+    } else if (strcmp(k->rung, "gemv_mma") == 0) {
+        m.eff = 0.39; /* mma.sync's measured fraction; the padded tokens (tile_m) count as work */
+        m.resident = 8;
     } else if (strcmp(k->rung, "wgmma_splitk") == 0) {
         const double w = (k->flags & PL_GEMM_KERNEL_SWAP_AB) ? k->tile_m : k->tile_n;
         const double feed = (w / 2) / (16 + w / 4);
@@ -116,8 +120,10 @@ double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const
     const model_params mp = params_of(k, fused);
     const long long tiles = ceil_div(p->m, k->tile_m) * ceil_div(p->n, k->tile_n);
     const long long k_steps = ceil_div(p->k, k->tile_k);
-    const int split =
-        (k->flags & PL_GEMM_KERNEL_SPLIT_K) ? pl_gemm_sk_split(tiles, (int)ceil_div(p->k, PL_SK_BK), g->sms) : 1;
+    const int kb = (int)ceil_div(p->k, PL_SK_BK);
+    const int split = !(k->flags & PL_GEMM_KERNEL_SPLIT_K)   ? 1
+                      : (k->flags & PL_GEMM_KERNEL_SPLIT_W1) ? pl_gemm_sk_split_w1(tiles, kb, g->sms)
+                                                             : pl_gemm_sk_split(tiles, kb, g->sms);
     const long long ctas = tiles * split;
     const long long per_sm = ceil_div(ctas, g->sms); /* the busiest SM's tiles (or CTAs), one after another */
     const double tflops =

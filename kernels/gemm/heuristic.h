@@ -11,8 +11,8 @@
  *   2. otherwise the rule: the kernel with the smallest time by a roofline model with wave quantization
  *      (pl_gemm_model_us); among those within 3% of it, the one that pads the least work (whole tiles), then the
  *      one that loads the fewest bytes from L2, then the registry's order.
- * Only kernels the registry enumerates now are considered: the validated ones, and the unvalidated ones too under
- * PERFLAB_GEMM_UNVALIDATED=1 (gemm.h). The teaching rungs never. */
+ * Only kernels the registry enumerates now are considered: the validated ones (all of them today), and unvalidated
+ * ones too under PERFLAB_GEMM_UNVALIDATED=1 (gemm.h). The teaching rungs never. */
 #ifndef PERFLAB_GEMM_HEURISTIC_H
 #define PERFLAB_GEMM_HEURISTIC_H
 
@@ -69,7 +69,7 @@ typedef struct pl_gemm_pick {
  *   L2      = the bytes the tiles load from L2 (pl_gemm_l2_bytes) / PL_GEMM_MODEL_L2_GBPS, when that is larger,
  * CTAs = tiles · split (split-K: pl_gemm_sk_split's), tiles padded to whole tiles (waves and edges both count).
  * The efficiencies are the measured fractions of the power-capped peak (docs/perf/gemm.md) for the validated
- * kernels and predictions for the unvalidated ones. Infinity when the kernel does not take the problem. */
+ * kernels and predictions for the newer ones (split-K, gemv_mma). Infinity when the kernel does not take the problem. */
 double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_gemm_gpu *g);
 
 /* 2·M·N·K padded to whole tiles of k (the work its tensor cores do). */

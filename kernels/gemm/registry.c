@@ -123,12 +123,40 @@ static int supports_sk_plain(const pl_gemm_problem *p, char *why, size_t whylen)
     return supports_sk(p, PL_SK_ROWS, 0, why, whylen);
 }
 
-#define SK_FLAGS      (PL_GEMM_KERNEL_UNVALIDATED | PL_GEMM_KERNEL_SPLIT_K)
+/* The decode GEMV (gemv_mma.cu): the TMA kernels' conditions on the operands (16-byte loads of B N×K and of A)
+ * and at most tile_m tokens. */
+static int supports_gemv(const pl_gemm_problem *p, int tokens, char *why, size_t whylen)
+{
+    if (!supports_tma(p, why, whylen))
+        return 0;
+    if (p->m > tokens) {
+        snprintf(why, whylen, "a decode kernel: takes M <= %d; M = %d", tokens, p->m);
+        return 0;
+    }
+    return 1;
+}
+
+static int supports_gemv8(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return supports_gemv(p, 8, why, whylen);
+}
+
+static int supports_gemv16(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return supports_gemv(p, 16, why, whylen);
+}
+
+static int supports_gemv32(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return supports_gemv(p, 32, why, whylen);
+}
+
+#define SK_FLAGS      PL_GEMM_KERNEL_SPLIT_K
 #define SK_SWAP_FLAGS (SK_FLAGS | PL_GEMM_KERNEL_SWAP_AB)
 
-/* Every validated kernel first, then the unvalidated ones (PL_GEMM_KERNEL_UNVALIDATED), which the enumeration
- * reaches only under PERFLAB_GEMM_UNVALIDATED=1. Where the heuristic's model ties, the earlier entry wins: the
- * plain split-K tiles come before the swapped ones (their stores run along D's rows). */
+/* Every validated kernel first, then the unvalidated ones (PL_GEMM_KERNEL_UNVALIDATED; none now), which the
+ * enumeration reaches only under PERFLAB_GEMM_UNVALIDATED=1. Where the heuristic's model ties, the earlier entry
+ * wins: the plain split-K tiles come before the swapped ones (their stores run along D's rows). */
 static const pl_gemm_kernel kernels[] = {
     {"naive", "naive", "one thread per output, K fp32 FMAs from global memory", 16, 16, 1, 1, 1, 256, PL_GEMM_NEEDS_ANY,
      PL_GEMM_KERNEL_TEACHING, supports_naive, pl_gemm_naive},
@@ -164,7 +192,7 @@ static const pl_gemm_kernel kernels[] = {
     {"wgmma_pp_128x128x64_s5_c2", "wgmma_ws_cluster",
      "ping-pong wgmma_ws in 2-CTA clusters: B panel TMA-multicast to both CTAs, stages released through DSMEM", 128,
      128, 64, 5, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_pp_128x128_c2},
-    /* ---- unvalidated (issue 15): split-K over a cluster, fixed-order fix-up through DSMEM ---- */
+    /* ---- issue 15 (validated on an H200): split-K over a cluster, fixed-order fix-up through DSMEM ---- */
     {"wgmma_sk_64x64x64", "wgmma_splitk",
      "narrow N: 64×64 tiles, K split over a cluster when the tiles do not fill the GPU, fixed-order fix-up", 64, 64, 64,
      PL_SK_STAGES(64), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS, supports_sk_plain, pl_gemm_wgmma_sk_64x64},
@@ -187,6 +215,38 @@ static const pl_gemm_kernel kernels[] = {
     {"wgmma_sk_swap_128x64x64", "wgmma_splitk", "the swapped split-K kernel for M ≤ 128 (wgmma m64n128)", 128, 64, 64,
      PL_SK_STAGES(128), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_SWAP_FLAGS, supports_sk_swap128,
      pl_gemm_wgmma_sk_swap128},
+    /* the split sized for one CTA per SM (up to 16: non-portable clusters) */
+    {"wgmma_sk_64x64x64_w1", "wgmma_splitk", "the 64×64 split-K kernel, its split sized for one CTA per SM (up to 16)",
+     64, 64, 64, PL_SK_STAGES(64), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_W1,
+     supports_sk_plain, pl_gemm_wgmma_sk_64x64_w1},
+    {"wgmma_sk_64x128x64_w1", "wgmma_splitk", "the 64×128 split-K kernel, its split sized for one CTA per SM", 64, 128,
+     64, PL_SK_STAGES(128), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_W1,
+     supports_sk_plain, pl_gemm_wgmma_sk_64x128_w1},
+    {"wgmma_sk_swap_32x64x64_w1", "wgmma_splitk",
+     "the swapped split-K kernel for M ≤ 32, its split sized for one CTA per SM", 32, 64, 64, PL_SK_STAGES(32), 0,
+     PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_W1, supports_sk_swap32,
+     pl_gemm_wgmma_sk_swap32_w1},
+    {"wgmma_sk_swap_64x64x64_w1", "wgmma_splitk",
+     "the swapped split-K kernel for M ≤ 64, its split sized for one CTA per SM", 64, 64, 64, PL_SK_STAGES(64), 0,
+     PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_W1, supports_sk_swap64,
+     pl_gemm_wgmma_sk_swap64_w1},
+    /* ---- issue 15: 128×192 tiles for tile counts that 128×256 quantizes badly ---- */
+    {"wgmma_ws_128x192x64_s4", "wgmma_ws",
+     "the cooperative persistent kernel with 128×192 tiles (wgmma m64n192): 3/4 of the 128×256 tile's work, for tile "
+     "counts the wider tile leaves a wave a quarter full",
+     128, 192, 64, 4, 1, 384, PL_GEMM_NEEDS_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x192},
+    {"wgmma_ws_128x192x64_s4_c2", "wgmma_ws_cluster",
+     "cooperative 128×192 in 2-CTA clusters: B panel TMA-multicast to both CTAs, stages released through DSMEM", 128,
+     192, 64, 4, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x192_c2},
+    /* ---- issue 15: decode as a streaming GEMV on mma.sync ---- */
+    {"gemv_mma_t8", "gemv_mma",
+     "decode M <= 8: mma.sync fed from 16-byte global loads of B (no shared-memory stages), 16 rows of N per CTA, "
+     "K over 8 warps added in warp order",
+     8, 16, 64, 1, 1, 256, PL_GEMM_NEEDS_MMA, PL_GEMM_KERNEL_SMALL_M, supports_gemv8, pl_gemm_gemv_mma_t8},
+    {"gemv_mma_t16", "gemv_mma", "the streaming GEMV for M <= 16 (two n8 token tiles share each B fragment)", 16, 16,
+     64, 1, 1, 256, PL_GEMM_NEEDS_MMA, PL_GEMM_KERNEL_SMALL_M, supports_gemv16, pl_gemm_gemv_mma_t16},
+    {"gemv_mma_t32", "gemv_mma", "the streaming GEMV for M <= 32 (four n8 token tiles)", 32, 16, 64, 1, 1, 256,
+     PL_GEMM_NEEDS_MMA, PL_GEMM_KERNEL_SMALL_M, supports_gemv32, pl_gemm_gemv_mma_t32},
 };
 
 int pl_gemm_unvalidated_enabled(void)

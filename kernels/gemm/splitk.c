@@ -1,14 +1,24 @@
 /* The host side of the split-K kernels that needs no GPU: how many CTAs share an output tile's K. */
 #include "gemm/splitk.h"
 
-int pl_gemm_sk_split(long long tiles, int k_blocks, int sms)
+static int split_rule(long long tiles, int k_blocks, int sms, int ctas_per_sm, int max_split)
 {
     if (tiles < 1 || k_blocks < 1 || sms < 1)
         return 1;
-    long long s = (long long)sms * PL_SK_CTAS_PER_SM / tiles; /* clusters of s CTAs all in the first wave */
-    if (s > PL_SK_MAX_SPLIT)
-        s = PL_SK_MAX_SPLIT;
+    long long s = (long long)sms * ctas_per_sm / tiles; /* clusters of s CTAs all in the first wave */
+    if (s > max_split)
+        s = max_split;
     if (s > k_blocks / PL_SK_MIN_KBLOCKS)
         s = k_blocks / PL_SK_MIN_KBLOCKS;
     return s < 1 ? 1 : (int)s;
+}
+
+int pl_gemm_sk_split(long long tiles, int k_blocks, int sms)
+{
+    return split_rule(tiles, k_blocks, sms, PL_SK_CTAS_PER_SM, PL_SK_PORTABLE_SPLIT);
+}
+
+int pl_gemm_sk_split_w1(long long tiles, int k_blocks, int sms)
+{
+    return split_rule(tiles, k_blocks, sms, 1, PL_SK_MAX_SPLIT);
 }

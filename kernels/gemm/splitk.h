@@ -16,12 +16,13 @@
 extern "C" {
 #endif
 
-#define PL_SK_ROWS        64  /* rows of X per CTA: wgmma's M */
-#define PL_SK_BK          64  /* K per stage: one 128-byte swizzle row of bf16 */
-#define PL_SK_THREADS     160 /* one consumer warpgroup (warps 0-3) and one producer warp (warp 4) */
-#define PL_SK_CTAS_PER_SM 3   /* shared memory and registers are sized for three resident CTAs */
-#define PL_SK_MAX_SPLIT   8   /* the portable cluster size */
-#define PL_SK_MIN_KBLOCKS 4   /* a split gets at least this many k-blocks (256 K) */
+#define PL_SK_ROWS           64  /* rows of X per CTA: wgmma's M */
+#define PL_SK_BK             64  /* K per stage: one 128-byte swizzle row of bf16 */
+#define PL_SK_THREADS        160 /* one consumer warpgroup (warps 0-3) and one producer warp (warp 4) */
+#define PL_SK_CTAS_PER_SM    3   /* shared memory and registers are sized for three resident CTAs */
+#define PL_SK_PORTABLE_SPLIT 8   /* the portable cluster size: the default kernels' largest split */
+#define PL_SK_MAX_SPLIT      16  /* a non-portable cluster (sm_90 allows 16): the _w1 kernels' largest split */
+#define PL_SK_MIN_KBLOCKS    4   /* a split gets at least this many k-blocks (256 K) */
 /* Pipeline stages per TILE width (stage = 8 KB of X + TILE·128 B of Y): 60-72 KB a CTA, three a SM. */
 #define PL_SK_STAGES(tile) ((tile) <= 16 ? 6 : (tile) <= 32 ? 5 : (tile) <= 64 ? 4 : 3)
 
@@ -29,10 +30,15 @@ extern "C" {
  * `sms` SMs: as many as keep every cluster in the first wave (tiles·S ≤ sms·PL_SK_CTAS_PER_SM), at most
  * PL_SK_MAX_SPLIT, each split at least PL_SK_MIN_KBLOCKS k-blocks; 1 when the tiles alone fill the GPU. */
 int pl_gemm_sk_split(long long tiles, int k_blocks, int sms);
+/* The _w1 kernels' split: clusters of one CTA per SM (tiles·S ≤ sms), up to PL_SK_MAX_SPLIT, each split at least
+ * PL_SK_MIN_KBLOCKS k-blocks. Measured on the H200 (2026-11-23): with 32 tiles a split of 8 (256 CTAs) beat 12
+ * (384) by 30-50%; with 4-9 tiles 16 beat 8 by 4-5%. */
+int pl_gemm_sk_split_w1(long long tiles, int k_blocks, int sms);
 
 /* The split-K kernel with TILE = `tile` (swapped: 16, 32, 64 or 128; not: 64 or 128) and a split of `split` CTAs
- * (1-8, capped at the k-block count; 0: pl_gemm_sk_split's). cudaErrorInvalidValue for another tile, a split
- * over 8, or a grid past 65535 tiles in a dimension. Takes B N×K, K % 8 == 0, 16-byte aligned A and B. */
+ * (1-16, capped at the k-block count; over 8 a non-portable cluster; 0: pl_gemm_sk_split's). cudaErrorInvalidValue
+ * for another tile, a split over 16, or a grid past 65535 tiles in a dimension. Takes B N×K, K % 8 == 0, 16-byte
+ * aligned A and B. */
 cudaError_t pl_gemm_wgmma_sk(const pl_gemm_problem *p, int tile, int swap, int split, cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 /* Split-K WGMMA (sm_90a) for the shapes the persistent 128-row kernels (wgmma_ws_sm90a.cu) leave the GPU idle on:
  * few output tiles — decode (M = 1-128), small prefill against a narrow weight, a long K — where a 128×256 tile
- * wastes most of its rows and N/256 tiles cover a fraction of the 132 SMs. UNVALIDATED: written without a GPU;
- * the registry enumerates these kernels only under PERFLAB_GEMM_UNVALIDATED=1 (docs/gemm.md).
+ * wastes most of its rows and N/256 tiles cover a fraction of the 132 SMs. Written without a GPU, validated on an
+ * H200 (every split 1-8 on odd shapes, compute-sanitizer memcheck clean): enumerated by default.
  *
  * Small CTAs, many of them. A CTA (160 threads) computes a 64 × TILE block of X·Yᵀ from K-major X and Y: one
  * consumer warpgroup issues wgmma m64nTILEk16 from a ring of TMA-filled, 128-byte-swizzled stages (the stage and
@@ -13,7 +13,8 @@
  *   swapped: X = B, Y = A: Dᵀ = B·Aᵀ, a TILE × 64 tile of D (TILE 16-128 ≥ M): the wide N fills wgmma's 64 rows
  *            and the few tokens become its narrow N, so no tensor-core row is spent on padding M up to 64 or 128.
  *
- * Split-K with a deterministic fix-up. The S CTAs of a cluster (1-8 along grid x, S chosen so that every cluster
+ * Split-K with a deterministic fix-up. The S CTAs of a cluster (1-8 along grid x, up to 16 in the _w1 entries'
+ * non-portable clusters; S chosen so that every cluster
  * runs in the first wave: gemm/splitk.h) take consecutive ranges of K for the same output tile. When the mainloop
  * is done the stages are free: each CTA writes its fp32 partial tile there (in D's row order, padded so that the
  * fragment writes hit 32 different banks), a cluster barrier publishes them, and each CTA then owns 1/S of the
@@ -216,7 +217,8 @@ __global__ void __maxnreg__(SK_MAX_REGS)
         cluster_sync(); /* the others may still read this CTA's partial: stay until they are done */
 }
 
-template <int TILE, int SWAP> static cudaError_t launch_sk(const pl_gemm_problem *p, int split, cudaStream_t stream)
+template <int TILE, int SWAP>
+static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaStream_t stream)
 {
     typedef sk_config<TILE, SWAP> cfg;
     static_assert(cfg::stage_bytes % 1024 == 0, "stages must stay 1024-byte aligned");
@@ -244,9 +246,15 @@ template <int TILE, int SWAP> static cudaError_t launch_sk(const pl_gemm_problem
         e = pl_gemm_gpu_query(&g);
     if (e != cudaSuccess)
         return e;
-    int s = split > 0 ? split : pl_gemm_sk_split(tiles_x * tiles_y, k_blocks, g.sms);
+    int s = split > 0 ? split
+            : w1      ? pl_gemm_sk_split_w1(tiles_x * tiles_y, k_blocks, g.sms)
+                      : pl_gemm_sk_split(tiles_x * tiles_y, k_blocks, g.sms);
     if (s > k_blocks)
-        s = k_blocks; /* every CTA of a cluster gets at least one k-block */
+        s = k_blocks;             /* every CTA of a cluster gets at least one k-block */
+    if (s > PL_SK_PORTABLE_SPLIT) /* a cluster of 9-16 CTAs */
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (e != cudaSuccess)
+        return e;
 
     cudaLaunchConfig_t lc = {};
     cudaLaunchAttribute attr;
@@ -269,12 +277,12 @@ template <int TILE, int SWAP> static cudaError_t launch_sk(const pl_gemm_problem
 extern "C" cudaError_t pl_gemm_wgmma_sk(const pl_gemm_problem *p, int tile, int swap, int split, cudaStream_t stream)
 {
     switch (swap ? tile : -tile) {
-    case 16: return launch_sk<16, 1>(p, split, stream);
-    case 32: return launch_sk<32, 1>(p, split, stream);
-    case 64: return launch_sk<64, 1>(p, split, stream);
-    case 128: return launch_sk<128, 1>(p, split, stream);
-    case -64: return launch_sk<64, 0>(p, split, stream);
-    case -128: return launch_sk<128, 0>(p, split, stream);
+    case 16: return launch_sk<16, 1>(p, split, 0, stream);
+    case 32: return launch_sk<32, 1>(p, split, 0, stream);
+    case 64: return launch_sk<64, 1>(p, split, 0, stream);
+    case 128: return launch_sk<128, 1>(p, split, 0, stream);
+    case -64: return launch_sk<64, 0>(p, split, 0, stream);
+    case -128: return launch_sk<128, 0>(p, split, 0, stream);
     default: return cudaErrorInvalidValue;
     }
 }
@@ -282,30 +290,51 @@ extern "C" cudaError_t pl_gemm_wgmma_sk(const pl_gemm_problem *p, int tile, int 
 /* The registry's entries: the split chosen at launch. */
 extern "C" cudaError_t pl_gemm_wgmma_sk_swap16(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<16, 1>(p, 0, stream);
+    return launch_sk<16, 1>(p, 0, 0, stream);
 }
 
 extern "C" cudaError_t pl_gemm_wgmma_sk_swap32(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<32, 1>(p, 0, stream);
+    return launch_sk<32, 1>(p, 0, 0, stream);
 }
 
 extern "C" cudaError_t pl_gemm_wgmma_sk_swap64(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<64, 1>(p, 0, stream);
+    return launch_sk<64, 1>(p, 0, 0, stream);
 }
 
 extern "C" cudaError_t pl_gemm_wgmma_sk_swap128(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<128, 1>(p, 0, stream);
+    return launch_sk<128, 1>(p, 0, 0, stream);
 }
 
 extern "C" cudaError_t pl_gemm_wgmma_sk_64x64(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<64, 0>(p, 0, stream);
+    return launch_sk<64, 0>(p, 0, 0, stream);
 }
 
 extern "C" cudaError_t pl_gemm_wgmma_sk_64x128(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_sk<128, 0>(p, 0, stream);
+    return launch_sk<128, 0>(p, 0, 0, stream);
+}
+
+/* The split sized for one CTA per SM (pl_gemm_sk_split_w1): for 32 tiles 4 instead of 8, for 4-9 tiles up to 16. */
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap32_w1(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<32, 1>(p, 0, 1, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap64_w1(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<64, 1>(p, 0, 1, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x64_w1(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<64, 0>(p, 0, 1, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x128_w1(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<128, 0>(p, 0, 1, stream);
 }

@@ -35,7 +35,7 @@
 
 #define WS_BM         128
 #define WS_BK         64
-#define WS_THREADS    384 /* producer warpgroup + two consumer warpgroups */
+#define WS_THREADS    384    /* producer warpgroup + two consumer warpgroups */
 #define PRODUCER_REGS 56     /* the producer thread and, when fused, the epilogue warps */
 #define CONSUMER_REGS 224    /* (56 + 2·224) · 128 = 64512 of the SM's 65536 registers */
 #define GROUP_ROWS    16     /* tile rows per raster group of the scheduler */
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
     const uint32_t epi = base + STAGES * cfg::stage_bytes; /* 1024-aligned: the swizzle needs it */
-    const uint32_t bias = epi + cfg::epi_bytes; /* 16-byte aligned for the bulk copy */
+    const uint32_t bias = epi + cfg::epi_bytes;            /* 16-byte aligned for the bulk copy */
     const uint32_t full = bias + cfg::bias_bytes, empty = full + 8 * STAGES, order = empty + 8 * STAGES;
     const uint32_t operands = order + 16; /* ping-pong: per consumer, one barrier per epilogue buffer */
     /* cooperative + fused: the epilogue warps take the product over (sm90_epilogue_warps.cuh) */
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         mbar_init(order, 4); /* ping-pong: the warps of the other consumer have issued their tile */
         mbar_init(order + 8, 4);
         for (int b = 0; b < 2 * cfg::epi_buffers; b++) {
-            mbar_init(operands + 8 * b, 1); /* the leader's expect_tx; TMA bytes complete it */
+            mbar_init(operands + 8 * b, 1);  /* the leader's expect_tx; TMA bytes complete it */
             mbar_init(ew.full + 8 * b, 128); /* every thread of the consumer */
             mbar_init(ew.free + 8 * b, 1);   /* the epilogue warps' leader, once the store has read it */
         }
@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
             for (int kb = 0; kb < k_blocks; kb++, kcount++) {
                 if (kb == prefetch_at)
                     epilogue_fused_prefetch<cfg::epi_cols, cfg::epi_buffers, cfg::subtiles>(o, &tma_r, fs, epi_row0,
-                                                                                           n0);
+                                                                                            n0);
                 const int stage = (int)(kcount % STAGES);
                 mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
                 const uint32_t st = base + stage * cfg::stage_bytes;
@@ -222,6 +222,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                         pl_wgmma_m64n128k16_bf16<0>(acc_hi, wgmma_desc_k128(st + 64 * 128 + j * 32), db, 1);
                     } else if constexpr (BN == 256) {
                         pl_wgmma_m64n256k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+                    } else if constexpr (BN == 192) {
+                        pl_wgmma_m64n192k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
                     } else {
                         pl_wgmma_m64n128k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
                     }
@@ -335,8 +337,8 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
         (!p->epi.residual ||
          pl_tensor_map_bf16(&tr, p->epi.residual, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, EPI_SUB) == cudaSuccess);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 cfg::smem_bytes);
+        e = cudaFuncSetAttribute(gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
     int device = 0, sms = 0;
     if (e == cudaSuccess)
         e = cudaGetDevice(&device);
@@ -355,8 +357,8 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute attr;
     ws_launch_config(&lc, &attr, clusters * CLUSTER, CLUSTER, cfg::smem_bytes, stream);
-    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB>, ta, tb, td, tr, tma_store, pl_gemm_out_of(p),
-                           (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols);
+    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB>, ta, tb, td, tr, tma_store,
+                           pl_gemm_out_of(p), (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -368,6 +370,18 @@ extern "C" cudaError_t pl_gemm_wgmma_ws_128x128(const pl_gemm_problem *p, cudaSt
 extern "C" cudaError_t pl_gemm_wgmma_ws_128x256(const pl_gemm_problem *p, cudaStream_t stream)
 {
     return launch_ws<256, 1, WS_COOPERATIVE>(p, stream);
+}
+
+/* 128×192: three quarters of the 128×256 tile, for shapes whose tile count the wider tile quantizes badly (a
+ * second wave a quarter full, or one wave with a third of the SMs idle: 1000×3000, 4104×4104). */
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x192(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<192, 1, WS_COOPERATIVE>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x192_c2(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<192, 2, WS_COOPERATIVE>(p, stream);
 }
 
 extern "C" cudaError_t pl_gemm_wgmma_pp_128x128(const pl_gemm_problem *p, cudaStream_t stream)

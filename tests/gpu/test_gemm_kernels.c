@@ -2,11 +2,11 @@
  * fp32 for the others) on shapes that are no multiple of any tile, both B layouts, with and without the fused
  * epilogue; kernels that cannot take a shape must say why, and the fallback must take it. Exits 77 without a GPU.
  *
- * With PERFLAB_GEMM_UNVALIDATED=1 the registry enumerates the unvalidated kernels too (split-K, A/B swapped), so
- * every test below covers them, split_k_every_split runs each of them with every split (1-8, uneven ones
- * included) on sizes that are no multiple of their tiles, edge tiles on the half-width wgmma, the fused epilogue
- * in the fix-up, and the same bits on a second run, and the library call pl_gemm_bf16 runs on every problem.
- * Without the variable all of that is left out and the tests run as before issue 15. */
+ * The kernels of issue 15 are covered by every test below; besides, split_k_every_split runs each split-K kernel
+ * with every split (1-8, uneven ones included) on sizes that are no multiple of their tiles, edge tiles on the
+ * half-width wgmma, the fused epilogue in the fix-up, and the same bits on a second run; decode_gemv runs the
+ * streaming GEMV kernels on M = 1-32 against N not a multiple of their 16 rows and K not of their 64-k chunks, twice
+ * (same bits); and the library call pl_gemm_bf16 runs on every problem. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,9 +138,10 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
         }
         if (!kern->supports(&p, why, sizeof why)) {
             /* only the documented fast-path conditions may refuse a shape (and the swapped small-M kernels an M
-             * over 4 of their tiles), and the fallback must take it */
+             * over 4 of their tiles, the decode kernels an M over their one), and the fallback must take it */
             ck_assert_msg(layout == PL_GEMM_B_KN || s->k % 8 != 0 ||
-                              ((kern->flags & PL_GEMM_KERNEL_SWAP_AB) && s->m > 4 * kern->tile_m),
+                              ((kern->flags & PL_GEMM_KERNEL_SWAP_AB) && s->m > 4 * kern->tile_m) ||
+                              ((kern->flags & PL_GEMM_KERNEL_SMALL_M) && s->m > kern->tile_m),
                           "%s refused a shape it should take: %s", label, why);
             ck_assert(pl_gemm_kernel_fallback()->supports(&p, why, sizeof why));
             printf("n/a  %s: %s\n", label, why);
@@ -148,9 +149,8 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
         }
         run_and_verify(e, &p, &ref, label, launch_kernel, (void *)kern, fails, checked);
     }
-    /* the library call (new in issue 15, so under the opt-in too until a GPU run validates it): its pick among the
-     * same kernels */
-    if (pl_gemm_unvalidated_enabled()) {
+    /* the library call: its pick among the same kernels */
+    {
         pl_gemm_gpu g;
         pl_gemm_pick pick;
         ck_assert(pl_gemm_gpu_query(&g) == cudaSuccess);
@@ -170,7 +170,7 @@ typedef struct sk_config {
     int tile, swap;
 } sk_config;
 static const sk_config sk_configs[] = {{16, 1}, {32, 1}, {64, 1}, {128, 1}, {64, 0}, {128, 0}};
-static const int sk_splits[] = {0, 1, 2, 3, 5, 8};
+static const int sk_splits[] = {0, 1, 2, 3, 5, 8, 12, 16}; /* 12, 16: non-portable clusters */
 
 typedef struct sk_launch_arg {
     int tile, swap, split;
@@ -183,7 +183,7 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, void *arg, cudaStream_t s
 }
 
 /* Shapes that are no multiple of any of their tiles: M from 1 past 128, N from 8 to past 4096 (edge tiles of 8
- * and of 104 columns: half-width and full), K from one k-block to 14336 (224 k-blocks over up to 8 CTAs). */
+ * and of 104 columns: half-width and full), K from one k-block to 14336 (224 k-blocks over up to 16 CTAs). */
 static const shape sk_shapes[] = {
     {1, 4104, 4104}, {13, 1000, 520}, {100, 72, 4104},   {129, 520, 1032},
     {300, 1000, 72}, {17, 8, 8},      {64, 4096, 14336}, {31, 3000, 2056},
@@ -191,10 +191,6 @@ static const shape sk_shapes[] = {
 
 START_TEST(split_k_every_split)
 {
-    if (!pl_gemm_unvalidated_enabled()) {
-        printf("skip: the split-K kernels are unvalidated; set %s=1 to run them\n", PL_GEMM_UNVALIDATED_ENV);
-        return;
-    }
     env e;
     env_init(&e);
     pl_gemm_gpu g;
@@ -317,7 +313,7 @@ START_TEST(deterministic)
         }
     }
     /* the split-K fix-up adds the partials in rank order: every split gives the same bits on every run */
-    if (pl_gemm_unvalidated_enabled() && pl_gemm_kernel_find("wgmma_sk_64x128x64")) {
+    {
         pl_gemm_gpu g;
         ck_assert(pl_gemm_gpu_query(&g) == cudaSuccess);
         p.epi.bias = NULL;
@@ -345,6 +341,60 @@ START_TEST(deterministic)
 }
 END_TEST
 
+/* The decode GEMV kernels (gemv_mma.cu) on M from 1 to 64 (each kernel on the Ms it takes), N not a multiple of
+ * their 16 rows, K from one 8-element piece to 14336 and not a multiple of their 64-k chunks (nor of the 512 k of
+ * a CTA's 8 warps), the fused epilogue on every other shape; each run twice for the same bits. */
+static const shape gemv_shapes[] = {
+    {1, 4104, 4104},  {13, 1000, 520}, {31, 3000, 2056}, {8, 17, 8},   {16, 4096, 14336},
+    {32, 520, 1032},  {2, 8, 4096},    {9, 7, 64},       {24, 33, 72}, {1, 129, 24},
+    {64, 1000, 4104}, {57, 4100, 520}, {40, 3, 136},
+};
+
+START_TEST(decode_gemv)
+{
+    env e;
+    env_init(&e);
+    pl_buf fails = {0};
+    int checked = 0;
+    for (size_t si = 0; si < sizeof gemv_shapes / sizeof gemv_shapes[0]; si++) {
+        const shape *s = &gemv_shapes[si];
+        const int epilogue = si % 2 ? 0 : EPI_ALL;
+        pl_gemm_reference ref;
+        pl_gemm_problem p = make_problem(&e, s, PL_GEMM_B_NK, epilogue, &ref);
+        uint16_t *h1 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2),
+                 *h2 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2);
+        ck_assert(h1 && h2);
+        for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
+            const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
+            char why[256], label[160];
+            if (!(kern->flags & PL_GEMM_KERNEL_SMALL_M))
+                continue;
+            if (s->m > kern->tile_m) {
+                ck_assert(!kern->supports(&p, why, sizeof why));
+                ck_assert_msg(strstr(why, "takes M <=") != NULL, "%s", why);
+                ck_assert_int_eq(kern->launch(&p, e.ctx.stream), cudaErrorInvalidValue);
+                continue;
+            }
+            ck_assert_msg(kern->supports(&p, why, sizeof why), "%s refused %dx%dx%d: %s", kern->name, s->m, s->n, s->k,
+                          why);
+            pl_snprintf(label, sizeof label, "%s %dx%dx%d%s", kern->name, s->m, s->n, s->k,
+                        epilogue ? " +epilogue" : "");
+            run_and_verify(&e, &p, &ref, label, launch_kernel, (void *)kern, &fails, &checked);
+            ck_assert(cudaMemcpy(h1, p.d, (size_t)s->m * s->n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+            ck_assert(kern->launch(&p, e.ctx.stream) == cudaSuccess);
+            ck_assert(cudaMemcpy(h2, p.d, (size_t)s->m * s->n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+            ck_assert_msg(memcmp(h1, h2, (size_t)s->m * s->n * 2) == 0, "%s: different bits on the same inputs", label);
+        }
+        pl_free_all(&e.ctx);
+    }
+    printf("%d decode GEMV kernel/problem pairs checked\n", checked);
+    ck_assert_msg(fails.len == 0, "failed:\n%s", fails.data);
+    ck_assert(checked > 0);
+    pl_buf_free(&fails);
+    cublasDestroy(e.cublas);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gemm_kernels");
@@ -353,6 +403,7 @@ static Suite *suite(void)
     tcase_add_test(tc, every_kernel_every_shape);
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, split_k_every_split);
+    tcase_add_test(tc, decode_gemv);
     suite_add_tcase(s, tc);
     return s;
 }

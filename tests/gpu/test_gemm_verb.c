@@ -65,14 +65,9 @@ START_TEST(selector_small_shapes)
 END_TEST
 
 /* --rounds 3: every configuration of every provider verified first, then timed in interleaved rounds; the
- * heuristic's pick timed among them and judged against the best, the unvalidated kernels in the search. Runs only
- * under PERFLAB_GEMM_UNVALIDATED=1. */
+ * heuristic's pick timed among them and judged against the best (split-K and decode kernels in the search). */
 START_TEST(selector_interleaved_rounds)
 {
-    if (!pl_gemm_unvalidated_enabled()) { /* new in issue 15: under the opt-in until a GPU run validates it */
-        printf("skip: --rounds is not validated on a GPU yet; set %s=1 to run it\n", PL_GEMM_UNVALIDATED_ENV);
-        return;
-    }
     char *dir = pl_test_tmpdir("gemm-verb-rounds");
     char *args = pl_strfmt("gemm --shapes 256x512x128,16x4104x1032,1000x3000x520 --providers cublas,cublaslt,perflab "
                            "--rounds 3 --artifacts-dir %s " QUICK,

@@ -1,5 +1,6 @@
-/* The native GEMM registry's opt-in for unvalidated kernels, the split-K rule, and the heuristic behind
- * pl_gemm_bf16 (the model's choices, the measured table's precedence and its limits), all without a GPU. */
+/* The native GEMM registry (the issue-15 kernels enumerated by default, the opt-in for unvalidated kernels that
+ * gates none now), the split-K rule, and the heuristic behind pl_gemm_bf16 (the model's choices, the measured
+ * table's precedence and its limits, the committed table), all without a GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,7 +12,7 @@
 #include "gemm/splitk.h"
 #include "testutil.h"
 
-#define UNVALIDATED_SWAP16 "wgmma_sk_swap_16x64x64"
+#define SWAP16 "wgmma_sk_swap_16x64x64"
 
 static const pl_gemm_gpu h200 = {90, 132, 1, 0, 0};
 static const pl_gemm_gpu a100 = {80, 108, 0, 0, 0};
@@ -39,10 +40,12 @@ static pl_gemm_problem problem(int m, int n, int k, pl_gemm_b_layout layout)
     return p;
 }
 
+/* The model's pick (no table). */
 static const char *pick_name(const pl_gemm_problem *p, const pl_gemm_gpu *g)
 {
     pl_gemm_pick pick;
-    ck_assert_msg(pl_gemm_bf16_pick(p, g, &pick) == 0, "no pick for %dx%dx%d: %s", p->m, p->n, p->k, pick.why);
+    ck_assert_msg(pl_gemm_bf16_pick_from(p, g, NULL, 0, &pick) == 0, "no pick for %dx%dx%d: %s", p->m, p->n, p->k,
+                  pick.why);
     ck_assert_ptr_nonnull(pick.kernel);
     return pick.kernel->name;
 }
@@ -58,29 +61,23 @@ static void expect_pick(int m, int n, int k, pl_gemm_b_layout layout, const pl_g
 START_TEST(registry_opt_in)
 {
     opt_in(0);
-    const size_t validated = pl_gemm_kernel_count();
-    ck_assert_int_eq((int)validated, 11); /* the kernels of issues 1-14, as before */
-    for (size_t i = 0; i < validated; i++)
-        ck_assert_msg(!(pl_gemm_kernel_at(i)->flags & PL_GEMM_KERNEL_UNVALIDATED), "%s", pl_gemm_kernel_at(i)->name);
-    ck_assert_ptr_null(pl_gemm_kernel_at(validated));
-    ck_assert_ptr_null(pl_gemm_kernel_find(UNVALIDATED_SWAP16));
+    const size_t all = pl_gemm_kernel_count();
+    ck_assert_int_eq((int)all, 26); /* 11 of issues 1-14, 6 + 4 (_w1) split-K, 2 128×192, 3 decode GEMV (issue 15) */
     ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 0);
-    setenv(PL_GEMM_UNVALIDATED_ENV, "yes", 1); /* only "1" opts in */
-    ck_assert_int_eq((int)pl_gemm_kernel_count(), (int)validated);
-    setenv(PL_GEMM_UNVALIDATED_ENV, "0", 1);
-    ck_assert_int_eq((int)pl_gemm_kernel_count(), (int)validated);
-
+    ck_assert_ptr_nonnull(pl_gemm_kernel_find(SWAP16));
+    ck_assert_ptr_nonnull(pl_gemm_kernel_find("gemv_mma_t16"));
+    ck_assert_ptr_null(pl_gemm_kernel_at(all));
+    /* the opt-in stays (for kernels written without a GPU) but no kernel needs it now */
     opt_in(1);
     ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 1);
-    const size_t all = pl_gemm_kernel_count();
-    ck_assert_int_eq((int)all, (int)validated + 6);
-    ck_assert_ptr_nonnull(pl_gemm_kernel_find(UNVALIDATED_SWAP16));
-    int seen_unvalidated = 0, names_ok = 1;
+    ck_assert_int_eq((int)pl_gemm_kernel_count(), (int)all);
+    setenv(PL_GEMM_UNVALIDATED_ENV, "yes", 1); /* only "1" opts in */
+    ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 0);
+    opt_in(0);
+    int names_ok = 1, gemv = 0;
     for (size_t i = 0; i < all; i++) {
         const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
-        const int u = (k->flags & PL_GEMM_KERNEL_UNVALIDATED) != 0;
-        ck_assert_msg(!seen_unvalidated || u, "validated %s after an unvalidated kernel", k->name);
-        seen_unvalidated |= u;
+        ck_assert_msg(!(k->flags & PL_GEMM_KERNEL_UNVALIDATED), "%s", k->name);
         for (size_t j = 0; j < i; j++)
             names_ok &= strcmp(pl_gemm_kernel_at(j)->name, k->name) != 0;
         if (k->flags & PL_GEMM_KERNEL_SPLIT_K) {
@@ -88,20 +85,46 @@ START_TEST(registry_opt_in)
             ck_assert_int_eq(k->threads, PL_SK_THREADS);
             ck_assert_int_eq(k->stages, PL_SK_STAGES((k->flags & PL_GEMM_KERNEL_SWAP_AB) ? k->tile_m : k->tile_n));
         }
+        if (k->flags & PL_GEMM_KERNEL_SMALL_M) {
+            gemv++;
+            ck_assert_int_eq(k->needs.min_cc, 80); /* mma.sync: no wgmma, TMA nor clusters */
+            ck_assert_int_eq((int)k->needs.features, 0);
+        }
     }
     ck_assert(names_ok);
+    ck_assert_int_eq(gemv, 3);
     /* the labs keep one warning bit per kernel in an unsigned int */
     ck_assert_int_le((int)all, 32);
 
     /* the swapped kernels refuse large M with the reason; the plain split-K ones take it */
     char why[256];
     pl_gemm_problem p = problem(65, 4096, 4096, PL_GEMM_B_NK);
-    ck_assert(!pl_gemm_kernel_find(UNVALIDATED_SWAP16)->supports(&p, why, sizeof why));
+    ck_assert(!pl_gemm_kernel_find(SWAP16)->supports(&p, why, sizeof why));
     ck_assert_msg(strstr(why, "takes M <= 64") != NULL, "%s", why);
     ck_assert(pl_gemm_kernel_find("wgmma_sk_64x128x64")->supports(&p, why, sizeof why));
     p.d = (uint16_t *)(uintptr_t)0x300002; /* bf16 pairs need D 4-byte aligned */
     ck_assert(!pl_gemm_kernel_find("wgmma_sk_64x128x64")->supports(&p, why, sizeof why));
     ck_assert_msg(strstr(why, "4-byte aligned") != NULL, "%s", why);
+    /* the decode kernels take M up to their token tile, B N×K, K % 8 == 0, 16-byte aligned A and B, any D */
+    const char *gv[] = {"gemv_mma_t8", "gemv_mma_t16", "gemv_mma_t32"};
+    for (int i = 0; i < 3; i++) {
+        const pl_gemm_kernel *k = pl_gemm_kernel_find(gv[i]);
+        const int tokens = 8 << i;
+        ck_assert_int_eq(k->tile_m, tokens);
+        p = problem(tokens, 4100, 4104, PL_GEMM_B_NK);
+        p.d = (uint16_t *)(uintptr_t)0x300002;
+        ck_assert_msg(k->supports(&p, why, sizeof why), "%s: %s", gv[i], why);
+        p.m = tokens + 1;
+        ck_assert(!k->supports(&p, why, sizeof why));
+        ck_assert_msg(strstr(why, "takes M <=") != NULL, "%s", why);
+        p = problem(1, 4096, 4100, PL_GEMM_B_NK);
+        ck_assert(!k->supports(&p, why, sizeof why));
+        p = problem(1, 4096, 4096, PL_GEMM_B_KN);
+        ck_assert(!k->supports(&p, why, sizeof why));
+        p = problem(1, 4096, 4096, PL_GEMM_B_NK);
+        p.a = (const uint16_t *)(uintptr_t)0x100008;
+        ck_assert(!k->supports(&p, why, sizeof why));
+    }
 }
 END_TEST
 
@@ -115,10 +138,18 @@ START_TEST(split_rule)
     ck_assert_int_eq(pl_gemm_sk_split(1, 3, 132), 1);
     ck_assert_int_eq(pl_gemm_sk_split(0, 64, 132), 1);
     ck_assert_int_eq(pl_gemm_sk_split(64, 64, 0), 1);
+    ck_assert_int_eq(pl_gemm_sk_split_w1(32, 56, 132), 4);  /* 512×512×3584 in 64×128: 132 / 32 */
+    ck_assert_int_eq(pl_gemm_sk_split_w1(9, 112, 132), 14); /* 32×576×7168 swapped: 9 tiles */
+    ck_assert_int_eq(pl_gemm_sk_split_w1(4, 64, 132), 16);  /* the router 128×8×4096: a non-portable cluster */
+    ck_assert_int_eq(pl_gemm_sk_split_w1(200, 64, 132), 1);
     for (long long tiles = 1; tiles < 3000; tiles += 7)
         for (int kb = 1; kb < 600; kb += 13) {
             const int s = pl_gemm_sk_split(tiles, kb, 132);
-            ck_assert(s >= 1 && s <= PL_SK_MAX_SPLIT);
+            ck_assert(s >= 1 && s <= PL_SK_PORTABLE_SPLIT);
+            const int w1 = pl_gemm_sk_split_w1(tiles, kb, 132);
+            ck_assert(w1 >= 1 && w1 <= PL_SK_MAX_SPLIT);
+            ck_assert(w1 == 1 || tiles * w1 <= 132LL);
+            ck_assert(w1 == 1 || kb / w1 >= PL_SK_MIN_KBLOCKS);
             ck_assert(s == 1 || tiles * s <= 132LL * PL_SK_CTAS_PER_SM);
             ck_assert(s == 1 || kb / s >= PL_SK_MIN_KBLOCKS);
         }
@@ -138,8 +169,8 @@ START_TEST(validated_choices)
     ck_assert_str_eq(pick_name(&p, &h200), "mma_sync_128x128x32_s4");
     /* no wgmma before Hopper */
     expect_pick(8192, 8192, 8192, PL_GEMM_B_NK, &a100, "mma_sync_128x128x32_s4");
-    /* decode: 128×256 tiles leave 116 of 132 SMs idle at N = 4096; 128×128 tiles twice as many busy */
-    expect_pick(16, 4096, 4096, PL_GEMM_B_NK, &h200, "wgmma_ws_128x128x64_s6");
+    /* decode before Hopper: the mma.sync GEMV streams the weight, where 128×128 tiles would leave most SMs idle */
+    expect_pick(16, 4096, 4096, PL_GEMM_B_NK, &a100, "gemv_mma_t16");
     /* a fused epilogue goes to the kernel whose epilogue warps take it off the consumers */
     p = problem(8192, 16384, 4096, PL_GEMM_B_NK);
     p.epi.gelu = 1;
@@ -154,7 +185,7 @@ START_TEST(validated_choices)
                 for (int l = 0; l < 2; l++) {
                     p = problem(ms[a], ns[b], ks[c], (pl_gemm_b_layout)l);
                     pl_gemm_pick pick;
-                    ck_assert(pl_gemm_bf16_pick(&p, &h200, &pick) == 0);
+                    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, NULL, 0, &pick) == 0);
                     char why[256];
                     ck_assert(!(pick.kernel->flags & (PL_GEMM_KERNEL_TEACHING | PL_GEMM_KERNEL_UNVALIDATED)));
                     ck_assert(pick.kernel->supports(&p, why, sizeof why));
@@ -163,30 +194,34 @@ START_TEST(validated_choices)
     /* a bad problem has no pick, and says why */
     p = problem(0, 16, 16, PL_GEMM_B_NK);
     pl_gemm_pick pick;
-    ck_assert(pl_gemm_bf16_pick(&p, &h200, &pick) != 0);
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, NULL, 0, &pick) != 0);
     ck_assert_msg(strstr(pick.why, "at least 1") != NULL, "%s", pick.why);
 }
 END_TEST
 
-START_TEST(unvalidated_choices)
+START_TEST(issue15_choices)
 {
-    opt_in(1);
-    /* decode: the swapped split-K kernel whose narrow tile holds M, K split until the GPU is full */
-    expect_pick(16, 4096, 4096, PL_GEMM_B_NK, &h200, UNVALIDATED_SWAP16);
-    expect_pick(1, 6144, 4096, PL_GEMM_B_NK, &h200, UNVALIDATED_SWAP16);
-    expect_pick(32, 4096, 14336, PL_GEMM_B_NK, &h200, "wgmma_sk_swap_32x64x64");
-    /* M = 64 fills the plain kernel's 64 rows: no padding either way, and its 64×128 tiles load fewer bytes */
-    expect_pick(64, 4096, 14336, PL_GEMM_B_NK, &h200, "wgmma_sk_64x128x64");
-    /* small prefill: 64×128 tiles and a split of 3 fill the GPU where 128-row tiles leave it half idle */
-    expect_pick(256, 4096, 4096, PL_GEMM_B_NK, &h200, "wgmma_sk_64x128x64");
+    opt_in(0);
+    /* decode: the streaming GEMV whose token tile holds M (memory-bound: all of them stream B once; the one that
+     * pads M the least) */
+    expect_pick(16, 4096, 4096, PL_GEMM_B_NK, &h200, "gemv_mma_t16");
+    expect_pick(1, 6144, 4096, PL_GEMM_B_NK, &h200, "gemv_mma_t8");
+    /* a long K: the swapped split-K kernel, 128 tiles × 1 (one CTA per SM) */
+    expect_pick(32, 4096, 14336, PL_GEMM_B_NK, &h200, "wgmma_sk_swap_32x64x64_w1");
+    /* M = 64 fills the plain kernel's 64 rows: no padding either way, and its 64×128 tiles load fewer bytes (32
+     * tiles: a split of 4 by the one-CTA-per-SM rule) */
+    expect_pick(64, 4096, 14336, PL_GEMM_B_NK, &h200, "wgmma_sk_64x128x64_w1");
+    /* small prefill: 128 tiles of 64×128 fill the GPU where 128-row tiles leave it half idle (one CTA per SM, no
+     * split, by the model: the split of 3 adds its fix-up for the same tensor work) */
+    expect_pick(256, 4096, 4096, PL_GEMM_B_NK, &h200, "wgmma_sk_64x128x64_w1");
     /* large problems stay on the persistent kernel; B K×N still falls back */
     expect_pick(8192, 8192, 8192, PL_GEMM_B_NK, &h200, "wgmma_ws_128x256x64_s4");
     expect_pick(16, 4096, 4096, PL_GEMM_B_KN, &h200, "mma_sync_128x128x32_s4");
-    /* without clusters the split-K kernels cannot run */
+    /* without clusters the split-K kernels cannot run; past M = 64 neither the GEMV: the 128-row tiles */
     const pl_gemm_gpu no_clusters = {90, 132, 0, 0, 0};
-    expect_pick(16, 4096, 4096, PL_GEMM_B_NK, &no_clusters, "wgmma_ws_128x128x64_s6");
+    expect_pick(100, 4096, 4096, PL_GEMM_B_NK, &no_clusters, "wgmma_ws_128x128x64_s6");
     /* the model: memory-bound decode is faster at the H200's bandwidth; compute grows with K */
-    const pl_gemm_kernel *k = pl_gemm_kernel_find(UNVALIDATED_SWAP16);
+    const pl_gemm_kernel *k = pl_gemm_kernel_find(SWAP16);
     pl_gemm_problem p = problem(16, 4096, 4096, PL_GEMM_B_NK), q = problem(16, 4096, 8192, PL_GEMM_B_NK);
     pl_gemm_gpu fast = h200;
     fast.hbm_gbps = 4200;
@@ -204,7 +239,7 @@ START_TEST(table_precedence)
         {"nk", 0, 16, 4096, 4096, "wgmma_ws_128x256x64_s4"},     {"nk", 0, 16, 4096, 8192, "wgmma_pp_128x128x64_s5"},
         {"kn", 0, 64, 4096, 4096, "wgmma_ws_128x128x64_s6"},     /* cannot take B K×N: ignored */
         {"nk", 114, 128, 4096, 4096, "wgmma_tma_128x128x64_s3"}, /* another GPU's (114 SMs) */
-        {"nk", 0, 1024, 1024, 1024, "no_such_kernel"},           {"nk", 0, 2048, 2048, 2048, UNVALIDATED_SWAP16},
+        {"nk", 0, 1024, 1024, 1024, "no_such_kernel"},           {"nk", 0, 2048, 2048, 2048, SWAP16},
     };
     const size_t n = sizeof t / sizeof t[0];
     pl_gemm_pick pick;
@@ -234,24 +269,25 @@ START_TEST(table_precedence)
     p = problem(1024, 1024, 1024, PL_GEMM_B_NK);
     ck_assert(pl_gemm_bf16_pick_from(&p, &h200, t, n, &pick) == 0);
     ck_assert(!pick.from_table); /* an unknown kernel name */
-    /* an entry naming an unvalidated kernel counts only under the opt-in (and here the kernel refuses M = 2048) */
+    /* an entry whose kernel refuses the problem (the swapped kernel takes M <= 64) leaves it to the model */
     p = problem(2048, 2048, 2048, PL_GEMM_B_NK);
     ck_assert(pl_gemm_bf16_pick_from(&p, &h200, t, n, &pick) == 0);
     ck_assert(!pick.from_table);
-    const pl_gemm_heuristic_entry u[] = {{"nk", 0, 16, 4096, 4096, UNVALIDATED_SWAP16}};
+    const pl_gemm_heuristic_entry u[] = {{"nk", 0, 16, 4096, 4096, SWAP16}};
     p = problem(16, 4096, 4096, PL_GEMM_B_NK);
     ck_assert(pl_gemm_bf16_pick_from(&p, &h200, u, 1, &pick) == 0);
-    ck_assert(!pick.from_table && strcmp(pick.kernel->name, "wgmma_ws_128x128x64_s6") == 0);
-    opt_in(1);
-    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, u, 1, &pick) == 0);
-    ck_assert(pick.from_table && strcmp(pick.kernel->name, UNVALIDATED_SWAP16) == 0);
+    ck_assert(pick.from_table && strcmp(pick.kernel->name, SWAP16) == 0);
+    /* nor on a GPU it cannot run on (no clusters): the model decides */
+    const pl_gemm_gpu no_clusters = {90, 132, 0, 0, 0};
+    ck_assert(pl_gemm_bf16_pick_from(&p, &no_clusters, u, 1, &pick) == 0);
+    ck_assert(!pick.from_table);
 }
 END_TEST
 
 /* The committed (generated) table names kernels of the registry and layouts that exist. */
 START_TEST(committed_table_is_valid)
 {
-    opt_in(1);
+    opt_in(0);
     size_t n;
     const pl_gemm_heuristic_entry *t = pl_gemm_heuristic_table(&n);
     ck_assert_ptr_nonnull(t);
@@ -261,6 +297,16 @@ START_TEST(committed_table_is_valid)
         ck_assert_msg(pl_gemm_kernel_find(t[i].kernel) != NULL, "entry %zu: unknown kernel %s", i, t[i].kernel);
     }
     ck_assert_ptr_null(t[n].layout); /* the terminator */
+    /* on the GPU it was measured on, each entry decides its own shape */
+    for (size_t i = 0; i < n; i++) {
+        const pl_gemm_gpu g = {90, t[i].sms ? t[i].sms : 132, 1, 0, 0};
+        const pl_gemm_problem p =
+            problem(t[i].m, t[i].n, t[i].k, (pl_gemm_b_layout)pl_gemm_layout_from_name(t[i].layout));
+        pl_gemm_pick pick;
+        ck_assert(pl_gemm_bf16_pick(&p, &g, &pick) == 0);
+        ck_assert_msg(pick.from_table && strcmp(pick.kernel->name, t[i].kernel) == 0, "entry %zu (%dx%dx%d): %s", i,
+                      t[i].m, t[i].n, t[i].k, pick.why);
+    }
 }
 END_TEST
 
@@ -271,7 +317,7 @@ static Suite *suite(void)
     tcase_add_test(tc, registry_opt_in);
     tcase_add_test(tc, split_rule);
     tcase_add_test(tc, validated_choices);
-    tcase_add_test(tc, unvalidated_choices);
+    tcase_add_test(tc, issue15_choices);
     tcase_add_test(tc, table_precedence);
     tcase_add_test(tc, committed_table_is_valid);
     suite_add_tcase(s, tc);

@@ -742,6 +742,12 @@ START_TEST(sweep_scripts)
                       strstr(text, "1/2 = 50%") && strstr(text, "NOT met") && strstr(text, "5 round(s)"),
                   "%s", text ? text : err);
     free(text);
+    /* --merge takes parts of one sweep: the same file twice names its shapes twice, refused (2) */
+    cmd = pl_strfmt("python3 %s/scripts/gemm_wide_table.py --merge %s %s >/dev/null 2>&1; test $? = 2 && python3 "
+                    "%s/scripts/gemm_wide_table.py --merge %s | grep -q '1/2 = 50%%'",
+                    src, cmp, cmp, src, cmp);
+    ck_assert_int_eq(system(cmd), 0);
+    free(cmd);
     free(md);
     free(out);
     free(cmp);
