@@ -152,6 +152,7 @@ typedef struct pl_run_settings {
     int min_samples;
     double timeout_s;
     double throttle_threshold; /* fraction of the max SM clock */
+    int throttle_given;        /* --throttle-threshold was given: power-bound targets use it too (not stored) */
     int device;
     unsigned long long seed;
     int skip_verify;

@@ -49,11 +49,14 @@ enum pl_target_flags {
     PL_TARGET_SELFTEST = 1u << 1, /* harness self-test: not in "all", run only when named */
     /* Its variants run at the power limit, where the clock depends on how long and how hot the GPU has run: the
      * harness times them in interleaved rounds (PL_POWER_BOUND_ROUNDS unless --rounds says otherwise), so that
-     * no variant gets a cooler GPU than another. */
+     * no variant gets a cooler GPU than another, and keeps samples down to PL_POWER_BOUND_THROTTLE of the maximum
+     * SM clock unless --throttle-threshold says otherwise (the power cap lowers the clock of such a kernel by
+     * design: discarding the samples of the variant that draws the most power would bias the comparison). */
     PL_TARGET_POWER_BOUND = 1u << 2,
 };
 
 #define PL_POWER_BOUND_ROUNDS 5
+#define PL_POWER_BOUND_THROTTLE 0.5
 
 typedef struct pl_variant {
     const char *name;      /* "baseline" for the first */

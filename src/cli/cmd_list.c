@@ -86,7 +86,9 @@ static void print_target(const pl_target *t)
            pl_requirements_text(&t->req, req, sizeof req));
     printf("  %s\n", t->summary);
     if (t->flags & PL_TARGET_POWER_BOUND)
-        printf("  power-bound: its variants are timed in %d interleaved rounds (--rounds)\n", PL_POWER_BOUND_ROUNDS);
+        printf("  power-bound: its variants are timed in %d interleaved rounds (--rounds), keeping samples down to %.0f%% "
+               "of the max SM clock (--throttle-threshold)\n",
+               PL_POWER_BOUND_ROUNDS, 100 * PL_POWER_BOUND_THROTTLE);
     for (const pl_variant *v = t->variants; v->name; v++)
         printf("  - %-14s %s%s\n", v->name, v->technique, v->flags & PL_VARIANT_REFERENCE ? " [reference]" : "");
     for (const pl_param_def *p = t->params; p && p->name; p++)

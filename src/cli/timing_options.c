@@ -14,7 +14,7 @@ void pl_timing_args_defaults(pl_timing_args *t)
     t->min_time_s = 0.25;
     t->max_time_s = 3.0;
     t->max_noise_pct = 2.0;
-    t->throttle_pct = 75;
+    t->throttle_pct = -1; /* not given: 75, and 50 for power-bound targets (PL_POWER_BOUND_THROTTLE) */
     t->seed = 20261121;
 }
 
@@ -29,8 +29,12 @@ void pl_timing_options(pl_timing_args *t, pl_option *out)
     pl_snprintf(h[5], sizeof h[5], "adaptive: stop after S seconds each, whatever the noise (default %g)",
                 t->max_time_s);
     pl_snprintf(h[6], sizeof h[6], "adaptive: stop once the noise is below PCT %% (default %g)", t->max_noise_pct);
-    pl_snprintf(h[7], sizeof h[7], "discard samples with the SM clock below PCT %% of its max (default %g; 0 = off)",
-                t->throttle_pct);
+    if (t->throttle_pct < 0)
+        pl_snprintf(h[7], sizeof h[7],
+                    "discard samples with the SM clock below PCT %% of its max (default 75, power-bound targets 50; 0 = off)");
+    else
+        pl_snprintf(h[7], sizeof h[7], "discard samples with the SM clock below PCT %% of its max (default %g; 0 = off)",
+                    t->throttle_pct);
     pl_snprintf(h[8], sizeof h[8], "the GPU to use (default %d)", t->device);
     pl_snprintf(h[9], sizeof h[9], "seed of the random inputs (default %.0f)", t->seed);
     const pl_option opts[PL_TIMING_OPTION_COUNT] = {
@@ -80,7 +84,8 @@ void pl_timing_args_apply(const pl_timing_args *t, pl_run_settings *s)
     s->min_time_s = t->min_time_s;
     s->max_time_s = t->max_time_s;
     s->max_noise = t->max_noise_pct / 100.0;
-    s->throttle_threshold = t->throttle_pct / 100.0;
+    s->throttle_given = t->throttle_pct >= 0;
+    s->throttle_threshold = (s->throttle_given ? t->throttle_pct : 75) / 100.0;
     s->device = t->device;
     s->seed = (unsigned long long)t->seed;
 }

@@ -270,7 +270,11 @@ void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_se
     pl_measure_env env;
 
     send_progress(&c, "", "setup");
-    if ((!c.host && init_gpu(&c) != 0) || pl_measure_env_init(&env, &c.ctx, s, c.host) != 0) {
+    /* a power-bound target keeps the samples its own power draw slows (target.h); the settings are the run's */
+    pl_run_settings own = *s;
+    if ((t->flags & PL_TARGET_POWER_BOUND) && !s->throttle_given && own.throttle_threshold > PL_POWER_BOUND_THROTTLE)
+        own.throttle_threshold = PL_POWER_BOUND_THROTTLE;
+    if ((!c.host && init_gpu(&c) != 0) || pl_measure_env_init(&env, &c.ctx, &own, c.host) != 0) {
         send_target_failure(&c, failure_status(&c), c.ctx.error);
         return;
     }
