@@ -89,11 +89,27 @@ extern "C" int pl_poison(pl_ctx *ctx, void *dev, size_t bytes)
     return 0;
 }
 
-/* Writes (not reads) evict: every line of the buffer is allocated in L2, pushing out what was there. */
+/* Writes evict: every line of the buffer is allocated in L2, pushing out what was there (the sample's own outputs
+ * included, written back now rather than during the sample). */
 __global__ void flush_kernel(int4 *buf, size_t n, int salt)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         buf[i] = make_int4((int)i, salt, (int)i ^ salt, salt);
+}
+
+/* ... but they leave L2 full of dirty lines, whose write-back the next kernel would pay for: a memory-bound sample
+ * would move up to an L2 of extra bytes. Reading the buffer back from its start (the lines the writes pushed out
+ * first) evicts the dirty ones and leaves L2 holding clean lines. The sum is stored when it happens to equal one
+ * value, so that the reads cannot be optimized away. */
+__global__ void flush_read_kernel(const int4 *buf, size_t n, int *sink)
+{
+    int acc = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const int4 v = buf[i];
+        acc ^= v.x + v.y + v.z + v.w;
+    }
+    if (acc == 0x7fffffff) /* the flush buffer itself: a write there is harmless */
+        *sink = acc;
 }
 
 extern "C" int pl_flush_l2(pl_ctx *ctx, void *buf, size_t bytes)
@@ -101,6 +117,8 @@ extern "C" int pl_flush_l2(pl_ctx *ctx, void *buf, size_t bytes)
     static int salt;
     size_t n = bytes / sizeof(int4);
     flush_kernel<<<grid_for(ctx, n, 512), 512, 0, ctx->stream>>>((int4 *)buf, n, ++salt);
+    PL_CHECK_LAUNCH(ctx);
+    flush_read_kernel<<<grid_for(ctx, n, 512), 512, 0, ctx->stream>>>((const int4 *)buf, n, (int *)buf);
     PL_CHECK_LAUNCH(ctx);
     return 0;
 }
