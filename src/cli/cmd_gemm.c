@@ -11,6 +11,7 @@
 #include "core/util.h"
 #include "report/gemm_report.h"
 #include "selector/comparison.h"
+#include "selector/kernel_list.h"
 #include "selector/select.h"
 #include "cli/timing_options.h"
 
@@ -18,7 +19,7 @@
 
 typedef struct gemm_args {
     const char *shapes, *shapes_file, *providers, *dtype, *layout, *artifacts_dir;
-    int max_algos, json, quiet, help, list_shapes, rounds;
+    int max_algos, json, quiet, help, list_shapes, list_kernels, rounds;
     double timeout_s;
     pl_timing_args timing;
 } gemm_args;
@@ -53,6 +54,55 @@ static void usage(const pl_option *opts)
     pl_options_help(stdout, opts);
     printf("\nexit codes: 0 every (shape, provider) has a verified record; 1 some have none (listed as missing,\n"
            "failed or unsupported); 2 bad usage or input; 3 no usable GPU for a GPU provider; 130 interrupted.\n");
+}
+
+/* The native kernels, from the registry (selector/kernel_list.c): a table, or the JSON array. */
+static int list_kernels(int fp8, int as_json)
+{
+    json_t *list = pl_gemm_kernel_list(fp8);
+    if (as_json) {
+        char *s = json_dumps(list, JSON_INDENT(2));
+        printf("%s\n", s ? s : "[]");
+        free(s);
+        json_decref(list);
+        return PL_EXIT_OK;
+    }
+    pl_table *t = pl_table_new(8, (const char *const[]){"kernel", "rung", "tile", ">stages", ">cluster", ">threads",
+                                                         "flags", "what it adds"});
+    size_t i;
+    json_t *k;
+    json_array_foreach(list, i, k)
+    {
+        json_t *tile = json_object_get(k, "tile"), *flags = json_object_get(k, "flags");
+        char fl[160] = "";
+        size_t j;
+        json_t *f;
+        json_array_foreach(flags, j, f)
+        {
+            const size_t len = strlen(fl);
+            pl_snprintf(fl + len, sizeof fl - len, "%s%s", len ? "," : "", json_string_value(f));
+        }
+        const long long cluster = json_integer_value(json_object_get(k, "cluster"));
+        const size_t row = pl_table_row(t);
+        pl_table_set(t, row, 0, "%s", json_string_value(json_object_get(k, "name")));
+        pl_table_set(t, row, 1, "%s", json_string_value(json_object_get(k, "rung")));
+        pl_table_set(t, row, 2, "%lldx%lldx%lld", json_integer_value(json_array_get(tile, 0)),
+                     json_integer_value(json_array_get(tile, 1)), json_integer_value(json_array_get(tile, 2)));
+        pl_table_set(t, row, 3, "%lld", json_integer_value(json_object_get(k, "stages")));
+        pl_table_set(t, row, 4, "%s", cluster ? "" : "split");
+        if (cluster)
+            pl_table_set(t, row, 4, "%lld", cluster);
+        pl_table_set(t, row, 5, "%lld", json_integer_value(json_object_get(k, "threads")));
+        pl_table_set(t, row, 6, "%s", fl[0] ? fl : "-");
+        pl_table_set(t, row, 7, "%s", json_string_value(json_object_get(k, "technique")));
+    }
+    pl_table_print(t, stdout);
+    pl_table_free(t);
+    printf("%zu %s kernels; teaching rungs are left out of the search; a split-K kernel's cluster is its K split, "
+           "chosen at launch\n",
+           json_array_size(list), fp8 ? "fp8" : "bf16");
+    json_decref(list);
+    return PL_EXIT_OK;
 }
 
 static int list_shapes(void)
@@ -140,6 +190,9 @@ int pl_cmd_gemm(int argc, char **argv)
         {"shapes-file", 0, PL_OPT_STRING, &a.shapes_file, "FILE",
          "more shapes, one a line: MxNxK, NAME MxNxK or NAME M N K ('#' comments)", 0, 0},
         {"list-shapes", 0, PL_OPT_FLAG, &a.list_shapes, NULL, "print the built-in shapes and groups, then exit", 0, 0},
+        {"list-kernels", 0, PL_OPT_FLAG, &a.list_kernels, NULL,
+         "print perflab's native kernels for --dtype (tile, stages, cluster, what each adds), then exit; --json: as JSON",
+         0, 0},
         {"providers", 'p', PL_OPT_STRING, &a.providers, "LIST",
          "cublas,cublaslt,perflab,cutlass,json:FILE (default: cublas,cublaslt,perflab for bf16)", 0, 0},
         {"dtype", 0, PL_OPT_STRING, &a.dtype, "T",
@@ -167,11 +220,18 @@ int pl_cmd_gemm(int argc, char **argv)
     char err[1024];
     if (pl_options_parse(VERB, opts, argc, argv, &pos, err, sizeof err) != 0)
         return pl_usage_error(VERB, err);
-    if (a.help || a.list_shapes) {
+    if (a.help || a.list_shapes || a.list_kernels) {
         pl_strlist_free(&pos);
         if (a.help)
             usage(opts);
-        return a.help ? PL_EXIT_OK : list_shapes();
+        if (a.help)
+            return PL_EXIT_OK;
+        if (a.list_shapes)
+            return list_shapes();
+        if (!one_of(a.dtype, "bf16", "fp8", NULL))
+            return pl_usage_error(VERB, "--list-kernels takes --dtype bf16 or fp8: perflab's kernels are bf16 and fp8 "
+                                        "only");
+        return list_kernels(strcmp(a.dtype, "fp8") == 0, a.json);
     }
     if (pos.n) {
         pl_snprintf(err, sizeof err, "unexpected argument '%s'; name shapes with --shapes %s", PL_ESC(pos.items[0]),

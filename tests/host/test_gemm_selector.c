@@ -11,6 +11,7 @@
 #include "core/measure.h"
 #include "core/util.h"
 #include "report/gemm_report.h"
+#include "gemm/gemm.h"
 #include "selector/comparison.h"
 #include "selector/cutlass.h"
 #include "selector/records.h"
@@ -780,6 +781,23 @@ START_TEST(cli_usage_errors)
     ck_assert_int_eq(r.exit_code, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "prefill_mlp_expand_m16384_n16384_k8192"));
     pl_cmd_result_free(&r);
+    /* the kernels, from the registry itself: every one named, and the JSON form one object per kernel */
+    r = pl_run_perflab(NULL, "gemm --list-kernels");
+    ck_assert_int_eq(r.exit_code, 0);
+    for (size_t i = 0; i < pl_gemm_kernel_count(); i++)
+        ck_assert_msg(strstr(r.out, pl_gemm_kernel_at(i)->name), "%s missing from:\n%s", pl_gemm_kernel_at(i)->name,
+                      r.out);
+    ck_assert_ptr_nonnull(strstr(r.out, "teaching"));
+    pl_cmd_result_free(&r);
+    r = pl_run_perflab(NULL, "gemm --list-kernels --dtype fp8 --json");
+    ck_assert_int_eq(r.exit_code, 0);
+    json_error_t kje;
+    json_t *kl = json_loads(r.out, 0, &kje);
+    ck_assert_msg(json_is_array(kl) && json_array_size(kl) == pl_gemm_fp8_kernel_count(), "%s", r.out);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(kl, 0), "name")), pl_gemm_fp8_kernel_at(0)->name);
+    json_decref(kl);
+    pl_cmd_result_free(&r);
+    expect_cli("gemm --list-kernels --dtype fp16", 2, "--list-kernels takes --dtype bf16 or fp8");
     expect_cli("gemm --shapes kv_proj", 2, "unknown shape 'kv_proj' (did you mean 'kv_proj_m4096_n4096_k4096'");
     expect_cli("gemm --dtype fp32", 2, "--dtype must be bf16, fp16 or fp8");
     expect_cli("gemm --layout tn", 2, "--layout must be nk");
