@@ -48,8 +48,8 @@ enum pl_gemm_kernel_flags {
     PL_GEMM_KERNEL_TEACHING = 1u << 0,
     /* Written without running on a GPU: such kernels sit after every validated one in the table and are enumerated
      * (pl_gemm_kernel_count, _at, _find, the heuristic, and so the labs, the selector and the tests) only when the
-     * environment sets PERFLAB_GEMM_UNVALIDATED=1, until a GPU run has verified them. None is now (the split-K
-     * kernels of issue 15 were validated on an H200). */
+     * environment sets PERFLAB_GEMM_UNVALIDATED=1, until a GPU run has verified them: now the B K×N variants of the
+     * warp-specialized kernels (the *_kn launchers; the split-K kernels of issue 15 were validated on an H200). */
     PL_GEMM_KERNEL_UNVALIDATED = 1u << 1,
     /* Splits K over the CTAs of a cluster (1-8, chosen at launch: gemm/splitk.h), added up in a fixed order. */
     PL_GEMM_KERNEL_SPLIT_K = 1u << 2,
@@ -60,6 +60,8 @@ enum pl_gemm_kernel_flags {
     PL_GEMM_KERNEL_SPLIT_W1 = 1u << 5,
     /* A decode kernel: takes M <= tile_m only (one tile of tokens), streams B once. */
     PL_GEMM_KERNEL_SMALL_M = 1u << 4,
+    /* Takes B K×N only (N-major for wgmma: TRANS_B = 1); B N×K goes to its N×K twin. */
+    PL_GEMM_KERNEL_B_KN = 1u << 6,
 };
 
 #define PL_GEMM_UNVALIDATED_ENV "PERFLAB_GEMM_UNVALIDATED"
@@ -126,6 +128,16 @@ cudaError_t pl_gemm_wgmma_pp_128x128_c2(const pl_gemm_problem *p, cudaStream_t s
 /* The cooperative kernel with 128×192 tiles (issue 15: tile counts that 128×256 quantizes badly). */
 cudaError_t pl_gemm_wgmma_ws_128x192(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x192_c2(const pl_gemm_problem *p, cudaStream_t stream);
+/* The same warp-specialized kernels reading B K×N (N-major: TRANS_B = 1 wgmma, 64-column TMA boxes); they need
+ * K % 8 == 0 and N % 8 == 0 (TMA rows of A and B), and 16-byte aligned A and B. Unvalidated (see the flags). */
+cudaError_t pl_gemm_wgmma_ws_128x128_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x256_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x256_s3_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x192_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_pp_128x128_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x128_c2_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x256_c2_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_pp_128x128_c2_kn(const pl_gemm_problem *p, cudaStream_t stream);
 /* Split-K, small tiles, A/B swapped for small M (wgmma_sk_sm90a.cu; gemm/splitk.h has the launcher with an explicit
  * split). */
 cudaError_t pl_gemm_wgmma_sk_swap16(const pl_gemm_problem *p, cudaStream_t stream);

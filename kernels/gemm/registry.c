@@ -58,14 +58,22 @@ static int supports_naive(const pl_gemm_problem *p, char *why, size_t whylen)
     return 1;
 }
 
-/* TMA reads rows whose pitch is a multiple of 16 bytes from 16-byte aligned bases; the sm_90a kernels read B
- * N×K only (K-major for both operands, as wgmma takes them without transposition). */
-static int supports_tma(const pl_gemm_problem *p, char *why, size_t whylen)
+/* TMA reads rows whose pitch is a multiple of 16 bytes from 16-byte aligned bases: A's rows (K) for every TMA
+ * kernel; `layout` is the one B layout the kernel reads. */
+static int supports_tma_layout(const pl_gemm_problem *p, pl_gemm_b_layout layout, char *why, size_t whylen)
 {
     if (!pl_gemm_problem_valid(p, why, whylen))
         return 0;
-    if (p->b_layout != PL_GEMM_B_NK) {
-        snprintf(why, whylen, "takes B N×K (K-major) only; B K×N falls back to mma_sync");
+    if (p->b_layout != layout) {
+        snprintf(why, whylen,
+                 layout == PL_GEMM_B_NK
+                     ? "takes B N×K (K-major) only; B K×N goes to mma_sync (opted in: the *_kn kernels)"
+                     : "takes B K×N (N-major) only; B N×K goes to its N×K twin");
+        return 0;
+    }
+    if (layout == PL_GEMM_B_KN && p->n % 8 != 0) {
+        snprintf(why, whylen,
+                 "needs N %% 8 == 0 (TMA rows of B K×N are 16-byte multiples); N = %d falls back to mma_sync", p->n);
         return 0;
     }
     if (p->k % 8 != 0) {
@@ -78,6 +86,18 @@ static int supports_tma(const pl_gemm_problem *p, char *why, size_t whylen)
         return 0;
     }
     return 1;
+}
+
+/* The sm_90a kernels that read B N×K (K-major for both operands, as wgmma takes them without transposition). */
+static int supports_tma(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return supports_tma_layout(p, PL_GEMM_B_NK, why, whylen);
+}
+
+/* The warp-specialized kernels' B K×N variants (N-major B: wgmma TRANS_B = 1): K % 8 and N % 8 == 0. */
+static int supports_tma_kn(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return supports_tma_layout(p, PL_GEMM_B_KN, why, whylen);
 }
 
 /* The split-K kernels (gemm/splitk.h): the TMA conditions, and D 4-byte aligned (bf16 pairs leave in one store).
@@ -153,8 +173,9 @@ static int supports_gemv32(const pl_gemm_problem *p, char *why, size_t whylen)
 
 #define SK_FLAGS      PL_GEMM_KERNEL_SPLIT_K
 #define SK_SWAP_FLAGS (SK_FLAGS | PL_GEMM_KERNEL_SWAP_AB)
+#define KN_FLAGS      (PL_GEMM_KERNEL_UNVALIDATED | PL_GEMM_KERNEL_B_KN)
 
-/* Every validated kernel first, then the unvalidated ones (PL_GEMM_KERNEL_UNVALIDATED; none now), which the
+/* Every validated kernel first, then the unvalidated ones (PL_GEMM_KERNEL_UNVALIDATED: the B K×N kernels), which the
  * enumeration reaches only under PERFLAB_GEMM_UNVALIDATED=1. Where the heuristic's model ties, the earlier entry
  * wins: the plain split-K tiles come before the swapped ones (their stores run along D's rows). */
 static const pl_gemm_kernel kernels[] = {
@@ -247,6 +268,31 @@ static const pl_gemm_kernel kernels[] = {
      64, 1, 1, 256, PL_GEMM_NEEDS_MMA, PL_GEMM_KERNEL_SMALL_M, supports_gemv16, pl_gemm_gemv_mma_t16},
     {"gemv_mma_t32", "gemv_mma", "the streaming GEMV for M <= 32 (four n8 token tiles)", 32, 16, 64, 1, 1, 256,
      PL_GEMM_NEEDS_MMA, PL_GEMM_KERNEL_SMALL_M, supports_gemv32, pl_gemm_gemv_mma_t32},
+    /* ---- unvalidated (PERFLAB_GEMM_UNVALIDATED=1 until a GPU run verifies them): B K×N on wgmma, the
+     * warp-specialized kernels above reading B N-major (TRANS_B = 1) in 64-column TMA boxes ---- */
+    {"wgmma_ws_128x128x64_s6_kn", "wgmma_ws",
+     "wgmma_ws_128x128x64_s6 with B K×N: N-major B (wgmma TRANS_B = 1) from 64-column × 64-K TMA boxes, "
+     "128B-swizzled",
+     128, 128, 64, 6, 1, 384, PL_GEMM_NEEDS_WGMMA, KN_FLAGS, supports_tma_kn, pl_gemm_wgmma_ws_128x128_kn},
+    {"wgmma_ws_128x256x64_s4_kn", "wgmma_ws", "wgmma_ws_128x256x64_s4 with B K×N (N-major B, TRANS_B = 1)", 128, 256,
+     64, 4, 1, 384, PL_GEMM_NEEDS_WGMMA, KN_FLAGS, supports_tma_kn, pl_gemm_wgmma_ws_128x256_kn},
+    {"wgmma_ws_128x256x64_s3_kn", "wgmma_ws",
+     "wgmma_ws_128x256x64_s3 (epilogue warps take the product over) with B K×N (N-major B, TRANS_B = 1)", 128, 256, 64,
+     3, 1, 384, PL_GEMM_NEEDS_WGMMA, KN_FLAGS, supports_tma_kn, pl_gemm_wgmma_ws_128x256_s3_kn},
+    {"wgmma_pp_128x128x64_s5_kn", "wgmma_ws",
+     "the ping-pong wgmma_pp_128x128x64_s5 with B K×N (N-major B, TRANS_B = 1)", 128, 128, 64, 5, 1, 384,
+     PL_GEMM_NEEDS_WGMMA, KN_FLAGS, supports_tma_kn, pl_gemm_wgmma_pp_128x128_kn},
+    {"wgmma_ws_128x192x64_s4_kn", "wgmma_ws", "wgmma_ws_128x192x64_s4 with B K×N (N-major B, three 64-column boxes)",
+     128, 192, 64, 4, 1, 384, PL_GEMM_NEEDS_WGMMA, KN_FLAGS, supports_tma_kn, pl_gemm_wgmma_ws_128x192_kn},
+    {"wgmma_ws_128x128x64_s6_c2_kn", "wgmma_ws_cluster",
+     "wgmma_ws_128x128x64_s6_c2 with B K×N: each CTA multicasts one 64-column box of the shared B panel", 128, 128, 64,
+     6, 2, 384, PL_GEMM_NEEDS_CLUSTER, KN_FLAGS, supports_tma_kn, pl_gemm_wgmma_ws_128x128_c2_kn},
+    {"wgmma_ws_128x256x64_s4_c2_kn", "wgmma_ws_cluster",
+     "wgmma_ws_128x256x64_s4_c2 with B K×N: each CTA multicasts two 64-column boxes of the shared B panel", 128, 256,
+     64, 4, 2, 384, PL_GEMM_NEEDS_CLUSTER, KN_FLAGS, supports_tma_kn, pl_gemm_wgmma_ws_128x256_c2_kn},
+    {"wgmma_pp_128x128x64_s5_c2_kn", "wgmma_ws_cluster",
+     "the ping-pong kernel in 2-CTA clusters with B K×N: each CTA multicasts one 64-column box", 128, 128, 64, 5, 2,
+     384, PL_GEMM_NEEDS_CLUSTER, KN_FLAGS, supports_tma_kn, pl_gemm_wgmma_pp_128x128_c2_kn},
 };
 
 int pl_gemm_unvalidated_enabled(void)

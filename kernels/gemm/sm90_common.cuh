@@ -51,6 +51,22 @@ __device__ __forceinline__ uint64_t wgmma_desc_k128(uint32_t smem_addr)
     return desc;
 }
 
+/* Shared-memory matrix descriptor of an MN-major operand (B given K×N: wgmma's TRANS_B = 1) written by TMA with
+ * 128-byte swizzle in boxes of 64 elements along N × `k_rows` rows along K: each K row of a box is 128 B (64 bf16
+ * of N), and the swizzle atom is 64 N × 8 K = 1024 B. For MN-major the offsets mean other things than for K-major
+ * (PTX ISA, "Matrix Descriptor"): the stride byte offset steps from one group of 8 K rows to the next (1024 B),
+ * the leading byte offset from one 64-element group of N to the next, here the next box (k_rows · 128 B). A k-step
+ * of 16 rows is a plain +2048 B on the start address (two whole atoms). The tile must start 1024-byte aligned. */
+__device__ __forceinline__ uint64_t wgmma_desc_mn128(uint32_t smem_addr, uint32_t box_bytes)
+{
+    uint64_t desc = 0;
+    desc |= (uint64_t)((smem_addr & 0x3FFFF) >> 4);
+    desc |= (uint64_t)((box_bytes >> 4) & 0x3FFF) << 16; /* leading byte offset: the next 64 columns of N */
+    desc |= (uint64_t)(1024 >> 4) << 32;                 /* stride byte offset: the next 8 rows of K */
+    desc |= (uint64_t)1 << 62;                           /* 128-byte swizzle */
+    return desc;
+}
+
 /* Order earlier register writes (zeroing, epilogue reads) before the next wgmma of this warpgroup. */
 __device__ __forceinline__ void wgmma_fence()
 {

@@ -24,8 +24,12 @@
  * releases a stage on both CTAs' "empty" barriers (a remote mbarrier arrive through distributed shared memory),
  * since the peer's producer writes into this CTA's stage too.
  *
- * Takes B N×K with K % 8 == 0 and 16-byte aligned A and B (TMA's row pitch rule); others fall back. D goes
- * through TMA when N % 8 == 0 (and D, bias and residual are aligned), else straight from registers. */
+ * Takes B N×K with K % 8 == 0, or (BKN = 1, the *_kn launchers) B K×N with K % 8 == 0 and N % 8 == 0, and
+ * 16-byte aligned A and B (TMA's row pitch rule); others fall back. B K×N is N-major for wgmma: TMA loads each
+ * stage's B panel as BN/64 boxes of 64 columns × 64 rows of K (128-byte rows, 128-byte swizzle: the swizzle atom
+ * is 64 N × 8 K), the descriptor is the MN-major one (wgmma_desc_mn128: its leading offset steps from box to box
+ * along N, its stride offset from 8 K rows to the next) and the wgmma takes TRANS_B = 1; the rest is the same.
+ * D goes through TMA when N % 8 == 0 (and D, bias and residual are aligned), else straight from registers. */
 #include "gemm/epilogue.cuh"
 #include "gemm/gemm.h"
 #include "gemm/sm90_common.cuh"
@@ -40,6 +44,10 @@
 #define CONSUMER_REGS 224    /* (56 + 2·224) · 128 = 64512 of the SM's 65536 registers */
 #define GROUP_ROWS    16     /* tile rows per raster group of the scheduler */
 #define SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 (227 KB) */
+/* B K×N (BKN = 1): a stage's B panel is BN/64 TMA boxes of 64 columns (128 B, the 128-byte swizzle's width) ×
+ * WS_BK rows of K, one after another */
+#define KN_BOX_COLS  64
+#define KN_BOX_BYTES (WS_BK * KN_BOX_COLS * 2)
 
 enum ws_schedule { WS_COOPERATIVE = 0, WS_PINGPONG = 1 };
 
@@ -78,7 +86,7 @@ __device__ __forceinline__ void tile_of(int t, int rows, int cols, int group, in
     col = r / size;
 }
 
-template <int BN, int CLUSTER, int SCHED, int NB>
+template <int BN, int CLUSTER, int SCHED, int NB, int BKN>
 __global__ void __launch_bounds__(WS_THREADS, 1)
     gemm_wgmma_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                          const __grid_constant__ CUtensorMap tma_d, const __grid_constant__ CUtensorMap tma_r,
@@ -86,6 +94,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
 {
     typedef ws_config<BN, SCHED, NB> cfg;
     constexpr int STAGES = cfg::stages;
+    constexpr int KN_BOXES = BN / KN_BOX_COLS;
+    static_assert(!BKN || BN % (KN_BOX_COLS * CLUSTER) == 0, "B K×N: each CTA of a cluster loads whole boxes");
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
     const uint32_t epi = base + STAGES * cfg::stage_bytes; /* 1024-aligned: the swizzle needs it */
@@ -144,12 +154,25 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                     /* the whole B panel arrives here, half of it from the peer when clustered */
                     mbar_arrive_expect_tx(bar, cfg::stage_bytes);
                     tma_load_2d(st, &tma_a, bar, kb * WS_BK, m0);
-                    if (CLUSTER == 1)
+                    if constexpr (BKN) {
+                        /* B K×N: boxes of 64 columns × WS_BK rows, one after another; this CTA loads its share */
+#pragma unroll
+                        for (int i = 0; i < KN_BOXES / CLUSTER; i++) {
+                            const int box = (int)rank * (KN_BOXES / CLUSTER) + i;
+                            const uint32_t dst = st + cfg::a_bytes + box * KN_BOX_BYTES;
+                            if (CLUSTER == 1)
+                                tma_load_2d(dst, &tma_b, bar, n0 + box * KN_BOX_COLS, kb * WS_BK);
+                            else
+                                tma_load_2d_multicast(dst, &tma_b, bar, n0 + box * KN_BOX_COLS, kb * WS_BK,
+                                                      (uint16_t)((1u << CLUSTER) - 1));
+                        }
+                    } else if (CLUSTER == 1) {
                         tma_load_2d(st + cfg::a_bytes, &tma_b, bar, kb * WS_BK, n0);
-                    else
+                    } else {
                         tma_load_2d_multicast(st + cfg::a_bytes + rank * (cfg::b_bytes / CLUSTER), &tma_b, bar,
                                               kb * WS_BK, n0 + (int)rank * (BN / CLUSTER),
                                               (uint16_t)((1u << CLUSTER) - 1));
+                    }
                     if (++stage == STAGES) {
                         stage = 0;
                         phase ^= 1;
@@ -216,16 +239,17 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                 wgmma_fence();
 #pragma unroll
                 for (int j = 0; j < WS_BK / 16; j++) {
-                    const uint64_t db = wgmma_desc_k128(st + cfg::a_bytes + j * 32);
+                    const uint64_t db = BKN ? wgmma_desc_mn128(st + cfg::a_bytes + j * 16 * 128, KN_BOX_BYTES)
+                                            : wgmma_desc_k128(st + cfg::a_bytes + j * 32);
                     if constexpr (SCHED == WS_PINGPONG) {
-                        pl_wgmma_m64n128k16_bf16<0>(acc, wgmma_desc_k128(st + j * 32), db, 1);
-                        pl_wgmma_m64n128k16_bf16<0>(acc_hi, wgmma_desc_k128(st + 64 * 128 + j * 32), db, 1);
+                        pl_wgmma_m64n128k16_bf16<BKN>(acc, wgmma_desc_k128(st + j * 32), db, 1);
+                        pl_wgmma_m64n128k16_bf16<BKN>(acc_hi, wgmma_desc_k128(st + 64 * 128 + j * 32), db, 1);
                     } else if constexpr (BN == 256) {
-                        pl_wgmma_m64n256k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+                        pl_wgmma_m64n256k16_bf16<BKN>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
                     } else if constexpr (BN == 192) {
-                        pl_wgmma_m64n192k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+                        pl_wgmma_m64n192k16_bf16<BKN>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
                     } else {
-                        pl_wgmma_m64n128k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+                        pl_wgmma_m64n128k16_bf16<BKN>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
                     }
                 }
                 wgmma_commit();
@@ -293,7 +317,7 @@ static void ws_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr,
 }
 
 /* Clusters the GPU can hold at once for this kernel (the GPCs decide, not only the SM count); cached per device. */
-template <int BN, int CLUSTER, int SCHED, int NB> static int max_active_clusters(int device, int sms)
+template <int BN, int CLUSTER, int SCHED, int NB, int BKN> static int max_active_clusters(int device, int sms)
 {
     static int cached[64];
     if (device < 0 || device >= 64)
@@ -303,7 +327,8 @@ template <int BN, int CLUSTER, int SCHED, int NB> static int max_active_clusters
         cudaLaunchAttribute attr;
         ws_launch_config(&cfg, &attr, CLUSTER * (sms / CLUSTER), CLUSTER, ws_config<BN, SCHED, NB>::smem_bytes, 0);
         int n = 0;
-        if (cudaOccupancyMaxActiveClusters(&n, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB>, &cfg) != cudaSuccess ||
+        if (cudaOccupancyMaxActiveClusters(&n, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN>, &cfg) !=
+                cudaSuccess ||
             n <= 0) {
             (void)cudaGetLastError();
             n = sms / CLUSTER;
@@ -318,7 +343,8 @@ static bool aligned16(const void *p)
     return (uintptr_t)p % 16 == 0;
 }
 
-template <int BN, int CLUSTER, int SCHED, int NB = 2>
+/* BKN = 1: B is K×N (N-major for wgmma: TRANS_B = 1), read through a map over its K rows of N in 64-column boxes */
+template <int BN, int CLUSTER, int SCHED, int NB = 2, int BKN = 0>
 static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
 {
     typedef ws_config<BN, SCHED, NB> cfg;
@@ -327,7 +353,8 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     CUtensorMap ta, tb;
     cudaError_t e = pl_tensor_map_bf16(&ta, p->a, (uint64_t)p->m, (uint64_t)p->k, WS_BM, WS_BK);
     if (e == cudaSuccess)
-        e = pl_tensor_map_bf16(&tb, p->b, (uint64_t)p->n, (uint64_t)p->k, BN / CLUSTER, WS_BK);
+        e = BKN ? pl_tensor_map_bf16(&tb, p->b, (uint64_t)p->k, (uint64_t)p->n, WS_BK, KN_BOX_COLS)
+                : pl_tensor_map_bf16(&tb, p->b, (uint64_t)p->n, (uint64_t)p->k, BN / CLUSTER, WS_BK);
     /* TMA stores D (and loads the residual and bias) when rows are 16-byte multiples and the pointers 16-byte
      * aligned; otherwise the consumers store from registers */
     CUtensorMap td = ta, tr = ta;
@@ -337,7 +364,7 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
         (!p->epi.residual ||
          pl_tensor_map_bf16(&tr, p->epi.residual, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, EPI_SUB) == cudaSuccess);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB>,
+        e = cudaFuncSetAttribute(gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
     int device = 0, sms = 0;
     if (e == cudaSuccess)
@@ -350,14 +377,14 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     const int tiles_m = (p->m + WS_BM - 1) / WS_BM, tile_cols = (p->n + BN - 1) / BN;
     const int tile_rows = (tiles_m + CLUSTER - 1) / CLUSTER; /* in cluster units */
     const long long tiles = (long long)tile_rows * tile_cols;
-    int clusters = CLUSTER > 1 ? max_active_clusters<BN, CLUSTER, SCHED, NB>(device, sms) : sms;
+    int clusters = CLUSTER > 1 ? max_active_clusters<BN, CLUSTER, SCHED, NB, BKN>(device, sms) : sms;
     if (clusters > tiles)
         clusters = (int)tiles;
 
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute attr;
     ws_launch_config(&lc, &attr, clusters * CLUSTER, CLUSTER, cfg::smem_bytes, stream);
-    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB>, ta, tb, td, tr, tma_store,
+    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN>, ta, tb, td, tr, tma_store,
                            pl_gemm_out_of(p), (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
@@ -407,4 +434,46 @@ extern "C" cudaError_t pl_gemm_wgmma_pp_128x128_c2(const pl_gemm_problem *p, cud
 extern "C" cudaError_t pl_gemm_wgmma_ws_128x256_s3(const pl_gemm_problem *p, cudaStream_t stream)
 {
     return launch_ws<256, 1, WS_COOPERATIVE, 4>(p, stream);
+}
+
+/* ---- B K×N, unvalidated until a GPU run verifies them: the same kernels reading B N-major (TRANS_B = 1) ---- */
+
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x128_kn(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<128, 1, WS_COOPERATIVE, 2, 1>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x256_kn(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<256, 1, WS_COOPERATIVE, 2, 1>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x192_kn(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<192, 1, WS_COOPERATIVE, 2, 1>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_pp_128x128_kn(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<128, 1, WS_PINGPONG, 2, 1>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x128_c2_kn(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<128, 2, WS_COOPERATIVE, 2, 1>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x256_c2_kn(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<256, 2, WS_COOPERATIVE, 2, 1>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_pp_128x128_c2_kn(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<128, 2, WS_PINGPONG, 2, 1>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x256_s3_kn(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<256, 1, WS_COOPERATIVE, 4, 1>(p, stream);
 }
