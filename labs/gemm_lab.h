@@ -20,7 +20,7 @@ typedef struct gemm_lab {
     pl_gemm_reference ref;
     cublasHandle_t cublas;
     uint16_t *product; /* GEMM_LAB_UNFUSED: A·B before the epilogue pass */
-    unsigned warned;   /* one fallback note per registry kernel */
+    uint64_t warned;   /* one fallback note per registry kernel (64 at most, the unvalidated ones included) */
     char kernel[64];   /* the registry kernel of the native variants, for targets with a `kernel` parameter */
 } gemm_lab;
 

@@ -6,7 +6,10 @@
  * with every split (1-8, uneven ones included) on sizes that are no multiple of their tiles, edge tiles on the
  * half-width wgmma, the fused epilogue in the fix-up, and the same bits on a second run; decode_gemv runs the
  * streaming GEMV kernels on M = 1-32 against N not a multiple of their 16 rows and K not of their 64-k chunks, twice
- * (same bits); and the library call pl_gemm_bf16 runs on every problem. */
+ * (same bits); and the library call pl_gemm_bf16 runs on every problem. Under PERFLAB_GEMM_UNVALIDATED=1 the B K×N
+ * kernels (wgmma with N-major B, unvalidated until then) join every test, and b_kn_wgmma runs each of them on B K×N
+ * problems that are no multiple of their tiles (odd M, N % 8 == 0 but not % 64, K % 8 == 0 but not % 64), with
+ * and without the fused epilogue, twice (same bits). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,9 +141,11 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
         }
         if (!kern->supports(&p, why, sizeof why)) {
             /* only the documented fast-path conditions may refuse a shape (and the swapped small-M kernels an M
-             * over 4 of their tiles, the decode kernels an M over their one), and the fallback must take it */
-            ck_assert_msg(layout == PL_GEMM_B_KN || s->k % 8 != 0 ||
-                              ((kern->flags & PL_GEMM_KERNEL_SWAP_AB) && s->m > 4 * kern->tile_m) ||
+             * over 4 of their tiles, the decode kernels an M over their one, the B K×N kernels B N×K or N % 8),
+             * and the fallback must take it */
+            const int kn_only = (kern->flags & PL_GEMM_KERNEL_B_KN) != 0;
+            ck_assert_msg((kn_only ? layout == PL_GEMM_B_NK || s->n % 8 != 0 : layout == PL_GEMM_B_KN) ||
+                              s->k % 8 != 0 || ((kern->flags & PL_GEMM_KERNEL_SWAP_AB) && s->m > 4 * kern->tile_m) ||
                               ((kern->flags & PL_GEMM_KERNEL_SMALL_M) && s->m > kern->tile_m),
                           "%s refused a shape it should take: %s", label, why);
             ck_assert(pl_gemm_kernel_fallback()->supports(&p, why, sizeof why));
@@ -291,7 +296,10 @@ START_TEST(deterministic)
     uint16_t *bias = pl_device_alloc(ctx, (size_t)n * 2), *res = pl_device_alloc(ctx, (size_t)m * n * 2);
     ck_assert(pl_fill_uniform_bf16(ctx, bias, (size_t)n, -1, 1, 3) == 0);
     ck_assert(pl_fill_uniform_bf16(ctx, res, (size_t)m * n, -1, 1, 4) == 0);
-    for (int fused = 0; fused < 2; fused++) { /* plain, then with the epilogue's operands loaded ahead */
+    /* plain, then with the epilogue's operands loaded ahead; B N×K, then K×N (the B K×N kernels, opted in) */
+    for (int run = 0; run < 4; run++) {
+        const int fused = run % 2;
+        p.b_layout = run < 2 ? PL_GEMM_B_NK : PL_GEMM_B_KN;
         p.epi.bias = fused ? bias : NULL;
         p.epi.residual = fused ? res : NULL;
         p.epi.gelu = fused;
@@ -308,8 +316,8 @@ START_TEST(deterministic)
             ck_assert(kern->launch(&p, ctx->stream) == cudaSuccess);
             ck_assert(cudaMemcpy(h1, d1, (size_t)m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
             ck_assert(cudaMemcpy(h2, d2, (size_t)m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
-            ck_assert_msg(memcmp(h1, h2, (size_t)m * n * 2) == 0, "%s%s gives different results on the same inputs",
-                          kern->name, fused ? " (fused)" : "");
+            ck_assert_msg(memcmp(h1, h2, (size_t)m * n * 2) == 0, "%s%s %s gives different results on the same inputs",
+                          kern->name, fused ? " (fused)" : "", pl_gemm_layout_name(p.b_layout));
         }
     }
     /* the split-K fix-up adds the partials in rank order: every split gives the same bits on every run */
@@ -319,6 +327,7 @@ START_TEST(deterministic)
         p.epi.bias = NULL;
         p.epi.residual = NULL;
         p.epi.gelu = 0;
+        p.b_layout = PL_GEMM_B_NK;
         for (size_t ci = 0; pl_gemm_kernel_runs_on(pl_gemm_kernel_find("wgmma_sk_64x128x64"), &g) &&
                             ci < sizeof sk_configs / sizeof sk_configs[0];
              ci++)
@@ -337,6 +346,86 @@ START_TEST(deterministic)
             }
     }
     pl_free_all(ctx);
+    cublasDestroy(e.cublas);
+}
+END_TEST
+
+/* B K×N shapes that are no multiple of the tiles (128 rows; 128, 192, 256 columns; 64 k): odd M from 1 past
+ * 2 tiles, N % 8 == 0 but not % 64 (edge boxes of 8, 40 and 56 columns, and boxes wholly past N in the wide
+ * tiles), K % 8 == 0 but not % 64 (one partial k-block, several, 66 k-blocks), and enough tiles per CTA that the
+ * ring's and the epilogue's phases turn over. */
+static const shape kn_shapes[] = {
+    {1, 8, 8},     {17, 72, 40},    {129, 136, 72},     {257, 520, 1000},  {1001, 3000, 520},
+    {33, 4104, 8}, {301, 200, 136}, {2049, 2056, 4104}, {4095, 4104, 264}, {129, 1000, 4168},
+};
+
+START_TEST(b_kn_wgmma)
+{
+    if (!pl_gemm_unvalidated_enabled()) {
+        printf("skip: the B K×N wgmma kernels are unvalidated (set %s=1 to run them)\n", PL_GEMM_UNVALIDATED_ENV);
+        return;
+    }
+    env e;
+    env_init(&e);
+    pl_buf fails = {0};
+    int checked = 0, kernels = 0;
+    for (size_t si = 0; si < sizeof kn_shapes / sizeof kn_shapes[0]; si++)
+        for (int epilogue = 0; epilogue <= EPI_ALL; epilogue += EPI_ALL) {
+            const shape *s = &kn_shapes[si];
+            if (epilogue && si % 2) /* the fused epilogue on every other shape */
+                continue;
+            pl_gemm_reference ref;
+            pl_gemm_problem p = make_problem(&e, s, PL_GEMM_B_KN, epilogue, &ref);
+            uint16_t *h1 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2),
+                     *h2 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2);
+            ck_assert(h1 && h2);
+            kernels = 0;
+            for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
+                const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
+                const pl_requirements kreq = pl_requirements_of_kernel(kern->needs);
+                char why[256], label[160];
+                if (!(kern->flags & PL_GEMM_KERNEL_B_KN))
+                    continue;
+                kernels++;
+                if (!pl_requirements_met(&kreq, &e.dev, e.ctx.device_count, NULL, why, sizeof why)) {
+                    printf("skip %s: %s\n", kern->name, why);
+                    continue;
+                }
+                ck_assert_msg(kern->supports(&p, why, sizeof why), "%s refused %dx%dx%d kn: %s", kern->name, s->m, s->n,
+                              s->k, why);
+                pl_snprintf(label, sizeof label, "%s %dx%dx%d kn%s", kern->name, s->m, s->n, s->k,
+                            epilogue ? " +epilogue" : "");
+                run_and_verify(&e, &p, &ref, label, launch_kernel, (void *)kern, &fails, &checked);
+                ck_assert(cudaMemcpy(h1, p.d, (size_t)s->m * s->n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+                ck_assert(kern->launch(&p, e.ctx.stream) == cudaSuccess);
+                ck_assert(cudaMemcpy(h2, p.d, (size_t)s->m * s->n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+                ck_assert_msg(memcmp(h1, h2, (size_t)s->m * s->n * 2) == 0, "%s: different bits on the same inputs",
+                              label);
+            }
+            pl_free_all(&e.ctx);
+        }
+    /* N % 8 != 0 (B's rows not 16-byte multiples) and B N×K are refused with the reason; the fallback takes them */
+    static const shape odd_n = {65, 100, 72};
+    for (int layout = 0; layout < 2; layout++) {
+        pl_gemm_reference ref;
+        pl_gemm_problem p =
+            make_problem(&e, layout ? &odd_n : &kn_shapes[4], layout ? PL_GEMM_B_KN : PL_GEMM_B_NK, 0, &ref);
+        for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
+            const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
+            char why[256];
+            if (!(kern->flags & PL_GEMM_KERNEL_B_KN))
+                continue;
+            ck_assert(!kern->supports(&p, why, sizeof why));
+            ck_assert_msg(strstr(why, layout ? "N % 8 == 0" : "B K×N") != NULL, "%s", why);
+            ck_assert(pl_gemm_kernel_fallback()->supports(&p, why, sizeof why));
+        }
+        pl_free_all(&e.ctx);
+    }
+    printf("%d B K×N kernel/problem pairs checked (%d kernels)\n", checked, kernels);
+    ck_assert_msg(fails.len == 0, "failed:\n%s", fails.data);
+    ck_assert_int_eq(kernels, 8);
+    ck_assert(checked > 0);
+    pl_buf_free(&fails);
     cublasDestroy(e.cublas);
 }
 END_TEST
@@ -404,6 +493,7 @@ static Suite *suite(void)
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, split_k_every_split);
     tcase_add_test(tc, decode_gemv);
+    tcase_add_test(tc, b_kn_wgmma);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,5 +1,5 @@
-/* The native GEMM registry (the issue-15 kernels enumerated by default, the opt-in for unvalidated kernels that
- * gates none now), the split-K rule, and the heuristic behind pl_gemm_bf16 (the model's choices, the measured
+/* The native GEMM registry (the issue-15 kernels enumerated by default, the opt-in for the unvalidated B K×N
+ * kernels), the split-K rule, and the heuristic behind pl_gemm_bf16 (the model's choices, the measured
  * table's precedence and its limits, the committed table), all without a GPU. */
 #include <math.h>
 #include <stdint.h>
@@ -67,11 +67,18 @@ START_TEST(registry_opt_in)
     ck_assert_ptr_nonnull(pl_gemm_kernel_find(SWAP16));
     ck_assert_ptr_nonnull(pl_gemm_kernel_find("gemv_mma_t16"));
     ck_assert_ptr_null(pl_gemm_kernel_at(all));
-    /* the opt-in stays (for kernels written without a GPU) but no kernel needs it now */
+    ck_assert_ptr_null(pl_gemm_kernel_find("wgmma_ws_128x256x64_s4_kn")); /* unvalidated: not enumerated */
+    /* the opt-in adds the B K×N kernels, after every validated one */
     opt_in(1);
     ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 1);
-    ck_assert_int_eq((int)pl_gemm_kernel_count(), (int)all);
-    setenv(PL_GEMM_UNVALIDATED_ENV, "yes", 1); /* only "1" opts in */
+    ck_assert_int_eq((int)pl_gemm_kernel_count(), (int)all + 8);
+    for (size_t i = all; i < pl_gemm_kernel_count(); i++) {
+        const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
+        ck_assert_msg(k->flags == (PL_GEMM_KERNEL_UNVALIDATED | PL_GEMM_KERNEL_B_KN), "%s", k->name);
+        ck_assert_msg(strstr(k->name, "_kn") != NULL, "%s", k->name);
+    }
+    ck_assert_int_le((int)pl_gemm_kernel_count(), 64); /* the labs' fallback notes: one bit per kernel in 64 */
+    setenv(PL_GEMM_UNVALIDATED_ENV, "yes", 1);         /* only "1" opts in */
     ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 0);
     opt_in(0);
     int names_ok = 1, gemv = 0;
@@ -93,8 +100,6 @@ START_TEST(registry_opt_in)
     }
     ck_assert(names_ok);
     ck_assert_int_eq(gemv, 3);
-    /* the labs keep one warning bit per kernel in an unsigned int */
-    ck_assert_int_le((int)all, 32);
 
     /* the swapped kernels refuse large M with the reason; the plain split-K ones take it */
     char why[256];
@@ -125,6 +130,57 @@ START_TEST(registry_opt_in)
         p.a = (const uint16_t *)(uintptr_t)0x100008;
         ck_assert(!k->supports(&p, why, sizeof why));
     }
+}
+END_TEST
+
+/* The B K×N kernels (opt-in): B K×N only, K % 8 and N % 8 == 0 (TMA rows of A and B), 16-byte aligned A and B;
+ * their N×K twins refuse B K×N; with the opt-in the pick for large B K×N shapes leaves mma_sync for them. */
+START_TEST(kn_kernels)
+{
+    opt_in(1);
+    static const char *const kn[] = {"wgmma_ws_128x128x64_s6_kn",    "wgmma_ws_128x256x64_s4_kn",
+                                     "wgmma_ws_128x256x64_s3_kn",    "wgmma_pp_128x128x64_s5_kn",
+                                     "wgmma_ws_128x192x64_s4_kn",    "wgmma_ws_128x128x64_s6_c2_kn",
+                                     "wgmma_ws_128x256x64_s4_c2_kn", "wgmma_pp_128x128x64_s5_c2_kn"};
+    char why[256];
+    for (size_t i = 0; i < sizeof kn / sizeof kn[0]; i++) {
+        const pl_gemm_kernel *k = pl_gemm_kernel_find(kn[i]);
+        ck_assert_msg(k != NULL, "%s", kn[i]);
+        ck_assert(k->flags & PL_GEMM_KERNEL_B_KN);
+        /* the twin: the same tile, stages and cluster, B N×K */
+        char twin[64];
+        const size_t len = strlen(kn[i]) - 3;
+        memcpy(twin, kn[i], len);
+        twin[len] = 0;
+        const pl_gemm_kernel *t = pl_gemm_kernel_find(twin);
+        ck_assert_msg(t != NULL, "%s", twin);
+        ck_assert(t->tile_n == k->tile_n && t->stages == k->stages && t->cluster_m == k->cluster_m);
+        ck_assert_str_eq(t->rung, k->rung);
+        pl_gemm_problem p = problem(1001, 4104, 1000, PL_GEMM_B_KN); /* odd M, N % 64 != 0, K % 64 != 0 */
+        ck_assert_msg(k->supports(&p, why, sizeof why), "%s: %s", kn[i], why);
+        ck_assert(!t->supports(&p, why, sizeof why));
+        p.n = 4100; /* N % 8 != 0: B's rows are not 16-byte multiples */
+        ck_assert(!k->supports(&p, why, sizeof why));
+        ck_assert_msg(strstr(why, "N % 8 == 0") != NULL, "%s", why);
+        p.n = 4104;
+        p.k = 1004;
+        ck_assert(!k->supports(&p, why, sizeof why));
+        ck_assert_msg(strstr(why, "K % 8 == 0") != NULL, "%s", why);
+        p.k = 1000;
+        p.b = (const uint16_t *)(uintptr_t)0x200008;
+        ck_assert(!k->supports(&p, why, sizeof why));
+        ck_assert_msg(strstr(why, "16-byte aligned") != NULL, "%s", why);
+        p = problem(1001, 4104, 1000, PL_GEMM_B_NK);
+        ck_assert(!k->supports(&p, why, sizeof why));
+        ck_assert_msg(strstr(why, "B K×N") != NULL, "%s", why);
+        ck_assert(t->supports(&p, why, sizeof why));
+    }
+    pl_gemm_problem p = problem(8192, 8192, 8192, PL_GEMM_B_KN);
+    pl_gemm_pick pick;
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, NULL, 0, &pick) == 0);
+    ck_assert_msg(pick.kernel->flags & PL_GEMM_KERNEL_B_KN, "picked %s", pick.kernel->name);
+    opt_in(0);
+    expect_pick(8192, 8192, 8192, PL_GEMM_B_KN, &h200, "mma_sync_128x128x32_s4"); /* without the opt-in */
 }
 END_TEST
 
@@ -315,6 +371,7 @@ static Suite *suite(void)
     Suite *s = suite_create("gemm_heuristic");
     TCase *tc = tcase_create("host");
     tcase_add_test(tc, registry_opt_in);
+    tcase_add_test(tc, kn_kernels);
     tcase_add_test(tc, split_rule);
     tcase_add_test(tc, validated_choices);
     tcase_add_test(tc, issue15_choices);
