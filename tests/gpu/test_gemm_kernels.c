@@ -115,6 +115,18 @@ static cudaError_t launch_kernel(const pl_gemm_problem *p, void *arg, cudaStream
     return ((const pl_gemm_kernel *)arg)->launch(p, stream);
 }
 
+/* Verify a kernel on p, then run it again: the same bits (h1, h2: host buffers of D's size). */
+static void verify_twice(env *e, const pl_gemm_kernel *kern, pl_gemm_problem *p, const pl_gemm_reference *ref,
+                         const char *label, uint16_t *h1, uint16_t *h2, pl_buf *fails, int *checked)
+{
+    const size_t bytes = (size_t)p->m * p->n * 2;
+    run_and_verify(e, p, ref, label, launch_kernel, (void *)kern, fails, checked);
+    ck_assert(cudaMemcpy(h1, p->d, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    ck_assert(kern->launch(p, e->ctx.stream) == cudaSuccess);
+    ck_assert(cudaMemcpy(h2, p->d, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    ck_assert_msg(memcmp(h1, h2, bytes) == 0, "%s: different bits on the same inputs", label);
+}
+
 static cudaError_t launch_library(const pl_gemm_problem *p, void *arg, cudaStream_t stream)
 {
     (void)arg;
@@ -395,12 +407,7 @@ START_TEST(b_kn_wgmma)
                               s->k, why);
                 pl_snprintf(label, sizeof label, "%s %dx%dx%d kn%s", kern->name, s->m, s->n, s->k,
                             epilogue ? " +epilogue" : "");
-                run_and_verify(&e, &p, &ref, label, launch_kernel, (void *)kern, &fails, &checked);
-                ck_assert(cudaMemcpy(h1, p.d, (size_t)s->m * s->n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
-                ck_assert(kern->launch(&p, e.ctx.stream) == cudaSuccess);
-                ck_assert(cudaMemcpy(h2, p.d, (size_t)s->m * s->n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
-                ck_assert_msg(memcmp(h1, h2, (size_t)s->m * s->n * 2) == 0, "%s: different bits on the same inputs",
-                              label);
+                verify_twice(&e, kern, &p, &ref, label, h1, h2, &fails, &checked);
             }
             pl_free_all(&e.ctx);
         }
@@ -468,11 +475,7 @@ START_TEST(decode_gemv)
                           why);
             pl_snprintf(label, sizeof label, "%s %dx%dx%d%s", kern->name, s->m, s->n, s->k,
                         epilogue ? " +epilogue" : "");
-            run_and_verify(&e, &p, &ref, label, launch_kernel, (void *)kern, &fails, &checked);
-            ck_assert(cudaMemcpy(h1, p.d, (size_t)s->m * s->n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
-            ck_assert(kern->launch(&p, e.ctx.stream) == cudaSuccess);
-            ck_assert(cudaMemcpy(h2, p.d, (size_t)s->m * s->n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
-            ck_assert_msg(memcmp(h1, h2, (size_t)s->m * s->n * 2) == 0, "%s: different bits on the same inputs", label);
+            verify_twice(&e, kern, &p, &ref, label, h1, h2, &fails, &checked);
         }
         pl_free_all(&e.ctx);
     }
