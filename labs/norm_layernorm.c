@@ -23,12 +23,7 @@ static const pl_param_def layernorm_params[] = {
      .help = "added to the variance",
      .min = 0,
      .max = 1},
-    {.name = "vpt",
-     .type = PL_PARAM_INT,
-     .default_value = "0",
-     .help = "16-byte vectors per thread in the fused kernel: 0 picks by cols, else 1, 2, 4 or 8",
-     .min = 0,
-     .max = 8},
+    ROWS_LAB_VPT_PARAM(8, "1, 2, 4 or 8"),
     {.name = NULL},
 };
 

@@ -16,12 +16,7 @@ typedef struct rmsnorm_state {
 static const pl_param_def rmsnorm_params[] = {
     ROWS_LAB_SIZE_PARAMS("columns (hidden size; any, odd included)"),
     {.name = "eps", .type = PL_PARAM_FLOAT, .default_value = "1e-6", .help = "added to mean(x^2)", .min = 0, .max = 1},
-    {.name = "vpt",
-     .type = PL_PARAM_INT,
-     .default_value = "0",
-     .help = "16-byte vectors per thread in the fused kernel: 0 picks by cols, else 1, 2, 4 or 8",
-     .min = 0,
-     .max = 8},
+    ROWS_LAB_VPT_PARAM(8, "1, 2, 4 or 8"),
     {.name = NULL},
 };
 

@@ -14,12 +14,7 @@ typedef struct softmax_state {
 
 static const pl_param_def softmax_params[] = {
     ROWS_LAB_SIZE_PARAMS("columns (any, odd included)"),
-    {.name = "vpt",
-     .type = PL_PARAM_INT,
-     .default_value = "0",
-     .help = "16-byte vectors per thread in the fused kernel: 0 picks by cols, else 1, 2 or 4",
-     .min = 0,
-     .max = 4},
+    ROWS_LAB_VPT_PARAM(4, "1, 2 or 4"),
     {.name = NULL},
 };
 

@@ -37,6 +37,15 @@ typedef struct rows_lab {
 
 /* The size parameters every row target declares: 16384 x 8192 by default (268 MB each way: far beyond L2), 77 x 1001
  * small (rows not 16-byte aligned, a partial last block). */
+/* The fused kernels' 16-byte vectors per thread: 0 picks by cols; the kernels take 1, 2, 4 (and 8 where max_vpt
+ * is 8). choices is how the help names them ("1, 2 or 4"). */
+#define ROWS_LAB_VPT_PARAM(max_vpt, choices)                                                                           \
+    {                                                                                                                  \
+        .name = "vpt", .type = PL_PARAM_INT, .default_value = "0",                                                     \
+        .help = "16-byte vectors per thread in the fused kernel: 0 picks by cols, else " choices, .min = 0,           \
+        .max = (max_vpt)                                                                                               \
+    }
+
 #define ROWS_LAB_SIZE_PARAMS(cols_help)                                                                                \
     {.name = "rows",                                                                                                   \
      .type = PL_PARAM_INT,                                                                                             \

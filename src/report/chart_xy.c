@@ -93,6 +93,17 @@ static int box_free(const label_boxes *bx, double x0, double x1, double y0, doub
     return 1;
 }
 
+static void box_add(label_boxes *bx, double x0, double x1, double y0, double y1)
+{
+    if (bx->n < sizeof bx->x0 / sizeof bx->x0[0]) {
+        bx->x0[bx->n] = x0;
+        bx->x1[bx->n] = x1;
+        bx->y0[bx->n] = y0;
+        bx->y1[bx->n] = y1;
+        bx->n++;
+    }
+}
+
 /* Writes a point's label right of and above the point or, where that place is taken, at the nearest free row
  * above or below it, with a faint leader line back to the point. */
 static void point_label(pl_buf *b, label_boxes *bx, double px, double py, const char *text)
@@ -106,13 +117,7 @@ static void point_label(pl_buf *b, label_boxes *bx, double px, double py, const 
             break;
         }
     }
-    if (bx->n < 64) {
-        bx->x0[bx->n] = x;
-        bx->x1[bx->n] = x + w;
-        bx->y0[bx->n] = y - h + 2;
-        bx->y1[bx->n] = y + 2;
-        bx->n++;
-    }
+    box_add(bx, x, x + w, y - h + 2, y + 2);
     if (fabs(y - (py - 7)) > 1)
         pl_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#bbb\" stroke-width=\"1\"/>\n",
                       px + 3, py, x - 1, y - 4);
@@ -155,13 +160,7 @@ static void draw_series(pl_buf *b, const pl_series *s, const pl_scale *sx, const
         char attrs[64];
         pl_snprintf(attrs, sizeof attrs, "font-size=\"11\" fill=\"%s\"", colour);
         const double ey = free_row(rows, ly - 6), ew = 6.2 * (double)strlen(s->end_label);
-        if (bx->n < 64) { /* point labels keep clear of it */
-            bx->x0[bx->n] = lx - 4 - ew;
-            bx->x1[bx->n] = lx - 4;
-            bx->y0[bx->n] = ey - 10;
-            bx->y1[bx->n] = ey + 2;
-            bx->n++;
-        }
+        box_add(bx, lx - 4 - ew, lx - 4, ey - 10, ey + 2); /* point labels keep clear of it */
         pl_svg_text(b, lx - 4, ey, "end", attrs, s->end_label);
     }
 }
