@@ -1,12 +1,14 @@
 /* memory:transpose — out (cols × rows) = in (rows × cols)ᵀ in fp32: naive (uncoalesced writes), a shared-memory
  * tile (coalesced both ways, bank conflicts on the column reads), the padded tile (conflict-free), 64×64 tiles with
  * 16-byte accesses and a swizzled tile, and the padded tile with 4× the loads in flight (padded_ilp); against
- * cudaMemcpyAsync of the same bytes, the ceiling. */
+ * cudaMemcpyAsync of the same bytes, the ceiling, and cuBLAS's transpose (cublasSgeam with op T), the library a user
+ * would call instead. */
 #include <string.h>
 
 #include "labs.h"
 #include "perflab/perflab.h"
 #include "common/copy_ceiling.h"
+#include "common/gemm_host.h"
 #include "memory/transpose.h"
 #include "memory/transpose_ilp.h"
 
@@ -19,6 +21,7 @@ typedef struct transpose_state {
     float *out_host;  /* the checked output, copied back */
     double *ref;      /* the transpose of in_host, in float64 for pl_verify_f32 */
     int last_is_copy; /* the variant just run was the ceiling copy */
+    cublasHandle_t cublas; /* for the library reference; destroyed at teardown */
 } transpose_state;
 
 static const pl_param_def transpose_params[] = {
@@ -77,8 +80,18 @@ static int transpose_setup(pl_ctx *ctx, const pl_params *p, void **state)
             for (size_t r = r0; r < r0 + 64 && r < s->rows; r++)
                 for (size_t c = c0; c < c0 + 64 && c < s->cols; c++)
                     s->ref[c * s->rows + r] = (double)s->in_host[r * s->cols + c];
+    PL_CUBLAS(ctx, cublasCreate(&s->cublas));
     *state = s;
     return 0;
+}
+
+static void transpose_teardown(pl_ctx *ctx, void *state)
+{
+    transpose_state *s = state;
+    (void)ctx;
+    if (s->cublas)
+        cublasDestroy(s->cublas);
+    s->cublas = NULL;
 }
 
 static int transpose_poison(pl_ctx *ctx, void *state)
@@ -137,6 +150,20 @@ static int run_ilp(pl_ctx *ctx, void *state)
     return run_with(ctx, state, pl_transpose_f32_ilp);
 }
 
+/* cuBLAS is column-major: the row-major input is a cols × rows matrix (leading dimension cols), the row-major
+ * output a rows × cols one (leading dimension rows); C = 1·Aᵀ + 0·B, B not read (C passed for it). */
+static int run_cublas_geam(pl_ctx *ctx, void *state)
+{
+    transpose_state *s = state;
+    const float one = 1.0f, zero = 0.0f;
+    s->last_is_copy = 0;
+    PL_CUBLAS(ctx, cublasSetStream(s->cublas, ctx->stream));
+    PL_CUBLAS(ctx, cublasSgeam(s->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)s->rows, (int)s->cols, &one, s->in,
+                               (int)s->cols, &zero, s->out, (int)s->rows, s->out, (int)s->rows));
+    PL_CUDA(ctx, cudaGetLastError());
+    return 0;
+}
+
 static int run_memcpy(pl_ctx *ctx, void *state)
 {
     transpose_state *s = state;
@@ -162,6 +189,10 @@ static const pl_variant transpose_variants[] = {
     {.name = "padded_ilp",
      .technique = "64x64 padded tile, 16 loads in flight a thread (4x padded_tile's): whole lines both sides",
      .run = run_ilp},
+    {.name = "cublas_geam",
+     .technique = "cublasSgeam with op T (C = Aᵀ): the library transpose a user would call instead",
+     .run = run_cublas_geam,
+     .flags = PL_VARIANT_REFERENCE},
     {.name = "cuda_memcpy",
      .technique = "cudaMemcpyAsync device-to-device of the same bytes: the ceiling (checked as a copy)",
      .run = run_memcpy,
@@ -173,12 +204,13 @@ const pl_target pl_target_memory_transpose = {
     .group = "memory",
     .name = "transpose",
     .summary = "fp32 rows x cols transpose: naive, shared tile, padded tile, 16-byte swizzled tile, more loads in "
-               "flight vs a copy",
+               "flight vs a copy and cuBLAS",
     .req = {.needs_gpu = 1},
     .params = transpose_params,
     .variants = transpose_variants,
     .counters = transpose_counters,
     .setup = transpose_setup,
+    .teardown = transpose_teardown,
     .poison = transpose_poison,
     .check = transpose_check,
 };

@@ -2,7 +2,8 @@
 """PyTorch's own row kernels timed the way `perflab run` times the row targets, for a side-by-side comparison.
 
 Same shapes and dtypes as norm:rmsnorm, norm:layernorm, softmax:rows and fusion:elementwise_chain (bf16 rows x
-cols, bf16 weight/bias, the same eps and scale), the same byte counts (x read once, y written once, the cols-sized
+cols, bf16 weight/bias, the same eps and scale) and memory:transpose (fp32, its own --transpose-rows/-cols; the op
+is `--ops transpose`, not in the default list), the same byte counts (x read once, y written once, the cols-sized
 vectors once), and timing in perflab's spirit: CUDA events around a batch of calls enqueued back to back (the
 stream held by torch.cuda._sleep while the host enqueues, as perflab's latch does), warm-up first, the median over
 many batches. A device-to-device copy of x into y is the ceiling, as perflab's cuda_memcpy variant.
@@ -26,7 +27,7 @@ import torch.nn.functional as F
 HOLD_US_PER_CALL = 30.0  # the stream is held this long per enqueued call: longer than Python takes to issue one
 
 
-def make_ops(rows, cols, rms_eps, ln_eps, scale, dev):
+def make_ops(rows, cols, rms_eps, ln_eps, scale, dev, t_rows, t_cols):
     """name -> (torch call, bytes moved, perflab target, perflab's optimized variants, what it runs)."""
     g = torch.Generator(device=dev)
     g.manual_seed(1234)
@@ -41,6 +42,8 @@ def make_ops(rows, cols, rms_eps, ln_eps, scale, dev):
     w = uniform((cols,), 0.5, 1.5)
     b = uniform((cols,), -1.0, 1.0)
     y = torch.empty_like(xn)
+    xt = torch.rand((t_rows, t_cols), generator=g, device=dev, dtype=torch.float32) * 2.0 - 1.0
+    yt = torch.empty((t_cols, t_rows), device=dev, dtype=torch.float32)
     mat = 2.0 * rows * cols  # one bf16 matrix
     vec = 2.0 * cols
     return {
@@ -52,6 +55,8 @@ def make_ops(rows, cols, rms_eps, ln_eps, scale, dev):
                     ("online_fused", "online_ex2"), "torch.softmax"),
         "elementwise_chain": (lambda: F.gelu(xc + b, approximate="tanh") * scale, 2 * mat + vec,
                               "fusion:elementwise_chain", ("fused",), "(x + b), F.gelu(tanh), * scale"),
+        "transpose": (lambda: yt.copy_(xt.t()), 8.0 * t_rows * t_cols, "memory:transpose",
+                      ("padded_ilp", "vec16_swizzled", "cublas_geam"), "yt.copy_(x.t()) (fp32)"),
         "copy": (lambda: y.copy_(xn), 2 * mat, "norm:rmsnorm", ("cuda_memcpy",), "y.copy_(x) (D2D)"),
     }
 
@@ -89,6 +94,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=16384)
     ap.add_argument("--cols", type=int, default=8192)
+    ap.add_argument("--transpose-rows", type=int, default=16384, help="rows of the fp32 transpose's input")
+    ap.add_argument("--transpose-cols", type=int, default=16384, help="columns of the fp32 transpose's input")
     ap.add_argument("--rms-eps", type=float, default=1e-6)
     ap.add_argument("--ln-eps", type=float, default=1e-5)
     ap.add_argument("--scale", type=float, default=1.7)
@@ -105,7 +112,8 @@ def main():
     dev = torch.device("cuda", 0)
     props = torch.cuda.get_device_properties(dev)
     cycles_per_us = getattr(props, "clock_rate", 1980000) / 1e3
-    ops = make_ops(args.rows, args.cols, args.rms_eps, args.ln_eps, args.scale, dev)
+    ops = make_ops(args.rows, args.cols, args.rms_eps, args.ln_eps, args.scale, dev, args.transpose_rows,
+                   args.transpose_cols)
     perflab = load_perflab(args.perflab_csv)
     results = []
     print(f"# {props.name}, torch {torch.__version__}, {args.rows} x {args.cols} bf16, "
@@ -117,7 +125,9 @@ def main():
     for name in args.ops.split(","):
         fn, nbytes, target, variants, what = ops[name]
         med = statistics.median(time_call(fn, args.batch, args.batches, args.warmup, cycles_per_us))
-        r = {"op": name, "torch_call": what, "rows": args.rows, "cols": args.cols, "dtype": "bf16",
+        shape = ((args.transpose_rows, args.transpose_cols, "fp32") if name == "transpose"
+                 else (args.rows, args.cols, "bf16"))
+        r = {"op": name, "torch_call": what, "rows": shape[0], "cols": shape[1], "dtype": shape[2],
              "bytes": nbytes, "torch_median_ms": med, "torch_gbps": nbytes / (med * 1e-3) / 1e9,
              "torch_version": torch.__version__, "gpu": props.name, "perflab": []}
         lines = []
