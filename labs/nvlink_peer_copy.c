@@ -201,7 +201,9 @@ static const pl_variant peer_variants[] = {
      .flags = PL_VARIANT_NO_GRAPH},
     {.name = "memcpy_peer",
      .technique = "cudaMemcpyPeerAsync: the copy engines move it GPU to GPU (NVLink where present)",
-     .run = run_memcpy_peer},
+     .run = run_memcpy_peer,
+     /* a stream capture refuses cudaMemcpyPeerAsync (cudaErrorStreamCaptureUnsupported): --graph times it as it is */
+     .flags = PL_VARIANT_NO_GRAPH},
     {.name = "peer_store",
      .technique = "a copy kernel storing 16 bytes at a time through peer pointers into the other GPU's memory",
      .run = run_peer_store},
