@@ -18,7 +18,7 @@ typedef struct sum_state {
     float *out; /* device, the result */
     void *ws;   /* warp_vec16's workspace */
     size_t ws_bytes;
-    unsigned blocks; /* warp_vec16's grid: one resident wave */
+    unsigned blocks; /* warp_vec16's grid: `waves` resident waves */
     void *cub_temp;  /* CUB's temporary storage */
     size_t cub_bytes;
     void *copy_dst; /* the ceiling copy: half the input's bytes, so that read + written = the input's bytes */
@@ -42,6 +42,14 @@ static const pl_param_def sum_params[] = {
      .default_value = "fp32",
      .help = "element type (the sum is accumulated and returned in fp32 either way)",
      .choices = "fp32|bf16"},
+    {.name = "waves",
+     .type = PL_PARAM_INT,
+     .default_value = "1",
+     .help = "warp_vec16's grid in resident waves (SMs x blocks an SM): 1 = every block resident, one equal share "
+             "each; more = smaller shares, blocks starting as others finish (evens out SMs that read slower)",
+     .min = 1,
+     .max = 64,
+     .small_value = "3"},
     {.name = NULL},
 };
 
@@ -69,6 +77,7 @@ static int sum_setup(pl_ctx *ctx, const pl_params *p, void **state)
     s->dtype = s->esize == 2 ? PL_REDUCE_BF16 : PL_REDUCE_F32;
     const size_t bytes = s->n * s->esize;
     PL_CUDA(ctx, pl_reduce_sum_warp_vec16_blocks(&s->blocks));
+    s->blocks *= (unsigned)pl_param_int(p, "waves");
     s->ws_bytes = pl_reduce_sum_workspace_bytes(s->blocks);
     s->copy_bytes = bytes / 2;
     s->in = pl_device_alloc(ctx, bytes);

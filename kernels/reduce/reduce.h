@@ -20,7 +20,7 @@ cudaError_t pl_reduce_sum_smem_tree(const void *in, pl_reduce_dtype dtype, size_
 
 /* 3. out = sum, deterministic for a given `blocks`: an equal share of the input per block, 16-byte loads, warp
  * shuffles, one partial per block, the last block to finish adds the partials in a fixed order. `blocks`: one resident
- * wave, from pl_reduce_sum_warp_vec16_blocks (query it once). The workspace holds pl_reduce_sum_workspace_bytes(blocks)
+ * wave from pl_reduce_sum_warp_vec16_blocks (query it once), or a multiple of it. The workspace holds pl_reduce_sum_workspace_bytes(blocks)
  * bytes, zeroed once before its first use (the kernel leaves it ready for the next launch); `in` must be 16-byte
  * aligned. */
 cudaError_t pl_reduce_sum_warp_vec16_blocks(unsigned *blocks);
