@@ -44,7 +44,7 @@ static const pl_param_def sum_params[] = {
      .choices = "fp32|bf16"},
     {.name = "waves",
      .type = PL_PARAM_INT,
-     .default_value = "1",
+     .default_value = "3",
      .help = "warp_vec16's grid in resident waves (SMs x blocks an SM): 1 = every block resident, one equal share "
              "each; more = smaller shares, blocks starting as others finish (evens out SMs that read slower)",
      .min = 1,
@@ -176,7 +176,7 @@ static const pl_variant sum_variants[] = {
      .technique = "a shared-memory tree per block of 256 (a barrier per halving step), one atomicAdd per block",
      .run = run_tree},
     {.name = "warp_vec16",
-     .technique = "one wave of blocks with equal shares, 16-byte loads (4 in flight), warp shuffles, one partial per "
+     .technique = "three resident waves of blocks with equal shares, 16-byte loads (4 in flight), warp shuffles, one partial per "
                   "block summed by the last block: deterministic, no atomic on the result",
      .run = run_vec16},
     {.name = "cub",

@@ -4,8 +4,9 @@
  *                   serialize on one address in L2: the rate of one L2 atomic unit, not of HBM.
  *  2. smem_tree   — each block of 256 threads sums its 256 elements in a shared-memory tree (8 halving steps, a
  *                   barrier after each), then adds its sum with one atomicAdd: n/256 atomics.
- *  3. warp_vec16  — one resident wave of blocks, each given an equal contiguous share of the input (so that all
- *                   finish together: no tail of idle SMs); each thread sums sixteen-byte vectors, four loads in
+ *  3. warp_vec16  — a grid of whole resident waves (the caller picks how many), each block given an equal
+ *                   contiguous share of the input (blocks of a wave finish together; a later wave's blocks start
+ *                   on the SMs that finish first, so a slower SM takes fewer shares); each thread sums sixteen-byte vectors, four loads in
  *                   flight at a time, into registers; warps combine with shuffles (no shared memory, no barrier per
  *                   step), each block writes one partial, and the last block to finish (a ticket counter) adds the
  *                   few partials in a fixed order. No atomic on the result: for a given grid (one per GPU model)
