@@ -16,6 +16,7 @@
  *   decode_split_mma.cu     the same split with the GQA group as the rows of mma.sync tiles
  *   decode_balanced_mma.cu  the mma tile step on a persistent grid, all pairs' tiles cut evenly among the CTAs
  *   decode_balanced_pages.cu the same grid, a CTA computing all kv heads of its tokens: whole pages per stage
+ *   decode_read.cu          read-only references over the K/V caches (a stream, the per-head rows' pattern)
  *
  * Every launcher enqueues on `stream`, never synchronises and returns the launch's cudaError_t (the cuBLAS steps
  * of the baseline return their cublasStatus_t). */
@@ -157,6 +158,25 @@ int pl_decode_pages_ctas(const pl_decode_problem *p, int sm_count);
 size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, int ctas);
 cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
                                      cudaStream_t stream);
+
+/* Balanced deep (decode_balanced_mma.cu): balanced_mma with each stage refilled as soon as the CTA is done with it,
+ * before the wait for the next tile (three 64-token tiles in flight, not two). balanced_mma's grid and workspace. */
+cudaError_t pl_decode_balanced_deep(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                    cudaStream_t stream);
+
+/* Rows deep (decode_balanced_pages.cu): balanced_pages with CTAs of four warps (two an SM), a block of up to 4 kv
+ * heads each (1 KB of each token's rows at head_dim 128), and balanced_deep's early refill. Its own grid and
+ * workspace. */
+int pl_decode_rows_ctas(const pl_decode_problem *p, int sm_count);
+size_t pl_decode_rows_workspace_bytes(const pl_decode_problem *p, int ctas);
+cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                cudaStream_t stream);
+
+/* Read-only references (decode_read.cu): every 32-bit word of the K and V caches (`pages` pages each) XORed into
+ * *out (device memory, zeroed first). head_rows 0: a flat grid-stride stream of `ctas` CTAs; 1: the per-head
+ * decode kernels' pattern, the CTAs of each kv head reading only its rows. */
+cudaError_t pl_decode_read(const pl_decode_problem *p, int pages, int head_rows, int ctas, uint32_t *out,
+                           cudaStream_t stream);
 
 /* *count = the number of 32-bit words in which a and b differ (compare_words.cu; count is device memory). */
 cudaError_t pl_attn_count_diff_u32(const uint32_t *a, const uint32_t *b, size_t n, unsigned long long *count,

@@ -27,13 +27,13 @@
 #include "attention/decode_balanced.cuh"
 #include "attention/decode_mma_tile.cuh"
 
-#define DP_THREADS 256
-#define DP_WARPS   (DP_THREADS / 32) /* the most kv heads a block holds */
-#define DP_TILE    16                /* tokens per stage */
-#define DP_STAGES  3
+#define DP_WARPS  8  /* balanced_pages: warps a CTA, the most kv heads a block holds */
+#define DR_WARPS  4  /* rows_deep: the same with four, two CTAs an SM */
+#define DP_TILE   16 /* tokens per stage */
+#define DP_STAGES 3
 
-template <int D> struct dp_smem {
-    static constexpr int row_bytes = DP_WARPS * D * 2; /* one token's rows of the block's heads */
+template <int D, int NW> struct dp_smem {
+    static constexpr int row_bytes = NW * D * 2; /* one token's rows of the block's heads */
     static constexpr int kv_bytes = DP_TILE * row_bytes;
     static constexpr int stage_bytes = 2 * kv_bytes; /* K, then V */
     static constexpr int bytes = DP_STAGES * stage_bytes;
@@ -47,14 +47,40 @@ struct dp_args {
 };
 
 /* Stage of tokens [t0, t0 + 16) of a sequence of `len` tokens, the heads of block blk: K and V, zeros past len. */
-template <int D, bool EF>
+template <int D, bool EF, int NW>
 __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, const int *table, int blk, int t0,
                                              int len, uint64_t policy)
 {
     constexpr int CPH = D / 8; /* 16-byte chunks per head row */
     const pl_decode_problem &p = a.p;
+    if (a.w.hb == NW) { /* a full block: each thread keeps its head and chunk, the token's page by increments */
+        constexpr int CPT = NW * CPH, TPP = NW * 32 / CPT; /* chunks per token, tokens per pass (< any page) */
+        const int tok0 = threadIdx.x / CPT, rem = threadIdx.x % CPT, ch = rem % CPH;
+        const long long col = (long long)(blk * NW + rem / CPH) * D + ch * 8;
+        int t = t0 + tok0, pg = t / p.page_size, off = t - pg * p.page_size;
+#pragma unroll
+        for (int i = 0; i < DP_TILE / TPP; i++) {
+            const int tok = tok0 + i * TPP;
+            const uint16_t *ks = p.k_cache, *vs = p.v_cache;
+            if (t < len) {
+                const long long row = ((long long)table[pg] * p.page_size + off) * p.kv_heads;
+                ks += row * D + col;
+                vs += row * D + col;
+            }
+            const uint32_t dst = stage + (rem / CPH) * D * 2 + dm_swz(tok, ch, dp_smem<D, NW>::row_bytes);
+            dm_cp_async16<EF>(dst, ks, t < len ? 16 : 0, policy);
+            dm_cp_async16<EF>(dst + dp_smem<D, NW>::kv_bytes, vs, t < len ? 16 : 0, policy);
+            t += TPP;
+            off += TPP;
+            if (off >= p.page_size) {
+                off -= p.page_size;
+                pg++;
+            }
+        }
+        return;
+    }
     const int cpt = a.w.hb * CPH, n = DP_TILE * cpt;
-    for (int q = threadIdx.x; q < n; q += DP_THREADS) {
+    for (int q = threadIdx.x; q < n; q += NW * 32) {
         const int tok = q / cpt, rem = q - tok * cpt, h = rem / CPH, ch = rem % CPH, t = t0 + tok;
         const uint16_t *ks = p.k_cache, *vs = p.v_cache;
         if (t < len) {
@@ -63,9 +89,9 @@ __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, c
             ks += row * D + ch * 8;
             vs += row * D + ch * 8;
         }
-        const uint32_t dst = stage + h * D * 2 + dm_swz(tok, ch, dp_smem<D>::row_bytes);
+        const uint32_t dst = stage + h * D * 2 + dm_swz(tok, ch, dp_smem<D, NW>::row_bytes);
         dm_cp_async16<EF>(dst, ks, t < len ? 16 : 0, policy);
-        dm_cp_async16<EF>(dst + dp_smem<D>::kv_bytes, vs, t < len ? 16 : 0, policy);
+        dm_cp_async16<EF>(dst + dp_smem<D, NW>::kv_bytes, vs, t < len ? 16 : 0, policy);
     }
 }
 
@@ -96,9 +122,13 @@ __device__ __forceinline__ void dp_finish(const dp_args &a, dm_state<D> &st, int
         reinterpret_cast<float2 *>(a.w.ml)[k] = make_float2(st.m, st.l);
 }
 
-template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decode_balanced_pages_kernel(const dp_args a)
+/* NW warps a CTA (8: balanced_pages, one CTA an SM; 4: rows_deep, two). EARLY (rows_deep): each stage's refill is
+ * issued as soon as every warp is done with it, before the wait for the next tile (three tiles in flight while
+ * the CTA waits, not two), at the cost of a second barrier per tile. */
+template <int D, bool EF, int NW, bool EARLY>
+__global__ void __launch_bounds__(NW * 32, 8 / NW) decode_balanced_pages_kernel(const dp_args a)
 {
-    typedef dp_smem<D> sm;
+    typedef dp_smem<D, NW> sm;
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ db_scan_smem scan_sm;
     const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
@@ -106,7 +136,7 @@ template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decod
     const int c = blockIdx.x, warp = threadIdx.x >> 5;
     long long lo, hi, total;
     db_cursor cc, ld; /* the computation's position (h: the head block) and the loads' */
-    if (!db_find_start<DP_THREADS, DP_TILE>(p, a.w.blocks, a.ctas, &scan_sm, &lo, &hi, &total, &cc)) {
+    if (!db_find_start<NW * 32, DP_TILE>(p, a.w.blocks, a.ctas, &scan_sm, &lo, &hi, &total, &cc)) {
         db_mark_empty(a.w, c);
         return;
     }
@@ -115,11 +145,12 @@ template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decod
     const uint64_t policy = EF ? dm_policy_evict_first() : 0;
     const int active = warp < a.w.hb; /* this warp has a kv head */
 
+    constexpr int PRE = EARLY ? DP_STAGES : DP_STAGES - 1; /* tiles loaded before the loop */
 #pragma unroll
-    for (int s = 0; s < DP_STAGES - 1; s++) {
+    for (int s = 0; s < PRE; s++) {
         if (s < count) {
-            dp_load_tile<D, EF>(sbase + s * sm::stage_bytes, a, p.block_table + (long long)ld.b * p.max_pages, ld.h,
-                                ld.tile * DP_TILE, ld.len, policy);
+            dp_load_tile<D, EF, NW>(sbase + s * sm::stage_bytes, a, p.block_table + (long long)ld.b * p.max_pages, ld.h,
+                                    ld.tile * DP_TILE, ld.len, policy);
             db_advance<DP_TILE>(ld, p);
         }
         cp_async_commit();
@@ -129,14 +160,17 @@ template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decod
     dm_state<D> st;
     int seg_first = 0; /* the index (from lo) of the current pair's first tile in this range */
     for (int i = 0; i < count; i++) {
-        cp_async_wait<DP_STAGES - 2>();
-        __syncthreads(); /* tile i visible; every warp is done with the stage refilled next */
-        if (i + DP_STAGES - 1 < count) {
-            dp_load_tile<D, EF>(sbase + ((i + DP_STAGES - 1) % DP_STAGES) * sm::stage_bytes, a,
-                                p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE, ld.len, policy);
-            db_advance<DP_TILE>(ld, p);
+        cp_async_wait<PRE - 1>();
+        __syncthreads(); /* tile i visible; (not EARLY) every warp is done with the stage refilled next */
+        if (!EARLY) {
+            if (i + DP_STAGES - 1 < count) {
+                dp_load_tile<D, EF, NW>(sbase + ((i + DP_STAGES - 1) % DP_STAGES) * sm::stage_bytes, a,
+                                        p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE, ld.len,
+                                        policy);
+                db_advance<DP_TILE>(ld, p);
+            }
+            cp_async_commit();
         }
-        cp_async_commit();
         if (i == 0 || cc.tile == 0) { /* a pair starts */
             seg_first = i;
             if (active)
@@ -155,25 +189,46 @@ template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decod
             dp_finish<D>(a, st, cc.b, cc.h * a.w.hb + warp, last_of_pair && cc.tile == i - seg_first,
                          seg_first == 0 ? 0 : 1);
         db_advance<DP_TILE>(cc, p);
+        if (EARLY) {
+            __syncthreads(); /* every warp is done with tile i's stage: refill it with tile i + 3 */
+            if (i + DP_STAGES < count) {
+                dp_load_tile<D, EF, NW>(sbase + (i % DP_STAGES) * sm::stage_bytes, a,
+                                        p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE, ld.len,
+                                        policy);
+                db_advance<DP_TILE>(ld, p);
+            }
+            cp_async_commit();
+        }
     }
     cp_async_wait<0>();
 }
 
-/* kv heads per block: the largest divisor of kv_heads up to DP_WARPS. */
-static int dp_heads_per_block(int kv_heads)
+/* kv heads per block: the largest divisor of kv_heads up to nw. */
+static int dp_heads_per_block(int kv_heads, int nw)
 {
-    for (int hb = DP_WARPS; hb > 1; hb--)
+    for (int hb = nw; hb > 1; hb--)
         if (kv_heads % hb == 0)
             return hb;
     return 1;
 }
 
+template <int NW> static int pages_ctas(const pl_decode_problem *p, int sm_count)
+{
+    const int per_sm = p->head_dim == 64 ? db_ctas_per_sm(decode_balanced_pages_kernel<64, false, NW, NW == DR_WARPS>,
+                                                          NW * 32, dp_smem<64, NW>::bytes)
+                                         : db_ctas_per_sm(decode_balanced_pages_kernel<128, false, NW, NW == DR_WARPS>,
+                                                          NW * 32, dp_smem<128, NW>::bytes);
+    return db_grid(per_sm, sm_count, p->kv_heads / dp_heads_per_block(p->kv_heads, NW));
+}
+
 extern "C" int pl_decode_pages_ctas(const pl_decode_problem *p, int sm_count)
 {
-    const int per_sm = p->head_dim == 64
-                           ? db_ctas_per_sm(decode_balanced_pages_kernel<64, false>, DP_THREADS, dp_smem<64>::bytes)
-                           : db_ctas_per_sm(decode_balanced_pages_kernel<128, false>, DP_THREADS, dp_smem<128>::bytes);
-    return db_grid(per_sm, sm_count, p->kv_heads / dp_heads_per_block(p->kv_heads));
+    return pages_ctas<DP_WARPS>(p, sm_count);
+}
+
+extern "C" int pl_decode_rows_ctas(const pl_decode_problem *p, int sm_count)
+{
+    return pages_ctas<DR_WARPS>(p, sm_count);
 }
 
 extern "C" size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, int ctas)
@@ -181,14 +236,21 @@ extern "C" size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, in
     return db_workspace_bytes(p, ctas, DP_WARPS);
 }
 
-template <int D, bool EF> static cudaError_t launch_pages(const dp_args &a, cudaStream_t stream)
+extern "C" size_t pl_decode_rows_workspace_bytes(const pl_decode_problem *p, int ctas)
 {
-    return db_launch<D>(decode_balanced_pages_kernel<D, EF>, a, a.ctas, DP_THREADS, dp_smem<D>::bytes, a.p, a.group,
-                        a.w, stream);
+    return db_workspace_bytes(p, ctas, DR_WARPS);
 }
 
-extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
-                                                cudaStream_t stream)
+template <int D, bool EF, int NW> static cudaError_t launch_pages(const dp_args &a, cudaStream_t stream)
+{
+    return db_launch<D>(decode_balanced_pages_kernel<D, EF, NW, NW == DR_WARPS>, a, a.ctas, NW * 32,
+                        dp_smem<D, NW>::bytes, a.p, a.group, a.w, stream);
+}
+
+/* NW = 8: balanced_pages; NW = 4: rows_deep (with the early refill). */
+template <int NW>
+static cudaError_t pages_run(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                             cudaStream_t stream)
 {
     char why[160];
     if (!pl_decode_problem_valid(p, why, sizeof why) || ctas < 1 || !workspace || ((uintptr_t)workspace & 255u) != 0)
@@ -198,8 +260,20 @@ extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int 
     a.group = p->heads / p->kv_heads;
     a.ctas = ctas;
     a.scale_log2 = p->scale * PL_ATTN_LOG2E;
-    a.w = db_carve(workspace, p, ctas, DP_WARPS, dp_heads_per_block(p->kv_heads));
+    a.w = db_carve(workspace, p, ctas, NW, dp_heads_per_block(p->kv_heads, NW));
     if (p->head_dim == 64)
-        return evict_first ? launch_pages<64, true>(a, stream) : launch_pages<64, false>(a, stream);
-    return evict_first ? launch_pages<128, true>(a, stream) : launch_pages<128, false>(a, stream);
+        return evict_first ? launch_pages<64, true, NW>(a, stream) : launch_pages<64, false, NW>(a, stream);
+    return evict_first ? launch_pages<128, true, NW>(a, stream) : launch_pages<128, false, NW>(a, stream);
+}
+
+extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                                cudaStream_t stream)
+{
+    return pages_run<DP_WARPS>(p, ctas, evict_first, workspace, stream);
+}
+
+extern "C" cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                           cudaStream_t stream)
+{
+    return pages_run<DR_WARPS>(p, ctas, evict_first, workspace, stream);
 }
