@@ -20,6 +20,7 @@ typedef struct decode_state {
     int max_len, chunk, pages;
     int ctas, pages_ctas, rows_ctas, evict_first; /* the balanced kernels' grids, their L2 hint */
     int read_ctas;                                /* the read-only references' grid */
+    int rows_warps;                               /* rows_deep's warps a CTA */
     int *lens_host;
     size_t o_elems, cache_elems;
     double *ref; /* [batch][heads][head_dim] float64 */
@@ -96,6 +97,12 @@ static const pl_param_def decode_params[] = {
      .help = "1: balanced_mma's and balanced_pages' K/V loads carry an L2 evict-first hint",
      .min = 0,
      .max = 1},
+    {.name = "rows-warps",
+     .type = PL_PARAM_INT,
+     .default_value = "4",
+     .help = "rows_deep's warps a CTA: 4 (two CTAs an SM, 4 kv heads each) or 8 (one, 8 kv heads)",
+     .min = 4,
+     .max = 8},
     {.name = "scale",
      .type = PL_PARAM_FLOAT,
      .default_value = "0",
@@ -171,7 +178,11 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->evict_first = (int)pl_param_int(params, "evict-first");
     s->ctas = pl_decode_balanced_ctas(p, ctx->device->sm_count);
     s->pages_ctas = pl_decode_pages_ctas(p, ctx->device->sm_count);
-    s->rows_ctas = pl_decode_rows_ctas(p, ctx->device->sm_count);
+    s->rows_warps = (int)pl_param_int(params, "rows-warps");
+    if (s->rows_warps != 4 && s->rows_warps != 8)
+        return pl_fail(ctx, "attention:decode_paged: --rows-warps %d: use 4 (two CTAs an SM) or 8 (one)",
+                       s->rows_warps);
+    s->rows_ctas = pl_decode_rows_ctas(p, s->rows_warps, ctx->device->sm_count);
     s->read_ctas = 8 * (ctx->device->sm_count > 0 ? ctx->device->sm_count : 1);
     if (s->ctas < 1 || s->pages_ctas < 1 || s->rows_ctas < 1)
         return pl_fail(ctx, "attention:decode_paged: no CTA of balanced_mma, balanced_pages or rows_deep fits an SM "
@@ -185,7 +196,7 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->workspace = pl_device_alloc(ctx, pl_decode_split_workspace_bytes(p, s->max_len, s->chunk));
     s->bal_ws = pl_device_alloc(ctx, pl_decode_balanced_workspace_bytes(p, s->ctas));
     s->pages_ws = pl_device_alloc(ctx, pl_decode_pages_workspace_bytes(p, s->pages_ctas));
-    s->rows_ws = pl_device_alloc(ctx, pl_decode_rows_workspace_bytes(p, s->rows_ctas));
+    s->rows_ws = pl_device_alloc(ctx, pl_decode_rows_workspace_bytes(p, s->rows_warps, s->rows_ctas));
     s->read_xor = pl_device_alloc(ctx, sizeof *s->read_xor);
     s->copy_dst = pl_device_alloc(ctx, s->cache_elems * 2);
     s->diff = pl_device_alloc(ctx, sizeof *s->diff);
@@ -314,7 +325,7 @@ static int run_rows_deep(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
     s->last_was_copy = 0;
-    PL_CUDA(ctx, pl_decode_rows_deep(&s->p, s->rows_ctas, s->evict_first, s->rows_ws, ctx->stream));
+    PL_CUDA(ctx, pl_decode_rows_deep(&s->p, s->rows_warps, s->rows_ctas, s->evict_first, s->rows_ws, ctx->stream));
     return 0;
 }
 

@@ -164,12 +164,12 @@ cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int e
 cudaError_t pl_decode_balanced_deep(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
                                     cudaStream_t stream);
 
-/* Rows deep (decode_balanced_pages.cu): balanced_pages with CTAs of four warps (two an SM), a block of up to 4 kv
- * heads each (1 KB of each token's rows at head_dim 128), and balanced_deep's early refill. Its own grid and
- * workspace. */
-int pl_decode_rows_ctas(const pl_decode_problem *p, int sm_count);
-size_t pl_decode_rows_workspace_bytes(const pl_decode_problem *p, int ctas);
-cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+/* Rows deep (decode_balanced_pages.cu): balanced_pages with balanced_deep's early refill, in CTAs of `warps` warps
+ * (4: two CTAs an SM, a block of up to 4 kv heads each, 1 KB of each token's rows at head_dim 128; 8: one CTA an
+ * SM, blocks of up to 8). Its own grid and workspace for each warp count. */
+int pl_decode_rows_ctas(const pl_decode_problem *p, int warps, int sm_count);
+size_t pl_decode_rows_workspace_bytes(const pl_decode_problem *p, int warps, int ctas);
+cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int warps, int ctas, int evict_first, void *workspace,
                                 cudaStream_t stream);
 
 /* Read-only references (decode_read.cu): every 32-bit word of the K and V caches (`pages` pages each) XORed into

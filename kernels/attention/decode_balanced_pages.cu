@@ -28,7 +28,7 @@
 #include "attention/decode_mma_tile.cuh"
 
 #define DP_WARPS  8  /* balanced_pages: warps a CTA, the most kv heads a block holds */
-#define DR_WARPS  4  /* rows_deep: the same with four, two CTAs an SM */
+#define DR_WARPS  4  /* rows_deep's default: the same with four, two CTAs an SM */
 #define DP_TILE   16 /* tokens per stage */
 #define DP_STAGES 3
 
@@ -122,7 +122,7 @@ __device__ __forceinline__ void dp_finish(const dp_args &a, dm_state<D> &st, int
         reinterpret_cast<float2 *>(a.w.ml)[k] = make_float2(st.m, st.l);
 }
 
-/* NW warps a CTA (8: balanced_pages, one CTA an SM; 4: rows_deep, two). EARLY (rows_deep): each stage's refill is
+/* NW warps a CTA (8: one CTA an SM; 4: two). EARLY (rows_deep): each stage's refill is
  * issued as soon as every warp is done with it, before the wait for the next tile (three tiles in flight while
  * the CTA waits, not two), at the cost of a second barrier per tile. */
 template <int D, bool EF, int NW, bool EARLY>
@@ -212,23 +212,23 @@ static int dp_heads_per_block(int kv_heads, int nw)
     return 1;
 }
 
-template <int NW> static int pages_ctas(const pl_decode_problem *p, int sm_count)
+template <int NW, bool EARLY> static int pages_ctas(const pl_decode_problem *p, int sm_count)
 {
-    const int per_sm = p->head_dim == 64 ? db_ctas_per_sm(decode_balanced_pages_kernel<64, false, NW, NW == DR_WARPS>,
-                                                          NW * 32, dp_smem<64, NW>::bytes)
-                                         : db_ctas_per_sm(decode_balanced_pages_kernel<128, false, NW, NW == DR_WARPS>,
-                                                          NW * 32, dp_smem<128, NW>::bytes);
+    const int per_sm =
+        p->head_dim == 64
+            ? db_ctas_per_sm(decode_balanced_pages_kernel<64, false, NW, EARLY>, NW * 32, dp_smem<64, NW>::bytes)
+            : db_ctas_per_sm(decode_balanced_pages_kernel<128, false, NW, EARLY>, NW * 32, dp_smem<128, NW>::bytes);
     return db_grid(per_sm, sm_count, p->kv_heads / dp_heads_per_block(p->kv_heads, NW));
 }
 
 extern "C" int pl_decode_pages_ctas(const pl_decode_problem *p, int sm_count)
 {
-    return pages_ctas<DP_WARPS>(p, sm_count);
+    return pages_ctas<DP_WARPS, false>(p, sm_count);
 }
 
-extern "C" int pl_decode_rows_ctas(const pl_decode_problem *p, int sm_count)
+extern "C" int pl_decode_rows_ctas(const pl_decode_problem *p, int warps, int sm_count)
 {
-    return pages_ctas<DR_WARPS>(p, sm_count);
+    return warps == DP_WARPS ? pages_ctas<DP_WARPS, true>(p, sm_count) : pages_ctas<DR_WARPS, true>(p, sm_count);
 }
 
 extern "C" size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, int ctas)
@@ -236,19 +236,19 @@ extern "C" size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, in
     return db_workspace_bytes(p, ctas, DP_WARPS);
 }
 
-extern "C" size_t pl_decode_rows_workspace_bytes(const pl_decode_problem *p, int ctas)
+extern "C" size_t pl_decode_rows_workspace_bytes(const pl_decode_problem *p, int warps, int ctas)
 {
-    return db_workspace_bytes(p, ctas, DR_WARPS);
+    return db_workspace_bytes(p, ctas, warps == DP_WARPS ? DP_WARPS : DR_WARPS);
 }
 
-template <int D, bool EF, int NW> static cudaError_t launch_pages(const dp_args &a, cudaStream_t stream)
+template <int D, bool EF, int NW, bool EARLY> static cudaError_t launch_pages(const dp_args &a, cudaStream_t stream)
 {
-    return db_launch<D>(decode_balanced_pages_kernel<D, EF, NW, NW == DR_WARPS>, a, a.ctas, NW * 32,
-                        dp_smem<D, NW>::bytes, a.p, a.group, a.w, stream);
+    return db_launch<D>(decode_balanced_pages_kernel<D, EF, NW, EARLY>, a, a.ctas, NW * 32, dp_smem<D, NW>::bytes, a.p,
+                        a.group, a.w, stream);
 }
 
-/* NW = 8: balanced_pages; NW = 4: rows_deep (with the early refill). */
-template <int NW>
+/* NW = 8 without EARLY: balanced_pages; rows_deep: NW = 4 or 8, with the early refill. */
+template <int NW, bool EARLY>
 static cudaError_t pages_run(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
                              cudaStream_t stream)
 {
@@ -262,18 +262,22 @@ static cudaError_t pages_run(const pl_decode_problem *p, int ctas, int evict_fir
     a.scale_log2 = p->scale * PL_ATTN_LOG2E;
     a.w = db_carve(workspace, p, ctas, NW, dp_heads_per_block(p->kv_heads, NW));
     if (p->head_dim == 64)
-        return evict_first ? launch_pages<64, true, NW>(a, stream) : launch_pages<64, false, NW>(a, stream);
-    return evict_first ? launch_pages<128, true, NW>(a, stream) : launch_pages<128, false, NW>(a, stream);
+        return evict_first ? launch_pages<64, true, NW, EARLY>(a, stream)
+                           : launch_pages<64, false, NW, EARLY>(a, stream);
+    return evict_first ? launch_pages<128, true, NW, EARLY>(a, stream) : launch_pages<128, false, NW, EARLY>(a, stream);
 }
 
 extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
                                                 cudaStream_t stream)
 {
-    return pages_run<DP_WARPS>(p, ctas, evict_first, workspace, stream);
+    return pages_run<DP_WARPS, false>(p, ctas, evict_first, workspace, stream);
 }
 
-extern "C" cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
-                                           cudaStream_t stream)
+extern "C" cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int warps, int ctas, int evict_first,
+                                           void *workspace, cudaStream_t stream)
 {
-    return pages_run<DR_WARPS>(p, ctas, evict_first, workspace, stream);
+    if (warps != DR_WARPS && warps != DP_WARPS)
+        return cudaErrorInvalidValue;
+    return warps == DP_WARPS ? pages_run<DP_WARPS, true>(p, ctas, evict_first, workspace, stream)
+                             : pages_run<DR_WARPS, true>(p, ctas, evict_first, workspace, stream);
 }
