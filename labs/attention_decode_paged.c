@@ -21,6 +21,7 @@ typedef struct decode_state {
     int ctas, pages_ctas, rows_ctas, evict_first; /* the balanced kernels' grids, their L2 hint */
     int read_ctas;                                /* the read-only references' grid */
     int rows_warps;                               /* rows_deep's warps a CTA */
+    int read_heads;                               /* read_head_rows' kv heads a CTA */
     int *lens_host;
     size_t o_elems, cache_elems;
     double *ref; /* [batch][heads][head_dim] float64 */
@@ -103,6 +104,13 @@ static const pl_param_def decode_params[] = {
      .help = "rows_deep's warps a CTA: 4 (two CTAs an SM, 4 kv heads each) or 8 (one, 8 kv heads)",
      .min = 4,
      .max = 8},
+    {.name = "read-heads",
+     .type = PL_PARAM_INT,
+     .default_value = "1",
+     .help = "read_head_rows' kv heads a CTA (a divisor of kv-heads): 1 the per-head kernels' pattern, 4 or 8 "
+             "rows_deep's",
+     .min = 1,
+     .max = 8},
     {.name = "scale",
      .type = PL_PARAM_FLOAT,
      .default_value = "0",
@@ -182,6 +190,10 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     if (s->rows_warps != 4 && s->rows_warps != 8)
         return pl_fail(ctx, "attention:decode_paged: --rows-warps %d: use 4 (two CTAs an SM) or 8 (one)",
                        s->rows_warps);
+    s->read_heads = (int)pl_param_int(params, "read-heads");
+    if (p->kv_heads % s->read_heads != 0)
+        return pl_fail(ctx, "attention:decode_paged: --read-heads %d does not divide --kv-heads %d: use a divisor",
+                       s->read_heads, p->kv_heads);
     s->rows_ctas = pl_decode_rows_ctas(p, s->rows_warps, ctx->device->sm_count);
     s->read_ctas = 8 * (ctx->device->sm_count > 0 ? ctx->device->sm_count : 1);
     if (s->ctas < 1 || s->pages_ctas < 1 || s->rows_ctas < 1)
@@ -330,10 +342,10 @@ static int run_rows_deep(pl_ctx *ctx, void *state)
 }
 
 /* The read ceilings: K and V read once, nothing written (a flat stream; the per-head kernels' row pattern). */
-static int run_read(pl_ctx *ctx, decode_state *s, int head_rows)
+static int run_read(pl_ctx *ctx, decode_state *s, int hb)
 {
     s->last_was_copy = 2;
-    PL_CUDA(ctx, pl_decode_read(&s->p, s->pages, head_rows, s->read_ctas, s->read_xor, ctx->stream));
+    PL_CUDA(ctx, pl_decode_read(&s->p, s->pages, hb, s->read_ctas, s->read_xor, ctx->stream));
     return 0;
 }
 
@@ -344,7 +356,7 @@ static int run_read_stream(pl_ctx *ctx, void *state)
 
 static int run_read_head_rows(pl_ctx *ctx, void *state)
 {
-    return run_read(ctx, state, 1);
+    return run_read(ctx, state, ((decode_state *)state)->read_heads);
 }
 
 /* The HBM ceiling for the same bytes: the K cache copied (K bytes read + K bytes written = the K and V bytes the

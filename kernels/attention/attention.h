@@ -173,10 +173,9 @@ cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int warps, int ctas,
                                 cudaStream_t stream);
 
 /* Read-only references (decode_read.cu): every 32-bit word of the K and V caches (`pages` pages each) XORed into
- * *out (device memory, zeroed first). head_rows 0: a flat grid-stride stream of `ctas` CTAs; 1: the per-head
- * decode kernels' pattern, the CTAs of each kv head reading only its rows. */
-cudaError_t pl_decode_read(const pl_decode_problem *p, int pages, int head_rows, int ctas, uint32_t *out,
-                           cudaStream_t stream);
+ * *out (device memory, zeroed first). hb 0: a flat grid-stride stream of `ctas` CTAs; hb > 0 (dividing kv_heads):
+ * the per-head kernels' pattern, the CTAs of each block of hb kv heads reading only its rows. */
+cudaError_t pl_decode_read(const pl_decode_problem *p, int pages, int hb, int ctas, uint32_t *out, cudaStream_t stream);
 
 /* *count = the number of 32-bit words in which a and b differ (compare_words.cu; count is device memory). */
 cudaError_t pl_attn_count_diff_u32(const uint32_t *a, const uint32_t *b, size_t n, unsigned long long *count,

@@ -54,9 +54,11 @@ static const char *const decode_cases[] = {
     /* rows_deep and balanced_pages' full-block loader: page 24 (a 16-token stage crosses a page at any offset),
      * lengths 1 to 999; head_dim 64 with 4 kv heads (one full block of rows_deep, four tokens a pass) */
     "--batch 5 --heads 32 --kv-heads 8 --head-dim 128 --kv-len 999 --len-spread 1 --page-size 24",
-    "--batch 4 --heads 8 --kv-heads 4 --head-dim 64 --kv-len 333 --len-spread 1 --page-size 40 --evict-first 1",
-    /* rows_deep in CTAs of 8 warps (one block of all 8 kv heads) */
-    "--batch 3 --heads 24 --kv-heads 8 --head-dim 128 --kv-len 1500 --len-spread 1 --page-size 16 --rows-warps 8",
+    "--batch 4 --heads 8 --kv-heads 4 --head-dim 64 --kv-len 333 --len-spread 1 --page-size 40 --evict-first 1 "
+    "--read-heads 4",
+    /* rows_deep in CTAs of 8 warps (one block of all 8 kv heads); the read reference over whole token rows */
+    "--batch 3 --heads 24 --kv-heads 8 --head-dim 128 --kv-len 1500 --len-spread 1 --page-size 16 --rows-warps 8 "
+    "--read-heads 8",
 };
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
