@@ -21,6 +21,7 @@ typedef struct decode_state {
     int ctas, pages_ctas, rows_ctas, evict_first; /* the balanced kernels' grids, their L2 hint */
     int read_ctas;                                /* the read-only references' grid */
     int rows_warps;                               /* rows_deep's warps a CTA */
+    int bulk_ctas;                                /* rows_bulk's grid */
     int read_heads;                               /* read_head_rows' kv heads a CTA */
     int *lens_host;
     size_t o_elems, cache_elems;
@@ -30,6 +31,7 @@ typedef struct decode_state {
     void *bal_ws;       /* balanced_mma's */
     void *pages_ws;     /* balanced_pages' */
     void *rows_ws;      /* rows_deep's */
+    void *bulk_ws;      /* rows_bulk's */
     uint16_t *copy_dst; /* cuda_memcpy's destination */
     unsigned long long *diff;
     uint32_t *read_xor;     /* the read references' result */
@@ -195,10 +197,12 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
         return pl_fail(ctx, "attention:decode_paged: --read-heads %d does not divide --kv-heads %d: use a divisor",
                        s->read_heads, p->kv_heads);
     s->rows_ctas = pl_decode_rows_ctas(p, s->rows_warps, ctx->device->sm_count);
+    s->bulk_ctas = pl_decode_rows_bulk_ctas(p, ctx->device->sm_count);
     s->read_ctas = 8 * (ctx->device->sm_count > 0 ? ctx->device->sm_count : 1);
-    if (s->ctas < 1 || s->pages_ctas < 1 || s->rows_ctas < 1)
-        return pl_fail(ctx, "attention:decode_paged: no CTA of balanced_mma, balanced_pages or rows_deep fits an SM "
-                            "(the occupancy query failed)");
+    if (s->ctas < 1 || s->pages_ctas < 1 || s->rows_ctas < 1 || s->bulk_ctas < 1)
+        return pl_fail(ctx,
+                       "attention:decode_paged: no CTA of a balanced kernel (balanced_mma, balanced_pages, rows_deep, "
+                       "rows_bulk) fits an SM (the occupancy query failed)");
 
     uint16_t *q = pl_device_alloc(ctx, s->o_elems * 2), *kc = pl_device_alloc(ctx, s->cache_elems * 2),
              *vc = pl_device_alloc(ctx, s->cache_elems * 2);
@@ -209,13 +213,14 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->bal_ws = pl_device_alloc(ctx, pl_decode_balanced_workspace_bytes(p, s->ctas));
     s->pages_ws = pl_device_alloc(ctx, pl_decode_pages_workspace_bytes(p, s->pages_ctas));
     s->rows_ws = pl_device_alloc(ctx, pl_decode_rows_workspace_bytes(p, s->rows_warps, s->rows_ctas));
+    s->bulk_ws = pl_device_alloc(ctx, pl_decode_rows_bulk_workspace_bytes(p, s->bulk_ctas));
     s->read_xor = pl_device_alloc(ctx, sizeof *s->read_xor);
     s->copy_dst = pl_device_alloc(ctx, s->cache_elems * 2);
     s->diff = pl_device_alloc(ctx, sizeof *s->diff);
     s->ref = pl_host_alloc(ctx, s->o_elems * sizeof(double));
     s->o_host = pl_host_alloc(ctx, s->o_elems * 2);
     if (!q || !kc || !vc || !table_dev || !lens_dev || !p->o || !s->workspace || !s->bal_ws || !s->pages_ws ||
-        !s->rows_ws || !s->read_xor || !s->copy_dst || !s->diff || !s->ref || !s->o_host)
+        !s->rows_ws || !s->bulk_ws || !s->read_xor || !s->copy_dst || !s->diff || !s->ref || !s->o_host)
         return -1;
     PL_TRY(pl_fill_uniform_bf16(ctx, q, s->o_elems, -2.0f, 2.0f, STREAM_Q));
     PL_TRY(pl_fill_uniform_bf16(ctx, kc, s->cache_elems, -2.0f, 2.0f, STREAM_K));
@@ -341,6 +346,14 @@ static int run_rows_deep(pl_ctx *ctx, void *state)
     return 0;
 }
 
+static int run_rows_bulk(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    s->last_was_copy = 0;
+    PL_CUDA(ctx, pl_decode_rows_bulk(&s->p, s->bulk_ctas, s->evict_first, s->bulk_ws, ctx->stream));
+    return 0;
+}
+
 /* The read ceilings: K and V read once, nothing written (a flat stream; the per-head kernels' row pattern). */
 static int run_read(pl_ctx *ctx, decode_state *s, int hb)
 {
@@ -402,6 +415,11 @@ static const pl_variant decode_variants[] = {
                   "per token), with balanced_deep's early refill",
      .run = run_rows_deep,
      .req = {.needs_gpu = 1, .min_cc = 80}},
+    {.name = "rows_bulk",
+     .technique = "rows_deep (4 warps, 4 kv heads a CTA, early refill) with each stage's token rows copied by one "
+                  "warp's bulk copies (TMA engine, one per 1 KB row) onto an mbarrier instead of 16-byte cp.async",
+     .run = run_rows_bulk,
+     .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
     {.name = "cuda_memcpy",
      .technique = "cudaMemcpyAsync device-to-device of the K cache (the same bytes moved): the HBM ceiling",
      .run = run_memcpy,

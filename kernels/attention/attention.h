@@ -16,6 +16,7 @@
  *   decode_split_mma.cu     the same split with the GQA group as the rows of mma.sync tiles
  *   decode_balanced_mma.cu  the mma tile step on a persistent grid, all pairs' tiles cut evenly among the CTAs
  *   decode_balanced_pages.cu the same grid, a CTA computing all kv heads of its tokens: whole pages per stage
+ *   decode_rows_bulk.cu     rows_deep's schedule, each stage's token rows copied by bulk copies onto an mbarrier
  *   decode_read.cu          read-only references over the K/V caches (a stream, the per-head rows' pattern)
  *
  * Every launcher enqueues on `stream`, never synchronises and returns the launch's cudaError_t (the cuBLAS steps
@@ -170,6 +171,13 @@ cudaError_t pl_decode_balanced_deep(const pl_decode_problem *p, int ctas, int ev
 int pl_decode_rows_ctas(const pl_decode_problem *p, int warps, int sm_count);
 size_t pl_decode_rows_workspace_bytes(const pl_decode_problem *p, int warps, int ctas);
 cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int warps, int ctas, int evict_first, void *workspace,
+                                cudaStream_t stream);
+
+/* Rows bulk (decode_rows_bulk.cu, sm_90+): rows_deep's four-warp schedule with each stage's token rows brought in by
+ * bulk copies (one per token row of the block, K and V) completing on an mbarrier. Its own grid and workspace. */
+int pl_decode_rows_bulk_ctas(const pl_decode_problem *p, int sm_count);
+size_t pl_decode_rows_bulk_workspace_bytes(const pl_decode_problem *p, int ctas);
+cudaError_t pl_decode_rows_bulk(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
                                 cudaStream_t stream);
 
 /* Read-only references (decode_read.cu): every 32-bit word of the K and V caches (`pages` pages each) XORed into

@@ -39,13 +39,6 @@ template <int D, int NW> struct dp_smem {
     static constexpr int bytes = DP_STAGES * stage_bytes;
 };
 
-struct dp_args {
-    pl_decode_problem p;
-    int group, ctas;
-    float scale_log2;
-    db_work w; /* hb kv heads per block (divides kv_heads, <= 8), DP_WARPS of them per slot */
-};
-
 /* Stage of tokens [t0, t0 + 16) of a sequence of `len` tokens, the heads of block blk: K and V, zeros past len. */
 template <int D, bool EF, int NW>
 __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, const int *table, int blk, int t0,
@@ -93,33 +86,6 @@ __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, c
         dm_cp_async16<EF>(dst, ks, t < len ? 16 : 0, policy);
         dm_cp_async16<EF>(dst + dp_smem<D, NW>::kv_bytes, vs, t < len ? 16 : 0, policy);
     }
-}
-
-/* The end of a warp's pair (or of its part of one): O itself when the CTA computed the whole pair, else the
- * partial (max, sum, unnormalised output) of each head of the group in the CTA's slot. */
-template <int D>
-__device__ __forceinline__ void dp_finish(const dp_args &a, dm_state<D> &st, int b, int kvh, int whole, int slot)
-{
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, qd = lane & 3;
-    st.l += __shfl_xor_sync(0xffffffffu, st.l, 1);
-    st.l += __shfl_xor_sync(0xffffffffu, st.l, 2);
-    if (g >= a.group)
-        return;
-    if (whole) {
-        uint32_t *o = reinterpret_cast<uint32_t *>(a.p.o + ((long long)b * a.p.heads + kvh * a.group + g) * D);
-        const float inv = 1.0f / st.l;
-#pragma unroll
-        for (int dt = 0; dt < D / 8; dt++)
-            o[(dt * 8 + 2 * qd) / 2] = attn_pack_bf16(st.o[dt][0] * inv, st.o[dt][1] * inv);
-        return;
-    }
-    const long long k = db_slot(a.w, blockIdx.x, slot, warp, g);
-    float2 *o = reinterpret_cast<float2 *>(a.w.o + k * D);
-#pragma unroll
-    for (int dt = 0; dt < D / 8; dt++)
-        o[(dt * 8 + 2 * qd) / 2] = make_float2(st.o[dt][0], st.o[dt][1]);
-    if (qd == 0)
-        reinterpret_cast<float2 *>(a.w.ml)[k] = make_float2(st.m, st.l);
 }
 
 /* NW warps a CTA (8: one CTA an SM; 4: two). EARLY (rows_deep): each stage's refill is
@@ -201,15 +167,6 @@ __global__ void __launch_bounds__(NW * 32, 8 / NW) decode_balanced_pages_kernel(
         }
     }
     cp_async_wait<0>();
-}
-
-/* kv heads per block: the largest divisor of kv_heads up to nw. */
-static int dp_heads_per_block(int kv_heads, int nw)
-{
-    for (int hb = nw; hb > 1; hb--)
-        if (kv_heads % hb == 0)
-            return hb;
-    return 1;
 }
 
 template <int NW, bool EARLY> static int pages_ctas(const pl_decode_problem *p, int sm_count)
