@@ -100,6 +100,13 @@ static const pl_param_def decode_params[] = {
      .help = "1: balanced_mma's and balanced_pages' K/V loads carry an L2 evict-first hint",
      .min = 0,
      .max = 1},
+    {.name = "waves",
+     .type = PL_PARAM_INT,
+     .default_value = "1",
+     .help = "the balanced kernels' grid, in multiples of the CTAs the GPU holds at once: 1 persistent (one even "
+             "range each), more: shorter ranges that the hardware hands out as CTAs finish",
+     .min = 1,
+     .max = 64},
     {.name = "rows-warps",
      .type = PL_PARAM_INT,
      .default_value = "4",
@@ -199,6 +206,11 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->rows_ctas = pl_decode_rows_ctas(p, s->rows_warps, ctx->device->sm_count);
     s->bulk_ctas = pl_decode_rows_bulk_ctas(p, ctx->device->sm_count);
     s->read_ctas = 8 * (ctx->device->sm_count > 0 ? ctx->device->sm_count : 1);
+    const int waves = (int)pl_param_int(params, "waves");
+    s->ctas *= waves;
+    s->pages_ctas *= waves;
+    s->rows_ctas *= waves;
+    s->bulk_ctas *= waves;
     if (s->ctas < 1 || s->pages_ctas < 1 || s->rows_ctas < 1 || s->bulk_ctas < 1)
         return pl_fail(ctx,
                        "attention:decode_paged: no CTA of a balanced kernel (balanced_mma, balanced_pages, rows_deep, "
@@ -330,14 +342,6 @@ static int run_balanced_pages(pl_ctx *ctx, void *state)
     return 0;
 }
 
-static int run_balanced_deep(pl_ctx *ctx, void *state)
-{
-    decode_state *s = state;
-    s->last_was_copy = 0;
-    PL_CUDA(ctx, pl_decode_balanced_deep(&s->p, s->ctas, s->evict_first, s->bal_ws, ctx->stream));
-    return 0;
-}
-
 static int run_rows_deep(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
@@ -405,14 +409,9 @@ static const pl_variant decode_variants[] = {
                   "each stage is whole contiguous 32 KB pages of K and V instead of 256 B of every 2 KB",
      .run = run_balanced_pages,
      .req = {.needs_gpu = 1, .min_cc = 80}},
-    {.name = "balanced_deep",
-     .technique = "balanced_mma with each stage refilled as soon as the CTA is done with it, before the wait for "
-                  "the next tile: three 32 KB tiles in flight a CTA instead of two",
-     .run = run_balanced_deep,
-     .req = {.needs_gpu = 1, .min_cc = 80}},
     {.name = "rows_deep",
      .technique = "balanced_pages in CTAs of 4 warps, two an SM, each a block of up to 4 kv heads (1 KB contiguous "
-                  "per token), with balanced_deep's early refill",
+                  "per token), each stage refilled before the wait for the next (three in flight)",
      .run = run_rows_deep,
      .req = {.needs_gpu = 1, .min_cc = 80}},
     {.name = "rows_bulk",

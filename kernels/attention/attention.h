@@ -160,12 +160,8 @@ size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, int ctas);
 cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
                                      cudaStream_t stream);
 
-/* Balanced deep (decode_balanced_mma.cu): balanced_mma with each stage refilled as soon as the CTA is done with it,
- * before the wait for the next tile (three 64-token tiles in flight, not two). balanced_mma's grid and workspace. */
-cudaError_t pl_decode_balanced_deep(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
-                                    cudaStream_t stream);
-
-/* Rows deep (decode_balanced_pages.cu): balanced_pages with balanced_deep's early refill, in CTAs of `warps` warps
+/* Rows deep (decode_balanced_pages.cu): balanced_pages with an early refill (each stage refilled as soon as the
+ * warps are done with it, before the wait for the next: three stages in flight, not two), in CTAs of `warps` warps
  * (4: two CTAs an SM, a block of up to 4 kv heads each, 1 KB of each token's rows at head_dim 128; 8: one CTA an
  * SM, blocks of up to 8). Its own grid and workspace for each warp count. */
 int pl_decode_rows_ctas(const pl_decode_problem *p, int warps, int sm_count);

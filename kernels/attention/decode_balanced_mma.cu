@@ -46,11 +46,7 @@ extern "C" size_t pl_decode_balanced_workspace_bytes(const pl_decode_problem *p,
     return db_workspace_bytes(p, ctas, 1);
 }
 
-/* EARLY (balanced_deep): every stage's refill is issued as soon as the four warps are done with it, before the
- * wait for the next tile, so that three tiles (96 KB a CTA, 192 KB an SM) are in flight while a CTA waits, not
- * two; it costs a second barrier per tile. */
-template <int D, bool EF, bool EARLY>
-__global__ void __launch_bounds__(DM_THREADS, 2) decode_balanced_mma_kernel(const db_args a)
+template <int D, bool EF> __global__ void __launch_bounds__(DM_THREADS, 2) decode_balanced_mma_kernel(const db_args a)
 {
     typedef db_smem<D> sm;
     extern __shared__ __align__(128) uint8_t smem[];
@@ -70,9 +66,8 @@ __global__ void __launch_bounds__(DM_THREADS, 2) decode_balanced_mma_kernel(cons
     const int count = (int)(hi - lo);
     const uint64_t policy = EF ? dm_policy_evict_first() : 0;
 
-    constexpr int PRE = EARLY ? DB_STAGES : DB_STAGES - 1; /* tiles loaded before the loop */
 #pragma unroll
-    for (int s = 0; s < PRE; s++) {
+    for (int s = 0; s < DB_STAGES - 1; s++) {
         if (s < count) {
             dm_load_tile<D, EF>(sbase + s * sm::stage_bytes, p, p.block_table + (long long)ld.b * p.max_pages, ld.h,
                                 ld.tile * DM_TILE, ld.len, policy);
@@ -85,17 +80,14 @@ __global__ void __launch_bounds__(DM_THREADS, 2) decode_balanced_mma_kernel(cons
     dm_state<D> st;
     int seg_first = 0; /* the flat index (from lo) of the current pair's first tile in this range */
     for (int i = 0; i < count; i++) {
-        cp_async_wait<PRE - 1>();
-        __syncthreads(); /* tile i visible; (not EARLY) every warp is done with the stage refilled next */
-        if (!EARLY) {
-            if (i + DB_STAGES - 1 < count) {
-                dm_load_tile<D, EF>(sbase + ((i + DB_STAGES - 1) % DB_STAGES) * sm::stage_bytes, p,
-                                    p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DM_TILE, ld.len,
-                                    policy);
-                db_advance<DM_TILE>(ld, p);
-            }
-            cp_async_commit();
+        cp_async_wait<DB_STAGES - 2>();
+        __syncthreads(); /* tile i visible; every warp is done with the stage refilled next */
+        if (i + DB_STAGES - 1 < count) {
+            dm_load_tile<D, EF>(sbase + ((i + DB_STAGES - 1) % DB_STAGES) * sm::stage_bytes, p,
+                                p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DM_TILE, ld.len, policy);
+            db_advance<DM_TILE>(ld, p);
         }
+        cp_async_commit();
         if (i == 0 || cc.tile == 0) { /* a pair starts */
             seg_first = i;
             dm_load_q<D>(qa, p, a.group, cc.b, cc.h);
@@ -132,37 +124,26 @@ __global__ void __launch_bounds__(DM_THREADS, 2) decode_balanced_mma_kernel(cons
             /* the next write of the merge area comes after the next iteration's barrier */
         }
         db_advance<DM_TILE>(cc, p);
-        if (EARLY) {
-            __syncthreads(); /* every warp is done with tile i's stage: refill it with tile i + 3 */
-            if (i + DB_STAGES < count) {
-                dm_load_tile<D, EF>(sbase + (i % DB_STAGES) * sm::stage_bytes, p,
-                                    p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DM_TILE, ld.len,
-                                    policy);
-                db_advance<DM_TILE>(ld, p);
-            }
-            cp_async_commit();
-        }
     }
     cp_async_wait<0>();
 }
 
 extern "C" int pl_decode_balanced_ctas(const pl_decode_problem *p, int sm_count)
 {
-    const int per_sm =
-        p->head_dim == 64
-            ? db_ctas_per_sm(decode_balanced_mma_kernel<64, false, false>, DM_THREADS, db_smem<64>::bytes)
-            : db_ctas_per_sm(decode_balanced_mma_kernel<128, false, false>, DM_THREADS, db_smem<128>::bytes);
+    const int per_sm = p->head_dim == 64
+                           ? db_ctas_per_sm(decode_balanced_mma_kernel<64, false>, DM_THREADS, db_smem<64>::bytes)
+                           : db_ctas_per_sm(decode_balanced_mma_kernel<128, false>, DM_THREADS, db_smem<128>::bytes);
     return db_grid(per_sm, sm_count, p->kv_heads);
 }
 
-template <int D, bool EF, bool EARLY> static cudaError_t launch_balanced(const db_args &a, cudaStream_t stream)
+template <int D, bool EF> static cudaError_t launch_balanced(const db_args &a, cudaStream_t stream)
 {
-    return db_launch<D>(decode_balanced_mma_kernel<D, EF, EARLY>, a, a.ctas, DM_THREADS, db_smem<D>::bytes, a.p,
-                        a.group, a.w, stream);
+    return db_launch<D>(decode_balanced_mma_kernel<D, EF>, a, a.ctas, DM_THREADS, db_smem<D>::bytes, a.p, a.group, a.w,
+                        stream);
 }
 
-static cudaError_t balanced_run(const pl_decode_problem *p, int ctas, int evict_first, int early, void *workspace,
-                                cudaStream_t stream)
+extern "C" cudaError_t pl_decode_balanced_mma(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                              cudaStream_t stream)
 {
     char why[160];
     if (!pl_decode_problem_valid(p, why, sizeof why) || ctas < 1 || !workspace || ((uintptr_t)workspace & 255u) != 0)
@@ -173,27 +154,7 @@ static cudaError_t balanced_run(const pl_decode_problem *p, int ctas, int evict_
     a.ctas = ctas;
     a.scale_log2 = p->scale * PL_ATTN_LOG2E;
     a.w = db_carve(workspace, p, ctas, 1, 1);
-    const int k = (p->head_dim == 64 ? 0 : 4) + (evict_first ? 2 : 0) + (early ? 1 : 0);
-    switch (k) {
-    case 0: return launch_balanced<64, false, false>(a, stream);
-    case 1: return launch_balanced<64, false, true>(a, stream);
-    case 2: return launch_balanced<64, true, false>(a, stream);
-    case 3: return launch_balanced<64, true, true>(a, stream);
-    case 4: return launch_balanced<128, false, false>(a, stream);
-    case 5: return launch_balanced<128, false, true>(a, stream);
-    case 6: return launch_balanced<128, true, false>(a, stream);
-    default: return launch_balanced<128, true, true>(a, stream);
-    }
-}
-
-extern "C" cudaError_t pl_decode_balanced_mma(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
-                                              cudaStream_t stream)
-{
-    return balanced_run(p, ctas, evict_first, 0, workspace, stream);
-}
-
-extern "C" cudaError_t pl_decode_balanced_deep(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
-                                               cudaStream_t stream)
-{
-    return balanced_run(p, ctas, evict_first, 1, workspace, stream);
+    if (p->head_dim == 64)
+        return evict_first ? launch_balanced<64, true>(a, stream) : launch_balanced<64, false>(a, stream);
+    return evict_first ? launch_balanced<128, true>(a, stream) : launch_balanced<128, false>(a, stream);
 }

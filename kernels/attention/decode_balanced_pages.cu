@@ -1,5 +1,5 @@
 /* Paged decode, version 5 — balanced_pages: whole token rows of every kv head in one CTA, one warp per kv head, on
- * the balanced (stream-K) persistent grid.
+ * the balanced (stream-K) persistent grid; version 6 — rows_deep: the same in two CTAs an SM, early refill.
  *
  * The page layout, [page][token][kv head][head_dim] (NHD), puts a token's K rows of all kv heads side by side: 2 KB
  * per token at 8 kv heads × 128 dims, a whole page (16 tokens) 32 KB in one piece. The kernels before this one
@@ -18,9 +18,16 @@
  * pairs' 16-token tiles end to end, CTA c of C (the CTAs the GPU holds at once) taking [c·T/C, (c+1)·T/C), a
  * combine kernel for the pairs a range boundary cuts.
  *
- * Measured (H200, docs/perf/attention.md): 31% slower than balanced_mma (2.97 against 3.91 TB/s at the decode
- * shape). One CTA an SM behind one barrier per 64 KB stage costs more than the contiguity could gain; the
- * variant stays as the lesson's negative result. */
+ * The loader: a thread keeps one head and 16-byte chunk of the token row for the whole stage and steps the token's
+ * page by increments (a full block; the general loop with three divisions per copy is kept for blocks smaller
+ * than the warps). With that general loop on every copy (~70 instructions per 16 bytes) this variant measured
+ * 2.97 TB/s in session 3; with the stepping loader, 4.28-4.30 TB/s (session 4, run A: 0.500-0.503 ms at the decode
+ * shape, 0.96× cuDNN), above the device-to-device copy, while the per-head balanced_mma stays at 3.89.
+ *
+ * rows_deep is the same kernel in CTAs of four warps (two CTAs an SM, blocks of up to four kv heads: 1 KB of each
+ * token row) or of eight, with an early refill: each stage is refilled as soon as the warps are done with it,
+ * before the wait for the next tile (three stages in flight instead of two), at the cost of a second barrier per
+ * tile. */
 #include <math.h>
 
 #include "attention/attention.h"

@@ -52,8 +52,9 @@ static const char *const decode_cases[] = {
     "--batch 9 --heads 24 --kv-heads 12 --head-dim 64 --kv-len 2049 --len-spread 1 --page-size 8",
     "--batch 6 --heads 10 --kv-heads 5 --head-dim 128 --kv-len 3000 --len-spread 0.7 --page-size 64 --evict-first 1",
     /* rows_deep and balanced_pages' full-block loader: page 24 (a 16-token stage crosses a page at any offset),
-     * lengths 1 to 999; head_dim 64 with 4 kv heads (one full block of rows_deep, four tokens a pass) */
-    "--batch 5 --heads 32 --kv-heads 8 --head-dim 128 --kv-len 999 --len-spread 1 --page-size 24",
+     * lengths 1 to 999, three CTAs a slot (--waves 3); head_dim 64 with 4 kv heads (one full block of rows_deep,
+     * four tokens a pass) */
+    "--batch 5 --heads 32 --kv-heads 8 --head-dim 128 --kv-len 999 --len-spread 1 --page-size 24 --waves 3",
     "--batch 4 --heads 8 --kv-heads 4 --head-dim 64 --kv-len 333 --len-spread 1 --page-size 40 --evict-first 1 "
     "--read-heads 4",
     /* rows_deep in CTAs of 8 warps (one block of all 8 kv heads); the read reference over whole token rows */
