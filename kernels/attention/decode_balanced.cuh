@@ -291,4 +291,33 @@ __device__ __forceinline__ void dp_finish(const dp_args &a, dm_state<D> &st, int
         reinterpret_cast<float2 *>(a.w.ml)[k] = make_float2(st.m, st.l);
 }
 
+/* Where tile i of a CTA's range (the cursor cc at it) starts a pair, or is the range's first: the warp's Q of its
+ * head (active warps), a fresh state, and (the pair's first tile) the combine's map entry. */
+template <int D>
+__device__ __forceinline__ void dp_pair_begin(const dp_args &a, const db_cursor &cc, int i, long long lo,
+                                              long long total, int active, uint32_t (&qa)[D / 16][4], dm_state<D> &st,
+                                              int &seg_first)
+{
+    if (i != 0 && cc.tile != 0)
+        return;
+    seg_first = i;
+    if (active)
+        dm_load_q<D>(qa, a.p, a.group, cc.b, cc.h * a.w.hb + (threadIdx.x >> 5));
+    dm_state_reset<D>(st);
+    if (cc.tile == 0 && threadIdx.x == 0)
+        db_write_map(a.w.map + ((long long)cc.b * a.w.blocks + cc.h) * 4, blockIdx.x, lo + i, cc.n, total, a.ctas,
+                     i == 0);
+}
+
+/* Where tile i ends its pair or the CTA's range (count tiles): the active warps' dp_finish. */
+template <int D>
+__device__ __forceinline__ void dp_pair_end(const dp_args &a, const db_cursor &cc, int i, int count, int seg_first,
+                                            int active, dm_state<D> &st)
+{
+    const int last_of_pair = cc.tile == cc.n - 1;
+    if (active && (last_of_pair || i == count - 1))
+        dp_finish<D>(a, st, cc.b, cc.h * a.w.hb + (threadIdx.x >> 5), last_of_pair && cc.tile == i - seg_first,
+                     seg_first == 0 ? 0 : 1);
+}
+
 #endif

@@ -119,24 +119,13 @@ template <int D, bool EF> __global__ void __launch_bounds__(RB_WARPS * 32, 2) de
     for (int i = 0; i < count; i++) {
         const int s = i % RB_STAGES;
         mbar_wait(smem_u32(&full[s]), (uint32_t)((i / RB_STAGES) & 1)); /* tile i has landed */
-        if (i == 0 || cc.tile == 0) {                                   /* a pair starts */
-            seg_first = i;
-            if (active)
-                dm_load_q<D>(qa, p, a.group, cc.b, cc.h * a.w.hb + warp);
-            dm_state_reset<D>(st);
-            if (cc.tile == 0 && threadIdx.x == 0)
-                db_write_map(a.w.map + ((long long)cc.b * a.w.blocks + cc.h) * 4, c, lo + i, cc.n, total, a.ctas,
-                             i == 0);
-        }
+        dp_pair_begin<D>(a, cc, i, lo, total, active, qa, st, seg_first);
         if (active) {
             const uint32_t kb = sbase + s * sm::stage_bytes + warp * D * 2;
             dm_rows_step<D, true>(st, qa, kb, kb + sm::kv_bytes, sm::row_bytes, cc.tile * RB_TILE, cc.len,
                                   a.scale_log2);
         }
-        const int last_of_pair = cc.tile == cc.n - 1;
-        if (active && (last_of_pair || i == count - 1))
-            dp_finish<D>(a, st, cc.b, cc.h * a.w.hb + warp, last_of_pair && cc.tile == i - seg_first,
-                         seg_first == 0 ? 0 : 1);
+        dp_pair_end<D>(a, cc, i, count, seg_first, active, st);
         db_advance<RB_TILE>(cc, p);
         __syncthreads(); /* every warp is done with stage s: refill it with tile i + 3 */
         if (i + RB_STAGES < count) {
