@@ -18,7 +18,11 @@
 typedef struct decode_state {
     pl_decode_problem p;
     int max_len, chunk, pages;
-    int ctas, pages_ctas, evict_first; /* balanced_mma's and balanced_pages' grids, their L2 hint */
+    int ctas, pages_ctas, rows_ctas, evict_first; /* the balanced kernels' grids, their L2 hint */
+    int read_ctas;                                /* the read-only references' grid */
+    int rows_warps;                               /* rows_deep's warps a CTA */
+    int bulk_ctas;                                /* rows_bulk's grid */
+    int read_heads;                               /* read_head_rows' kv heads a CTA */
     int *lens_host;
     size_t o_elems, cache_elems;
     double *ref; /* [batch][heads][head_dim] float64 */
@@ -26,9 +30,13 @@ typedef struct decode_state {
     void *workspace;    /* split_kv's partial results */
     void *bal_ws;       /* balanced_mma's */
     void *pages_ws;     /* balanced_pages' */
+    void *rows_ws;      /* rows_deep's */
+    void *bulk_ws;      /* rows_bulk's */
     uint16_t *copy_dst; /* cuda_memcpy's destination */
     unsigned long long *diff;
-    int last_was_copy; /* which check the last run needs */
+    uint32_t *read_xor;     /* the read references' result */
+    uint32_t read_xor_host; /* every 32-bit word of K and V XORed, from the host's copies */
+    int last_was_copy;      /* which check the last run needs: 0 O, 1 the copy, 2 the read */
 } decode_state;
 
 static const pl_param_def decode_params[] = {
@@ -92,6 +100,26 @@ static const pl_param_def decode_params[] = {
      .help = "1: balanced_mma's and balanced_pages' K/V loads carry an L2 evict-first hint",
      .min = 0,
      .max = 1},
+    {.name = "waves",
+     .type = PL_PARAM_INT,
+     .default_value = "1",
+     .help = "the balanced kernels' grid, in multiples of the CTAs the GPU holds at once: 1 persistent (one even "
+             "range each), more: shorter ranges that the hardware hands out as CTAs finish",
+     .min = 1,
+     .max = 64},
+    {.name = "rows-warps",
+     .type = PL_PARAM_INT,
+     .default_value = "4",
+     .help = "rows_deep's warps a CTA: 4 (two CTAs an SM, 4 kv heads each) or 8 (one, 8 kv heads)",
+     .min = 4,
+     .max = 8},
+    {.name = "read-heads",
+     .type = PL_PARAM_INT,
+     .default_value = "1",
+     .help = "read_head_rows' kv heads a CTA (a divisor of kv-heads): 1 the per-head kernels' pattern, 4 or 8 "
+             "rows_deep's",
+     .min = 1,
+     .max = 8},
     {.name = "scale",
      .type = PL_PARAM_FLOAT,
      .default_value = "0",
@@ -167,9 +195,26 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->evict_first = (int)pl_param_int(params, "evict-first");
     s->ctas = pl_decode_balanced_ctas(p, ctx->device->sm_count);
     s->pages_ctas = pl_decode_pages_ctas(p, ctx->device->sm_count);
-    if (s->ctas < 1 || s->pages_ctas < 1)
-        return pl_fail(ctx, "attention:decode_paged: no CTA of balanced_mma or balanced_pages fits an SM (the "
-                            "occupancy query failed)");
+    s->rows_warps = (int)pl_param_int(params, "rows-warps");
+    if (s->rows_warps != 4 && s->rows_warps != 8)
+        return pl_fail(ctx, "attention:decode_paged: --rows-warps %d: use 4 (two CTAs an SM) or 8 (one)",
+                       s->rows_warps);
+    s->read_heads = (int)pl_param_int(params, "read-heads");
+    if (p->kv_heads % s->read_heads != 0)
+        return pl_fail(ctx, "attention:decode_paged: --read-heads %d does not divide --kv-heads %d: use a divisor",
+                       s->read_heads, p->kv_heads);
+    s->rows_ctas = pl_decode_rows_ctas(p, s->rows_warps, ctx->device->sm_count);
+    s->bulk_ctas = pl_decode_rows_bulk_ctas(p, ctx->device->sm_count);
+    s->read_ctas = 8 * (ctx->device->sm_count > 0 ? ctx->device->sm_count : 1);
+    const int waves = (int)pl_param_int(params, "waves");
+    s->ctas *= waves;
+    s->pages_ctas *= waves;
+    s->rows_ctas *= waves;
+    s->bulk_ctas *= waves;
+    if (s->ctas < 1 || s->pages_ctas < 1 || s->rows_ctas < 1 || s->bulk_ctas < 1)
+        return pl_fail(ctx,
+                       "attention:decode_paged: no CTA of a balanced kernel (balanced_mma, balanced_pages, rows_deep, "
+                       "rows_bulk) fits an SM (the occupancy query failed)");
 
     uint16_t *q = pl_device_alloc(ctx, s->o_elems * 2), *kc = pl_device_alloc(ctx, s->cache_elems * 2),
              *vc = pl_device_alloc(ctx, s->cache_elems * 2);
@@ -179,12 +224,15 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->workspace = pl_device_alloc(ctx, pl_decode_split_workspace_bytes(p, s->max_len, s->chunk));
     s->bal_ws = pl_device_alloc(ctx, pl_decode_balanced_workspace_bytes(p, s->ctas));
     s->pages_ws = pl_device_alloc(ctx, pl_decode_pages_workspace_bytes(p, s->pages_ctas));
+    s->rows_ws = pl_device_alloc(ctx, pl_decode_rows_workspace_bytes(p, s->rows_warps, s->rows_ctas));
+    s->bulk_ws = pl_device_alloc(ctx, pl_decode_rows_bulk_workspace_bytes(p, s->bulk_ctas));
+    s->read_xor = pl_device_alloc(ctx, sizeof *s->read_xor);
     s->copy_dst = pl_device_alloc(ctx, s->cache_elems * 2);
     s->diff = pl_device_alloc(ctx, sizeof *s->diff);
     s->ref = pl_host_alloc(ctx, s->o_elems * sizeof(double));
     s->o_host = pl_host_alloc(ctx, s->o_elems * 2);
     if (!q || !kc || !vc || !table_dev || !lens_dev || !p->o || !s->workspace || !s->bal_ws || !s->pages_ws ||
-        !s->copy_dst || !s->diff || !s->ref || !s->o_host)
+        !s->rows_ws || !s->bulk_ws || !s->read_xor || !s->copy_dst || !s->diff || !s->ref || !s->o_host)
         return -1;
     PL_TRY(pl_fill_uniform_bf16(ctx, q, s->o_elems, -2.0f, 2.0f, STREAM_Q));
     PL_TRY(pl_fill_uniform_bf16(ctx, kc, s->cache_elems, -2.0f, 2.0f, STREAM_K));
@@ -212,6 +260,10 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     PL_CUDA(ctx, cudaMemcpyAsync(vh, vc, s->cache_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     pl_decode_reference_host(p, qh, kh, vh, table, s->lens_host, s->ref);
+    s->read_xor_host = 0;
+    for (size_t i = 0; i + 1 < s->cache_elems; i += 2)
+        s->read_xor_host ^=
+            ((uint32_t)kh[i] | (uint32_t)kh[i + 1] << 16) ^ ((uint32_t)vh[i] | (uint32_t)vh[i + 1] << 16);
     *state = s;
     return 0;
 }
@@ -220,12 +272,21 @@ static int decode_poison(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
     PL_TRY(pl_poison(ctx, s->p.o, s->o_elems * 2));
+    PL_TRY(pl_poison(ctx, s->read_xor, sizeof *s->read_xor));
     return pl_poison(ctx, s->copy_dst, s->cache_elems * 2);
 }
 
 static int decode_check(pl_ctx *ctx, void *state, pl_verification *v)
 {
     decode_state *s = state;
+    if (s->last_was_copy == 2) {
+        uint32_t x = 0;
+        PL_CUDA(ctx, cudaMemcpyAsync(&x, s->read_xor, sizeof x, cudaMemcpyDeviceToHost, ctx->stream));
+        PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+        pl_verify_set(v, x == s->read_xor_host, "XOR of the %zu K and V bytes: 0x%08x, the host's 0x%08x",
+                      s->cache_elems * 4, x, s->read_xor_host);
+        return 0;
+    }
     if (s->last_was_copy) {
         unsigned long long diff = 0;
         PL_CUDA(ctx, pl_attn_count_diff_u32((const uint32_t *)s->p.k_cache, (const uint32_t *)s->copy_dst,
@@ -281,6 +342,40 @@ static int run_balanced_pages(pl_ctx *ctx, void *state)
     return 0;
 }
 
+static int run_rows_deep(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    s->last_was_copy = 0;
+    PL_CUDA(ctx, pl_decode_rows_deep(&s->p, s->rows_warps, s->rows_ctas, s->evict_first, s->rows_ws, ctx->stream));
+    return 0;
+}
+
+static int run_rows_bulk(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    s->last_was_copy = 0;
+    PL_CUDA(ctx, pl_decode_rows_bulk(&s->p, s->bulk_ctas, s->evict_first, s->bulk_ws, ctx->stream));
+    return 0;
+}
+
+/* The read ceilings: K and V read once, nothing written (a flat stream; the per-head kernels' row pattern). */
+static int run_read(pl_ctx *ctx, decode_state *s, int hb)
+{
+    s->last_was_copy = 2;
+    PL_CUDA(ctx, pl_decode_read(&s->p, s->pages, hb, s->read_ctas, s->read_xor, ctx->stream));
+    return 0;
+}
+
+static int run_read_stream(pl_ctx *ctx, void *state)
+{
+    return run_read(ctx, state, 0);
+}
+
+static int run_read_head_rows(pl_ctx *ctx, void *state)
+{
+    return run_read(ctx, state, ((decode_state *)state)->read_heads);
+}
+
 /* The HBM ceiling for the same bytes: the K cache copied (K bytes read + K bytes written = the K and V bytes the
  * kernels read). */
 static int run_memcpy(pl_ctx *ctx, void *state)
@@ -314,9 +409,30 @@ static const pl_variant decode_variants[] = {
                   "each stage is whole contiguous 32 KB pages of K and V instead of 256 B of every 2 KB",
      .run = run_balanced_pages,
      .req = {.needs_gpu = 1, .min_cc = 80}},
+    {.name = "rows_deep",
+     .technique = "balanced_pages in CTAs of 4 warps, two an SM, each a block of up to 4 kv heads (1 KB contiguous "
+                  "per token), each stage refilled before the wait for the next (three in flight)",
+     .run = run_rows_deep,
+     .req = {.needs_gpu = 1, .min_cc = 80}},
+    {.name = "rows_bulk",
+     .technique = "rows_deep (4 warps, 4 kv heads a CTA, early refill) with each stage's token rows copied by one "
+                  "warp's bulk copies (TMA engine, one per 1 KB row) onto an mbarrier instead of 16-byte cp.async",
+     .run = run_rows_bulk,
+     .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
     {.name = "cuda_memcpy",
      .technique = "cudaMemcpyAsync device-to-device of the K cache (the same bytes moved): the HBM ceiling",
      .run = run_memcpy,
+     .flags = PL_VARIANT_REFERENCE},
+    {.name = "read_stream",
+     .technique = "a read-only XOR of every word of K and V, a flat 16-byte stream: the read ceiling",
+     .run = run_read_stream,
+     .req = {.needs_gpu = 1, .min_cc = 80},
+     .flags = PL_VARIANT_REFERENCE},
+    {.name = "read_head_rows",
+     .technique = "the same read in the per-head kernels' pattern (a kv head's 256 B rows of each token): what "
+                  "the pattern costs the DRAM",
+     .run = run_read_head_rows,
+     .req = {.needs_gpu = 1, .min_cc = 80},
      .flags = PL_VARIANT_REFERENCE},
     {.name = NULL},
 };

@@ -16,6 +16,8 @@
  *   decode_split_mma.cu     the same split with the GQA group as the rows of mma.sync tiles
  *   decode_balanced_mma.cu  the mma tile step on a persistent grid, all pairs' tiles cut evenly among the CTAs
  *   decode_balanced_pages.cu the same grid, a CTA computing all kv heads of its tokens: whole pages per stage
+ *   decode_rows_bulk.cu     rows_deep's schedule, each stage's token rows copied by bulk copies onto an mbarrier
+ *   decode_read.cu          read-only references over the K/V caches (a stream, the per-head rows' pattern)
  *
  * Every launcher enqueues on `stream`, never synchronises and returns the launch's cudaError_t (the cuBLAS steps
  * of the baseline return their cublasStatus_t). */
@@ -157,6 +159,27 @@ int pl_decode_pages_ctas(const pl_decode_problem *p, int sm_count);
 size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, int ctas);
 cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
                                      cudaStream_t stream);
+
+/* Rows deep (decode_balanced_pages.cu): balanced_pages with an early refill (each stage refilled as soon as the
+ * warps are done with it, before the wait for the next: three stages in flight, not two), in CTAs of `warps` warps
+ * (4: two CTAs an SM, a block of up to 4 kv heads each, 1 KB of each token's rows at head_dim 128; 8: one CTA an
+ * SM, blocks of up to 8). Its own grid and workspace for each warp count. */
+int pl_decode_rows_ctas(const pl_decode_problem *p, int warps, int sm_count);
+size_t pl_decode_rows_workspace_bytes(const pl_decode_problem *p, int warps, int ctas);
+cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int warps, int ctas, int evict_first, void *workspace,
+                                cudaStream_t stream);
+
+/* Rows bulk (decode_rows_bulk.cu, sm_90+): rows_deep's four-warp schedule with each stage's token rows brought in by
+ * bulk copies (one per token row of the block, K and V) completing on an mbarrier. Its own grid and workspace. */
+int pl_decode_rows_bulk_ctas(const pl_decode_problem *p, int sm_count);
+size_t pl_decode_rows_bulk_workspace_bytes(const pl_decode_problem *p, int ctas);
+cudaError_t pl_decode_rows_bulk(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                cudaStream_t stream);
+
+/* Read-only references (decode_read.cu): every 32-bit word of the K and V caches (`pages` pages each) XORed into
+ * *out (device memory, zeroed first). hb 0: a flat grid-stride stream of `ctas` CTAs; hb > 0 (dividing kv_heads):
+ * the per-head kernels' pattern, the CTAs of each block of hb kv heads reading only its rows. */
+cudaError_t pl_decode_read(const pl_decode_problem *p, int pages, int hb, int ctas, uint32_t *out, cudaStream_t stream);
 
 /* *count = the number of 32-bit words in which a and b differ (compare_words.cu; count is device memory). */
 cudaError_t pl_attn_count_diff_u32(const uint32_t *a, const uint32_t *b, size_t n, unsigned long long *count,

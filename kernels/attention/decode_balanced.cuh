@@ -9,6 +9,7 @@
 
 #include "attention/attention.h"
 #include "attention/attn_common.cuh"
+#include "attention/decode_mma_tile.cuh" /* dm_state: the warp-per-kv-head kernels' finish */
 
 static inline size_t db_align(size_t n)
 {
@@ -242,6 +243,81 @@ static cudaError_t db_launch(void (*kernel)(A), const A &a, int ctas, int thread
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     return db_launch_combine<D>(p, group, w, stream);
+}
+
+/* ---- the warp-per-kv-head kernels (balanced_pages, rows_deep, rows_bulk): a CTA computes a block of hb kv heads,
+ * warp w the block's head w over the CTA's whole range (no merge of warps) ---- */
+
+struct dp_args {
+    pl_decode_problem p;
+    int group, ctas;
+    float scale_log2;
+    db_work w; /* hb kv heads per block (divides kv_heads, <= the warps a CTA), sub = the warps a CTA */
+};
+
+/* kv heads per block: the largest divisor of kv_heads up to nw. */
+static inline int dp_heads_per_block(int kv_heads, int nw)
+{
+    for (int hb = nw; hb > 1; hb--)
+        if (kv_heads % hb == 0)
+            return hb;
+    return 1;
+}
+
+/* The end of a warp's pair (or of its part of one): O itself when the CTA computed the whole pair, else the
+ * partial (max, sum, unnormalised output) of each head of the group in the CTA's slot. */
+template <int D>
+__device__ __forceinline__ void dp_finish(const dp_args &a, dm_state<D> &st, int b, int kvh, int whole, int slot)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, qd = lane & 3;
+    st.l += __shfl_xor_sync(0xffffffffu, st.l, 1);
+    st.l += __shfl_xor_sync(0xffffffffu, st.l, 2);
+    if (g >= a.group)
+        return;
+    if (whole) {
+        uint32_t *o = reinterpret_cast<uint32_t *>(a.p.o + ((long long)b * a.p.heads + kvh * a.group + g) * D);
+        const float inv = 1.0f / st.l;
+#pragma unroll
+        for (int dt = 0; dt < D / 8; dt++)
+            o[(dt * 8 + 2 * qd) / 2] = attn_pack_bf16(st.o[dt][0] * inv, st.o[dt][1] * inv);
+        return;
+    }
+    const long long k = db_slot(a.w, blockIdx.x, slot, warp, g);
+    float2 *o = reinterpret_cast<float2 *>(a.w.o + k * D);
+#pragma unroll
+    for (int dt = 0; dt < D / 8; dt++)
+        o[(dt * 8 + 2 * qd) / 2] = make_float2(st.o[dt][0], st.o[dt][1]);
+    if (qd == 0)
+        reinterpret_cast<float2 *>(a.w.ml)[k] = make_float2(st.m, st.l);
+}
+
+/* Where tile i of a CTA's range (the cursor cc at it) starts a pair, or is the range's first: the warp's Q of its
+ * head (active warps), a fresh state, and (the pair's first tile) the combine's map entry. */
+template <int D>
+__device__ __forceinline__ void dp_pair_begin(const dp_args &a, const db_cursor &cc, int i, long long lo,
+                                              long long total, int active, uint32_t (&qa)[D / 16][4], dm_state<D> &st,
+                                              int &seg_first)
+{
+    if (i != 0 && cc.tile != 0)
+        return;
+    seg_first = i;
+    if (active)
+        dm_load_q<D>(qa, a.p, a.group, cc.b, cc.h * a.w.hb + (threadIdx.x >> 5));
+    dm_state_reset<D>(st);
+    if (cc.tile == 0 && threadIdx.x == 0)
+        db_write_map(a.w.map + ((long long)cc.b * a.w.blocks + cc.h) * 4, blockIdx.x, lo + i, cc.n, total, a.ctas,
+                     i == 0);
+}
+
+/* Where tile i ends its pair or the CTA's range (count tiles): the active warps' dp_finish. */
+template <int D>
+__device__ __forceinline__ void dp_pair_end(const dp_args &a, const db_cursor &cc, int i, int count, int seg_first,
+                                            int active, dm_state<D> &st)
+{
+    const int last_of_pair = cc.tile == cc.n - 1;
+    if (active && (last_of_pair || i == count - 1))
+        dp_finish<D>(a, st, cc.b, cc.h * a.w.hb + (threadIdx.x >> 5), last_of_pair && cc.tile == i - seg_first,
+                     seg_first == 0 ? 0 : 1);
 }
 
 #endif

@@ -1,5 +1,5 @@
 /* Paged decode, version 5 — balanced_pages: whole token rows of every kv head in one CTA, one warp per kv head, on
- * the balanced (stream-K) persistent grid.
+ * the balanced (stream-K) persistent grid; version 6 — rows_deep: the same in two CTAs an SM, early refill.
  *
  * The page layout, [page][token][kv head][head_dim] (NHD), puts a token's K rows of all kv heads side by side: 2 KB
  * per token at 8 kv heads × 128 dims, a whole page (16 tokens) 32 KB in one piece. The kernels before this one
@@ -18,43 +18,69 @@
  * pairs' 16-token tiles end to end, CTA c of C (the CTAs the GPU holds at once) taking [c·T/C, (c+1)·T/C), a
  * combine kernel for the pairs a range boundary cuts.
  *
- * Measured (H200, docs/perf/attention.md): 31% slower than balanced_mma (2.97 against 3.91 TB/s at the decode
- * shape). One CTA an SM behind one barrier per 64 KB stage costs more than the contiguity could gain; the
- * variant stays as the lesson's negative result. */
+ * The loader: a thread keeps one head and 16-byte chunk of the token row for the whole stage and steps the token's
+ * page by increments (a full block; the general loop with three divisions per copy is kept for blocks smaller
+ * than the warps). With that general loop on every copy (~70 instructions per 16 bytes) this variant measured
+ * 2.97 TB/s in session 3; with the stepping loader, 4.28-4.30 TB/s (session 4, run A: 0.500-0.503 ms at the decode
+ * shape, 0.96× cuDNN), above the device-to-device copy, while the per-head balanced_mma stays at 3.89.
+ *
+ * rows_deep is the same kernel in CTAs of four warps (two CTAs an SM, blocks of up to four kv heads: 1 KB of each
+ * token row) or of eight, with an early refill: each stage is refilled as soon as the warps are done with it,
+ * before the wait for the next tile (three stages in flight instead of two), at the cost of a second barrier per
+ * tile. */
 #include <math.h>
 
 #include "attention/attention.h"
 #include "attention/decode_balanced.cuh"
 #include "attention/decode_mma_tile.cuh"
 
-#define DP_THREADS 256
-#define DP_WARPS   (DP_THREADS / 32) /* the most kv heads a block holds */
-#define DP_TILE    16                /* tokens per stage */
-#define DP_STAGES  3
+#define DP_WARPS  8  /* balanced_pages: warps a CTA, the most kv heads a block holds */
+#define DR_WARPS  4  /* rows_deep's default: the same with four, two CTAs an SM */
+#define DP_TILE   16 /* tokens per stage */
+#define DP_STAGES 3
 
-template <int D> struct dp_smem {
-    static constexpr int row_bytes = DP_WARPS * D * 2; /* one token's rows of the block's heads */
+template <int D, int NW> struct dp_smem {
+    static constexpr int row_bytes = NW * D * 2; /* one token's rows of the block's heads */
     static constexpr int kv_bytes = DP_TILE * row_bytes;
     static constexpr int stage_bytes = 2 * kv_bytes; /* K, then V */
     static constexpr int bytes = DP_STAGES * stage_bytes;
 };
 
-struct dp_args {
-    pl_decode_problem p;
-    int group, ctas;
-    float scale_log2;
-    db_work w; /* hb kv heads per block (divides kv_heads, <= 8), DP_WARPS of them per slot */
-};
-
 /* Stage of tokens [t0, t0 + 16) of a sequence of `len` tokens, the heads of block blk: K and V, zeros past len. */
-template <int D, bool EF>
+template <int D, bool EF, int NW>
 __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, const int *table, int blk, int t0,
                                              int len, uint64_t policy)
 {
     constexpr int CPH = D / 8; /* 16-byte chunks per head row */
     const pl_decode_problem &p = a.p;
+    if (a.w.hb == NW) { /* a full block: each thread keeps its head and chunk, the token's page by increments */
+        constexpr int CPT = NW * CPH, TPP = NW * 32 / CPT; /* chunks per token, tokens per pass (< any page) */
+        const int tok0 = threadIdx.x / CPT, rem = threadIdx.x % CPT, ch = rem % CPH;
+        const long long col = (long long)(blk * NW + rem / CPH) * D + ch * 8;
+        int t = t0 + tok0, pg = t / p.page_size, off = t - pg * p.page_size;
+#pragma unroll
+        for (int i = 0; i < DP_TILE / TPP; i++) {
+            const int tok = tok0 + i * TPP;
+            const uint16_t *ks = p.k_cache, *vs = p.v_cache;
+            if (t < len) {
+                const long long row = ((long long)table[pg] * p.page_size + off) * p.kv_heads;
+                ks += row * D + col;
+                vs += row * D + col;
+            }
+            const uint32_t dst = stage + (rem / CPH) * D * 2 + dm_swz(tok, ch, dp_smem<D, NW>::row_bytes);
+            dm_cp_async16<EF>(dst, ks, t < len ? 16 : 0, policy);
+            dm_cp_async16<EF>(dst + dp_smem<D, NW>::kv_bytes, vs, t < len ? 16 : 0, policy);
+            t += TPP;
+            off += TPP;
+            if (off >= p.page_size) {
+                off -= p.page_size;
+                pg++;
+            }
+        }
+        return;
+    }
     const int cpt = a.w.hb * CPH, n = DP_TILE * cpt;
-    for (int q = threadIdx.x; q < n; q += DP_THREADS) {
+    for (int q = threadIdx.x; q < n; q += NW * 32) {
         const int tok = q / cpt, rem = q - tok * cpt, h = rem / CPH, ch = rem % CPH, t = t0 + tok;
         const uint16_t *ks = p.k_cache, *vs = p.v_cache;
         if (t < len) {
@@ -63,42 +89,19 @@ __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, c
             ks += row * D + ch * 8;
             vs += row * D + ch * 8;
         }
-        const uint32_t dst = stage + h * D * 2 + dm_swz(tok, ch, dp_smem<D>::row_bytes);
+        const uint32_t dst = stage + h * D * 2 + dm_swz(tok, ch, dp_smem<D, NW>::row_bytes);
         dm_cp_async16<EF>(dst, ks, t < len ? 16 : 0, policy);
-        dm_cp_async16<EF>(dst + dp_smem<D>::kv_bytes, vs, t < len ? 16 : 0, policy);
+        dm_cp_async16<EF>(dst + dp_smem<D, NW>::kv_bytes, vs, t < len ? 16 : 0, policy);
     }
 }
 
-/* The end of a warp's pair (or of its part of one): O itself when the CTA computed the whole pair, else the
- * partial (max, sum, unnormalised output) of each head of the group in the CTA's slot. */
-template <int D>
-__device__ __forceinline__ void dp_finish(const dp_args &a, dm_state<D> &st, int b, int kvh, int whole, int slot)
+/* NW warps a CTA (8: one CTA an SM; 4: two). EARLY (rows_deep): each stage's refill is
+ * issued as soon as every warp is done with it, before the wait for the next tile (three tiles in flight while
+ * the CTA waits, not two), at the cost of a second barrier per tile. */
+template <int D, bool EF, int NW, bool EARLY>
+__global__ void __launch_bounds__(NW * 32, 8 / NW) decode_balanced_pages_kernel(const dp_args a)
 {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, qd = lane & 3;
-    st.l += __shfl_xor_sync(0xffffffffu, st.l, 1);
-    st.l += __shfl_xor_sync(0xffffffffu, st.l, 2);
-    if (g >= a.group)
-        return;
-    if (whole) {
-        uint32_t *o = reinterpret_cast<uint32_t *>(a.p.o + ((long long)b * a.p.heads + kvh * a.group + g) * D);
-        const float inv = 1.0f / st.l;
-#pragma unroll
-        for (int dt = 0; dt < D / 8; dt++)
-            o[(dt * 8 + 2 * qd) / 2] = attn_pack_bf16(st.o[dt][0] * inv, st.o[dt][1] * inv);
-        return;
-    }
-    const long long k = db_slot(a.w, blockIdx.x, slot, warp, g);
-    float2 *o = reinterpret_cast<float2 *>(a.w.o + k * D);
-#pragma unroll
-    for (int dt = 0; dt < D / 8; dt++)
-        o[(dt * 8 + 2 * qd) / 2] = make_float2(st.o[dt][0], st.o[dt][1]);
-    if (qd == 0)
-        reinterpret_cast<float2 *>(a.w.ml)[k] = make_float2(st.m, st.l);
-}
-
-template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decode_balanced_pages_kernel(const dp_args a)
-{
-    typedef dp_smem<D> sm;
+    typedef dp_smem<D, NW> sm;
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ db_scan_smem scan_sm;
     const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
@@ -106,7 +109,7 @@ template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decod
     const int c = blockIdx.x, warp = threadIdx.x >> 5;
     long long lo, hi, total;
     db_cursor cc, ld; /* the computation's position (h: the head block) and the loads' */
-    if (!db_find_start<DP_THREADS, DP_TILE>(p, a.w.blocks, a.ctas, &scan_sm, &lo, &hi, &total, &cc)) {
+    if (!db_find_start<NW * 32, DP_TILE>(p, a.w.blocks, a.ctas, &scan_sm, &lo, &hi, &total, &cc)) {
         db_mark_empty(a.w, c);
         return;
     }
@@ -115,11 +118,12 @@ template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decod
     const uint64_t policy = EF ? dm_policy_evict_first() : 0;
     const int active = warp < a.w.hb; /* this warp has a kv head */
 
+    constexpr int PRE = EARLY ? DP_STAGES : DP_STAGES - 1; /* tiles loaded before the loop */
 #pragma unroll
-    for (int s = 0; s < DP_STAGES - 1; s++) {
+    for (int s = 0; s < PRE; s++) {
         if (s < count) {
-            dp_load_tile<D, EF>(sbase + s * sm::stage_bytes, a, p.block_table + (long long)ld.b * p.max_pages, ld.h,
-                                ld.tile * DP_TILE, ld.len, policy);
+            dp_load_tile<D, EF, NW>(sbase + s * sm::stage_bytes, a, p.block_table + (long long)ld.b * p.max_pages, ld.h,
+                                    ld.tile * DP_TILE, ld.len, policy);
             db_advance<DP_TILE>(ld, p);
         }
         cp_async_commit();
@@ -129,51 +133,55 @@ template <int D, bool EF> __global__ void __launch_bounds__(DP_THREADS, 1) decod
     dm_state<D> st;
     int seg_first = 0; /* the index (from lo) of the current pair's first tile in this range */
     for (int i = 0; i < count; i++) {
-        cp_async_wait<DP_STAGES - 2>();
-        __syncthreads(); /* tile i visible; every warp is done with the stage refilled next */
-        if (i + DP_STAGES - 1 < count) {
-            dp_load_tile<D, EF>(sbase + ((i + DP_STAGES - 1) % DP_STAGES) * sm::stage_bytes, a,
-                                p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE, ld.len, policy);
-            db_advance<DP_TILE>(ld, p);
+        cp_async_wait<PRE - 1>();
+        __syncthreads(); /* tile i visible; (not EARLY) every warp is done with the stage refilled next */
+        if (!EARLY) {
+            if (i + DP_STAGES - 1 < count) {
+                dp_load_tile<D, EF, NW>(sbase + ((i + DP_STAGES - 1) % DP_STAGES) * sm::stage_bytes, a,
+                                        p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE, ld.len,
+                                        policy);
+                db_advance<DP_TILE>(ld, p);
+            }
+            cp_async_commit();
         }
-        cp_async_commit();
-        if (i == 0 || cc.tile == 0) { /* a pair starts */
-            seg_first = i;
-            if (active)
-                dm_load_q<D>(qa, p, a.group, cc.b, cc.h * a.w.hb + warp);
-            dm_state_reset<D>(st);
-            if (cc.tile == 0 && threadIdx.x == 0)
-                db_write_map(a.w.map + ((long long)cc.b * a.w.blocks + cc.h) * 4, c, lo + i, cc.n, total, a.ctas,
-                             i == 0);
-        }
+        dp_pair_begin<D>(a, cc, i, lo, total, active, qa, st, seg_first);
         if (active) {
             const uint32_t kb = sbase + (i % DP_STAGES) * sm::stage_bytes + warp * D * 2;
             dm_rows_step<D>(st, qa, kb, kb + sm::kv_bytes, sm::row_bytes, cc.tile * DP_TILE, cc.len, a.scale_log2);
         }
-        const int last_of_pair = cc.tile == cc.n - 1;
-        if (active && (last_of_pair || i == count - 1))
-            dp_finish<D>(a, st, cc.b, cc.h * a.w.hb + warp, last_of_pair && cc.tile == i - seg_first,
-                         seg_first == 0 ? 0 : 1);
+        dp_pair_end<D>(a, cc, i, count, seg_first, active, st);
         db_advance<DP_TILE>(cc, p);
+        if (EARLY) {
+            __syncthreads(); /* every warp is done with tile i's stage: refill it with tile i + 3 */
+            if (i + DP_STAGES < count) {
+                dp_load_tile<D, EF, NW>(sbase + (i % DP_STAGES) * sm::stage_bytes, a,
+                                        p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE, ld.len,
+                                        policy);
+                db_advance<DP_TILE>(ld, p);
+            }
+            cp_async_commit();
+        }
     }
     cp_async_wait<0>();
 }
 
-/* kv heads per block: the largest divisor of kv_heads up to DP_WARPS. */
-static int dp_heads_per_block(int kv_heads)
+template <int NW, bool EARLY> static int pages_ctas(const pl_decode_problem *p, int sm_count)
 {
-    for (int hb = DP_WARPS; hb > 1; hb--)
-        if (kv_heads % hb == 0)
-            return hb;
-    return 1;
+    const int per_sm =
+        p->head_dim == 64
+            ? db_ctas_per_sm(decode_balanced_pages_kernel<64, false, NW, EARLY>, NW * 32, dp_smem<64, NW>::bytes)
+            : db_ctas_per_sm(decode_balanced_pages_kernel<128, false, NW, EARLY>, NW * 32, dp_smem<128, NW>::bytes);
+    return db_grid(per_sm, sm_count, p->kv_heads / dp_heads_per_block(p->kv_heads, NW));
 }
 
 extern "C" int pl_decode_pages_ctas(const pl_decode_problem *p, int sm_count)
 {
-    const int per_sm = p->head_dim == 64
-                           ? db_ctas_per_sm(decode_balanced_pages_kernel<64, false>, DP_THREADS, dp_smem<64>::bytes)
-                           : db_ctas_per_sm(decode_balanced_pages_kernel<128, false>, DP_THREADS, dp_smem<128>::bytes);
-    return db_grid(per_sm, sm_count, p->kv_heads / dp_heads_per_block(p->kv_heads));
+    return pages_ctas<DP_WARPS, false>(p, sm_count);
+}
+
+extern "C" int pl_decode_rows_ctas(const pl_decode_problem *p, int warps, int sm_count)
+{
+    return warps == DP_WARPS ? pages_ctas<DP_WARPS, true>(p, sm_count) : pages_ctas<DR_WARPS, true>(p, sm_count);
 }
 
 extern "C" size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, int ctas)
@@ -181,14 +189,21 @@ extern "C" size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, in
     return db_workspace_bytes(p, ctas, DP_WARPS);
 }
 
-template <int D, bool EF> static cudaError_t launch_pages(const dp_args &a, cudaStream_t stream)
+extern "C" size_t pl_decode_rows_workspace_bytes(const pl_decode_problem *p, int warps, int ctas)
 {
-    return db_launch<D>(decode_balanced_pages_kernel<D, EF>, a, a.ctas, DP_THREADS, dp_smem<D>::bytes, a.p, a.group,
-                        a.w, stream);
+    return db_workspace_bytes(p, ctas, warps == DP_WARPS ? DP_WARPS : DR_WARPS);
 }
 
-extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
-                                                cudaStream_t stream)
+template <int D, bool EF, int NW, bool EARLY> static cudaError_t launch_pages(const dp_args &a, cudaStream_t stream)
+{
+    return db_launch<D>(decode_balanced_pages_kernel<D, EF, NW, EARLY>, a, a.ctas, NW * 32, dp_smem<D, NW>::bytes, a.p,
+                        a.group, a.w, stream);
+}
+
+/* NW = 8 without EARLY: balanced_pages; rows_deep: NW = 4 or 8, with the early refill. */
+template <int NW, bool EARLY>
+static cudaError_t pages_run(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                             cudaStream_t stream)
 {
     char why[160];
     if (!pl_decode_problem_valid(p, why, sizeof why) || ctas < 1 || !workspace || ((uintptr_t)workspace & 255u) != 0)
@@ -198,8 +213,24 @@ extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int 
     a.group = p->heads / p->kv_heads;
     a.ctas = ctas;
     a.scale_log2 = p->scale * PL_ATTN_LOG2E;
-    a.w = db_carve(workspace, p, ctas, DP_WARPS, dp_heads_per_block(p->kv_heads));
+    a.w = db_carve(workspace, p, ctas, NW, dp_heads_per_block(p->kv_heads, NW));
     if (p->head_dim == 64)
-        return evict_first ? launch_pages<64, true>(a, stream) : launch_pages<64, false>(a, stream);
-    return evict_first ? launch_pages<128, true>(a, stream) : launch_pages<128, false>(a, stream);
+        return evict_first ? launch_pages<64, true, NW, EARLY>(a, stream)
+                           : launch_pages<64, false, NW, EARLY>(a, stream);
+    return evict_first ? launch_pages<128, true, NW, EARLY>(a, stream) : launch_pages<128, false, NW, EARLY>(a, stream);
+}
+
+extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                                cudaStream_t stream)
+{
+    return pages_run<DP_WARPS, false>(p, ctas, evict_first, workspace, stream);
+}
+
+extern "C" cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int warps, int ctas, int evict_first,
+                                           void *workspace, cudaStream_t stream)
+{
+    if (warps != DR_WARPS && warps != DP_WARPS)
+        return cudaErrorInvalidValue;
+    return warps == DP_WARPS ? pages_run<DP_WARPS, true>(p, ctas, evict_first, workspace, stream)
+                             : pages_run<DR_WARPS, true>(p, ctas, evict_first, workspace, stream);
 }

@@ -106,10 +106,18 @@ __device__ __forceinline__ uint32_t dm_swz(int r, int ch, int rs)
     return (uint32_t)(r * rs + ((ch ^ (r & 7)) << 4));
 }
 
-/* A warp's step on 16 tokens whose K rows are at kb + dm_swz(r, ., rs) and V rows at vb + dm_swz(r, ., rs)
+/* Byte offset of chunk ch of row r: dm_swz, or with PAD (rows whose stride rs is 16 bytes past a multiple of 128,
+ * filled by bulk copies that cannot swizzle) r·rs + 16·ch: eight rows' same chunk fall in eight different banks
+ * either way. */
+template <bool PAD> __device__ __forceinline__ uint32_t dm_off(int r, int ch, int rs)
+{
+    return PAD ? (uint32_t)(r * rs + (ch << 4)) : dm_swz(r, ch, rs);
+}
+
+/* A warp's step on 16 tokens whose K rows are at kb + dm_off<PAD>(r, ., rs) and V rows at vb + dm_off<PAD>(r, ., rs)
  * (r = 0..15), token t_first first, tokens at or past len masked: S = Q·Kᵀ, the online softmax of row g,
  * O += P·V. */
-template <int D>
+template <int D, bool PAD = false>
 __device__ __forceinline__ void dm_rows_step(dm_state<D> &st, const uint32_t (&qa)[D / 16][4], uint32_t kb, uint32_t vb,
                                              int rs, int t_first, int len, float scale_log2)
 {
@@ -119,7 +127,7 @@ __device__ __forceinline__ void dm_rows_step(dm_state<D> &st, const uint32_t (&q
 #pragma unroll
     for (int kk = 0; kk < KS; kk++) {
         uint32_t bf[4];
-        ldmatrix_x4(bf, kb + dm_swz(8 * (mi >> 1) + (lane & 7), 2 * kk + (mi & 1), rs));
+        ldmatrix_x4(bf, kb + dm_off<PAD>(8 * (mi >> 1) + (lane & 7), 2 * kk + (mi & 1), rs));
         mma_bf16_16816(s[0], qa[kk], bf[0], bf[1]);
         mma_bf16_16816(s[1], qa[kk], bf[2], bf[3]);
     }
@@ -154,7 +162,7 @@ __device__ __forceinline__ void dm_rows_step(dm_state<D> &st, const uint32_t (&q
 #pragma unroll
     for (int dt = 0; dt < DT; dt += 2) {
         uint32_t bf[4];
-        ldmatrix_x4_trans(bf, vb + dm_swz((mi & 1) * 8 + (lane & 7), dt + (mi >> 1), rs));
+        ldmatrix_x4_trans(bf, vb + dm_off<PAD>((mi & 1) * 8 + (lane & 7), dt + (mi >> 1), rs));
         mma_bf16_16816(st.o[dt], pa, bf[0], bf[1]);
         mma_bf16_16816(st.o[dt + 1], pa, bf[2], bf[3]);
     }

@@ -1,7 +1,7 @@
 /* On a GPU: perflab verify of attention:flash_fwd and attention:decode_paged on odd shapes — sequence lengths 1,
  * 77, 129, 1000 and 4097 (no multiple of any tile), causal and not, GQA groups of 1 to 8 (3 included, which the
  * decode kernel pads), both layouts, both head dimensions, both reference paths (float64 host, unfused fp32 on the
- * device), page sizes 8, 16 and 64 with mixed lengths; for the balanced decode kernels, a pair cut among every
+ * device), page sizes 8, 16, 24, 40 and 64 with mixed lengths; for the balanced decode kernels, a pair cut among every
  * CTA, fewer tiles than CTAs, a batch over one scan block, kv-head blocks of 5 and 6. Exits 77 without a GPU. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +51,15 @@ static const char *const decode_cases[] = {
     /* balanced_pages: two blocks of 6 kv heads, page 8 (a stage spans two pages); 5 kv heads, one block */
     "--batch 9 --heads 24 --kv-heads 12 --head-dim 64 --kv-len 2049 --len-spread 1 --page-size 8",
     "--batch 6 --heads 10 --kv-heads 5 --head-dim 128 --kv-len 3000 --len-spread 0.7 --page-size 64 --evict-first 1",
+    /* rows_deep and balanced_pages' full-block loader: page 24 (a 16-token stage crosses a page at any offset),
+     * lengths 1 to 999, three CTAs a slot (--waves 3); head_dim 64 with 4 kv heads (one full block of rows_deep,
+     * four tokens a pass) */
+    "--batch 5 --heads 32 --kv-heads 8 --head-dim 128 --kv-len 999 --len-spread 1 --page-size 24 --waves 3",
+    "--batch 4 --heads 8 --kv-heads 4 --head-dim 64 --kv-len 333 --len-spread 1 --page-size 40 --evict-first 1 "
+    "--read-heads 4",
+    /* rows_deep in CTAs of 8 warps (one block of all 8 kv heads); the read reference over whole token rows */
+    "--batch 3 --heads 24 --kv-heads 8 --head-dim 128 --kv-len 1500 --len-spread 1 --page-size 16 --rows-warps 8 "
+    "--read-heads 8",
 };
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
