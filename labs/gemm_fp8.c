@@ -198,25 +198,35 @@ static int run_baseline(pl_ctx *ctx, void *state)
     return 0;
 }
 
-static int run_native(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc)
+static int run_native(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, int halves)
 {
     s->last = sc;
     const pl_gemm_fp8_problem p = problem_of(s, sc);
     char why[200];
     if (!pl_gemm_fp8_supports(&p, why, sizeof why))
         return pl_fail(ctx, "the native FP8 kernel cannot take this problem: %s", why);
-    PL_CUDA(ctx, pl_gemm_fp8_ws(&p, ctx->stream));
+    PL_CUDA(ctx, halves ? pl_gemm_fp8_ws_halves(&p, ctx->stream) : pl_gemm_fp8_ws(&p, ctx->stream));
     return 0;
 }
 
 static int run_fp8_tensor(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, PL_FP8_SCALING_TENSOR);
+    return run_native(ctx, state, PL_FP8_SCALING_TENSOR, 0);
 }
 
 static int run_fp8_block(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, PL_FP8_SCALING_BLOCK);
+    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, 0);
+}
+
+static int run_fp8_tensor_halves(pl_ctx *ctx, void *state)
+{
+    return run_native(ctx, state, PL_FP8_SCALING_TENSOR, 1);
+}
+
+static int run_fp8_block_halves(pl_ctx *ctx, void *state)
+{
+    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, 1);
 }
 
 static int run_lt(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc)
@@ -253,6 +263,17 @@ static const pl_variant fp8_variants[] = {
     {.name = "fp8_block",
      .technique = "the same kernel promoting every 128 K with the block scales (A 1×128, B 128×128)",
      .run = run_fp8_block,
+     .req = REQ_FP8_NATIVE},
+    {.name = "fp8_tensor_halves",
+     .technique = "fp8_tensor with the promotion off the critical path: each k-block's wgmma in two commit groups "
+                  "(m64n96k32, the tile's column halves), one half promoted while the other runs, in straight-line "
+                  "runs of 4 k-blocks",
+     .run = run_fp8_tensor_halves,
+     .req = REQ_FP8_NATIVE},
+    {.name = "fp8_block_halves",
+     .technique = "fp8_block with the same two half-tile commit groups in runs of 4 k-blocks, the block scales "
+                  "bulk-copied into each stage with A and B and read from shared memory",
+     .run = run_fp8_block_halves,
      .req = REQ_FP8_NATIVE},
     {.name = "cublaslt_fp8",
      .technique = "cuBLASLt FP8 GEMM, per-tensor scales, its first heuristic algorithm: the library reference",

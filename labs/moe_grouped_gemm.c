@@ -297,25 +297,38 @@ static pl_grouped_gemm_problem problem_of(const moe_state *s, int fp8)
     return p;
 }
 
-static int run_native(pl_ctx *ctx, moe_state *s, int fp8)
+static int run_native(pl_ctx *ctx, moe_state *s, int fp8, int halves, int skip_idle)
 {
     s->last = fp8 ? OUT_FP8 : OUT_BF16;
-    const pl_grouped_gemm_problem p = problem_of(s, fp8);
+    pl_grouped_gemm_problem p = problem_of(s, fp8);
+    p.skip_idle = skip_idle;
     char why[200];
     if (!pl_grouped_gemm_supports(&p, fp8, why, sizeof why))
         return pl_fail(ctx, "the native grouped GEMM cannot take this problem: %s", why);
-    PL_CUDA(ctx, fp8 ? pl_grouped_gemm_fp8(&p, ctx->stream) : pl_grouped_gemm_bf16(&p, ctx->stream));
+    PL_CUDA(ctx, !fp8     ? pl_grouped_gemm_bf16(&p, ctx->stream)
+                 : halves ? pl_grouped_gemm_fp8_halves(&p, ctx->stream)
+                          : pl_grouped_gemm_fp8(&p, ctx->stream));
     return 0;
 }
 
 static int run_grouped(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, 0);
+    return run_native(ctx, state, 0, 0, 0);
+}
+
+static int run_grouped_skip(pl_ctx *ctx, void *state)
+{
+    return run_native(ctx, state, 0, 0, 1);
 }
 
 static int run_grouped_fp8(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, 1);
+    return run_native(ctx, state, 1, 0, 0);
+}
+
+static int run_grouped_fp8_halves(pl_ctx *ctx, void *state)
+{
+    return run_native(ctx, state, 1, 1, 0);
 }
 
 static const pl_variant moe_variants[] = {
@@ -331,10 +344,20 @@ static const pl_variant moe_variants[] = {
                   "tile) pairs from device offsets",
      .run = run_grouped,
      .req = REQ_GROUPED},
+    {.name = "grouped_skip",
+     .technique = "grouped, where a consumer warpgroup whose 64 rows of a tile all lie past its expert's end (the "
+                  "padding of the expert's last tile row) issues no wgmma for it",
+     .run = run_grouped_skip,
+     .req = REQ_GROUPED},
     {.name = "grouped_fp8",
      .technique = "the same in e4m3 with block scales (tokens 1×128, weights 128×128), 128×192 tiles, fp32 "
                   "promotion every 128 K",
      .run = run_grouped_fp8,
+     .req = REQ_GROUPED_FP8},
+    {.name = "grouped_fp8_halves",
+     .technique = "grouped_fp8 with each k-block's wgmma in two half-tile commit groups (m64n96k32): the left half "
+                  "is promoted while the right half runs",
+     .run = run_grouped_fp8_halves,
      .req = REQ_GROUPED_FP8},
     {.name = NULL},
 };

@@ -82,7 +82,7 @@ typedef struct pl_gemm_fp8_problem {
     }
 
 /* 1 when the native kernel takes p; else 0 with the reason: K % 16 == 0 (TMA rows are 16-byte multiples), A and
- * B 16-byte aligned, scales present for block scaling. */
+ * B 16-byte aligned, scales present and 16-byte aligned for block scaling. */
 int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, size_t whylen);
 
 /* The native kernel (sm_90a; the caller checks the requirements): persistent and warp-specialized, a TMA producer
@@ -93,6 +93,11 @@ cudaError_t pl_gemm_fp8_ws(const pl_gemm_fp8_problem *p, cudaStream_t stream);
 /* The same in 2-CTA clusters: vertically adjacent tiles share their B panel, each CTA loads half of it and
  * TMA-multicasts it into both (L2 serves 28 KB per CTA and k-block instead of 40). Needs clusters. */
 cudaError_t pl_gemm_fp8_ws_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream);
+/* The same (no clusters) with the promotion off the critical path: every k-block's wgmma in two commit groups of
+ * m64n96k32 (the tile's column halves, each into a half accumulator), one half promoted while the other is on the
+ * tensor cores, in straight-line runs of 4 k-blocks; block scales come into each stage by bulk copy alongside A and
+ * B. Promotes every 128 K with either scaling (promote must be 0 or 1). */
+cudaError_t pl_gemm_fp8_ws_halves(const pl_gemm_fp8_problem *p, cudaStream_t stream);
 
 /* ---- quantization (bf16 in, e4m3 out; scales are powers of two: 2^⌈log2(amax/448)⌉, 1 for an all-zero block) ---- */
 

@@ -14,7 +14,12 @@
  *
  * The _c2 launcher runs it in 2-CTA clusters (as the BF16 ladder's rung 6): the two CTAs take vertically adjacent
  * tiles, each loads half of their common B panel and multicasts it into both, and a consumer releases a stage on
- * both CTAs' "empty" barriers. Per CTA and k-block L2 then serves 16 KB of A and 12 KB of B instead of 16 + 24. */
+ * both CTAs' "empty" barriers. Per CTA and k-block L2 then serves 16 KB of A and 12 KB of B instead of 16 + 24.
+ *
+ * The _halves launcher (issue 14, session 3) promotes every k-block off the critical path: each k-block's wgmma go
+ * in two commit groups of m64n96k32, the tile's two column halves, so that a consumer promotes one half while the
+ * other is still on the tensor cores (sm90_ws_scaled.cuh, sw_mainloop_halves); block scaling's scales come into
+ * each stage by bulk copy with its A and B, and are read from shared memory. */
 #include <stdio.h>
 
 #include "gemm/fp8.h"
@@ -53,10 +58,14 @@ extern "C" int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, siz
         snprintf(why, whylen, "block scaling needs both scale tensors");
         return 0;
     }
+    if (p->scaling == PL_FP8_SCALING_BLOCK && ((uintptr_t)p->scale_a % 16 != 0 || (uintptr_t)p->scale_b % 16 != 0)) {
+        snprintf(why, whylen, "block scaling needs 16-byte aligned scale tensors (bulk copies)");
+        return 0;
+    }
     return 1;
 }
 
-template <int CLUSTER> static cudaError_t launch_fp8(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+template <int CLUSTER, int HALVES> static cudaError_t launch_fp8(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
     char why[160];
     if (!pl_gemm_fp8_supports(p, why, sizeof why))
@@ -77,6 +86,10 @@ template <int CLUSTER> static cudaError_t launch_fp8(const pl_gemm_fp8_problem *
     if (!sp.tma_store)
         td = ta; /* unused */
     const long long tiles = (long long)sp.tile_rows * sp.tile_cols;
+    if (HALVES == 2)
+        return p->scaling == PL_FP8_SCALING_BLOCK
+                   ? sw_launch<FP8_BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1, 2>(ta, tb, td, sp, tiles, stream)
+                   : sw_launch<FP8_BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1, 2>(ta, tb, td, sp, tiles, stream);
     if (p->scaling == PL_FP8_SCALING_BLOCK)
         return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1>(ta, tb, td, sp, tiles, stream);
     if (p->promote == FP8_TENSOR_PROMOTE_LONG)
@@ -87,10 +100,17 @@ template <int CLUSTER> static cudaError_t launch_fp8(const pl_gemm_fp8_problem *
 
 extern "C" cudaError_t pl_gemm_fp8_ws(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
-    return launch_fp8<1>(p, stream);
+    return launch_fp8<1, 1>(p, stream);
 }
 
 extern "C" cudaError_t pl_gemm_fp8_ws_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
-    return launch_fp8<2>(p, stream);
+    return launch_fp8<2, 1>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_fp8_ws_halves(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+{
+    if (p->promote > 1)
+        return cudaErrorInvalidValue; /* it promotes every k-block */
+    return launch_fp8<1, 2>(p, stream);
 }

@@ -26,6 +26,9 @@ typedef struct pl_grouped_gemm_problem {
     /* fp8 only (device): A's 1×128 scales at scale_a[kb · lda + row], lda = pl_fp8_scale_a_ld(rows); B's 128×128
      * scales at scale_b[(g · ⌈N/128⌉ + nb) · ldb + kb], ldb = pl_fp8_scale_b_ld(K) */
     const float *scale_a, *scale_b;
+    /* 1: a consumer warpgroup whose 64 rows of a tile all lie past its group's end (the padding of a group's last
+     * tile row) issues no wgmma for that tile, leaving the tensor cores to the other; 0: it computes them unstored */
+    int skip_idle;
 } pl_grouped_gemm_problem;
 
 #define PL_GROUPED_GEMM_NEEDS                                                                                          \
@@ -42,6 +45,8 @@ int pl_grouped_gemm_supports(const pl_grouped_gemm_problem *p, int fp8, char *wh
  * 128 promoted to fp32 with their block scales, 4 stages. */
 cudaError_t pl_grouped_gemm_bf16(const pl_grouped_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_grouped_gemm_fp8(const pl_grouped_gemm_problem *p, cudaStream_t stream);
+/* fp8 with the promotion off the critical path (gemm/fp8.h, pl_gemm_fp8_ws_halves). */
+cudaError_t pl_grouped_gemm_fp8_halves(const pl_grouped_gemm_problem *p, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,8 @@
  * and stops there; all other output goes through TMA stores.
  *   bf16: 128×256 tiles, wgmma m64n256k16, k-blocks of 64, 4 stages (the BF16 ladder's best tile).
  *   fp8:  128×192 tiles, wgmma m64n192k32 e4m3, k-blocks of 128 promoted into fp32 with sa[token][kb] ·
- *         sb[expert][n-block][kb] (see fp8_ws_sm90a.cu for the tile), 4 stages. */
+ *         sb[expert][n-block][kb] (see fp8_ws_sm90a.cu for the tile), 4 stages. The _halves launcher promotes off
+ *         the critical path (two m64n96k32 commit groups per k-block, sw_mainloop_halves in sm90_ws_scaled.cuh). */
 #include <stdio.h>
 
 #include "gemm/fp8.h"
@@ -41,10 +42,14 @@ extern "C" int pl_grouped_gemm_supports(const pl_grouped_gemm_problem *p, int fp
         snprintf(why, whylen, "FP8 needs both block-scale tensors");
         return 0;
     }
+    if (fp8 && ((uintptr_t)p->scale_a % 16 != 0 || (uintptr_t)p->scale_b % 16 != 0)) {
+        snprintf(why, whylen, "FP8 needs 16-byte aligned block-scale tensors (bulk copies)");
+        return 0;
+    }
     return 1;
 }
 
-template <int BN, int ELEM, int SCALE>
+template <int BN, int ELEM, int SCALE, int HALVES = 1>
 static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t stream)
 {
     char why[160];
@@ -66,12 +71,13 @@ static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t
     sp.offsets = p->offsets;
     sp.groups = p->groups;
     sp.n = p->n;
+    sp.skip_idle = p->skip_idle;
     sw_store_map(&td, p->d, p->rows, p->n, &sp.tma_store);
     if (!sp.tma_store)
         td = ta; /* unused */
     /* at most one partial tile row per group beyond the full ones */
     const long long max_tiles = ((long long)p->rows / SW_BM + p->groups) * sp.tile_cols;
-    return sw_launch<BN, ELEM, SCALE, 1>(ta, tb, td, sp, max_tiles, stream);
+    return sw_launch<BN, ELEM, SCALE, 1, 1, HALVES>(ta, tb, td, sp, max_tiles, stream);
 }
 
 extern "C" cudaError_t pl_grouped_gemm_bf16(const pl_grouped_gemm_problem *p, cudaStream_t stream)
@@ -82,4 +88,9 @@ extern "C" cudaError_t pl_grouped_gemm_bf16(const pl_grouped_gemm_problem *p, cu
 extern "C" cudaError_t pl_grouped_gemm_fp8(const pl_grouped_gemm_problem *p, cudaStream_t stream)
 {
     return launch_grouped<192, SW_E4M3, SW_SCALE_BLOCK>(p, stream);
+}
+
+extern "C" cudaError_t pl_grouped_gemm_fp8_halves(const pl_grouped_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_grouped<192, SW_E4M3, SW_SCALE_BLOCK, 2>(p, stream);
 }

@@ -52,15 +52,23 @@
 enum sw_elem { SW_BF16 = 0, SW_E4M3 = 1 };
 enum sw_scale { SW_SCALE_NONE = 0, SW_SCALE_TENSOR = 1, SW_SCALE_BLOCK = 2 };
 
-template <int BN> struct sw_config {
+/* The block scales a stage carries when they come by bulk copy (block scaling with HALVES = 2): A's of the tile's
+ * rows from the 4-aligned row at or before its first (up to SW_BM + 4 floats), then two 16-byte chunks of B's, the
+ * four k-blocks around this one of the tile's first B block and of the next. */
+#define SW_SC_B0    ((SW_BM + 4) * 4)
+#define SW_SC_B1    (SW_SC_B0 + 16)
+#define SW_SC_STAGE (SW_SC_B1 + 16)
+
+template <int BN, int SCALE_SMEM = 0> struct sw_config {
     static constexpr int a_bytes = SW_BM * SW_ROW_BYTES;
     static constexpr int b_bytes = BN * SW_ROW_BYTES;
     static constexpr int stage_bytes = a_bytes + b_bytes;
+    static constexpr int scale_bytes = SCALE_SMEM ? SW_SC_STAGE : 0; /* per stage, after the barriers */
     static constexpr int epi_bytes = 2 * SW_EPI_BUFFERS * EPI_SUB_BYTES;
     static constexpr int barrier_bytes = 2 * 16 * 8;
-    static constexpr int fit = (SW_SMEM_LIMIT - 1024 - epi_bytes - barrier_bytes) / stage_bytes;
+    static constexpr int fit = (SW_SMEM_LIMIT - 1024 - epi_bytes - barrier_bytes) / (stage_bytes + scale_bytes);
     static constexpr int stages = fit > 16 ? 16 : fit;
-    static constexpr int smem_bytes = 1024 + stages * stage_bytes + epi_bytes + barrier_bytes;
+    static constexpr int smem_bytes = 1024 + stages * (stage_bytes + scale_bytes) + epi_bytes + barrier_bytes;
 };
 
 /* What a launch passes by value. */
@@ -73,7 +81,8 @@ struct sw_params {
     /* grouped: groups + 1 row offsets in device memory; NULL for one plain GEMM */
     const int *offsets;
     int groups;
-    int n; /* B rows per group */
+    int n;         /* B rows per group */
+    int skip_idle; /* a consumer whose rows all lie past the group's end skips the tile's wgmma */
     /* scales (device memory): tensor: scale_a[0], scale_b[0] (NULL reads as 1); block: A at
      * scale_a[kb · lda + row], B at scale_b[(g · nblocks + nb) · ldb + kb] */
     const float *scale_a, *scale_b;
@@ -151,26 +160,28 @@ __device__ __forceinline__ sw_block_scales sw_load_scales(const sw_params &p, co
 {
     sw_block_scales s;
     const float *sa = p.scale_a + (size_t)kb * p.lda;
-    s.lo = r < p.o.m ? __ldg(sa + r) : 0.0f;
-    s.hi = r + 8 < p.o.m ? __ldg(sa + r + 8) : 0.0f;
     const int nb = tl.n0 / 128;
     const float *sb = p.scale_b + ((size_t)tl.group * p.nblocks + nb) * p.ldb + kb;
+    s.lo = r < p.o.m ? __ldg(sa + r) : 0.0f;
+    s.hi = r + 8 < p.o.m ? __ldg(sa + r + 8) : 0.0f;
     s.b0 = __ldg(sb);
     s.b1 = nb + 1 < p.nblocks ? __ldg(sb + p.ldb) : 0.0f;
     return s;
 }
 
-/* acc += part · scale, register i of the m64nN accumulator holding column 8·(i/4) + 2·(lane%4) + i%2 of the tile
- * and row r (i%4 < 2) or r + 8: columns from SPLIT on take the second B block's scale. */
-template <int N, int SPLIT>
-__device__ __forceinline__ void sw_promote_scaled(float (&acc)[N / 2], const float (&part)[N / 2],
+/* acc[OFF + i] += part[i] · scale, register i of the m64nN accumulator `part` holding column 8·(i/4) + 2·(lane%4) +
+ * i%2 of its N columns and row r (i%4 < 2) or r + 8: its columns from SPLIT on take the second B block's scale. OFF
+ * places part in a wider accumulator (a tile's right half: OFF = N / 2 registers, its columns N on). */
+template <int N, int SPLIT, int OFF = 0, int ACC>
+__device__ __forceinline__ void sw_promote_scaled(float (&acc)[ACC], const float (&part)[N / 2],
                                                   const sw_block_scales &s)
 {
+    static_assert(OFF + N / 2 <= ACC, "part lies inside acc");
     const float lo0 = s.lo * s.b0, hi0 = s.hi * s.b0, lo1 = s.lo * s.b1, hi1 = s.hi * s.b1;
 #pragma unroll
     for (int i = 0; i < N / 2; i++) {
         const bool second = 8 * (i / 4) >= SPLIT;
-        acc[i] = fmaf(part[i], (i & 2) ? (second ? hi1 : hi0) : (second ? lo1 : lo0), acc[i]);
+        acc[OFF + i] = fmaf(part[i], (i & 2) ? (second ? hi1 : hi0) : (second ? lo1 : lo0), acc[OFF + i]);
     }
 }
 
@@ -180,26 +191,35 @@ __device__ __forceinline__ void sw_wgmma_e4m3(float (&d)[N / 2], uint64_t desc_a
 {
     if constexpr (N == 192)
         pl_wgmma_m64n192k32_e4m3(d, desc_a, desc_b, scale_d);
-    else
+    else if constexpr (N == 128)
         pl_wgmma_m64n128k32_e4m3(d, desc_a, desc_b, scale_d);
+    else
+        pl_wgmma_m64n96k32_e4m3(d, desc_a, desc_b, scale_d);
 }
 
-/* The consumer warpgroups: every tile's mainloop and its epilogue. FP8 promotes every PROMOTE k-blocks. */
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE>
+#include "gemm/sm90_ws_halves.cuh" /* needs the types and helpers above */
+
+/* The consumer warpgroups: every tile's mainloop and its epilogue. FP8 promotes every PROMOTE k-blocks, or with
+ * HALVES = 2 every k-block off the critical path (sw_mainloop_halves). */
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int HALVES>
 __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap *tma_d, uint32_t base, uint32_t epi,
                                            uint32_t full, uint32_t empty, uint32_t rank, int cluster, int clusters)
 {
-    typedef sw_config<BN> cfg;
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK && HALVES == 2> cfg;
     constexpr int STAGES = cfg::stages;
     regs_alloc<SW_CONSUMER_REGS>();
     const int consumer = threadIdx.x / 128;
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
     const uint32_t bufs = epi + consumer * SW_EPI_BUFFERS * EPI_SUB_BYTES;
     float acc[BN / 2];
-    float part[SCALE == SW_SCALE_NONE ? 1 : BN / 2];
+    constexpr int PARTS = SCALE == SW_SCALE_NONE || HALVES == 2 ? 1 : BN / 2, HALF_PARTS = HALVES == 2 ? BN / 4 : 1;
+    float part[PARTS], lo[HALF_PARTS], hi[HALF_PARTS];
 #pragma unroll
-    for (int i = 0; i < (SCALE == SW_SCALE_NONE ? 1 : BN / 2); i++)
+    for (int i = 0; i < PARTS; i++)
         part[i] = 0.0f; /* the first wgmma of every k-block overwrites it (scale-d 0) */
+#pragma unroll
+    for (int i = 0; i < HALF_PARTS; i++)
+        lo[i] = hi[i] = 0.0f;
     float tensor_scale = 1.0f;
     if (SCALE == SW_SCALE_TENSOR)
         tensor_scale = (p.scale_a ? __ldg(p.scale_a) : 1.0f) * (p.scale_b ? __ldg(p.scale_b) : 1.0f);
@@ -210,70 +230,83 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     for (int t = cluster; w.at<BN, CLUSTER>(p, t, rank, tl); t += clusters) {
         const int row0 = tl.m0 + consumer * 64;
         const int r = row0 + warp * 16 + (lane >> 2); /* this thread's rows: r and r + 8 */
+        if (p.skip_idle && row0 >= tl.row_end) {      /* padding rows only: pass the stages on, compute nothing */
+            for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
+                const int stage = (int)(kcount % STAGES);
+                mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
+                release_stage<CLUSTER>(empty, stage, lane);
+            }
+            continue;
+        }
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             acc[i] = 0.0f;
         sw_block_scales next = {0.0f, 0.0f, 0.0f, 0.0f};
         const int split = 128 - tl.n0 % 128; /* the first column of the tile in the next B block */
-        if (SCALE == SW_SCALE_BLOCK)
+        if (SCALE == SW_SCALE_BLOCK && HALVES == 1)
             next = sw_load_scales(p, tl, r, 0);
         int held = -1; /* the stage whose wgmma group may still be reading it */
-        for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
-            const int stage = (int)(kcount % STAGES);
-            const sw_block_scales cur = next;
-            if (SCALE == SW_SCALE_BLOCK && kb + 1 < p.k_blocks) /* a k-block ahead: its latency hides behind this one */
-                next = sw_load_scales(p, tl, r, kb + 1);
-            mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
-            const uint32_t st = base + stage * cfg::stage_bytes;
-            const uint32_t a_st = st + consumer * 64 * SW_ROW_BYTES, b_st = st + cfg::a_bytes;
-            wgmma_fence();
-            if constexpr (ELEM == SW_BF16) {
+        if constexpr (HALVES == 2)
+            sw_mainloop_halves<BN, SCALE, CLUSTER>(p, tl, r, acc, lo, hi, base, full + cfg::barrier_bytes, full, empty,
+                                                   consumer, lane, kcount);
+        else
+            for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
+                const int stage = (int)(kcount % STAGES);
+                const sw_block_scales cur = next;
+                if (SCALE == SW_SCALE_BLOCK &&
+                    kb + 1 < p.k_blocks) /* a k-block ahead: its latency hides behind this one */
+                    next = sw_load_scales(p, tl, r, kb + 1);
+                mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
+                const uint32_t st = base + stage * cfg::stage_bytes;
+                const uint32_t a_st = st + consumer * 64 * SW_ROW_BYTES, b_st = st + cfg::a_bytes;
+                wgmma_fence();
+                if constexpr (ELEM == SW_BF16) {
 #pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const uint64_t da = wgmma_desc_k128(a_st + j * 32), db = wgmma_desc_k128(b_st + j * 32);
-                    if constexpr (BN == 256)
-                        pl_wgmma_m64n256k16_bf16<0>(acc, da, db, 1);
-                    else
-                        pl_wgmma_m64n128k16_bf16<0>(acc, da, db, 1);
-                }
-                wgmma_commit();
-                wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
-                if (held >= 0)
-                    release_stage<CLUSTER>(empty, held, lane);
-                held = stage;
-            } else {
-                /* a promotion group of PROMOTE k-blocks starts from zero (scale-d 0) and ends in fp32 registers */
-                const bool first = kb % PROMOTE == 0, last = kb % PROMOTE == PROMOTE - 1 || kb + 1 == p.k_blocks;
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    sw_wgmma_e4m3<BN>(part, wgmma_desc_k128(a_st + j * 32), wgmma_desc_k128(b_st + j * 32),
-                                      first && j == 0 ? 0 : 1);
-                wgmma_commit();
-                if (!last) {
-                    wgmma_wait<1>();
+                    for (int j = 0; j < 4; j++) {
+                        const uint64_t da = wgmma_desc_k128(a_st + j * 32), db = wgmma_desc_k128(b_st + j * 32);
+                        if constexpr (BN == 256)
+                            pl_wgmma_m64n256k16_bf16<0>(acc, da, db, 1);
+                        else
+                            pl_wgmma_m64n128k16_bf16<0>(acc, da, db, 1);
+                    }
+                    wgmma_commit();
+                    wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
                     if (held >= 0)
                         release_stage<CLUSTER>(empty, held, lane);
                     held = stage;
-                    continue;
-                }
-                wgmma_wait<0>();
-                if (held >= 0)
-                    release_stage<CLUSTER>(empty, held, lane);
-                release_stage<CLUSTER>(empty, stage, lane);
-                held = -1;
-                accumulators_fence(part);
-                if constexpr (SCALE == SW_SCALE_BLOCK) { /* with the k-block's scales */
-                    if (BN > 128 && split < BN && split <= 64)
-                        sw_promote_scaled<BN, 64>(acc, part, cur);
-                    else
-                        sw_promote_scaled<BN, 128>(acc, part, cur);
                 } else {
+                    /* a promotion group of PROMOTE k-blocks starts from zero (scale-d 0) and ends in fp32 registers */
+                    const bool first = kb % PROMOTE == 0, last = kb % PROMOTE == PROMOTE - 1 || kb + 1 == p.k_blocks;
 #pragma unroll
-                    for (int i = 0; i < BN / 2; i++)
-                        acc[i] += part[i];
+                    for (int j = 0; j < 4; j++)
+                        sw_wgmma_e4m3<BN>(part, wgmma_desc_k128(a_st + j * 32), wgmma_desc_k128(b_st + j * 32),
+                                          first && j == 0 ? 0 : 1);
+                    wgmma_commit();
+                    if (!last) {
+                        wgmma_wait<1>();
+                        if (held >= 0)
+                            release_stage<CLUSTER>(empty, held, lane);
+                        held = stage;
+                        continue;
+                    }
+                    wgmma_wait<0>();
+                    if (held >= 0)
+                        release_stage<CLUSTER>(empty, held, lane);
+                    release_stage<CLUSTER>(empty, stage, lane);
+                    held = -1;
+                    accumulators_fence(part);
+                    if constexpr (SCALE == SW_SCALE_BLOCK) { /* with the k-block's scales */
+                        if (BN > 128 && split < BN && split <= 64)
+                            sw_promote_scaled<BN, 64>(acc, part, cur);
+                        else
+                            sw_promote_scaled<BN, 128>(acc, part, cur);
+                    } else {
+#pragma unroll
+                        for (int i = 0; i < BN / 2; i++)
+                            acc[i] += part[i];
+                    }
                 }
             }
-        }
         if constexpr (ELEM == SW_BF16) {
             wgmma_wait<0>();
             if (held >= 0)
@@ -301,17 +334,18 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
         bulk_wait<0>(); /* the last stores are done before the shared memory they read goes away */
 }
 
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE>
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int HALVES>
 __global__ void __launch_bounds__(SW_THREADS, 1)
     sw_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                    const __grid_constant__ CUtensorMap tma_d, const sw_params p)
 {
-    typedef sw_config<BN> cfg;
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK && HALVES == 2> cfg;
     constexpr int STAGES = cfg::stages;
     constexpr int KE = ELEM == SW_E4M3 ? 128 : 64; /* elements of a k-block row */
     static_assert(ELEM == SW_E4M3 || SCALE == SW_SCALE_NONE, "bf16 takes no scales");
     static_assert(ELEM == SW_BF16 || BN == 128 || BN == 192, "FP8 tiles are 128 or 192 wide (two accumulators)");
     static_assert(SCALE != SW_SCALE_BLOCK || PROMOTE == 1, "block scales change every k-block");
+    static_assert(HALVES == 1 || (ELEM == SW_E4M3 && PROMOTE == 1 && BN == 192), "halves: the 128×192 FP8 tile");
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
     const uint32_t epi = base + STAGES * cfg::stage_bytes; /* 1024-aligned: the swizzle needs it */
@@ -346,7 +380,18 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
                     mbar_wait(empty + 8 * stage, phase ^ 1);
                     const uint32_t st = base + stage * cfg::stage_bytes, bar = full + 8 * stage;
                     /* boxes count whole, zero-filled parts too; clustered, half of B comes from the peer */
-                    mbar_arrive_expect_tx(bar, cfg::stage_bytes);
+                    if constexpr (cfg::scale_bytes > 0) { /* the k-block's block scales ride along (bulk copies) */
+                        const int first = tl.m0 & ~3, nb = tl.n0 / 128;
+                        const uint32_t a_sc = 4u * (uint32_t)min(SW_BM + 4, p.lda - first); /* lda % 4 == 0 */
+                        const uint32_t sc = full + cfg::barrier_bytes + stage * SW_SC_STAGE;
+                        const float *sb = p.scale_b + ((size_t)tl.group * p.nblocks + nb) * p.ldb + (kb & ~3);
+                        mbar_arrive_expect_tx(bar, cfg::stage_bytes + a_sc + 32);
+                        bulk_load_1d(sc, p.scale_a + (size_t)kb * p.lda + first, a_sc, bar);
+                        bulk_load_1d(sc + SW_SC_B0, sb, 16, bar);
+                        bulk_load_1d(sc + SW_SC_B1, nb + 1 < p.nblocks ? sb + p.ldb : sb, 16, bar);
+                    } else {
+                        mbar_arrive_expect_tx(bar, cfg::stage_bytes);
+                    }
                     tma_load_2d(st, &tma_a, bar, kb * KE, tl.m0);
                     if (CLUSTER == 1)
                         tma_load_2d(st + cfg::a_bytes, &tma_b, bar, kb * KE, tl.b_row);
@@ -360,7 +405,8 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
                 }
         }
     } else {
-        sw_consume<BN, ELEM, SCALE, CLUSTER, PROMOTE>(p, &tma_d, base, epi, full, empty, rank, cluster, clusters);
+        sw_consume<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>(p, &tma_d, base, epi, full, empty, rank, cluster,
+                                                              clusters);
     }
     if (CLUSTER > 1)
         cluster_sync(); /* the peer may still arrive on this CTA's barriers: stay until it is done */
@@ -388,7 +434,7 @@ static inline void sw_store_map(CUtensorMap *td, uint16_t *d, int rows, int n, i
 }
 
 /* Clusters of the kernel the GPU holds at once (the GPCs decide, not only the SM count), cached per device. */
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE>
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int HALVES>
 static int sw_max_clusters(int device, int sms, cudaLaunchConfig_t cfg)
 {
     static int cached[64];
@@ -397,7 +443,7 @@ static int sw_max_clusters(int device, int sms, cudaLaunchConfig_t cfg)
     if (cached[device] == 0) {
         int n = 0;
         cfg.gridDim = dim3(CLUSTER * (sms / CLUSTER));
-        if (cudaOccupancyMaxActiveClusters(&n, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>, &cfg) !=
+        if (cudaOccupancyMaxActiveClusters(&n, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>, &cfg) !=
                 cudaSuccess ||
             n <= 0) {
             (void)cudaGetLastError();
@@ -408,16 +454,16 @@ static int sw_max_clusters(int device, int sms, cudaLaunchConfig_t cfg)
     return cached[device];
 }
 
-/* Launch persistent CTAs of the kernel for (BN, ELEM, SCALE, CLUSTER, PROMOTE): one per SM (whole clusters), no
- * more than max_tiles work units (tiles, or cluster tiles) ask for. */
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE = 1>
+/* Launch persistent CTAs of the kernel for (BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES): one per SM (whole clusters),
+ * no more than max_tiles work units (tiles, or cluster tiles) ask for. */
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE = 1, int HALVES = 1>
 static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const CUtensorMap &td, const sw_params &p,
                              long long max_tiles, cudaStream_t stream)
 {
-    typedef sw_config<BN> cfg;
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK && HALVES == 2> cfg;
     static_assert(cfg::stages >= 3, "too few stages");
     static_assert(cfg::smem_bytes <= SW_SMEM_LIMIT, "shared memory over the limit");
-    cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>,
+    cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
     int device = 0, sms = 0;
     if (e == cudaSuccess)
@@ -439,11 +485,11 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
         lc.attrs = attr;
         lc.numAttrs = 1;
     }
-    long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER, PROMOTE>(device, sms, lc);
+    long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>(device, sms, lc);
     if (clusters > max_tiles)
         clusters = max_tiles < 1 ? 1 : max_tiles;
     lc.gridDim = dim3((unsigned)(clusters * CLUSTER));
-    e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE>, ta, tb, td, p);
+    e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>, ta, tb, td, p);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

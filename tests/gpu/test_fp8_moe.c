@@ -97,6 +97,13 @@ static cudaError_t launch_fp8_c2(void *arg, uint16_t *d, cudaStream_t stream)
     return pl_gemm_fp8_ws_c2(p, stream);
 }
 
+static cudaError_t launch_fp8_halves(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    pl_gemm_fp8_problem *p = arg;
+    p->d = d;
+    return pl_gemm_fp8_ws_halves(p, stream);
+}
+
 static cudaError_t launch_grouped_bf16(void *arg, uint16_t *d, cudaStream_t stream)
 {
     pl_grouped_gemm_problem *p = arg;
@@ -109,6 +116,13 @@ static cudaError_t launch_grouped_fp8(void *arg, uint16_t *d, cudaStream_t strea
     pl_grouped_gemm_problem *p = arg;
     p->d = d;
     return pl_grouped_gemm_fp8(p, stream);
+}
+
+static cudaError_t launch_grouped_fp8_halves(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    pl_grouped_gemm_problem *p = arg;
+    p->d = d;
+    return pl_grouped_gemm_fp8_halves(p, stream);
 }
 
 typedef struct kenv {
@@ -159,10 +173,15 @@ static void fp8_direct(kenv *e, int m, int n, int k)
                                  .scale_a = q.sa,
                                  .scale_b = q.sb};
         char what[128];
-        for (int c2 = 0; c2 < 2; c2++) {
+        /* the plain kernel, 2-CTA clusters, the half-tile commit groups (K = 1040: two runs of 4 k-blocks and one
+         * more; 400: one run; 16: no whole run) */
+        static const char *const kinds[3] = {"", ", 2-CTA clusters", ", half-tile commit groups"};
+        static cudaError_t (*const launch[3])(void *, uint16_t *, cudaStream_t) = {launch_fp8, launch_fp8_c2,
+                                                                                   launch_fp8_halves};
+        for (int kind = 0; kind < 3; kind++) {
             pl_snprintf(what, sizeof what, "fp8 GEMM %dx%dx%d %s scales%s", m, n, k, sc ? "block" : "tensor",
-                        c2 ? ", 2-CTA clusters" : "");
-            check_twice(ctx, what, c2 ? launch_fp8_c2 : launch_fp8, &p, &ref, 1, d1, d2, (size_t)m * n * 2);
+                        kinds[kind]);
+            check_twice(ctx, what, launch[kind], &p, &ref, 1, d1, d2, (size_t)m * n * 2);
         }
     }
     pl_free_all(ctx);
@@ -191,6 +210,11 @@ static void grouped_direct(kenv *e, int experts, int tokens, double alpha, int n
     pl_grouped_gemm_problem gp = {.groups = experts, .n = n, .k = k, .rows = rows, .offsets = offsets, .a = a, .b = b};
     pl_snprintf(what, sizeof what, "grouped bf16 E=%d rows=%d (%d empty) N=%d K=%d", experts, rows, r.empty, n, k);
     check_twice(ctx, what, launch_grouped_bf16, &gp, &ref, 0, g1, g2, (size_t)rows * n * 2);
+    gp.skip_idle = 1; /* padding rows uncomputed: every stored row must still be right */
+    pl_snprintf(what, sizeof what, "grouped bf16 skipping idle halves E=%d rows=%d (%d empty) N=%d K=%d", experts, rows,
+                r.empty, n, k);
+    check_twice(ctx, what, launch_grouped_bf16, &gp, &ref, 0, g1, g2, (size_t)rows * n * 2);
+    gp.skip_idle = 0;
     pl_fp8_operands q;
     ck_assert(pl_fp8_operands_make(ctx, a, rows, b, experts, n, k, PL_FP8_SCALING_BLOCK, &q) == 0);
     ck_assert(pl_fp8_operands_dequantize(ctx, &q, a16, b16) == 0);
@@ -201,6 +225,9 @@ static void grouped_direct(kenv *e, int experts, int tokens, double alpha, int n
     gp.scale_b = q.sb;
     pl_snprintf(what, sizeof what, "grouped fp8 E=%d rows=%d (%d empty) N=%d K=%d", experts, rows, r.empty, n, k);
     check_twice(ctx, what, launch_grouped_fp8, &gp, &ref, 1, g1, g2, (size_t)rows * n * 2);
+    pl_snprintf(what, sizeof what, "grouped fp8 half-tile groups E=%d rows=%d (%d empty) N=%d K=%d", experts, rows,
+                r.empty, n, k);
+    check_twice(ctx, what, launch_grouped_fp8_halves, &gp, &ref, 1, g1, g2, (size_t)rows * n * 2);
     pl_moe_routing_free(&r);
     pl_free_all(ctx);
 }

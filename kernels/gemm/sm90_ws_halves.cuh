@@ -1,0 +1,134 @@
+/* The FP8 mainloop with the promotion off the critical path (HALVES = 2 of sm90_ws_scaled.cuh's kernel, issue 14,
+ * session 3): each k-block's wgmma in two commit groups, the 128×192 tile's column halves, one half promoted while
+ * the other runs, in straight-line runs of 4 k-blocks; block scales read from the stage's bulk-copied copy.
+ * Included by sm90_ws_scaled.cuh after its types and promotion helpers; include only from sm_90a code. */
+#ifndef PERFLAB_GEMM_SM90_WS_HALVES_CUH
+#define PERFLAB_GEMM_SM90_WS_HALVES_CUH
+
+/* The block scales of k-block kb from its stage's copy at `sc` (the same values sw_load_scales reads). */
+__device__ __forceinline__ float sw_lds(uint32_t addr)
+{
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
+    return v;
+}
+
+__device__ __forceinline__ sw_block_scales sw_stage_scales(uint32_t sc, const sw_params &p, const sw_tile &tl, int r,
+                                                           int kb)
+{
+    sw_block_scales s;
+    const int first = tl.m0 & ~3; /* the row the copy starts at */
+    s.lo = r < p.o.m ? sw_lds(sc + 4 * (r - first)) : 0.0f;
+    s.hi = r + 8 < p.o.m ? sw_lds(sc + 4 * (r + 8 - first)) : 0.0f;
+    s.b0 = sw_lds(sc + SW_SC_B0 + 4 * (kb & 3));
+    s.b1 = tl.n0 / 128 + 1 < p.nblocks ? sw_lds(sc + SW_SC_B1 + 4 * (kb & 3)) : 0.0f;
+    return s;
+}
+
+/* One half of a 128×192 tile's promotion (HALF 0: columns 0-95, 1: 96-191), `split` the tile's first column in the
+ * second B block: block scaling picks the compile-time split point. An FP8 tile starts at a multiple of 192
+ * columns, so split (128 - n0 % 128) is 64 or 128: the left half's split lies at 64 or past its end, the right
+ * half's at 0 or 32. Tensor scaling adds. */
+template <int BN, int SCALE, int HALF>
+__device__ __forceinline__ void sw_promote_half(float (&acc)[BN / 2], const float (&part)[BN / 4],
+                                                const sw_block_scales &s, int split)
+{
+    static_assert(BN == 192, "the split points below are the 128×192 tile's");
+    constexpr int HN = BN / 2, OFF = HALF * BN / 4;
+    if constexpr (SCALE == SW_SCALE_BLOCK) {
+        if (HALF == 0 && split <= 64)
+            sw_promote_scaled<HN, 64, OFF>(acc, part, s);
+        else if (HALF == 0)
+            sw_promote_scaled<HN, HN, OFF>(acc, part, s);
+        else if (split <= 64)
+            sw_promote_scaled<HN, 0, OFF>(acc, part, s);
+        else
+            sw_promote_scaled<HN, 32, OFF>(acc, part, s);
+    } else {
+#pragma unroll
+        for (int i = 0; i < BN / 4; i++)
+            acc[OFF + i] += part[i];
+    }
+}
+
+/* Wait until the ring's k-block number kcount has landed; its stage's shared-memory address. */
+template <int STAGES>
+__device__ __forceinline__ uint32_t sw_wait_stage(uint32_t base, uint32_t full, uint32_t kcount, int stage_bytes)
+{
+    const int stage = (int)(kcount % STAGES);
+    mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
+    return base + stage * stage_bytes;
+}
+
+/* One k-block of 128 e4m3 (four k32 steps) of width N into d, from scale-d 0, as one commit group. */
+template <int N> __device__ __forceinline__ void sw_issue_kblock_e4m3(float (&d)[N / 2], uint32_t a_st, uint32_t b_st)
+{
+    wgmma_fence(); /* d was read (promoted) since its last wgmma */
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        sw_wgmma_e4m3<N>(d, wgmma_desc_k128(a_st + j * 32), wgmma_desc_k128(b_st + j * 32), j == 0 ? 0 : 1);
+    wgmma_commit();
+}
+
+/* The FP8 mainloop of one tile with the promotion off the critical path (HALVES = 2). Each k-block's wgmma go in two
+ * commit groups, the tile's left and right halves of BN/2 columns (m64n96k32 for the 128×192 tile), each into a
+ * half accumulator of its own (lo, hi: BN/4 registers each, as many as the one full-width `part` they replace). The
+ * order per k-block kb: wait for lo(kb) (hi(kb) still runs), promote lo, issue lo(kb + 1), wait for hi(kb) (lo(kb +
+ * 1) runs), release kb's stage, promote hi, issue hi(kb + 1). So this consumer always has a wgmma group on the
+ * tensor cores while it promotes, instead of draining (wait_group 0) and promoting with its tensor work done. The
+ * price: A is read from shared memory twice per k-block (once per half): 80 KB of wgmma reads instead of 64 per
+ * 128×192 k-block. The last k-block is peeled so that no wgmma sits in a branch (ptxas serializes those). */
+template <int BN, int SCALE, int CLUSTER>
+__device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_tile &tl, int r, float (&acc)[BN / 2],
+                                                   float (&lo)[BN / 4], float (&hi)[BN / 4], uint32_t base,
+                                                   uint32_t scales, uint32_t full, uint32_t empty, int consumer,
+                                                   int lane, uint32_t &kcount)
+{
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
+    constexpr int STAGES = cfg::stages, HN = BN / 2, RUN = 4; /* k-blocks per straight-line run */
+    const int split = 128 - tl.n0 % 128;                      /* the first column of the tile in the next B block */
+    const uint32_t a_off = consumer * 64 * SW_ROW_BYTES, b_off = cfg::a_bytes, hi_off = HN * SW_ROW_BYTES;
+    sw_block_scales cur = {0.0f, 0.0f, 0.0f, 0.0f};
+    int kb = 0;
+    for (; kb + RUN <= p.k_blocks; kb += RUN) {
+        uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
+        sw_issue_kblock_e4m3<HN>(lo, st + a_off, st + b_off);
+        sw_issue_kblock_e4m3<HN>(hi, st + a_off, st + b_off + hi_off);
+#pragma unroll
+        for (int u = 0; u < RUN; u++, kcount++) {
+            if (SCALE == SW_SCALE_BLOCK) /* read before the stage is released */
+                cur = sw_stage_scales(scales + (kcount % STAGES) * SW_SC_STAGE, p, tl, r, kb + u);
+            wgmma_wait<1>(); /* lo(u) is done, hi(u) runs */
+            accumulators_fence(lo);
+            sw_promote_half<BN, SCALE, 0>(acc, lo, cur, split);
+            if (u + 1 < RUN) {
+                st = sw_wait_stage<STAGES>(base, full, kcount + 1, cfg::stage_bytes);
+                sw_issue_kblock_e4m3<HN>(lo, st + a_off, st + b_off);
+                wgmma_wait<1>(); /* hi(u) is done, lo(u + 1) runs */
+            } else {
+                wgmma_wait<0>();
+            }
+            release_stage<CLUSTER>(empty, (int)(kcount % STAGES), lane);
+            accumulators_fence(hi);
+            sw_promote_half<BN, SCALE, 1>(acc, hi, cur, split);
+            if (u + 1 < RUN)
+                sw_issue_kblock_e4m3<HN>(hi, st + a_off, st + b_off + hi_off);
+        }
+    }
+    for (; kb < p.k_blocks; kb++, kcount++) { /* the k-blocks past the last whole run, one at a time */
+        const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
+        if (SCALE == SW_SCALE_BLOCK)
+            cur = sw_stage_scales(scales + (kcount % STAGES) * SW_SC_STAGE, p, tl, r, kb);
+        sw_issue_kblock_e4m3<HN>(lo, st + a_off, st + b_off);
+        sw_issue_kblock_e4m3<HN>(hi, st + a_off, st + b_off + hi_off);
+        wgmma_wait<1>();
+        accumulators_fence(lo);
+        sw_promote_half<BN, SCALE, 0>(acc, lo, cur, split);
+        wgmma_wait<0>();
+        release_stage<CLUSTER>(empty, (int)(kcount % STAGES), lane);
+        accumulators_fence(hi);
+        sw_promote_half<BN, SCALE, 1>(acc, hi, cur, split);
+    }
+}
+
+#endif
