@@ -58,6 +58,8 @@ enum pl_gemm_kernel_flags {
     /* Split-K sized for one CTA per SM (up to 16 CTAs a cluster) instead of three: fewer CTAs where tiles are
      * many, more splits where they are very few. */
     PL_GEMM_KERNEL_SPLIT_W1 = 1u << 5,
+    /* Split-K with two consumer warpgroups and one CTA per SM, the split chosen by waves (pl_gemm_sk_split_waves). */
+    PL_GEMM_KERNEL_SPLIT_WAVES = 1u << 7,
     /* A decode kernel: takes M <= tile_m only (one tile of tokens), streams B once. */
     PL_GEMM_KERNEL_SMALL_M = 1u << 4,
     /* Takes B K×N only (N-major for wgmma: TRANS_B = 1); B N×K goes to its N×K twin. */
@@ -151,6 +153,9 @@ cudaError_t pl_gemm_wgmma_sk_swap32_w1(const pl_gemm_problem *p, cudaStream_t st
 cudaError_t pl_gemm_wgmma_sk_swap64_w1(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_64x64_w1(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_64x128_w1(const pl_gemm_problem *p, cudaStream_t stream);
+/* Two consumer warpgroups (128×128 and 128×256 tiles), one CTA per SM, split by waves (pl_gemm_sk_split_waves). */
+cudaError_t pl_gemm_wgmma_sk_128x128(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_128x256(const pl_gemm_problem *p, cudaStream_t stream);
 /* Decode: a streaming GEMV on mma.sync for M <= 8, 16, 32 tokens (gemv_mma.cu; sm_80+, B N×K, K % 8 == 0, A and B
  * 16-byte aligned). */
 cudaError_t pl_gemm_gemv_mma_t8(const pl_gemm_problem *p, cudaStream_t stream);

@@ -85,6 +85,9 @@ static model_params params_of(const pl_gemm_kernel *k, int fused)
     } else if (strcmp(k->rung, "gemv_mma") == 0) {
         m.eff = 0.39; /* mma.sync's measured fraction; the padded tokens (tile_m) count as work */
         m.resident = 8;
+    } else if (strcmp(k->rung, "wgmma_splitk") == 0 && (k->flags & PL_GEMM_KERNEL_SPLIT_WAVES)) {
+        m.eff = k->tile_n == 256 ? 0.83 : 0.77; /* the cooperative kernels' tiles and consumers (predicted) */
+        m.resident = 1;
     } else if (strcmp(k->rung, "wgmma_splitk") == 0) {
         const double w = (k->flags & PL_GEMM_KERNEL_SWAP_AB) ? k->tile_m : k->tile_n;
         const double feed = (w / 2) / (16 + w / 4);
@@ -121,9 +124,10 @@ double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const
     const long long tiles = ceil_div(p->m, k->tile_m) * ceil_div(p->n, k->tile_n);
     const long long k_steps = ceil_div(p->k, k->tile_k);
     const int kb = (int)ceil_div(p->k, PL_SK_BK);
-    const int split = !(k->flags & PL_GEMM_KERNEL_SPLIT_K)   ? 1
-                      : (k->flags & PL_GEMM_KERNEL_SPLIT_W1) ? pl_gemm_sk_split_w1(tiles, kb, g->sms)
-                                                             : pl_gemm_sk_split(tiles, kb, g->sms);
+    const int split = !(k->flags & PL_GEMM_KERNEL_SPLIT_K)      ? 1
+                      : (k->flags & PL_GEMM_KERNEL_SPLIT_WAVES) ? pl_gemm_sk_split_waves(tiles, kb, g->sms)
+                      : (k->flags & PL_GEMM_KERNEL_SPLIT_W1)    ? pl_gemm_sk_split_w1(tiles, kb, g->sms)
+                                                                : pl_gemm_sk_split(tiles, kb, g->sms);
     const long long ctas = tiles * split;
     const long long per_sm = ceil_div(ctas, g->sms); /* the busiest SM's tiles (or CTAs), one after another */
     const double tflops =

@@ -251,6 +251,17 @@ static const pl_gemm_kernel kernels[] = {
      "the swapped split-K kernel for M ≤ 64, its split sized for one CTA per SM", 64, 64, 64, PL_SK_STAGES(64), 0,
      PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_W1, supports_sk_swap64,
      pl_gemm_wgmma_sk_swap64_w1},
+    /* ---- issue 15: split-K with the cooperative kernels' 128-row tiles (two consumer warpgroups, one CTA an SM,
+     * every byte of shared memory a stage), the split chosen by waves: few tiles over a long K, last waves ---- */
+    {"wgmma_sk_128x128x64", "wgmma_splitk",
+     "128×128 tiles, two consumer warpgroups, one CTA per SM with 7 stages, K split over a cluster (up to 8) to "
+     "fill the waves, fixed-order fix-up through DSMEM",
+     128, 128, 64, 7, 0, 288, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES, supports_sk_plain,
+     pl_gemm_wgmma_sk_128x128},
+    {"wgmma_sk_128x256x64", "wgmma_splitk",
+     "128×256 tiles (wgmma m64n256), two consumer warpgroups, one CTA per SM with 4 stages, K split by waves", 128,
+     256, 64, 4, 0, 288, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES, supports_sk_plain,
+     pl_gemm_wgmma_sk_128x256},
     /* ---- issue 15: 128×192 tiles for tile counts that 128×256 quantizes badly ---- */
     {"wgmma_ws_128x192x64_s4", "wgmma_ws",
      "the cooperative persistent kernel with 128×192 tiles (wgmma m64n192): 3/4 of the 128×256 tile's work, for tile "

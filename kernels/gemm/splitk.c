@@ -22,3 +22,22 @@ int pl_gemm_sk_split_w1(long long tiles, int k_blocks, int sms)
 {
     return split_rule(tiles, k_blocks, sms, 1, PL_SK_MAX_SPLIT);
 }
+
+int pl_gemm_sk_split_waves(long long tiles, int k_blocks, int sms)
+{
+    if (tiles < 1 || k_blocks < 1 || sms < 1)
+        return 1;
+    int best = 1;
+    long long best_cost = -1;
+    for (int s = 1; s <= PL_SK_PORTABLE_SPLIT; s++) {
+        if (s > 1 && k_blocks / s < PL_SK_MIN_KBLOCKS)
+            break;
+        const long long waves = (tiles * s + sms - 1) / sms;
+        const long long cost = waves * ((k_blocks + s - 1) / s + PL_SK_WAVE_OVERHEAD_KB);
+        if (best_cost < 0 || cost < best_cost) {
+            best_cost = cost;
+            best = s;
+        }
+    }
+    return best;
+}

@@ -23,6 +23,7 @@ extern "C" {
 #define PL_SK_PORTABLE_SPLIT 8   /* the portable cluster size: the default kernels' largest split */
 #define PL_SK_MAX_SPLIT      16  /* a non-portable cluster (sm_90 allows 16): the _w1 kernels' largest split */
 #define PL_SK_MIN_KBLOCKS    4   /* a split gets at least this many k-blocks (256 K) */
+#define PL_SK_WG2             0x1000 /* pl_gemm_wgmma_sk's tile | PL_SK_WG2: two consumer warpgroups (128 rows) */
 /* Pipeline stages per TILE width (stage = 8 KB of X + TILE·128 B of Y): 60-72 KB a CTA, three a SM. */
 #define PL_SK_STAGES(tile) ((tile) <= 16 ? 6 : (tile) <= 32 ? 5 : (tile) <= 64 ? 4 : 3)
 
@@ -35,7 +36,15 @@ int pl_gemm_sk_split(long long tiles, int k_blocks, int sms);
  * (384) by 30-50%; with 4-9 tiles 16 beat 8 by 4-5%. */
 int pl_gemm_sk_split_w1(long long tiles, int k_blocks, int sms);
 
-/* The split-K kernel with TILE = `tile` (swapped: 16, 32, 64 or 128; not: 64 or 128) and a split of `split` CTAs
+/* The two-warpgroup kernels' split (128-row tiles, one CTA per SM, all the shared memory as stages): S in 1-8
+ * minimizing waves · (k-blocks per split + PL_SK_WAVE_OVERHEAD_KB), where waves = ceil(tiles·S / sms), each split at
+ * least PL_SK_MIN_KBLOCKS k-blocks; the smaller S on a tie. Splitting then serves both few tiles (the SMs idle) and
+ * a last wave nearly empty (mixtral 384×14336: 168 tiles of 128×256 are 2 waves unsplit, 4 thirds split by 3). */
+#define PL_SK_WAVE_OVERHEAD_KB 4 /* a CTA's fill, fix-up and store, in k-blocks of mainloop */
+int pl_gemm_sk_split_waves(long long tiles, int k_blocks, int sms);
+
+/* The split-K kernel with TILE = `tile` (swapped: 16, 32, 64 or 128; not: 64 or 128, or 128 | PL_SK_WG2 and 256 | PL_SK_WG2 for the
+ * two-warpgroup 128×128 and 128×256 tiles, whose split is at most 8) and a split of `split` CTAs
  * (1-16, capped at the k-block count; over 8 a non-portable cluster; 0: pl_gemm_sk_split's). cudaErrorInvalidValue
  * for another tile, a split over 16, or a grid past 65535 tiles in a dimension. Takes B N×K, K % 8 == 0, 16-byte
  * aligned A and B. */

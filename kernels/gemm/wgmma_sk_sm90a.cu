@@ -37,18 +37,25 @@
 #define SK_RESERVED    1024   /* per CTA, kept by the system */
 #define SK_SMEM_LIMIT  232448 /* the largest dynamic shared memory a block may ask for */
 #define SK_MAX_REGS    128    /* 3 CTAs × 5 warps: 4 warps on some sub-partition, 16384 / (4 · 32) registers */
-#define SK_PRODUCER    4      /* the producer warp */
+#define SK_WG2_REGS    168    /* one CTA of 9 warps an SM: 3 warps on some sub-partition, 16384 / (3 · 32) = 170 */
 
-template <int TILE, int SWAP> struct sk_config {
-    static constexpr int x_bytes = PL_SK_ROWS * PL_SK_BK * 2;
+/* WG consumer warpgroups (1: three CTAs an SM; 2: the PL_SK_WG2 kernels, one CTA an SM) each take 64 rows of X. */
+template <int TILE, int SWAP, int WG = 1> struct sk_config {
+    static constexpr int x_rows = PL_SK_ROWS * WG;
+    static constexpr int threads = 128 * WG + 32;
+    static constexpr int producer = 4 * WG; /* the producer warp, after the consumer warpgroups */
+    static constexpr int x_bytes = x_rows * PL_SK_BK * 2;
     static constexpr int y_bytes = TILE * PL_SK_BK * 2;
     static constexpr int stage_bytes = x_bytes + y_bytes; /* a multiple of 1024: every stage stays swizzle-aligned */
-    static constexpr int stages = PL_SK_STAGES(TILE);
-    /* the partial tile, in D's row order: swapped TILE rows (M) of 64 (N), plain 64 rows of TILE */
-    static constexpr int out_rows = SWAP ? TILE : PL_SK_ROWS;
-    static constexpr int out_cols = SWAP ? PL_SK_ROWS : TILE;
-    /* row pitch in floats: lanes (g = lane/4, q = lane%4) write swapped (c = 2q.., r = g) at c·68 + r, banks g + 8q;
-     * plain float2 at r·(TILE + 8) + 2q, banks 8g + 2q in each half-warp: no two lanes on one bank */
+    /* one CTA an SM: as many stages as the shared memory holds (at most 16) */
+    static constexpr int deep = (SK_SMEM_LIMIT - 1024 - 16 * 16) / stage_bytes;
+    static constexpr int stages = WG == 1 ? PL_SK_STAGES(TILE) : (deep < 16 ? deep : 16);
+    static constexpr int ctas_per_sm = WG == 1 ? PL_SK_CTAS_PER_SM : 1;
+    /* the partial tile, in D's row order: swapped TILE rows (M) of x_rows (N), plain x_rows rows of TILE */
+    static constexpr int out_rows = SWAP ? TILE : x_rows;
+    static constexpr int out_cols = SWAP ? x_rows : TILE;
+    /* row pitch in floats: lanes (g = lane/4, q = lane%4) write swapped (c = 2q.., r = g) at c·(x_rows + 4) + r,
+     * banks g + 8q; plain float2 at r·(TILE + 8) + 2q, banks 8g + 2q in each half-warp: no two lanes on one bank */
     static constexpr int pitch = out_cols + (SWAP ? 4 : 8);
     static constexpr int partial_bytes = out_rows * pitch * 4;
     static constexpr int smem_bytes = 1024 + stages * stage_bytes + 2 * stages * 8;
@@ -63,8 +70,10 @@ template <int N> __device__ __forceinline__ void sk_wgmma(float (&acc)[N / 2], u
         pl_wgmma_m64n32k16_bf16<0>(acc, dx, dy, 1);
     else if constexpr (N == 64)
         pl_wgmma_m64n64k16_bf16<0>(acc, dx, dy, 1);
-    else
+    else if constexpr (N == 128)
         pl_wgmma_m64n128k16_bf16<0>(acc, dx, dy, 1);
+    else
+        pl_wgmma_m64n256k16_bf16<0>(acc, dx, dy, 1);
 }
 
 /* The consumer warpgroup's mainloop over k-blocks kb0 .. kb1 - 1 with wgmma m64nNk16, N the tile's width or, on
@@ -72,7 +81,7 @@ template <int N> __device__ __forceinline__ void sk_wgmma(float (&acc)[N / 2], u
  * j). One loop per width, so that no branch sits between two wgmma on the same accumulators. */
 template <int N, int STAGES, int STAGE_BYTES, int X_BYTES>
 __device__ __forceinline__ void sk_mainloop(float (&acc)[N / 2], uint32_t base, uint32_t full, uint32_t empty, int kb0,
-                                            int kb1, int lane)
+                                            int kb1, int lane, uint32_t x_off)
 {
     int held = -1; /* the stage whose wgmma group may still be reading it */
     uint32_t kcount = 0;
@@ -83,7 +92,7 @@ __device__ __forceinline__ void sk_mainloop(float (&acc)[N / 2], uint32_t base, 
         wgmma_fence();
 #pragma unroll
         for (int j = 0; j < PL_SK_BK / 16; j++)
-            sk_wgmma<N>(acc, wgmma_desc_k128(st + j * 32), wgmma_desc_k128(st + X_BYTES + j * 32));
+            sk_wgmma<N>(acc, wgmma_desc_k128(st + x_off + j * 32), wgmma_desc_k128(st + X_BYTES + j * 32));
         wgmma_commit();
         wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
         if (held >= 0)
@@ -94,49 +103,56 @@ __device__ __forceinline__ void sk_mainloop(float (&acc)[N / 2], uint32_t base, 
     accumulators_fence(acc);
 }
 
-/* Two fp32 of CTA `rank` of the cluster, at the shared-memory offset `addr` has in this CTA. */
-__device__ __forceinline__ float2 dsmem_load_f32x2(uint32_t addr, uint32_t rank)
+/* Four fp32 of CTA `rank` of the cluster, at the shared-memory offset `addr` (16-byte aligned) has in this CTA. */
+__device__ __forceinline__ float4 dsmem_load_f32x4(uint32_t addr, uint32_t rank)
 {
-    float2 v;
+    float4 v;
     asm volatile("{\n"
                  ".reg .b32 remote;\n"
-                 "mapa.shared::cluster.u32 remote, %2, %3;\n"
-                 "ld.shared::cluster.v2.f32 {%0, %1}, [remote];\n"
+                 "mapa.shared::cluster.u32 remote, %4, %5;\n"
+                 "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [remote];\n"
                  "}\n"
-                 : "=f"(v.x), "=f"(v.y)
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
                  : "r"(addr), "r"(rank)
                  : "memory");
     return v;
 }
 
-__device__ __forceinline__ float2 smem_load_f32x2(uint32_t addr)
+__device__ __forceinline__ float4 smem_load_f32x4(uint32_t addr)
 {
-    float2 v;
-    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr)
+                 : "memory");
     return v;
 }
 
+#define SK_FIXUP_BATCH 4 /* partials loaded before the first of them is added: loads in flight per thread */
+
 /* grid (S, X tiles, Y tiles), clusters of (S, 1, 1): a cluster is one output tile, its CTA rank blockIdx.x. */
-template <int TILE, int SWAP>
-__global__ void __maxnreg__(SK_MAX_REGS)
+template <int TILE, int SWAP, int WG>
+__global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
     gemm_sk_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_y, pl_gemm_out o,
                    int y_rows, int k_blocks)
 {
-    typedef sk_config<TILE, SWAP> cfg;
+    typedef sk_config<TILE, SWAP, WG> cfg;
     constexpr int STAGES = cfg::stages;
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u; /* 128-byte swizzle wants 1024-byte alignment */
     const uint32_t full = base + STAGES * cfg::stage_bytes, empty = full + 8 * STAGES;
     const int split = (int)gridDim.x, rank = (int)blockIdx.x;
-    const int x0 = (int)blockIdx.y * PL_SK_ROWS, y0 = (int)blockIdx.z * TILE;
+    const int x0 = (int)blockIdx.y * cfg::x_rows, y0 = (int)blockIdx.z * TILE;
     const int kb0 = (int)((long long)k_blocks * rank / split), kb1 = (int)((long long)k_blocks * (rank + 1) / split);
     const bool half = TILE >= 32 && y_rows - y0 <= TILE / 2;
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x & 31;
+    const int cw = warp / 4; /* the consumer warpgroup: rows 64·cw.. of X */
+    const uint32_t x_off = WG == 1 ? 0u : (uint32_t)cw * PL_SK_ROWS * 128;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
-            mbar_init(full + 8 * s, 1);  /* the producer's arrive; TMA bytes complete it */
-            mbar_init(empty + 8 * s, 4); /* lane 0 of each consumer warp */
+            mbar_init(full + 8 * s, 1);       /* the producer's arrive; TMA bytes complete it */
+            mbar_init(empty + 8 * s, 4 * WG); /* lane 0 of each consumer warp */
         }
         mbar_fence_init();
     }
@@ -146,7 +162,7 @@ __global__ void __maxnreg__(SK_MAX_REGS)
 #pragma unroll
     for (int i = 0; i < TILE / 2; i++)
         acc[i] = 0.0f;
-    if (warp == SK_PRODUCER) {
+    if (warp == cfg::producer) {
         if (lane == 0) {
             tma_prefetch_descriptor(&tma_x);
             tma_prefetch_descriptor(&tma_y);
@@ -167,15 +183,15 @@ __global__ void __maxnreg__(SK_MAX_REGS)
     } else if (half) {
         if constexpr (TILE >= 32)
             sk_mainloop<TILE / 2, STAGES, cfg::stage_bytes, cfg::x_bytes>(
-                *reinterpret_cast<float(*)[TILE / 4]>(&acc[0]), base, full, empty, kb0, kb1, lane);
+                *reinterpret_cast<float(*)[TILE / 4]>(&acc[0]), base, full, empty, kb0, kb1, lane, x_off);
     } else {
-        sk_mainloop<TILE, STAGES, cfg::stage_bytes, cfg::x_bytes>(acc, base, full, empty, kb0, kb1, lane);
+        sk_mainloop<TILE, STAGES, cfg::stage_bytes, cfg::x_bytes>(acc, base, full, empty, kb0, kb1, lane, x_off);
     }
     /* every load has landed (the consumers waited for each) and every wgmma is done: the stages are free */
     __syncthreads();
 
     float *partial = reinterpret_cast<float *>(smem_raw + (base - smem_u32(smem_raw)));
-    if (warp < 4) {
+    if (warp < 4 * WG) {
         const int g = lane >> 2, q = lane & 3;
 #pragma unroll
         for (int j = 0; j < TILE / 8; j++)
@@ -196,50 +212,69 @@ __global__ void __maxnreg__(SK_MAX_REGS)
     else
         __syncthreads();
 
-    /* this CTA's rows of the tile: the S partials added in rank order, the epilogue, bf16 pairs to D */
+    /* this CTA's rows of the tile: the S partials added in rank order, the epilogue, bf16 pairs to D. Four columns a
+     * thread (16-byte DSMEM loads), SK_FIXUP_BATCH partials loaded before any is added (their latencies overlap);
+     * the additions stay in rank order 0, 1, …, S-1 */
     const int rows_per = (cfg::out_rows + split - 1) / split;
     const int r_begin = rank * rows_per, r_end = min(cfg::out_rows, r_begin + rows_per);
-    const int pairs_per_row = cfg::out_cols / 2;
+    const int quads_per_row = cfg::out_cols / 4;
     const int m0 = SWAP ? y0 : x0, n0 = SWAP ? x0 : y0;
-    const int pairs = r_end > r_begin ? (r_end - r_begin) * pairs_per_row : 0;
-    for (int i = (int)threadIdx.x; i < pairs; i += PL_SK_THREADS) {
-        const int row = r_begin + i / pairs_per_row, col = 2 * (i % pairs_per_row);
+    const int quads = r_end > r_begin ? (r_end - r_begin) * quads_per_row : 0;
+    for (int i = (int)threadIdx.x; i < quads; i += cfg::threads) {
+        const int row = r_begin + i / quads_per_row, col = 4 * (i % quads_per_row);
         const uint32_t addr = base + (uint32_t)(row * cfg::pitch + col) * 4u;
-        float2 sum = split > 1 ? dsmem_load_f32x2(addr, 0) : smem_load_f32x2(addr);
-        for (int s = 1; s < split; s++) {
-            const float2 v = dsmem_load_f32x2(addr, (uint32_t)s);
-            sum.x += v.x;
-            sum.y += v.y;
+        float4 sum = split > 1 ? dsmem_load_f32x4(addr, 0) : smem_load_f32x4(addr);
+        for (int s0 = 1; s0 < split; s0 += SK_FIXUP_BATCH) {
+            float4 v[SK_FIXUP_BATCH];
+#pragma unroll
+            for (int u = 0; u < SK_FIXUP_BATCH; u++)
+                if (s0 + u < split)
+                    v[u] = dsmem_load_f32x4(addr, (uint32_t)(s0 + u));
+#pragma unroll
+            for (int u = 0; u < SK_FIXUP_BATCH; u++)
+                if (s0 + u < split) {
+                    sum.x += v[u].x;
+                    sum.y += v[u].y;
+                    sum.z += v[u].z;
+                    sum.w += v[u].w;
+                }
         }
         pl_gemm_store2(o, m0 + row, n0 + col, sum.x, sum.y);
+        pl_gemm_store2(o, m0 + row, n0 + col + 2, sum.z, sum.w);
     }
     if (split > 1)
         cluster_sync(); /* the others may still read this CTA's partial: stay until they are done */
 }
 
-template <int TILE, int SWAP>
+/* split > 0: that split; else the rule of the entry: w1 (one CTA an SM, up to 16), WG == 2 (by waves, up to 8),
+ * or the default (three CTAs an SM, up to 8). */
+template <int TILE, int SWAP, int WG = 1>
 static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaStream_t stream)
 {
-    typedef sk_config<TILE, SWAP> cfg;
+    typedef sk_config<TILE, SWAP, WG> cfg;
     static_assert(cfg::stage_bytes % 1024 == 0, "stages must stay 1024-byte aligned");
+    static_assert(cfg::pitch % 4 == 0 && cfg::out_cols % 4 == 0, "the fix-up reads 16-byte pieces of the partials");
     static_assert(cfg::partial_bytes <= cfg::stages * cfg::stage_bytes, "the partial tile must fit in the stages");
     static_assert(cfg::smem_bytes <= SK_SMEM_LIMIT, "shared memory over the limit");
-    static_assert(PL_SK_CTAS_PER_SM * (cfg::smem_bytes + SK_RESERVED) <= SK_SMEM_PER_SM,
-                  "three CTAs must fit an SM's shared memory");
+    static_assert(cfg::ctas_per_sm * (cfg::smem_bytes + SK_RESERVED) <= SK_SMEM_PER_SM,
+                  "the resident CTAs must fit an SM's shared memory");
     const int x_rows = SWAP ? p->n : p->m, y_rows = SWAP ? p->m : p->n;
-    const long long tiles_x = (x_rows + PL_SK_ROWS - 1) / PL_SK_ROWS, tiles_y = (y_rows + TILE - 1) / TILE;
+    const long long tiles_x = (x_rows + cfg::x_rows - 1) / cfg::x_rows, tiles_y = (y_rows + TILE - 1) / TILE;
     const int k_blocks = (p->k + PL_SK_BK - 1) / PL_SK_BK;
-    if (tiles_x > 65535 || tiles_y > 65535 || split < 0 || split > PL_SK_MAX_SPLIT)
+    /* two warpgroups: one CTA an SM, so a cluster past the portable 8 may not fit a GPC */
+    const int max_split = WG == 2 ? PL_SK_PORTABLE_SPLIT : PL_SK_MAX_SPLIT;
+    if (tiles_x > 65535 || tiles_y > 65535 || split < 0 || split > max_split)
         return cudaErrorInvalidValue;
     CUtensorMap tx, ty;
-    cudaError_t e = pl_tensor_map_bf16(&tx, SWAP ? p->b : p->a, (uint64_t)x_rows, (uint64_t)p->k, PL_SK_ROWS, PL_SK_BK);
+    cudaError_t e =
+        pl_tensor_map_bf16(&tx, SWAP ? p->b : p->a, (uint64_t)x_rows, (uint64_t)p->k, cfg::x_rows, PL_SK_BK);
     if (e == cudaSuccess)
         e = pl_tensor_map_bf16(&ty, SWAP ? p->a : p->b, (uint64_t)y_rows, (uint64_t)p->k, TILE, PL_SK_BK);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  cfg::smem_bytes);
     if (e == cudaSuccess) /* all of the SM's 228 KB as shared memory, so that three CTAs fit */
-        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP>, cudaFuncAttributePreferredSharedMemoryCarveout,
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                  cudaSharedmemCarveoutMaxShared);
     pl_gemm_gpu g;
     if (e == cudaSuccess)
@@ -247,19 +282,20 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaSt
     if (e != cudaSuccess)
         return e;
     int s = split > 0 ? split
+            : WG == 2 ? pl_gemm_sk_split_waves(tiles_x * tiles_y, k_blocks, g.sms)
             : w1      ? pl_gemm_sk_split_w1(tiles_x * tiles_y, k_blocks, g.sms)
                       : pl_gemm_sk_split(tiles_x * tiles_y, k_blocks, g.sms);
     if (s > k_blocks)
         s = k_blocks;             /* every CTA of a cluster gets at least one k-block */
     if (s > PL_SK_PORTABLE_SPLIT) /* a cluster of 9-16 CTAs */
-        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (e != cudaSuccess)
         return e;
 
     cudaLaunchConfig_t lc = {};
     cudaLaunchAttribute attr;
     lc.gridDim = dim3((unsigned)s, (unsigned)tiles_x, (unsigned)tiles_y);
-    lc.blockDim = dim3(PL_SK_THREADS);
+    lc.blockDim = dim3(cfg::threads);
     lc.dynamicSmemBytes = cfg::smem_bytes;
     lc.stream = stream;
     if (s > 1) {
@@ -270,7 +306,7 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaSt
         lc.attrs = &attr;
         lc.numAttrs = 1;
     }
-    e = cudaLaunchKernelEx(&lc, gemm_sk_kernel<TILE, SWAP>, tx, ty, pl_gemm_out_of(p), y_rows, k_blocks);
+    e = cudaLaunchKernelEx(&lc, gemm_sk_kernel<TILE, SWAP, WG>, tx, ty, pl_gemm_out_of(p), y_rows, k_blocks);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -283,6 +319,8 @@ extern "C" cudaError_t pl_gemm_wgmma_sk(const pl_gemm_problem *p, int tile, int 
     case 128: return launch_sk<128, 1>(p, split, 0, stream);
     case -64: return launch_sk<64, 0>(p, split, 0, stream);
     case -128: return launch_sk<128, 0>(p, split, 0, stream);
+    case -(128 | PL_SK_WG2): return launch_sk<128, 0, 2>(p, split, 0, stream);
+    case -(256 | PL_SK_WG2): return launch_sk<256, 0, 2>(p, split, 0, stream);
     default: return cudaErrorInvalidValue;
     }
 }
@@ -337,4 +375,15 @@ extern "C" cudaError_t pl_gemm_wgmma_sk_64x64_w1(const pl_gemm_problem *p, cudaS
 extern "C" cudaError_t pl_gemm_wgmma_sk_64x128_w1(const pl_gemm_problem *p, cudaStream_t stream)
 {
     return launch_sk<128, 0>(p, 0, 1, stream);
+}
+
+/* Two consumer warpgroups (128 rows of A), one CTA an SM with as many stages as fit, split by waves (up to 8). */
+extern "C" cudaError_t pl_gemm_wgmma_sk_128x128(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<128, 0, 2>(p, 0, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_128x256(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<256, 0, 2>(p, 0, 0, stream);
 }
