@@ -14,6 +14,10 @@ perflab times: before the start event a spin kernel (torch.cuda._sleep) holds th
 enqueued the event, the call and the stop event, so that the events time the GPU's work and not the Python and
 dispatch cost of the call (an unlatched call of a 0.5 ms kernel counts the host's ~20 µs before its launch).
 --latch both also prints the unlatched figure (backend name + " unlatched").
+--sustained adds a row per backend timed as perflab times by default (hot, at the power limit): one second of
+back-to-back calls first, then samples of --batch calls back to back between two events (the stream latched
+before each), the median per call. The latched single calls above leave the GPU idle ~1 ms before each call, a
+duty cycle that keeps a compute-bound kernel off the 700 W cap; the sustained rows are the like-for-like figure.
 
     python3 scripts/torch_attention_bench.py [--iters 50] [--decode-only] [--json out.json]
 """
@@ -21,6 +25,7 @@ import argparse
 import json
 import statistics
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -61,6 +66,26 @@ def time_ms(fn, iters, warmup=5, latch=True):
     return statistics.median(times)
 
 
+def time_sustained_ms(fn, samples, batch, warm_s=1.0):
+    """Per-call median of `samples` samples of `batch` back-to-back calls, after warm_s seconds of calls at load."""
+    end = time.perf_counter() + warm_s
+    while time.perf_counter() < end:
+        fn()
+        torch.cuda.synchronize()  # the GPU, not the host's queue, decides when the warm-up is over
+    times = []
+    for _ in range(samples):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(LATCH_CYCLES)
+        a.record()
+        for _ in range(batch):
+            fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / batch)
+    return statistics.median(times)
+
+
 def sdpa_call(backend, q, k, v, causal, gqa):
     """A callable that runs SDPA on the backend, and how GQA was handled ('' / 'gqa' / 'expanded'), or an error."""
     def run(kk, vv, enable_gqa):
@@ -80,19 +105,27 @@ def sdpa_call(backend, q, k, v, causal, gqa):
         return (lambda: run(ke, ve, False)), "expanded"
 
 
-def latch_modes(latch):
-    """(row-name suffix, latched) pairs for --latch on|off|both."""
-    return {"on": [("", True)], "off": [(" unlatched", False)], "both": [("", True), (" unlatched", False)]}[latch]
+def latch_modes(latch, sustained=False):
+    """(row-name suffix, timing) pairs for --latch on|off|both (timing True: latched, False: not), and with
+    --sustained one more, timing "sustained"."""
+    modes = {"on": [("", True)], "off": [(" unlatched", False)], "both": [("", True), (" unlatched", False)]}[latch]
+    return modes + ([(" sustained", "sustained")] if sustained else [])
 
 
-def time_backends(rows, name, q, k, v, causal, flops, nbytes, iters, latch):
+def timed(fn, iters, timing):
+    if timing == "sustained":
+        return time_sustained_ms(fn, max(5, iters // 5), 20)
+    return time_ms(fn, iters, latch=timing)
+
+
+def time_backends(rows, name, q, k, v, causal, flops, nbytes, iters, latch, sustained):
     """One row per SDPA backend (and latch mode): its median time and rates, or the error that kept it from
     running."""
     for be in BACKENDS:
-        for suffix, latched in latch_modes(latch):
+        for suffix, timing in latch_modes(latch, sustained):
             try:
                 fn, how = sdpa_call(be, q, k, v, causal, k.shape[1] != q.shape[1])
-                ms = time_ms(fn, iters, latch=latched)
+                ms = timed(fn, iters, timing)
                 rows.append(dict(shape=name, backend=be + suffix, note=how, ms=ms, tflops=flops / ms / 1e9,
                                  gbps=nbytes / ms / 1e6))
             except RuntimeError as e:
@@ -106,6 +139,8 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--latch", choices=["on", "off", "both"], default="on",
                     help="hold the stream with a spin kernel while the host enqueues each timed call (on), not (off)")
+    ap.add_argument("--sustained", action="store_true",
+                    help="also time each backend sustained at load, as perflab's hot mode does (rows '... sustained')")
     ap.add_argument("--decode-only", action="store_true", help="only the decode shape (skip the prefill shapes)")
     ap.add_argument("--json", help="write the rows here too")
     args = ap.parse_args()
@@ -120,7 +155,7 @@ def main():
         v = torch.empty(b, kv, s, d, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
         flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
         nbytes = 2.0 * (2 * b * h * s * d + 2 * b * kv * s * d)
-        time_backends(rows, name, q, k, v, causal, flops, nbytes, args.iters, args.latch)
+        time_backends(rows, name, q, k, v, causal, flops, nbytes, args.iters, args.latch, args.sustained)
         del q, k, v
         torch.cuda.empty_cache()
     for name, b, h, kv, n, d in DECODE:
@@ -130,13 +165,13 @@ def main():
         flops = 4.0 * b * h * n * d
         nbytes = 2.0 * (2 * b * kv * n * d + 2 * b * h * d)
         dst = torch.empty_like(k)
-        for suffix, latched in latch_modes(args.latch):
+        for suffix, timing in latch_modes(args.latch, args.sustained):
             # K bytes read + written = the K and V bytes decode reads
-            ms = time_ms(lambda: dst.copy_(k), args.iters, latch=latched)
+            ms = timed(lambda: dst.copy_(k), args.iters, timing)
             rows.append(dict(shape=name, backend="d2d copy" + suffix, note="the ceiling", ms=ms, tflops=0.0,
                              gbps=nbytes / ms / 1e6))
             print(rows[-1], flush=True)
-        time_backends(rows, name, q, k, v, False, flops, nbytes, args.iters, args.latch)
+        time_backends(rows, name, q, k, v, False, flops, nbytes, args.iters, args.latch, args.sustained)
     print()
     print(f"{'shape':34} {'backend':20} {'ms':>9} {'TFLOP/s':>8} {'GB/s':>8}  note (latch {args.latch})")
     for r in rows:
