@@ -126,9 +126,14 @@ static json_t *pick_json(const pl_gemm_comparison *c, size_t shape, int col)
     pl_gemm_pick_verdict v;
     if (col < 0 || pl_gemm_cell_pick_verdict(pl_gemm_cell_get(c, shape, (size_t)col), &v) != 0)
         return NULL;
-    return json_pack("{s:s, s:b, s:o, s:s, s:o, s:o, s:b, s:b}", "pick", v.pick, "pick_timed", v.pick_timed, "pick_ms",
-                     pl_json_real(v.pick_ms), "best", v.best, "best_ms", pl_json_real(v.best_ms), "pick_over_best",
-                     pl_json_real(v.ratio), "pick_is_best", v.is_best, "within_3pct", v.within);
+    json_t *j = json_pack("{s:s, s:b, s:o, s:s, s:o, s:o, s:b, s:b}", "pick", v.pick, "pick_timed", v.pick_timed,
+                          "pick_ms", pl_json_real(v.pick_ms), "best", v.best, "best_ms", pl_json_real(v.best_ms),
+                          "pick_over_best", pl_json_real(v.ratio), "pick_is_best", v.is_best, "within_3pct", v.within);
+    if (j && v.confirm_rounds > 0) { /* within_3pct is then judged on the head-to-head rounds */
+        json_object_set_new(j, "confirmed_pick_over_best", pl_json_real(v.confirmed_ratio));
+        json_object_set_new(j, "confirm_rounds", json_integer(v.confirm_rounds));
+    }
+    return j;
 }
 
 /* Over the shapes with a verdict: how often the pick was the best, and within 3% of it. */
@@ -262,11 +267,14 @@ static char *summary_markdown(const pl_gemm_comparison *cmp)
         if (!heading++)
             pl_buf_printf(
                 &md, "\n## The heuristic's pick (pl_gemm_bf16) against the best native configuration\n\n"
-                     "| shape | pick | best | pick / best (time) | within 3%% |\n| --- | --- | --- | ---: | --- |\n");
-        char ratio[32] = "not timed";
+                     "| shape | pick | best | pick / best (time) | head to head | within 3%% |\n"
+                     "| --- | --- | --- | ---: | ---: | --- |\n");
+        char ratio[32] = "not timed", h2h[48] = "-";
         if (v.pick_timed)
             pl_snprintf(ratio, sizeof ratio, "%.3f", v.ratio);
-        pl_buf_printf(&md, "| %s | %s | %s | %s | %s |\n", cmp->shapes[s].name, v.pick, v.best, ratio,
+        if (v.confirm_rounds > 0)
+            pl_snprintf(h2h, sizeof h2h, "%.3f (%d rounds)", v.confirmed_ratio, v.confirm_rounds);
+        pl_buf_printf(&md, "| %s | %s | %s | %s | %s | %s |\n", cmp->shapes[s].name, v.pick, v.best, ratio, h2h,
                       v.within ? "yes" : "no");
     }
     if (pl_gemm_comparison_missing(cmp, NULL)) {

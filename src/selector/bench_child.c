@@ -42,6 +42,10 @@ struct pl_gemm_bench {
     int fd;
     pending *pend; /* the shape's verified configurations, in the order they were offered */
     size_t n_pend, cap_pend;
+    /* the heuristic's pick and the fastest native configuration re-timed head to head (confirm_pick) */
+    int confirmed, confirm_rounds;
+    double confirm_pick_ms, confirm_best_ms;
+    char confirm_best[128];
 };
 
 /* N interleaved rounds (--rounds N), or 1: each configuration timed as soon as it is verified. */
@@ -200,36 +204,34 @@ int pl_gemm_bench_evaluate(pl_gemm_bench *b, pl_gemm_candidate *c, const char *p
     return lost ? -1 : 0;
 }
 
-/* The verified configurations of every provider of the shape, timed in rounds: every one starts (warm-up, batch
- * size) in the order offered, then rounds 0 (at load, dropped) .. N, round r starting with configuration r mod n.
- * Their records get the samples of all kept rounds. Returns -1 when the CUDA context was lost (the records not
- * finished say so). */
-static int time_in_rounds(pl_gemm_bench *b)
+/* Start each of the n configurations at `set` (warm-up, batch size) in order, then time them in rounds 0 (at load,
+ * dropped) .. rounds, round r starting with configuration r mod n. One that fails is marked done, with its record's
+ * reason where `record` is set. The timings are left open (p->t) for the caller to end. -1 when the CUDA context
+ * was lost. */
+static int run_rounds(pl_gemm_bench *b, pending *set, size_t n, int rounds, int record)
 {
-    const int rounds = rounds_of(b);
     pl_ctx *ctx = &b->ctx;
     int lost = 0;
-    for (size_t i = 0; i < b->n_pend && !lost; i++) {
-        pending *p = &b->pend[i];
-        p->var.name = p->list->items[p->index].kernel;
-        p->var.technique = "";
-        p->var.run = candidate_run;
+    for (size_t i = 0; i < n && !lost; i++) {
+        pending *p = &set[i];
         ctx->error[0] = '\0';
         if (!(p->t = pl_timing_begin(&b->env, &p->var, &p->c, &p->vr))) {
-            record_failure(&p->list->items[p->index], pl_strfmt("timing failed: %s", ctx->error));
+            if (record)
+                record_failure(&p->list->items[p->index], pl_strfmt("timing failed: %s", ctx->error));
             p->done = 1;
             lost = context_lost();
         }
     }
     for (int round = 0; round <= rounds && !lost; round++) {
         const pl_round_quota q = pl_round_quota_for(b->req->settings, rounds, round);
-        for (size_t j = 0; j < b->n_pend && !lost; j++) {
-            pending *p = &b->pend[pl_round_slot(b->n_pend, round, j)];
+        for (size_t j = 0; j < n && !lost; j++) {
+            pending *p = &set[pl_round_slot(n, round, j)];
             if (!p->t)
                 continue;
             ctx->error[0] = '\0';
             if (pl_timing_round(&b->env, p->t, &p->vr, &q) != 0) {
-                record_failure(&p->list->items[p->index], pl_strfmt("timing failed: %s", ctx->error));
+                if (record)
+                    record_failure(&p->list->items[p->index], pl_strfmt("timing failed: %s", ctx->error));
                 p->done = 1;
                 pl_timing_free(p->t);
                 p->t = NULL;
@@ -237,6 +239,78 @@ static int time_in_rounds(pl_gemm_bench *b)
             }
         }
     }
+    return lost ? -1 : 0;
+}
+
+/* The heuristic's pick against the fastest native configuration of the shape, when they differ. The fastest of
+ * ~30 noisy medians is biased low (the winner's curse), so the two are timed again, head to head, in rounds of
+ * their own, and the verdict (the pick within 3% of the best) is judged on those. Sets b->confirmed when both were
+ * timed. -1 when the CUDA context was lost. */
+static int confirm_pick(pl_gemm_bench *b, const pl_gemm_record_list *native, const char *pick)
+{
+    b->confirmed = 0;
+    if (!native || !pick || !*pick)
+        return 0;
+    const pending *best = NULL, *mine = NULL;
+    for (size_t i = 0; i < b->n_pend; i++) {
+        const pending *p = &b->pend[i];
+        const pl_gemm_record *r = &p->list->items[p->index];
+        if (p->list != native || r->status != PL_GEMM_OK || !r->verified || !(r->median_ms > 0) || !r->kernel)
+            continue;
+        if (!best || r->median_ms < best->list->items[best->index].median_ms)
+            best = p;
+        if (strcmp(r->kernel, pick) == 0)
+            mine = p;
+    }
+    if (!best || !mine || best == mine)
+        return 0;
+    pending two[2] = {*mine, *best};
+    const int rounds = rounds_of(b);
+    int lost = 0;
+    for (size_t i = 0; i < 2; i++) {
+        two[i].t = NULL;
+        two[i].done = 0;
+        memset(&two[i].vr, 0, sizeof two[i].vr);
+    }
+    lost = run_rounds(b, two, 2, rounds, 0) != 0;
+    pl_stats st[2];
+    int ok = 1;
+    for (size_t i = 0; i < 2; i++) {
+        if (two[i].t && !lost)
+            pl_timing_end(two[i].t, &two[i].vr, pl_strdup("head-to-head rounds"));
+        else {
+            pl_timing_free(two[i].t);
+            ok = 0;
+        }
+        ok = ok && !two[i].done && pl_stats_compute(two[i].vr.samples_ms, two[i].vr.n_samples, &st[i]) == 0;
+    }
+    if (ok) {
+        b->confirmed = 1;
+        b->confirm_rounds = rounds;
+        b->confirm_pick_ms = st[0].median;
+        b->confirm_best_ms = st[1].median;
+        pl_snprintf(b->confirm_best, sizeof b->confirm_best, "%s", best->list->items[best->index].kernel);
+    }
+    for (size_t i = 0; i < 2; i++) {
+        free(two[i].vr.samples_ms);
+        free(two[i].vr.stop_reason);
+    }
+    return lost ? -1 : 0;
+}
+
+/* The verified configurations of every provider of the shape, timed in interleaved rounds (run_rounds); their
+ * records get the samples of all kept rounds. Then the heuristic's pick is confirmed against the native best
+ * (confirm_pick). Returns -1 when the CUDA context was lost (the records not finished say so). */
+static int time_in_rounds(pl_gemm_bench *b, const pl_gemm_record_list *native, const char *pick)
+{
+    const int rounds = rounds_of(b);
+    for (size_t i = 0; i < b->n_pend; i++) {
+        pending *p = &b->pend[i];
+        p->var.name = p->list->items[p->index].kernel;
+        p->var.technique = "";
+        p->var.run = candidate_run;
+    }
+    int lost = run_rounds(b, b->pend, b->n_pend, rounds, 1) != 0;
     for (size_t i = 0; i < b->n_pend; i++) {
         pending *p = &b->pend[i];
         pl_gemm_record *r = &p->list->items[p->index];
@@ -248,9 +322,14 @@ static int time_in_rounds(pl_gemm_bench *b)
             if (!p->done)
                 record_failure(r, pl_strdup("not timed: the CUDA context was lost by another configuration"));
         }
+        p->t = NULL;
         free(p->vr.samples_ms);
         free(p->vr.stop_reason);
+        p->vr.samples_ms = NULL;
+        p->vr.stop_reason = NULL;
     }
+    if (!lost)
+        lost = confirm_pick(b, native, pick) != 0;
     b->n_pend = 0;
     return lost ? -1 : 0;
 }
@@ -470,8 +549,14 @@ static void send_cell(pl_gemm_bench *b, size_t index, const char *provider, pl_g
     const char *fallback = pl_gemm_status_name(records->n ? PL_GEMM_FAILED : PL_GEMM_UNSUPPORTED);
     json_t *m = json_pack("{s:s, s:I, s:s, s:s, s:s, s:o}", "t", "cell", "i", (json_int_t)index, "provider", provider,
                           "fallback", fallback, "reason", why[0] ? why : "", "records", arr);
-    if (pick && *pick)
+    if (pick && *pick) {
         json_object_set_new(m, "pick", json_string(pick));
+        if (b->confirmed)
+            json_object_set_new(m, "confirm",
+                                json_pack("{s:s, s:f, s:f, s:i}", "best", b->confirm_best, "pick_ms",
+                                          b->confirm_pick_ms, "best_ms", b->confirm_best_ms, "rounds",
+                                          b->confirm_rounds));
+    }
     send_msg(b, m);
 }
 
@@ -524,9 +609,10 @@ static int run_shape(pl_gemm_bench *b, size_t index)
             if (!interleaved)
                 send_cell(b, index, providers[p].name, &records[p], why[p], p == 2 ? s.pick : NULL);
         }
+        b->confirmed = 0;
         if (interleaved) {
             if (rc == 0)
-                rc = time_in_rounds(b);
+                rc = time_in_rounds(b, providers[2].wanted ? &records[2] : NULL, s.pick);
             else
                 abandon_pending(b);
             for (size_t p = 0; p < 3; p++)

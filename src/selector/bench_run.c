@@ -48,6 +48,11 @@ static void on_cell(const pl_gemm_bench_request *req, pl_gemm_comparison *cmp, j
     pl_gemm_cell *cell = pl_gemm_cell_at(cmp, i, (size_t)col);
     pl_gemm_cell_settle(cell, &tried, fb < 0 ? PL_GEMM_FAILED : (pl_gemm_status)fb, reason && *reason ? reason : NULL);
     pl_gemm_cell_set_pick(cell, json_string_value(json_object_get(msg, "pick")));
+    json_t *conf = json_object_get(msg, "confirm");
+    pl_gemm_cell_set_confirm(cell, json_string_value(json_object_get(conf, "best")),
+                             json_number_value(json_object_get(conf, "pick_ms")),
+                             json_number_value(json_object_get(conf, "best_ms")),
+                             (int)json_integer_value(json_object_get(conf, "rounds")));
     pl_gemm_record_list_free(&tried);
     if (req->progress) {
         if (cell->status == PL_GEMM_OK)

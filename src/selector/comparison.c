@@ -190,6 +190,7 @@ void pl_gemm_comparison_free(pl_gemm_comparison *c)
     for (size_t i = 0; c->cells && i < c->n_shapes * c->n_providers; i++) {
         free(c->cells[i].reason);
         free(c->cells[i].pick);
+        free(c->cells[i].confirm_best);
         pl_gemm_record_free(&c->cells[i].best);
         pl_gemm_record_list_free(&c->cells[i].candidates);
     }
@@ -220,10 +221,22 @@ void pl_gemm_cell_set_pick(pl_gemm_cell *cell, const char *pick)
     cell->pick = pick && *pick ? pl_strdup(pick) : NULL;
 }
 
+void pl_gemm_cell_set_confirm(pl_gemm_cell *cell, const char *best, double pick_ms, double best_ms, int rounds)
+{
+    free(cell->confirm_best);
+    cell->confirm_best = NULL;
+    if (best && *best && pick_ms > 0 && best_ms > 0 && rounds > 0) {
+        cell->confirm_best = pl_strdup(best);
+        cell->confirm_pick_ms = pick_ms;
+        cell->confirm_best_ms = best_ms;
+        cell->confirm_rounds = rounds;
+    }
+}
+
 int pl_gemm_cell_pick_verdict(const pl_gemm_cell *cell, pl_gemm_pick_verdict *v)
 {
     memset(v, 0, sizeof *v);
-    v->pick_ms = v->best_ms = v->ratio = NAN;
+    v->pick_ms = v->best_ms = v->ratio = v->confirmed_ratio = NAN;
     if (!cell->pick || cell->status != PL_GEMM_OK || !cell->best.kernel)
         return -1;
     v->pick = cell->pick;
@@ -241,6 +254,12 @@ int pl_gemm_cell_pick_verdict(const pl_gemm_cell *cell, pl_gemm_pick_verdict *v)
     if (v->pick_timed) {
         v->ratio = v->pick_ms / v->best_ms;
         v->within = v->ratio <= 1 + PL_GEMM_PICK_TOLERANCE;
+        /* a re-timing of this pick against this best: the verdict is the head-to-head one */
+        if (!v->is_best && cell->confirm_best && strcmp(cell->confirm_best, v->best) == 0) {
+            v->confirmed_ratio = cell->confirm_pick_ms / cell->confirm_best_ms;
+            v->confirm_rounds = cell->confirm_rounds;
+            v->within = v->confirmed_ratio <= 1 + PL_GEMM_PICK_TOLERANCE;
+        }
     }
     return 0;
 }

@@ -45,6 +45,10 @@ typedef struct pl_gemm_cell {
     pl_gemm_record best;            /* valid when status is OK */
     pl_gemm_record_list candidates; /* everything tried, for the provider's file */
     char *pick;                     /* perflab: the heuristic's kernel (pl_gemm_bf16's choice), or NULL */
+    /* perflab, --rounds > 1, pick not the best: the two re-timed head to head after the sweep (best its kernel) */
+    char *confirm_best;
+    double confirm_pick_ms, confirm_best_ms;
+    int confirm_rounds;
 } pl_gemm_cell;
 
 #define PL_GEMM_PICK_TOLERANCE 0.03 /* the heuristic's pick counts as good within 3% of the best configuration */
@@ -55,7 +59,10 @@ typedef struct pl_gemm_pick_verdict {
     int pick_timed;          /* the pick has a verified, timed record */
     double pick_ms, best_ms; /* NaN where absent */
     double ratio;            /* pick_ms / best_ms, NaN where either is absent */
-    int is_best, within;     /* the best itself; within PL_GEMM_PICK_TOLERANCE of it (0 when not timed) */
+    double confirmed_ratio;  /* the head-to-head re-timing's pick_ms / best_ms; NaN where there was none */
+    int confirm_rounds;      /* its rounds (0: none) */
+    int is_best, within;     /* the best itself; within PL_GEMM_PICK_TOLERANCE of it (0 when not timed), judged on
+                                the head-to-head ratio where there is one */
 } pl_gemm_pick_verdict;
 
 /* 0 with the verdict when the cell has a pick and a best record; -1 otherwise. */
@@ -83,6 +90,8 @@ const pl_gemm_cell *pl_gemm_cell_get(const pl_gemm_comparison *c, size_t shape, 
 void pl_gemm_cell_settle(pl_gemm_cell *cell, pl_gemm_record_list *tried, pl_gemm_status fallback, const char *reason);
 void pl_gemm_cell_set(pl_gemm_cell *cell, pl_gemm_status status, const char *reason);
 void pl_gemm_cell_set_pick(pl_gemm_cell *cell, const char *pick); /* NULL or "" clears it */
+/* The head-to-head re-timing of the pick against the best configuration `best` (bench_child.c: confirm_pick). */
+void pl_gemm_cell_set_confirm(pl_gemm_cell *cell, const char *best, double pick_ms, double best_ms, int rounds);
 /* Fill the cells of json: providers from their loaded records. */
 void pl_gemm_comparison_fill_from_files(pl_gemm_comparison *c);
 

@@ -606,7 +606,16 @@ START_TEST(heuristic_verdict)
     ck_assert(!v.is_best && v.within && fabs(v.ratio - 1.029) < 1e-9);
     ck_assert_str_eq(v.best, "b");
     ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 2, 1), &v) == 0);
-    ck_assert(!v.is_best && !v.within);
+    ck_assert(!v.is_best && !v.within && v.confirm_rounds == 0 && isnan(v.confirmed_ratio));
+    /* a head-to-head re-timing against another kernel than the cell's best is not this verdict's */
+    pl_gemm_cell_set_confirm(pl_gemm_cell_at(&c, 2, 1), "c", 0.1010, 0.1000, 3);
+    ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 2, 1), &v) == 0);
+    ck_assert(!v.within && v.confirm_rounds == 0);
+    /* against the best: "far" (1.031 in the sweep) is judged on the head-to-head 1.010 */
+    pl_gemm_cell_set_confirm(pl_gemm_cell_at(&c, 2, 1), "b", 0.1010, 0.1000, 3);
+    ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 2, 1), &v) == 0);
+    ck_assert(!v.is_best && v.within && v.confirm_rounds == 3 && fabs(v.confirmed_ratio - 1.010) < 1e-9 &&
+              fabs(v.ratio - 1.031) < 1e-9);
     ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 3, 1), &v) == 0);
     ck_assert(!v.pick_timed && !v.within && isnan(v.ratio));                   /* a pick that failed never counts */
     ck_assert(pl_gemm_cell_pick_verdict(pl_gemm_cell_get(&c, 0, 0), &v) != 0); /* cuBLAS has no pick */
@@ -615,8 +624,12 @@ START_TEST(heuristic_verdict)
     json_t *h = json_object_get(j, "heuristic");
     ck_assert_int_eq((int)json_integer_value(json_object_get(h, "shapes")), 4);
     ck_assert_int_eq((int)json_integer_value(json_object_get(h, "pick_is_best")), 1);
-    ck_assert_int_eq((int)json_integer_value(json_object_get(h, "within_3pct")), 2);
-    ck_assert(fabs(json_real_value(json_object_get(h, "fraction_within_3pct")) - 0.5) < 1e-12);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(h, "within_3pct")), 3);
+    ck_assert(fabs(json_real_value(json_object_get(h, "fraction_within_3pct")) - 0.75) < 1e-12);
+    json_t *far = json_object_get(json_array_get(json_object_get(j, "shapes"), 2), "heuristic");
+    ck_assert(fabs(json_real_value(json_object_get(far, "confirmed_pick_over_best")) - 1.010) < 1e-9 &&
+              json_integer_value(json_object_get(far, "confirm_rounds")) == 3 &&
+              json_is_true(json_object_get(far, "within_3pct")));
     json_t *close = json_object_get(json_array_get(json_object_get(j, "shapes"), 1), "heuristic");
     ck_assert_str_eq(json_string_value(json_object_get(close, "pick")), "a");
     ck_assert_str_eq(json_string_value(json_object_get(close, "best")), "b");
@@ -628,8 +641,9 @@ START_TEST(heuristic_verdict)
     ck_assert_msg(pl_gemm_report_write(&c, dir, NULL, err, sizeof err) == 0, "%s", err);
     char *path = pl_path_join(dir, "summary.md"), rerr[256];
     char *md = pl_read_file(path, NULL, rerr, sizeof rerr);
-    ck_assert_msg(md && strstr(md, "## The heuristic's pick") && strstr(md, "| close | a | b | 1.029 | yes |") &&
-                      strstr(md, "| broken | a | b | not timed | no |"),
+    ck_assert_msg(md && strstr(md, "## The heuristic's pick") && strstr(md, "| close | a | b | 1.029 | - | yes |") &&
+                      strstr(md, "| far | a | b | 1.031 | 1.010 (3 rounds) | yes |") &&
+                      strstr(md, "| broken | a | b | not timed | - | no |"),
                   "%s", md ? md : rerr);
     free(md);
     free(path);
