@@ -14,42 +14,14 @@
 #include "perflab/device.h"
 #include "perflab/stats.h"
 #include "selector/bench.h"
+#include "selector/bench_child.h"
 
 #define LT_WORKSPACE_BYTES (32u << 20) /* what NVIDIA suggests for cuBLASLt on Hopper */
 #define MAX_SETS           64
 #define HEADROOM_BYTES     (512.0 * 1024 * 1024) /* library workspaces, the L2 flush buffer, fragmentation */
 
-/* A configuration verified and waiting for the shape's interleaved rounds (--rounds N > 1). */
-typedef struct pending {
-    pl_gemm_candidate c;
-    pl_gemm_record_list *list; /* its provider's records */
-    size_t index;              /* its record there */
-    pl_variant var;
-    pl_variant_result vr;
-    pl_timing *t;
-    int done; /* its record holds the outcome */
-} pending;
-
-struct pl_gemm_bench {
-    pl_ctx ctx; /* the timing context: stream and device */
-    pl_device_info dev;
-    pl_measure_env env;
-    int env_ready;
-    cublasHandle_t cublas;
-    cublasLtHandle_t lt;
-    void *lt_ws;
-    const pl_gemm_bench_request *req;
-    int fd;
-    pending *pend; /* the shape's verified configurations, in the order they were offered */
-    size_t n_pend, cap_pend;
-    /* the heuristic's pick and the fastest native configuration re-timed head to head (confirm_pick) */
-    int confirmed, confirm_rounds;
-    double confirm_pick_ms, confirm_best_ms;
-    char confirm_best[128];
-};
-
 /* N interleaved rounds (--rounds N), or 1: each configuration timed as soon as it is verified. */
-static int rounds_of(const pl_gemm_bench *b)
+int pl_gemm_bench_rounds(const pl_gemm_bench *b)
 {
     return b->req->settings->rounds > 1 ? b->req->settings->rounds : 1;
 }
@@ -94,7 +66,7 @@ static int bench_init(pl_gemm_bench *b)
 }
 
 /* After a failure: 1 when the context is broken (a sticky error), after clearing a non-sticky one. */
-static int context_lost(void)
+int pl_gemm_bench_context_lost(void)
 {
     if (cudaDeviceSynchronize() != cudaSuccess)
         return 1;
@@ -102,7 +74,7 @@ static int context_lost(void)
     return 0;
 }
 
-static int candidate_run(pl_ctx *ctx, void *state)
+int pl_gemm_bench_candidate_run(pl_ctx *ctx, void *state)
 {
     pl_gemm_candidate *c = state;
     const pl_gemm_operands *ops = &c->shape->sets[c->next_set];
@@ -111,7 +83,7 @@ static int candidate_run(pl_ctx *ctx, void *state)
 }
 
 /* The record's timing from its samples. */
-static void record_timing(pl_gemm_record *r, const pl_gemm_shape *sh, const pl_variant_result *vr)
+void pl_gemm_bench_record_timing(pl_gemm_record *r, const pl_gemm_shape *sh, const pl_variant_result *vr)
 {
     pl_stats st;
     free(r->reason);
@@ -128,7 +100,7 @@ static void record_timing(pl_gemm_record *r, const pl_gemm_shape *sh, const pl_v
     r->samples = (long long)st.n;
 }
 
-static void record_failure(pl_gemm_record *r, char *reason)
+void pl_gemm_bench_record_failure(pl_gemm_record *r, char *reason)
 {
     free(r->reason);
     r->reason = reason;
@@ -162,17 +134,17 @@ int pl_gemm_bench_evaluate(pl_gemm_bench *b, pl_gemm_candidate *c, const char *p
     const double tol = s->in_dtype == PL_DTYPE_FP8 ? pl_default_tolerance(PL_DTYPE_FP8) : 0.0;
     pl_verification v;
     c->next_set = 0;
-    if (pl_poison(ctx, s->sets[0].d, (size_t)sh->m * sh->n * 2) != 0 || candidate_run(ctx, c) != 0 ||
+    if (pl_poison(ctx, s->sets[0].d, (size_t)sh->m * sh->n * 2) != 0 || pl_gemm_bench_candidate_run(ctx, c) != 0 ||
         cudaStreamSynchronize(ctx->stream) != cudaSuccess || cudaGetLastError() != cudaSuccess) {
         r.reason = pl_strfmt("run failed: %s", ctx->error[0] ? ctx->error : "a CUDA error while it ran");
-        lost = context_lost();
+        lost = pl_gemm_bench_context_lost();
     } else if (pl_gemm_verify(ctx, &s->ref, s->sets[0].d, s->out_dtype, tol, rtol, atol, &v) != 0) {
         r.reason = pl_strfmt("verification could not run: %s", ctx->error);
-        lost = context_lost();
+        lost = pl_gemm_bench_context_lost();
     } else if (!v.passed) {
         r.rel_l2_error = v.rel_l2_error;
         r.reason = pl_strfmt("failed verification: %s", v.message);
-    } else if (rounds_of(b) > 1) { /* timed later, in the shape's rounds */
+    } else if (pl_gemm_bench_rounds(b) > 1) { /* timed later, in the shape's rounds */
         r.verified = 1;
         r.rel_l2_error = v.rel_l2_error;
         r.reason = pl_strdup("not timed: the rounds did not run");
@@ -180,14 +152,14 @@ int pl_gemm_bench_evaluate(pl_gemm_bench *b, pl_gemm_candidate *c, const char *p
     } else {
         r.verified = 1;
         r.rel_l2_error = v.rel_l2_error;
-        pl_variant var = {.name = kernel, .technique = "", .run = candidate_run};
+        pl_variant var = {.name = kernel, .technique = "", .run = pl_gemm_bench_candidate_run};
         pl_variant_result vr;
         memset(&vr, 0, sizeof vr);
         if (pl_measure_variant(&b->env, &var, c, &vr) != 0) {
             r.reason = pl_strfmt("timing failed: %s", ctx->error);
-            lost = context_lost();
+            lost = pl_gemm_bench_context_lost();
         } else {
-            record_timing(&r, sh, &vr);
+            pl_gemm_bench_record_timing(&r, sh, &vr);
         }
         free(vr.samples_ms);
         free(vr.stop_reason);
@@ -202,145 +174,6 @@ int pl_gemm_bench_evaluate(pl_gemm_bench *b, pl_gemm_candidate *c, const char *p
         p->index = out->n - 1;
     }
     return lost ? -1 : 0;
-}
-
-/* Start each of the n configurations at `set` (warm-up, batch size) in order, then time them in rounds 0 (at load,
- * dropped) .. rounds, round r starting with configuration r mod n. One that fails is marked done, with its record's
- * reason where `record` is set. The timings are left open (p->t) for the caller to end. -1 when the CUDA context
- * was lost. */
-static int run_rounds(pl_gemm_bench *b, pending *set, size_t n, int rounds, int record)
-{
-    pl_ctx *ctx = &b->ctx;
-    int lost = 0;
-    for (size_t i = 0; i < n && !lost; i++) {
-        pending *p = &set[i];
-        ctx->error[0] = '\0';
-        if (!(p->t = pl_timing_begin(&b->env, &p->var, &p->c, &p->vr))) {
-            if (record)
-                record_failure(&p->list->items[p->index], pl_strfmt("timing failed: %s", ctx->error));
-            p->done = 1;
-            lost = context_lost();
-        }
-    }
-    for (int round = 0; round <= rounds && !lost; round++) {
-        const pl_round_quota q = pl_round_quota_for(b->req->settings, rounds, round);
-        for (size_t j = 0; j < n && !lost; j++) {
-            pending *p = &set[pl_round_slot(n, round, j)];
-            if (!p->t)
-                continue;
-            ctx->error[0] = '\0';
-            if (pl_timing_round(&b->env, p->t, &p->vr, &q) != 0) {
-                if (record)
-                    record_failure(&p->list->items[p->index], pl_strfmt("timing failed: %s", ctx->error));
-                p->done = 1;
-                pl_timing_free(p->t);
-                p->t = NULL;
-                lost = context_lost();
-            }
-        }
-    }
-    return lost ? -1 : 0;
-}
-
-/* The heuristic's pick against the fastest native configuration of the shape, when they differ. The fastest of
- * ~30 noisy medians is biased low (the winner's curse), so the two are timed again, head to head, in rounds of
- * their own, and the verdict (the pick within 3% of the best) is judged on those. Sets b->confirmed when both were
- * timed. -1 when the CUDA context was lost. */
-static int confirm_pick(pl_gemm_bench *b, const pl_gemm_record_list *native, const char *pick)
-{
-    b->confirmed = 0;
-    if (!native || !pick || !*pick)
-        return 0;
-    const pending *best = NULL, *mine = NULL;
-    for (size_t i = 0; i < b->n_pend; i++) {
-        const pending *p = &b->pend[i];
-        const pl_gemm_record *r = &p->list->items[p->index];
-        if (p->list != native || r->status != PL_GEMM_OK || !r->verified || !(r->median_ms > 0) || !r->kernel)
-            continue;
-        if (!best || r->median_ms < best->list->items[best->index].median_ms)
-            best = p;
-        if (strcmp(r->kernel, pick) == 0)
-            mine = p;
-    }
-    if (!best || !mine || best == mine)
-        return 0;
-    pending two[2] = {*mine, *best};
-    const int rounds = rounds_of(b);
-    int lost = 0;
-    for (size_t i = 0; i < 2; i++) {
-        two[i].t = NULL;
-        two[i].done = 0;
-        memset(&two[i].vr, 0, sizeof two[i].vr);
-    }
-    lost = run_rounds(b, two, 2, rounds, 0) != 0;
-    pl_stats st[2];
-    int ok = 1;
-    for (size_t i = 0; i < 2; i++) {
-        if (two[i].t && !lost)
-            pl_timing_end(two[i].t, &two[i].vr, pl_strdup("head-to-head rounds"));
-        else {
-            pl_timing_free(two[i].t);
-            ok = 0;
-        }
-        ok = ok && !two[i].done && pl_stats_compute(two[i].vr.samples_ms, two[i].vr.n_samples, &st[i]) == 0;
-    }
-    if (ok) {
-        b->confirmed = 1;
-        b->confirm_rounds = rounds;
-        b->confirm_pick_ms = st[0].median;
-        b->confirm_best_ms = st[1].median;
-        pl_snprintf(b->confirm_best, sizeof b->confirm_best, "%s", best->list->items[best->index].kernel);
-    }
-    for (size_t i = 0; i < 2; i++) {
-        free(two[i].vr.samples_ms);
-        free(two[i].vr.stop_reason);
-    }
-    return lost ? -1 : 0;
-}
-
-/* The verified configurations of every provider of the shape, timed in interleaved rounds (run_rounds); their
- * records get the samples of all kept rounds. Then the heuristic's pick is confirmed against the native best
- * (confirm_pick). Returns -1 when the CUDA context was lost (the records not finished say so). */
-static int time_in_rounds(pl_gemm_bench *b, const pl_gemm_record_list *native, const char *pick)
-{
-    const int rounds = rounds_of(b);
-    for (size_t i = 0; i < b->n_pend; i++) {
-        pending *p = &b->pend[i];
-        p->var.name = p->list->items[p->index].kernel;
-        p->var.technique = "";
-        p->var.run = candidate_run;
-    }
-    int lost = run_rounds(b, b->pend, b->n_pend, rounds, 1) != 0;
-    for (size_t i = 0; i < b->n_pend; i++) {
-        pending *p = &b->pend[i];
-        pl_gemm_record *r = &p->list->items[p->index];
-        if (p->t && !lost) {
-            pl_timing_end(p->t, &p->vr, pl_strfmt("%d interleaved rounds after one at load", rounds));
-            record_timing(r, p->c.shape->shape, &p->vr);
-        } else {
-            pl_timing_free(p->t);
-            if (!p->done)
-                record_failure(r, pl_strdup("not timed: the CUDA context was lost by another configuration"));
-        }
-        p->t = NULL;
-        free(p->vr.samples_ms);
-        free(p->vr.stop_reason);
-        p->vr.samples_ms = NULL;
-        p->vr.stop_reason = NULL;
-    }
-    if (!lost)
-        lost = confirm_pick(b, native, pick) != 0;
-    b->n_pend = 0;
-    return lost ? -1 : 0;
-}
-
-/* The configurations queued for rounds that will not run (the context was lost while verifying another). */
-static void abandon_pending(pl_gemm_bench *b)
-{
-    for (size_t i = 0; i < b->n_pend; i++)
-        record_failure(&b->pend[i].list->items[b->pend[i].index],
-                       pl_strdup("not timed: the CUDA context was lost by another configuration"));
-    b->n_pend = 0;
 }
 
 /* ---- the providers ---- */
@@ -586,7 +419,7 @@ static int run_shape(pl_gemm_bench *b, size_t index)
     memset(records, 0, sizeof records);
     memset(why, 0, sizeof why);
     if (prepare_shape(b, &s) != 0) {
-        int lost = context_lost();
+        int lost = pl_gemm_bench_context_lost();
         for (size_t p = 0; p < 3; p++) {
             if (!providers[p].wanted)
                 continue;
@@ -600,7 +433,7 @@ static int run_shape(pl_gemm_bench *b, size_t index)
     } else {
         /* one round: each provider's cell as soon as its configurations are timed; N rounds: every configuration
          * verified first, then all timed together, then the cells */
-        const int interleaved = rounds_of(b) > 1;
+        const int interleaved = pl_gemm_bench_rounds(b) > 1;
         for (size_t p = 0; p < 3 && rc == 0; p++) {
             if (!providers[p].wanted)
                 continue;
@@ -612,9 +445,9 @@ static int run_shape(pl_gemm_bench *b, size_t index)
         b->confirmed = 0;
         if (interleaved) {
             if (rc == 0)
-                rc = time_in_rounds(b, providers[2].wanted ? &records[2] : NULL, s.pick);
+                rc = pl_gemm_bench_time_in_rounds(b, providers[2].wanted ? &records[2] : NULL, s.pick);
             else
-                abandon_pending(b);
+                pl_gemm_bench_abandon_pending(b);
             for (size_t p = 0; p < 3; p++)
                 if (ran[p])
                     send_cell(b, index, providers[p].name, &records[p], why[p], p == 2 ? s.pick : NULL);
