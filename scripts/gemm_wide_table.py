@@ -6,7 +6,8 @@
 Per shape (one table per file: a GPU and a B layout): TFLOP/s of cuBLAS, cuBLASLt, the best native configuration
 and the heuristic's pick (pl_gemm_bf16's choice), native / best of cuBLAS and cuBLASLt, and the pick's time over
 the best native's ("head to head": the two re-timed against each other after the sweep, where the pick was not
-the best; perflab gemm judges "within 3%" on that one). Then the bars, over the shapes where both native and cuBLAS have a verified record:
+the best; perflab gemm judges "within 3%" on that one). Then the bars, over the shapes where both native and
+cuBLAS have a verified record:
   - geometric mean of native / best cuBLAS >= 0.95,
   - no shape below 0.85,
   - the heuristic's pick within 3% of the best native configuration on >= 90% of the shapes.

@@ -15,11 +15,11 @@ enqueued the event, the call and the stop event, so that the events time the GPU
 dispatch cost of the call (an unlatched call of a 0.5 ms kernel counts the host's ~20 µs before its launch).
 --latch both also prints the unlatched figure (backend name + " unlatched").
 --sustained adds a row per backend timed as perflab times by default (hot, at the power limit): one second of
-back-to-back calls first, then samples of --batch calls back to back between two events (the stream latched
+back-to-back calls first, then samples of 20 calls back to back between two events (the stream latched
 before each), the median per call. The latched single calls above leave the GPU idle ~1 ms before each call, a
 duty cycle that keeps a compute-bound kernel off the 700 W cap; the sustained rows are the like-for-like figure.
 
-    python3 scripts/torch_attention_bench.py [--iters 50] [--decode-only] [--json out.json]
+    python3 scripts/torch_attention_bench.py [--iters 50] [--sustained] [--decode-only] [--json out.json]
 """
 import argparse
 import json

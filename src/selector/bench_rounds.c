@@ -1,6 +1,5 @@
 /* The interleaved rounds of perflab gemm's child (--rounds N > 1): every verified configuration of a shape timed in
  * turn, and the heuristic's pick re-timed head to head against the fastest native configuration. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,10 +48,9 @@ static int run_rounds(pl_gemm_bench *b, pending *set, size_t n, int rounds, int 
 /* The heuristic's pick against the fastest native configuration of the shape, when they differ. The fastest of
  * ~30 noisy medians is biased low (the winner's curse), so the two are timed again, head to head, in rounds of
  * their own, and the verdict (the pick within 3% of the best) is judged on those. Sets b->confirmed when both were
- * timed. -1 when the CUDA context was lost. */
+ * timed (run_shape clears it for every shape). -1 when the CUDA context was lost. */
 static int confirm_pick(pl_gemm_bench *b, const pl_gemm_record_list *native, const char *pick)
 {
-    b->confirmed = 0;
     if (!native || !pick || !*pick)
         return 0;
     const pending *best = NULL, *mine = NULL;
@@ -70,13 +68,12 @@ static int confirm_pick(pl_gemm_bench *b, const pl_gemm_record_list *native, con
         return 0;
     pending two[2] = {*mine, *best};
     const int rounds = pl_gemm_bench_rounds(b);
-    int lost = 0;
     for (size_t i = 0; i < 2; i++) {
         two[i].t = NULL;
         two[i].done = 0;
         memset(&two[i].vr, 0, sizeof two[i].vr);
     }
-    lost = run_rounds(b, two, 2, rounds, 0) != 0;
+    const int lost = run_rounds(b, two, 2, rounds, 0) != 0;
     pl_stats st[2];
     int ok = 1;
     for (size_t i = 0; i < 2; i++) {
