@@ -5,12 +5,14 @@
  * consumer warpgroups each issuing four wgmma m64n192k32 e4m3 per k-block into an accumulator of its own (`part`)
  * that is promoted into fp32 registers every k-block (128 K): for block scaling times sa[row][kb]·sb[n-block][kb] (a
  * 192-wide tile spans two 128-wide B blocks: each column takes its own), for tensor scaling as is, its one scale
- * multiplying the finished accumulator. (Promoting every 4 k-blocks, `promote = 4`, keeps one wgmma group in flight
- * inside a group but measured slower: 1051 against 1174 TFLOP/s at 8192³, docs/perf/gemm.md.) Why 128×192: the
- * promotion keeps two accumulators per thread, 2 × 96 registers for m64n192, which fit the consumers' 232 registers
- * (setmaxnreg), where two m64n256 ones would not; per k-block the tile reads 104 KB of shared memory (TMA writes 40,
- * wgmma reads 64) for 768 tensor-core cycles, 135 B/clk against the SM's 128: 128×128 tiles needed 160 B/clk (80 KB for
- * 512). Any M and N; K % 16 == 0 (TMA row pitch); D by TMA when N % 8 == 0.
+ * multiplying the finished accumulator. Block scales come into each stage by bulk copy with its A and B (issued by
+ * the producer, counted on the stage's barrier) and are read from shared memory: loaded from global memory a k-block
+ * ahead instead, the block kernel ran 4% slower (H200, 2026-11-26). (Promoting every 4 k-blocks, `promote = 4`, keeps
+ * one wgmma group in flight inside a group but measured slower: 1051 against 1174 TFLOP/s at 8192³, docs/perf/gemm.md.)
+ * Why 128×192: the promotion keeps two accumulators per thread, 2 × 96 registers for m64n192, which fit the consumers'
+ * 232 registers (setmaxnreg), where two m64n256 ones would not; per k-block the tile reads 104 KB of shared memory (TMA
+ * writes 40, wgmma reads 64) for 768 tensor-core cycles, 135 B/clk against the SM's 128: 128×128 tiles needed 160 B/clk
+ * (80 KB for 512). Any M and N; K % 16 == 0 (TMA row pitch); D by TMA when N % 8 == 0.
  *
  * The _c2 launcher runs it in 2-CTA clusters (as the BF16 ladder's rung 6): the two CTAs take vertically adjacent
  * tiles, each loads half of their common B panel and multicasts it into both, and a consumer releases a stage on
@@ -18,8 +20,7 @@
  *
  * The _halves launcher (issue 14, session 3) promotes every k-block off the critical path: each k-block's wgmma go
  * in two commit groups of m64n96k32, the tile's two column halves, so that a consumer promotes one half while the
- * other is still on the tensor cores (sm90_ws_scaled.cuh, sw_mainloop_halves); block scaling's scales come into
- * each stage by bulk copy with its A and B, and are read from shared memory. */
+ * other is still on the tensor cores (sm90_ws_scaled.cuh, sw_mainloop_halves). */
 #include <stdio.h>
 
 #include "gemm/fp8.h"

@@ -60,6 +60,9 @@ enum pl_gemm_kernel_flags {
     PL_GEMM_KERNEL_SPLIT_W1 = 1u << 5,
     /* Split-K with two consumer warpgroups and one CTA per SM, the split chosen by waves (pl_gemm_sk_split_waves). */
     PL_GEMM_KERNEL_SPLIT_WAVES = 1u << 7,
+    /* Split-K with one consumer warpgroup and one CTA per SM, its ring as deep as the shared memory holds, the split
+     * for one wave of whole clusters (pl_gemm_sk_split_deep). */
+    PL_GEMM_KERNEL_SPLIT_DEEP = 1u << 8,
     /* A decode kernel: takes M <= tile_m only (one tile of tokens), streams B once. */
     PL_GEMM_KERNEL_SMALL_M = 1u << 4,
     /* Takes B K×N only (N-major for wgmma: TRANS_B = 1); B N×K goes to its N×K twin. */
@@ -153,6 +156,9 @@ cudaError_t pl_gemm_wgmma_sk_swap32_w1(const pl_gemm_problem *p, cudaStream_t st
 cudaError_t pl_gemm_wgmma_sk_swap64_w1(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_64x64_w1(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_64x128_w1(const pl_gemm_problem *p, cudaStream_t stream);
+/* One CTA per SM with a deep ring (pl_gemm_sk_split_deep). */
+cudaError_t pl_gemm_wgmma_sk_64x64_deep(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_64x128_deep(const pl_gemm_problem *p, cudaStream_t stream);
 /* Two consumer warpgroups (128×128 and 128×256 tiles), one CTA per SM, split by waves (pl_gemm_sk_split_waves). */
 cudaError_t pl_gemm_wgmma_sk_128x128(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_128x256(const pl_gemm_problem *p, cudaStream_t stream);

@@ -92,7 +92,7 @@ static model_params params_of(const pl_gemm_kernel *k, int fused)
         const double w = (k->flags & PL_GEMM_KERNEL_SWAP_AB) ? k->tile_m : k->tile_n;
         const double feed = (w / 2) / (16 + w / 4);
         m.eff = (feed < 0.75 ? feed : 0.75) * 0.95;
-        m.resident = PL_SK_CTAS_PER_SM;
+        m.resident = (k->flags & PL_GEMM_KERNEL_SPLIT_DEEP) ? 1 : PL_SK_CTAS_PER_SM;
     }
     return m;
 }
@@ -127,6 +127,7 @@ double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const
     const int split = !(k->flags & PL_GEMM_KERNEL_SPLIT_K)      ? 1
                       : (k->flags & PL_GEMM_KERNEL_SPLIT_WAVES) ? pl_gemm_sk_split_waves(tiles, kb, g->sms)
                       : (k->flags & PL_GEMM_KERNEL_SPLIT_W1)    ? pl_gemm_sk_split_w1(tiles, kb, g->sms)
+                      : (k->flags & PL_GEMM_KERNEL_SPLIT_DEEP)  ? pl_gemm_sk_split_deep(tiles, kb, g->sms)
                                                                 : pl_gemm_sk_split(tiles, kb, g->sms);
     const long long ctas = tiles * split;
     const long long per_sm = ceil_div(ctas, g->sms); /* the busiest SM's tiles (or CTAs), one after another */

@@ -251,6 +251,15 @@ static const pl_gemm_kernel kernels[] = {
      "the swapped split-K kernel for M ≤ 64, its split sized for one CTA per SM", 64, 64, 64, PL_SK_STAGES(64), 0,
      PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_W1, supports_sk_swap64,
      pl_gemm_wgmma_sk_swap64_w1},
+    /* one CTA per SM with every byte of shared memory a stage (14 and 9 stages), split for one wave of clusters */
+    {"wgmma_sk_64x64x64_deep", "wgmma_splitk",
+     "the 64×64 split-K kernel with one CTA per SM and a 14-stage ring, split for one wave of whole clusters", 64, 64,
+     64, PL_SK_DEEP_STAGES(64), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP,
+     supports_sk_plain, pl_gemm_wgmma_sk_64x64_deep},
+    {"wgmma_sk_64x128x64_deep", "wgmma_splitk",
+     "the 64×128 split-K kernel with one CTA per SM and a 9-stage ring, split for one wave of whole clusters", 64,
+     128, 64, PL_SK_DEEP_STAGES(128), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP,
+     supports_sk_plain, pl_gemm_wgmma_sk_64x128_deep},
     /* ---- issue 15: split-K with the cooperative kernels' 128-row tiles (two consumer warpgroups, one CTA an SM,
      * every byte of shared memory a stage), the split chosen by waves: few tiles over a long K, last waves ---- */
     {"wgmma_sk_128x128x64", "wgmma_splitk",

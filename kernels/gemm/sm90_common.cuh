@@ -51,6 +51,14 @@ __device__ __forceinline__ uint64_t wgmma_desc_k128(uint32_t smem_addr)
     return desc;
 }
 
+/* wgmma_desc_k128(addr + 32·j) from desc = wgmma_desc_k128(addr): a k-step inside a 128-byte row moves the 14-bit
+ * address field by 2·j, and shared-memory addresses stay below 2^18, so the field never carries into the rest:
+ * one 32-bit add instead of the mask, shift and merge for every wgmma. */
+__device__ __forceinline__ uint64_t wgmma_desc_step(uint64_t desc, int j)
+{
+    return (desc & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)desc + 2u * (uint32_t)j);
+}
+
 /* Shared-memory matrix descriptor of an MN-major operand (B given K×N: wgmma's TRANS_B = 1) written by TMA with
  * 128-byte swizzle in boxes of 64 elements along N × `k_rows` rows along K: each K row of a box is 128 B (64 bf16
  * of N), and the swizzle atom is 64 N × 8 K = 1024 B. For MN-major the offsets mean other things than for K-major

@@ -5,26 +5,6 @@
 #ifndef PERFLAB_GEMM_SM90_WS_HALVES_CUH
 #define PERFLAB_GEMM_SM90_WS_HALVES_CUH
 
-/* The block scales of k-block kb from its stage's copy at `sc` (the same values sw_load_scales reads). */
-__device__ __forceinline__ float sw_lds(uint32_t addr)
-{
-    float v;
-    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
-    return v;
-}
-
-__device__ __forceinline__ sw_block_scales sw_stage_scales(uint32_t sc, const sw_params &p, const sw_tile &tl, int r,
-                                                           int kb)
-{
-    sw_block_scales s;
-    const int first = tl.m0 & ~3; /* the row the copy starts at */
-    s.lo = r < p.o.m ? sw_lds(sc + 4 * (r - first)) : 0.0f;
-    s.hi = r + 8 < p.o.m ? sw_lds(sc + 4 * (r + 8 - first)) : 0.0f;
-    s.b0 = sw_lds(sc + SW_SC_B0 + 4 * (kb & 3));
-    s.b1 = tl.n0 / 128 + 1 < p.nblocks ? sw_lds(sc + SW_SC_B1 + 4 * (kb & 3)) : 0.0f;
-    return s;
-}
-
 /* One half of a 128×192 tile's promotion (HALF 0: columns 0-95, 1: 96-191), `split` the tile's first column in the
  * second B block: block scaling picks the compile-time split point. An FP8 tile starts at a multiple of 192
  * columns, so split (128 - n0 % 128) is 64 or 128: the left half's split lies at 64 or past its end, the right
@@ -88,6 +68,7 @@ __device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_
     constexpr int STAGES = cfg::stages, HN = BN / 2, RUN = 4; /* k-blocks per straight-line run */
     const int split = 128 - tl.n0 % 128;                      /* the first column of the tile in the next B block */
     const uint32_t a_off = consumer * 64 * SW_ROW_BYTES, b_off = cfg::a_bytes, hi_off = HN * SW_ROW_BYTES;
+    const uint32_t sc_off = sw_scale_offset(p, tl, r); /* this thread's row in a stage's A scales */
     sw_block_scales cur = {0.0f, 0.0f, 0.0f, 0.0f};
     int kb = 0;
     for (; kb + RUN <= p.k_blocks; kb += RUN) {
@@ -97,7 +78,7 @@ __device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_
 #pragma unroll
         for (int u = 0; u < RUN; u++, kcount++) {
             if (SCALE == SW_SCALE_BLOCK) /* read before the stage is released */
-                cur = sw_stage_scales(scales + (kcount % STAGES) * SW_SC_STAGE, p, tl, r, kb + u);
+                cur = sw_stage_scales(scales + (kcount % STAGES) * SW_SC_STAGE, sc_off, kb + u);
             wgmma_wait<1>(); /* lo(u) is done, hi(u) runs */
             accumulators_fence(lo);
             sw_promote_half<BN, SCALE, 0>(acc, lo, cur, split);
@@ -118,7 +99,7 @@ __device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_
     for (; kb < p.k_blocks; kb++, kcount++) { /* the k-blocks past the last whole run, one at a time */
         const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
         if (SCALE == SW_SCALE_BLOCK)
-            cur = sw_stage_scales(scales + (kcount % STAGES) * SW_SC_STAGE, p, tl, r, kb);
+            cur = sw_stage_scales(scales + (kcount % STAGES) * SW_SC_STAGE, sc_off, kb);
         sw_issue_kblock_e4m3<HN>(lo, st + a_off, st + b_off);
         sw_issue_kblock_e4m3<HN>(hi, st + a_off, st + b_off + hi_off);
         wgmma_wait<1>();

@@ -52,7 +52,7 @@
 enum sw_elem { SW_BF16 = 0, SW_E4M3 = 1 };
 enum sw_scale { SW_SCALE_NONE = 0, SW_SCALE_TENSOR = 1, SW_SCALE_BLOCK = 2 };
 
-/* The block scales a stage carries when they come by bulk copy (block scaling with HALVES = 2): A's of the tile's
+/* The block scales a stage carries (block scaling: the producer bulk-copies them beside A and B): A's of the tile's
  * rows from the 4-aligned row at or before its first (up to SW_BM + 4 floats), then two 16-byte chunks of B's, the
  * four k-blocks around this one of the tile's first B block and of the next. */
 #define SW_SC_B0    ((SW_BM + 4) * 4)
@@ -156,16 +156,36 @@ struct sw_block_scales {
     float lo, hi, b0, b1;
 };
 
-__device__ __forceinline__ sw_block_scales sw_load_scales(const sw_params &p, const sw_tile &tl, int r, int kb)
+__device__ __forceinline__ float sw_lds(uint32_t addr)
+{
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
+    return v;
+}
+
+/* The first row of A's scales a stage's copy holds: the 4-aligned row at or before the tile's first, and no later
+ * than the last 4 of the lda-long rows (a cluster's second tile may lie wholly past M). */
+__device__ __forceinline__ int sw_scale_first(const sw_params &p, const sw_tile &tl)
+{
+    return min(tl.m0 & ~3, p.lda - 4);
+}
+
+/* Byte offset of row r's scale (and, 32 bytes on, row r + 8's) in a stage's copy, fixed per tile. Rows past M read
+ * floats the copy did not write, from inside the copy: they reach only accumulators that are never stored. */
+__device__ __forceinline__ uint32_t sw_scale_offset(const sw_params &p, const sw_tile &tl, int r)
+{
+    return 4u * (uint32_t)min(r - sw_scale_first(p, tl), SW_BM + 4 - 9);
+}
+
+/* The block scales of k-block kb from its stage's bulk-copied copy at `sc`, a_off = sw_scale_offset. A tile whose
+ * columns end in its first B block reads that block's scale again as b1 (the producer copies it twice). */
+__device__ __forceinline__ sw_block_scales sw_stage_scales(uint32_t sc, uint32_t a_off, int kb)
 {
     sw_block_scales s;
-    const float *sa = p.scale_a + (size_t)kb * p.lda;
-    const int nb = tl.n0 / 128;
-    const float *sb = p.scale_b + ((size_t)tl.group * p.nblocks + nb) * p.ldb + kb;
-    s.lo = r < p.o.m ? __ldg(sa + r) : 0.0f;
-    s.hi = r + 8 < p.o.m ? __ldg(sa + r + 8) : 0.0f;
-    s.b0 = __ldg(sb);
-    s.b1 = nb + 1 < p.nblocks ? __ldg(sb + p.ldb) : 0.0f;
+    s.lo = sw_lds(sc + a_off);
+    s.hi = sw_lds(sc + a_off + 32);
+    s.b0 = sw_lds(sc + SW_SC_B0 + 4 * (kb & 3));
+    s.b1 = sw_lds(sc + SW_SC_B1 + 4 * (kb & 3));
     return s;
 }
 
@@ -182,6 +202,38 @@ __device__ __forceinline__ void sw_promote_scaled(float (&acc)[ACC], const float
     for (int i = 0; i < N / 2; i++) {
         const bool second = 8 * (i / 4) >= SPLIT;
         acc[OFF + i] = fmaf(part[i], (i & 2) ? (second ? hi1 : hi0) : (second ? lo1 : lo0), acc[OFF + i]);
+    }
+}
+
+/* The products of a k-block's scales a whole tile's promotion multiplies by, formed while its wgmma run: columns 0-63
+ * take the first B block's scale, 128 on the second's, and 64-127 the second's when the tile's first column sits at
+ * 64 of its B block (mid_second: FP8 tiles start at multiples of 128 or 192, so the second block starts at column
+ * 64 or 128). */
+struct sw_block_products {
+    float lo0, hi0, lom, him, lo1, hi1;
+};
+
+__device__ __forceinline__ sw_block_products sw_products(const sw_block_scales &s, bool mid_second)
+{
+    const float bm = mid_second ? s.b1 : s.b0;
+    return {s.lo * s.b0, s.hi * s.b0, s.lo * bm, s.hi * bm, s.lo * s.b1, s.hi * s.b1};
+}
+
+/* acc += part · scales in one body (no branch per k-block). */
+template <int N, int ACC>
+__device__ __forceinline__ void sw_promote_block(float (&acc)[ACC], const float (&part)[N / 2],
+                                                 const sw_block_products &q)
+{
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) {
+        const int col = 8 * (i / 4);
+        const float lo = col < 64    ? q.lo0
+                         : col < 128 ? q.lom
+                                     : q.lo1,
+                    hi = col < 64    ? q.hi0
+                         : col < 128 ? q.him
+                                     : q.hi1;
+        acc[i] = fmaf(part[i], (i & 2) ? hi : lo, acc[i]);
     }
 }
 
@@ -205,7 +257,7 @@ template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int HALVES>
 __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap *tma_d, uint32_t base, uint32_t epi,
                                            uint32_t full, uint32_t empty, uint32_t rank, int cluster, int clusters)
 {
-    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK && HALVES == 2> cfg;
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     constexpr int STAGES = cfg::stages;
     regs_alloc<SW_CONSUMER_REGS>();
     const int consumer = threadIdx.x / 128;
@@ -241,10 +293,8 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             acc[i] = 0.0f;
-        sw_block_scales next = {0.0f, 0.0f, 0.0f, 0.0f};
         const int split = 128 - tl.n0 % 128; /* the first column of the tile in the next B block */
-        if (SCALE == SW_SCALE_BLOCK && HALVES == 1)
-            next = sw_load_scales(p, tl, r, 0);
+        const uint32_t a_off = sw_scale_offset(p, tl, r);
         int held = -1; /* the stage whose wgmma group may still be reading it */
         if constexpr (HALVES == 2)
             sw_mainloop_halves<BN, SCALE, CLUSTER>(p, tl, r, acc, lo, hi, base, full + cfg::barrier_bytes, full, empty,
@@ -252,18 +302,20 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
         else
             for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
                 const int stage = (int)(kcount % STAGES);
-                const sw_block_scales cur = next;
-                if (SCALE == SW_SCALE_BLOCK &&
-                    kb + 1 < p.k_blocks) /* a k-block ahead: its latency hides behind this one */
-                    next = sw_load_scales(p, tl, r, kb + 1);
                 mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
+                /* the block scales landed with the stage: read now, before it is released. Read after the wgmma are
+                 * issued instead, the block kernel ran 11% slower (H100, 2026-11-26) */
+                sw_block_scales cur = {0.0f, 0.0f, 0.0f, 0.0f};
+                if constexpr (SCALE == SW_SCALE_BLOCK)
+                    cur = sw_stage_scales(full + cfg::barrier_bytes + stage * SW_SC_STAGE, a_off, kb);
                 const uint32_t st = base + stage * cfg::stage_bytes;
-                const uint32_t a_st = st + consumer * 64 * SW_ROW_BYTES, b_st = st + cfg::a_bytes;
+                const uint64_t da0 = wgmma_desc_k128(st + consumer * 64 * SW_ROW_BYTES),
+                               db0 = wgmma_desc_k128(st + cfg::a_bytes);
                 wgmma_fence();
                 if constexpr (ELEM == SW_BF16) {
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
-                        const uint64_t da = wgmma_desc_k128(a_st + j * 32), db = wgmma_desc_k128(b_st + j * 32);
+                        const uint64_t da = wgmma_desc_step(da0, j), db = wgmma_desc_step(db0, j);
                         if constexpr (BN == 256)
                             pl_wgmma_m64n256k16_bf16<0>(acc, da, db, 1);
                         else
@@ -279,9 +331,12 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
                     const bool first = kb % PROMOTE == 0, last = kb % PROMOTE == PROMOTE - 1 || kb + 1 == p.k_blocks;
 #pragma unroll
                     for (int j = 0; j < 4; j++)
-                        sw_wgmma_e4m3<BN>(part, wgmma_desc_k128(a_st + j * 32), wgmma_desc_k128(b_st + j * 32),
+                        sw_wgmma_e4m3<BN>(part, wgmma_desc_step(da0, j), wgmma_desc_step(db0, j),
                                           first && j == 0 ? 0 : 1);
                     wgmma_commit();
+                    sw_block_products q = {};
+                    if constexpr (SCALE == SW_SCALE_BLOCK) /* while the wgmma run, not after them */
+                        q = sw_products(cur, split <= 64);
                     if (!last) {
                         wgmma_wait<1>();
                         if (held >= 0)
@@ -296,10 +351,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
                     held = -1;
                     accumulators_fence(part);
                     if constexpr (SCALE == SW_SCALE_BLOCK) { /* with the k-block's scales */
-                        if (BN > 128 && split < BN && split <= 64)
-                            sw_promote_scaled<BN, 64>(acc, part, cur);
-                        else
-                            sw_promote_scaled<BN, 128>(acc, part, cur);
+                        sw_promote_block<BN>(acc, part, q);
                     } else {
 #pragma unroll
                         for (int i = 0; i < BN / 2; i++)
@@ -339,7 +391,7 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
     sw_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                    const __grid_constant__ CUtensorMap tma_d, const sw_params p)
 {
-    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK && HALVES == 2> cfg;
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     constexpr int STAGES = cfg::stages;
     constexpr int KE = ELEM == SW_E4M3 ? 128 : 64; /* elements of a k-block row */
     static_assert(ELEM == SW_E4M3 || SCALE == SW_SCALE_NONE, "bf16 takes no scales");
@@ -381,7 +433,7 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
                     const uint32_t st = base + stage * cfg::stage_bytes, bar = full + 8 * stage;
                     /* boxes count whole, zero-filled parts too; clustered, half of B comes from the peer */
                     if constexpr (cfg::scale_bytes > 0) { /* the k-block's block scales ride along (bulk copies) */
-                        const int first = tl.m0 & ~3, nb = tl.n0 / 128;
+                        const int first = sw_scale_first(p, tl), nb = tl.n0 / 128;
                         const uint32_t a_sc = 4u * (uint32_t)min(SW_BM + 4, p.lda - first); /* lda % 4 == 0 */
                         const uint32_t sc = full + cfg::barrier_bytes + stage * SW_SC_STAGE;
                         const float *sb = p.scale_b + ((size_t)tl.group * p.nblocks + nb) * p.ldb + (kb & ~3);
@@ -460,7 +512,7 @@ template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE = 1, int HALVES 
 static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const CUtensorMap &td, const sw_params &p,
                              long long max_tiles, cudaStream_t stream)
 {
-    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK && HALVES == 2> cfg;
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     static_assert(cfg::stages >= 3, "too few stages");
     static_assert(cfg::smem_bytes <= SW_SMEM_LIMIT, "shared memory over the limit");
     cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>,

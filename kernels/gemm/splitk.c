@@ -15,12 +15,24 @@ static int split_rule(long long tiles, int k_blocks, int sms, int ctas_per_sm, i
 
 int pl_gemm_sk_split(long long tiles, int k_blocks, int sms)
 {
-    return split_rule(tiles, k_blocks, sms, PL_SK_CTAS_PER_SM, PL_SK_PORTABLE_SPLIT);
+    if (tiles < 1 || k_blocks < 1 || sms < 1)
+        return 1;
+    long long s = ((long long)sms * PL_SK_SPLIT_CTAS_PER_SM + tiles / 2) / tiles; /* the nearest split */
+    if (s > PL_SK_PORTABLE_SPLIT)
+        s = PL_SK_PORTABLE_SPLIT;
+    if (s > k_blocks / PL_SK_MIN_KBLOCKS)
+        s = k_blocks / PL_SK_MIN_KBLOCKS;
+    return s < 1 ? 1 : (int)s;
 }
 
 int pl_gemm_sk_split_w1(long long tiles, int k_blocks, int sms)
 {
     return split_rule(tiles, k_blocks, sms, 1, PL_SK_MAX_SPLIT);
+}
+
+int pl_gemm_sk_split_deep(long long tiles, int k_blocks, int sms)
+{
+    return split_rule(tiles, k_blocks, sms, 1, PL_SK_PORTABLE_SPLIT);
 }
 
 int pl_gemm_sk_split_waves(long long tiles, int k_blocks, int sms)

@@ -24,17 +24,27 @@ extern "C" {
 #define PL_SK_MAX_SPLIT      16  /* a non-portable cluster (sm_90 allows 16): the _w1 kernels' largest split */
 #define PL_SK_MIN_KBLOCKS    4   /* a split gets at least this many k-blocks (256 K) */
 #define PL_SK_WG2             0x1000 /* pl_gemm_wgmma_sk's tile | PL_SK_WG2: two consumer warpgroups (128 rows) */
+#define PL_SK_DEEP            0x2000 /* pl_gemm_wgmma_sk's tile | PL_SK_DEEP: one CTA an SM, the ring fills its memory */
+/* The deep-ring kernels' stages: as many as one CTA's shared memory holds (at most 16). */
+#define PL_SK_DEEP_STAGES(tile) ((232448 - 1024 - 256) / ((64 + (tile)) * 128) > 16 ? 16 : (232448 - 1024 - 256) / ((64 + (tile)) * 128))
 /* Pipeline stages per TILE width (stage = 8 KB of X + TILE·128 B of Y): 60-72 KB a CTA, three a SM. */
 #define PL_SK_STAGES(tile) ((tile) <= 16 ? 6 : (tile) <= 32 ? 5 : (tile) <= 64 ? 4 : 3)
 
 /* The split S (CTAs of a cluster sharing one output tile's K) for `tiles` output tiles of `k_blocks` k-blocks on
- * `sms` SMs: as many as keep every cluster in the first wave (tiles·S ≤ sms·PL_SK_CTAS_PER_SM), at most
- * PL_SK_MAX_SPLIT, each split at least PL_SK_MIN_KBLOCKS k-blocks; 1 when the tiles alone fill the GPU. */
+ * `sms` SMs: the one that puts nearest PL_SK_SPLIT_CTAS_PER_SM CTAs on each SM (tiles·S ≈ 2·sms), at most
+ * PL_SK_PORTABLE_SPLIT, each split at least PL_SK_MIN_KBLOCKS k-blocks; 1 when the tiles alone fill the GPU.
+ * Measured (H100 and H200, 2026-11-26, every split 1-16 of the 3-CTA kernels on eight long-K shapes of 16-128
+ * tiles): the fastest split put 190-290 CTAs on the 132 SMs, never 3 an SM (384-396: 10-30% slower than 2). */
+#define PL_SK_SPLIT_CTAS_PER_SM 2
 int pl_gemm_sk_split(long long tiles, int k_blocks, int sms);
 /* The _w1 kernels' split: clusters of one CTA per SM (tiles·S ≤ sms), up to PL_SK_MAX_SPLIT, each split at least
  * PL_SK_MIN_KBLOCKS k-blocks. Measured on the H200 (2026-11-23): with 32 tiles a split of 8 (256 CTAs) beat 12
  * (384) by 30-50%; with 4-9 tiles 16 beat 8 by 4-5%. */
 int pl_gemm_sk_split_w1(long long tiles, int k_blocks, int sms);
+
+/* The deep-ring kernels' split: one CTA an SM (tiles·S ≤ sms), up to PL_SK_PORTABLE_SPLIT, each split at least
+ * PL_SK_MIN_KBLOCKS k-blocks. */
+int pl_gemm_sk_split_deep(long long tiles, int k_blocks, int sms);
 
 /* The two-warpgroup kernels' split (128-row tiles, one CTA per SM, all the shared memory as stages): S in 1-8
  * minimizing waves · (k-blocks per split + PL_SK_WAVE_OVERHEAD_KB), where waves = ceil(tiles·S / sms), each split at

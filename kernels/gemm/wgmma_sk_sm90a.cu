@@ -13,6 +13,10 @@
  *   swapped: X = B, Y = A: Dᵀ = B·Aᵀ, a TILE × 64 tile of D (TILE 16-128 ≥ M): the wide N fills wgmma's 64 rows
  *            and the few tokens become its narrow N, so no tensor-core row is spent on padding M up to 64 or 128.
  *
+ * Deep rings (DEEP = 1, the _deep entries): the same CTA alone on its SM with every byte of shared memory a stage
+ * (14 of 64×64, 9 of 64×128), for the few-tile long-K shapes where three CTAs' 4-stage rings leave HBM and L2 latency
+ * exposed; like every one-CTA-an-SM kernel here its split is lowered until the clusters all run at once.
+ *
  * Split-K with a deterministic fix-up. The S CTAs of a cluster (1-8 along grid x, up to 16 in the _w1 entries'
  * non-portable clusters; S chosen so that every cluster
  * runs in the first wave: gemm/splitk.h) take consecutive ranges of K for the same output tile. When the mainloop
@@ -39,8 +43,10 @@
 #define SK_MAX_REGS    128    /* 3 CTAs × 5 warps: 4 warps on some sub-partition, 16384 / (4 · 32) registers */
 #define SK_WG2_REGS    168    /* one CTA of 9 warps an SM: 3 warps on some sub-partition, 16384 / (3 · 32) = 170 */
 
-/* WG consumer warpgroups (1: three CTAs an SM; 2: the PL_SK_WG2 kernels, one CTA an SM) each take 64 rows of X. */
-template <int TILE, int SWAP, int WG = 1> struct sk_config {
+/* WG consumer warpgroups (1: three CTAs an SM; 2: the PL_SK_WG2 kernels, one CTA an SM) each take 64 rows of X.
+ * DEEP (one warpgroup, the PL_SK_DEEP kernels): one CTA an SM too, its ring as deep as the shared memory holds. */
+template <int TILE, int SWAP, int WG = 1, int DEEP = 0> struct sk_config {
+    static constexpr bool one_cta = WG == 2 || DEEP;
     static constexpr int x_rows = PL_SK_ROWS * WG;
     static constexpr int threads = 128 * WG + 32;
     static constexpr int producer = 4 * WG; /* the producer warp, after the consumer warpgroups */
@@ -49,8 +55,8 @@ template <int TILE, int SWAP, int WG = 1> struct sk_config {
     static constexpr int stage_bytes = x_bytes + y_bytes; /* a multiple of 1024: every stage stays swizzle-aligned */
     /* one CTA an SM: as many stages as the shared memory holds (at most 16) */
     static constexpr int deep = (SK_SMEM_LIMIT - 1024 - 16 * 16) / stage_bytes;
-    static constexpr int stages = WG == 1 ? PL_SK_STAGES(TILE) : (deep < 16 ? deep : 16);
-    static constexpr int ctas_per_sm = WG == 1 ? PL_SK_CTAS_PER_SM : 1;
+    static constexpr int stages = one_cta ? (deep < 16 ? deep : 16) : PL_SK_STAGES(TILE);
+    static constexpr int ctas_per_sm = one_cta ? 1 : PL_SK_CTAS_PER_SM;
     /* the partial tile, in D's row order: swapped TILE rows (M) of x_rows (N), plain x_rows rows of TILE */
     static constexpr int out_rows = SWAP ? TILE : x_rows;
     static constexpr int out_cols = SWAP ? x_rows : TILE;
@@ -131,12 +137,12 @@ __device__ __forceinline__ float4 smem_load_f32x4(uint32_t addr)
 #define SK_FIXUP_BATCH 4 /* partials loaded before the first of them is added: loads in flight per thread */
 
 /* grid (S, X tiles, Y tiles), clusters of (S, 1, 1): a cluster is one output tile, its CTA rank blockIdx.x. */
-template <int TILE, int SWAP, int WG>
+template <int TILE, int SWAP, int WG, int DEEP>
 __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
     gemm_sk_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_y, pl_gemm_out o,
                    int y_rows, int k_blocks)
 {
-    typedef sk_config<TILE, SWAP, WG> cfg;
+    typedef sk_config<TILE, SWAP, WG, DEEP> cfg;
     constexpr int STAGES = cfg::stages;
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u; /* 128-byte swizzle wants 1024-byte alignment */
@@ -246,12 +252,46 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
         cluster_sync(); /* the others may still read this CTA's partial: stay until they are done */
 }
 
+/* The largest split <= s whose clusters all run at once, where s would put every tile's CTAs in one wave of one CTA
+ * an SM: the GPCs, not only the SM count, decide how many clusters of s such CTAs fit (measured on the H100: 16
+ * tiles of 128×128 split 8, 128 CTAs, ran 45% slower than split 6). Cached per split for the first device asked. */
+template <int TILE, int SWAP, int WG, int DEEP> static int sk_fitting_split(int s, long long tiles, int sms)
+{
+    typedef sk_config<TILE, SWAP, WG, DEEP> cfg;
+    static int fits[PL_SK_PORTABLE_SPLIT + 1]; /* clusters of each size that fit at once; 0: not asked yet */
+    while (s > 1 && s <= PL_SK_PORTABLE_SPLIT && tiles * s <= sms) {
+        if (fits[s] == 0) {
+            cudaLaunchConfig_t lc = {};
+            cudaLaunchAttribute attr;
+            attr.id = cudaLaunchAttributeClusterDimension;
+            attr.val.clusterDim.x = (unsigned)s;
+            attr.val.clusterDim.y = 1;
+            attr.val.clusterDim.z = 1;
+            lc.gridDim = dim3((unsigned)s);
+            lc.blockDim = dim3(cfg::threads);
+            lc.dynamicSmemBytes = cfg::smem_bytes;
+            lc.attrs = &attr;
+            lc.numAttrs = 1;
+            int n = 0;
+            if (cudaOccupancyMaxActiveClusters(&n, gemm_sk_kernel<TILE, SWAP, WG, DEEP>, &lc) != cudaSuccess || n < 1) {
+                (void)cudaGetLastError(); /* unknown: take the rule's split */
+                n = sms;
+            }
+            fits[s] = n;
+        }
+        if (tiles <= fits[s])
+            break;
+        s--;
+    }
+    return s;
+}
+
 /* split > 0: that split; else the rule of the entry: w1 (one CTA an SM, up to 16), WG == 2 (by waves, up to 8),
  * or the default (three CTAs an SM, up to 8). */
-template <int TILE, int SWAP, int WG = 1>
+template <int TILE, int SWAP, int WG = 1, int DEEP = 0>
 static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaStream_t stream)
 {
-    typedef sk_config<TILE, SWAP, WG> cfg;
+    typedef sk_config<TILE, SWAP, WG, DEEP> cfg;
     static_assert(cfg::stage_bytes % 1024 == 0, "stages must stay 1024-byte aligned");
     static_assert(cfg::pitch % 4 == 0 && cfg::out_cols % 4 == 0, "the fix-up reads 16-byte pieces of the partials");
     static_assert(cfg::partial_bytes <= cfg::stages * cfg::stage_bytes, "the partial tile must fit in the stages");
@@ -261,8 +301,8 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaSt
     const int x_rows = SWAP ? p->n : p->m, y_rows = SWAP ? p->m : p->n;
     const long long tiles_x = (x_rows + cfg::x_rows - 1) / cfg::x_rows, tiles_y = (y_rows + TILE - 1) / TILE;
     const int k_blocks = (p->k + PL_SK_BK - 1) / PL_SK_BK;
-    /* two warpgroups: one CTA an SM, so a cluster past the portable 8 may not fit a GPC */
-    const int max_split = WG == 2 ? PL_SK_PORTABLE_SPLIT : PL_SK_MAX_SPLIT;
+    /* one CTA an SM (two warpgroups, or a deep ring): a cluster past the portable 8 may not fit a GPC */
+    const int max_split = cfg::one_cta ? PL_SK_PORTABLE_SPLIT : PL_SK_MAX_SPLIT;
     if (tiles_x > 65535 || tiles_y > 65535 || split < 0 || split > max_split)
         return cudaErrorInvalidValue;
     CUtensorMap tx, ty;
@@ -271,10 +311,10 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaSt
     if (e == cudaSuccess)
         e = pl_tensor_map_bf16(&ty, SWAP ? p->a : p->b, (uint64_t)y_rows, (uint64_t)p->k, TILE, PL_SK_BK);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG, DEEP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  cfg::smem_bytes);
     if (e == cudaSuccess) /* all of the SM's 228 KB as shared memory, so that three CTAs fit */
-        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG>, cudaFuncAttributePreferredSharedMemoryCarveout,
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG, DEEP>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                  cudaSharedmemCarveoutMaxShared);
     pl_gemm_gpu g;
     if (e == cudaSuccess)
@@ -283,12 +323,16 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaSt
         return e;
     int s = split > 0 ? split
             : WG == 2 ? pl_gemm_sk_split_waves(tiles_x * tiles_y, k_blocks, g.sms)
+            : DEEP    ? pl_gemm_sk_split_deep(tiles_x * tiles_y, k_blocks, g.sms)
             : w1      ? pl_gemm_sk_split_w1(tiles_x * tiles_y, k_blocks, g.sms)
                       : pl_gemm_sk_split(tiles_x * tiles_y, k_blocks, g.sms);
     if (s > k_blocks)
-        s = k_blocks;             /* every CTA of a cluster gets at least one k-block */
+        s = k_blocks; /* every CTA of a cluster gets at least one k-block */
+    if (cfg::one_cta && split == 0)
+        s = sk_fitting_split<TILE, SWAP, WG, DEEP>(s, tiles_x * tiles_y, g.sms);
     if (s > PL_SK_PORTABLE_SPLIT) /* a cluster of 9-16 CTAs */
-        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG, DEEP>, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                 1);
     if (e != cudaSuccess)
         return e;
 
@@ -306,7 +350,7 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaSt
         lc.attrs = &attr;
         lc.numAttrs = 1;
     }
-    e = cudaLaunchKernelEx(&lc, gemm_sk_kernel<TILE, SWAP, WG>, tx, ty, pl_gemm_out_of(p), y_rows, k_blocks);
+    e = cudaLaunchKernelEx(&lc, gemm_sk_kernel<TILE, SWAP, WG, DEEP>, tx, ty, pl_gemm_out_of(p), y_rows, k_blocks);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -319,6 +363,10 @@ extern "C" cudaError_t pl_gemm_wgmma_sk(const pl_gemm_problem *p, int tile, int 
     case 128: return launch_sk<128, 1>(p, split, 0, stream);
     case -64: return launch_sk<64, 0>(p, split, 0, stream);
     case -128: return launch_sk<128, 0>(p, split, 0, stream);
+    case 32 | PL_SK_DEEP: return launch_sk<32, 1, 1, 1>(p, split, 0, stream);
+    case 64 | PL_SK_DEEP: return launch_sk<64, 1, 1, 1>(p, split, 0, stream);
+    case -(64 | PL_SK_DEEP): return launch_sk<64, 0, 1, 1>(p, split, 0, stream);
+    case -(128 | PL_SK_DEEP): return launch_sk<128, 0, 1, 1>(p, split, 0, stream);
     case -(128 | PL_SK_WG2): return launch_sk<128, 0, 2>(p, split, 0, stream);
     case -(256 | PL_SK_WG2): return launch_sk<256, 0, 2>(p, split, 0, stream);
     default: return cudaErrorInvalidValue;
@@ -375,6 +423,18 @@ extern "C" cudaError_t pl_gemm_wgmma_sk_64x64_w1(const pl_gemm_problem *p, cudaS
 extern "C" cudaError_t pl_gemm_wgmma_sk_64x128_w1(const pl_gemm_problem *p, cudaStream_t stream)
 {
     return launch_sk<128, 0>(p, 0, 1, stream);
+}
+
+/* One CTA an SM with a ring as deep as the shared memory holds (14 stages of 64×64, 9 of 64×128), split for one wave
+ * of whole clusters (pl_gemm_sk_split_deep, then sk_fitting_split). */
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x64_deep(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<64, 0, 1, 1>(p, 0, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x128_deep(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<128, 0, 1, 1>(p, 0, 0, stream);
 }
 
 /* Two consumer warpgroups (128 rows of A), one CTA an SM with as many stages as fit, split by waves (up to 8). */

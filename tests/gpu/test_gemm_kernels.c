@@ -187,7 +187,9 @@ typedef struct sk_config {
     int tile, swap;
 } sk_config;
 static const sk_config sk_configs[] = {{16, 1},  {32, 1},  {64, 1}, {128, 1}, {64, 0}, {128, 0},
-                                       {128 | PL_SK_WG2, 0}, {256 | PL_SK_WG2, 0}}; /* two warpgroups: splits <= 8 */
+                                       {128 | PL_SK_WG2, 0}, {256 | PL_SK_WG2, 0}, /* two warpgroups: splits <= 8 */
+                                       {64 | PL_SK_DEEP, 0}, {128 | PL_SK_DEEP, 0}}; /* deep rings: splits <= 8 */
+#define SK_ONE_CTA (PL_SK_WG2 | PL_SK_DEEP)
 static const int sk_splits[] = {0, 1, 2, 3, 5, 8, 12, 16}; /* 12, 16: non-portable clusters */
 
 typedef struct sk_launch_arg {
@@ -233,12 +235,12 @@ START_TEST(split_k_every_split)
                     continue;
                 for (size_t k = 0; k < sizeof sk_splits / sizeof sk_splits[0]; k++) {
                     sk_launch_arg arg = {c->tile, c->swap, sk_splits[k]};
-                    if ((c->tile & PL_SK_WG2) && arg.split > PL_SK_PORTABLE_SPLIT)
+                    if ((c->tile & SK_ONE_CTA) && arg.split > PL_SK_PORTABLE_SPLIT)
                         continue;
                     char label[160];
                     pl_snprintf(label, sizeof label, "split-K %s tile %d%s split %d %dx%dx%d%s",
-                                c->swap ? "swapped" : "plain", c->tile & ~PL_SK_WG2,
-                                (c->tile & PL_SK_WG2) ? " (2 warpgroups)" : "", arg.split, s->m, s->n, s->k,
+                                c->swap ? "swapped" : "plain", c->tile & ~SK_ONE_CTA,
+                                (c->tile & PL_SK_WG2) ? " (2 warpgroups)" : (c->tile & PL_SK_DEEP) ? " (deep)" : "", arg.split, s->m, s->n, s->k,
                                 epilogue ? " +epilogue" : "");
                     run_and_verify(&e, &p, &ref, label, launch_sk, &arg, &fails, &checked);
                 }
@@ -351,7 +353,7 @@ START_TEST(deterministic)
              ci++)
             for (int split = 2; split <= PL_SK_MAX_SPLIT; split += 3) {
                 const sk_config *c = &sk_configs[ci];
-                if ((c->tile & PL_SK_WG2) && split > PL_SK_PORTABLE_SPLIT)
+                if ((c->tile & SK_ONE_CTA) && split > PL_SK_PORTABLE_SPLIT)
                     continue;
                 p.m = c->swap ? 4 * c->tile - 3 : m;
                 p.d = d1;
@@ -361,7 +363,7 @@ START_TEST(deterministic)
                 ck_assert(cudaMemcpy(h1, d1, (size_t)p.m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
                 ck_assert(cudaMemcpy(h2, d2, (size_t)p.m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
                 ck_assert_msg(memcmp(h1, h2, (size_t)p.m * n * 2) == 0,
-                              "split-K tile %d%s split %d gives different results on the same inputs", c->tile & ~PL_SK_WG2,
+                              "split-K tile %d%s split %d gives different results on the same inputs", c->tile & ~SK_ONE_CTA,
                               c->swap ? " swapped" : "", split);
             }
     }

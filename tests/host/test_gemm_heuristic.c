@@ -62,8 +62,8 @@ START_TEST(registry_opt_in)
 {
     opt_in(0);
     const size_t all = pl_gemm_kernel_count();
-    /* 11 of issues 1-14; issue 15: 6 + 4 (_w1) + 2 (two warpgroups) split-K, 2 128×192, 3 decode GEMV */
-    ck_assert_int_eq((int)all, 28);
+    /* 11 of issues 1-14; issue 15: 6 + 4 (_w1) + 2 (deep) + 2 (two warpgroups) split-K, 2 128×192, 3 decode GEMV */
+    ck_assert_int_eq((int)all, 30);
     ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 0);
     ck_assert_ptr_nonnull(pl_gemm_kernel_find(SWAP16));
     ck_assert_ptr_nonnull(pl_gemm_kernel_find("gemv_mma_t16"));
@@ -95,6 +95,12 @@ START_TEST(registry_opt_in)
             ck_assert_int_eq(k->tile_m, 2 * PL_SK_ROWS);
             ck_assert_int_eq(k->stages, (232448 - 1024 - 256) / ((k->tile_m + k->tile_n) * PL_SK_BK * 2));
             ck_assert(k->flags & PL_GEMM_KERNEL_SPLIT_K);
+        } else if (k->flags & PL_GEMM_KERNEL_SPLIT_DEEP) {
+            /* one consumer warpgroup, one CTA an SM: the stages that fit 227 KB, at most 16 */
+            ck_assert_int_eq(k->threads, PL_SK_THREADS);
+            ck_assert_int_eq(k->tile_m, PL_SK_ROWS);
+            const int fit = (232448 - 1024 - 256) / ((k->tile_m + k->tile_n) * PL_SK_BK * 2);
+            ck_assert_int_eq(k->stages, fit > 16 ? 16 : fit);
         } else if (k->flags & PL_GEMM_KERNEL_SPLIT_K) {
             ck_assert_int_eq(k->cluster_m, 0); /* the split is chosen at launch */
             ck_assert_int_eq(k->threads, PL_SK_THREADS);
@@ -194,8 +200,10 @@ END_TEST
 
 START_TEST(split_rule)
 {
-    ck_assert_int_eq(pl_gemm_sk_split(64, 64, 132), 6);   /* 396 slots / 64 tiles */
-    ck_assert_int_eq(pl_gemm_sk_split(128, 64, 132), 3);  /* 396 / 128 */
+    ck_assert_int_eq(pl_gemm_sk_split(64, 64, 132), 4);   /* 264 CTAs (2 an SM) / 64 tiles */
+    ck_assert_int_eq(pl_gemm_sk_split(72, 56, 132), 4);   /* 3.67: the nearest (16×4608×3584 swapped) */
+    ck_assert_int_eq(pl_gemm_sk_split(128, 64, 132), 2);  /* 264 / 128 */
+    ck_assert_int_eq(pl_gemm_sk_split(400, 64, 132), 1);  /* 0.66 rounds to 1 */
     ck_assert_int_eq(pl_gemm_sk_split(2004, 64, 132), 1); /* the tiles alone fill the GPU */
     ck_assert_int_eq(pl_gemm_sk_split(10, 1000, 132), 8); /* the portable cluster size */
     ck_assert_int_eq(pl_gemm_sk_split(1, 8, 132), 2);     /* at least 4 k-blocks per split */
@@ -217,11 +225,12 @@ START_TEST(split_rule)
         for (int kb = 1; kb < 600; kb += 13) {
             const int s = pl_gemm_sk_split(tiles, kb, 132);
             ck_assert(s >= 1 && s <= PL_SK_PORTABLE_SPLIT);
-            const int w1 = pl_gemm_sk_split_w1(tiles, kb, 132);
+            const int w1 = pl_gemm_sk_split_w1(tiles, kb, 132), deep = pl_gemm_sk_split_deep(tiles, kb, 132);
+            ck_assert(deep >= 1 && deep <= PL_SK_PORTABLE_SPLIT && (deep == 1 || tiles * deep <= 132LL));
             ck_assert(w1 >= 1 && w1 <= PL_SK_MAX_SPLIT);
             ck_assert(w1 == 1 || tiles * w1 <= 132LL);
             ck_assert(w1 == 1 || kb / w1 >= PL_SK_MIN_KBLOCKS);
-            ck_assert(s == 1 || tiles * s <= 132LL * PL_SK_CTAS_PER_SM);
+            ck_assert(s == 1 || tiles * s <= 132LL * PL_SK_SPLIT_CTAS_PER_SM + tiles / 2);
             ck_assert(s == 1 || kb / s >= PL_SK_MIN_KBLOCKS);
             const int wv = pl_gemm_sk_split_waves(tiles, kb, 132);
             ck_assert(wv >= 1 && wv <= PL_SK_PORTABLE_SPLIT);
