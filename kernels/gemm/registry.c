@@ -254,22 +254,22 @@ static const pl_gemm_kernel kernels[] = {
     /* one CTA per SM with every byte of shared memory a stage (14 and 9 stages), split for one wave of clusters */
     {"wgmma_sk_64x64x64_deep", "wgmma_splitk",
      "the 64×64 split-K kernel with one CTA per SM and a 14-stage ring, split for one wave of whole clusters", 64, 64,
-     64, PL_SK_DEEP_STAGES(64), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP,
+     64, PL_SK_RING_STAGES(PL_SK_ROWS, 64), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP,
      supports_sk_plain, pl_gemm_wgmma_sk_64x64_deep},
     {"wgmma_sk_64x128x64_deep", "wgmma_splitk",
      "the 64×128 split-K kernel with one CTA per SM and a 9-stage ring, split for one wave of whole clusters", 64,
-     128, 64, PL_SK_DEEP_STAGES(128), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP,
+     128, 64, PL_SK_RING_STAGES(PL_SK_ROWS, 128), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP,
      supports_sk_plain, pl_gemm_wgmma_sk_64x128_deep},
     /* ---- issue 15: split-K with the cooperative kernels' 128-row tiles (two consumer warpgroups, one CTA an SM,
      * every byte of shared memory a stage), the split chosen by waves: few tiles over a long K, last waves ---- */
     {"wgmma_sk_128x128x64", "wgmma_splitk",
      "128×128 tiles, two consumer warpgroups, one CTA per SM with 7 stages, K split over a cluster (up to 8) to "
      "fill the waves, fixed-order fix-up through DSMEM",
-     128, 128, 64, 7, 0, 288, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES, supports_sk_plain,
+     128, 128, 64, PL_SK_RING_STAGES(2 * PL_SK_ROWS, 128), 0, 288, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES, supports_sk_plain,
      pl_gemm_wgmma_sk_128x128},
     {"wgmma_sk_128x256x64", "wgmma_splitk",
      "128×256 tiles (wgmma m64n256), two consumer warpgroups, one CTA per SM with 4 stages, K split by waves", 128,
-     256, 64, 4, 0, 288, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES, supports_sk_plain,
+     256, 64, PL_SK_RING_STAGES(2 * PL_SK_ROWS, 256), 0, 288, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES, supports_sk_plain,
      pl_gemm_wgmma_sk_128x256},
     /* ---- issue 15: 128×192 tiles for tile counts that 128×256 quantizes badly ---- */
     {"wgmma_ws_128x192x64_s4", "wgmma_ws",

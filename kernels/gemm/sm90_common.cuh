@@ -51,6 +51,31 @@ __device__ __forceinline__ uint64_t wgmma_desc_k128(uint32_t smem_addr)
     return desc;
 }
 
+/* Clusters of `cluster` CTAs of `kernel` (`threads` a CTA, `smem` bytes of dynamic shared memory, asked for a grid of
+ * `grid` CTAs) the current GPU holds at once: the GPCs decide, not only the SM count. `fallback` when the runtime
+ * cannot tell. Host code. */
+static inline int max_active_clusters(const void *kernel, unsigned threads, size_t smem, unsigned cluster,
+                                      unsigned grid, int fallback)
+{
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = cluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    lc.gridDim = dim3(grid);
+    lc.blockDim = dim3(threads);
+    lc.dynamicSmemBytes = smem;
+    lc.attrs = &attr;
+    lc.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &lc) != cudaSuccess || n < 1) {
+        (void)cudaGetLastError();
+        return fallback;
+    }
+    return n;
+}
+
 /* wgmma_desc_k128(addr + 32·j) from desc = wgmma_desc_k128(addr): a k-step inside a 128-byte row moves the 14-bit
  * address field by 2·j, and shared-memory addresses stay below 2^18, so the field never carries into the rest:
  * one 32-bit add instead of the mask, shift and merge for every wgmma. */

@@ -5,25 +5,16 @@
 #ifndef PERFLAB_GEMM_SM90_WS_HALVES_CUH
 #define PERFLAB_GEMM_SM90_WS_HALVES_CUH
 
-/* One half of a 128×192 tile's promotion (HALF 0: columns 0-95, 1: 96-191), `split` the tile's first column in the
- * second B block: block scaling picks the compile-time split point. An FP8 tile starts at a multiple of 192
- * columns, so split (128 - n0 % 128) is 64 or 128: the left half's split lies at 64 or past its end, the right
- * half's at 0 or 32. Tensor scaling adds. */
+/* One half of a 128×192 tile's promotion (HALF 0: columns 0-95, 1: 96-191): block scaling by the k-block's scale
+ * products (sw_products), tensor scaling adds. */
 template <int BN, int SCALE, int HALF>
 __device__ __forceinline__ void sw_promote_half(float (&acc)[BN / 2], const float (&part)[BN / 4],
-                                                const sw_block_scales &s, int split)
+                                                const sw_block_products &q)
 {
-    static_assert(BN == 192, "the split points below are the 128×192 tile's");
+    static_assert(BN == 192, "the halves are the 128×192 tile's");
     constexpr int HN = BN / 2, OFF = HALF * BN / 4;
     if constexpr (SCALE == SW_SCALE_BLOCK) {
-        if (HALF == 0 && split <= 64)
-            sw_promote_scaled<HN, 64, OFF>(acc, part, s);
-        else if (HALF == 0)
-            sw_promote_scaled<HN, HN, OFF>(acc, part, s);
-        else if (split <= 64)
-            sw_promote_scaled<HN, 0, OFF>(acc, part, s);
-        else
-            sw_promote_scaled<HN, 32, OFF>(acc, part, s);
+        sw_promote_block<HN, HALF * HN, OFF>(acc, part, q);
     } else {
 #pragma unroll
         for (int i = 0; i < BN / 4; i++)
@@ -44,9 +35,10 @@ __device__ __forceinline__ uint32_t sw_wait_stage(uint32_t base, uint32_t full, 
 template <int N> __device__ __forceinline__ void sw_issue_kblock_e4m3(float (&d)[N / 2], uint32_t a_st, uint32_t b_st)
 {
     wgmma_fence(); /* d was read (promoted) since its last wgmma */
+    const uint64_t da = wgmma_desc_k128(a_st), db = wgmma_desc_k128(b_st);
 #pragma unroll
     for (int j = 0; j < 4; j++)
-        sw_wgmma_e4m3<N>(d, wgmma_desc_k128(a_st + j * 32), wgmma_desc_k128(b_st + j * 32), j == 0 ? 0 : 1);
+        sw_wgmma_e4m3<N>(d, wgmma_desc_step(da, j), wgmma_desc_step(db, j), j == 0 ? 0 : 1);
     wgmma_commit();
 }
 
@@ -69,7 +61,7 @@ __device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_
     const int split = 128 - tl.n0 % 128;                      /* the first column of the tile in the next B block */
     const uint32_t a_off = consumer * 64 * SW_ROW_BYTES, b_off = cfg::a_bytes, hi_off = HN * SW_ROW_BYTES;
     const uint32_t sc_off = sw_scale_offset(p, tl, r); /* this thread's row in a stage's A scales */
-    sw_block_scales cur = {0.0f, 0.0f, 0.0f, 0.0f};
+    sw_block_products q = {};                          /* the k-block's scale products (block scaling) */
     int kb = 0;
     for (; kb + RUN <= p.k_blocks; kb += RUN) {
         uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
@@ -78,10 +70,10 @@ __device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_
 #pragma unroll
         for (int u = 0; u < RUN; u++, kcount++) {
             if (SCALE == SW_SCALE_BLOCK) /* read before the stage is released */
-                cur = sw_stage_scales(scales + (kcount % STAGES) * SW_SC_STAGE, sc_off, kb + u);
+                q = sw_products(sw_stage_scales(scales + (kcount % STAGES) * SW_SC_STAGE, sc_off, kb + u), split <= 64);
             wgmma_wait<1>(); /* lo(u) is done, hi(u) runs */
             accumulators_fence(lo);
-            sw_promote_half<BN, SCALE, 0>(acc, lo, cur, split);
+            sw_promote_half<BN, SCALE, 0>(acc, lo, q);
             if (u + 1 < RUN) {
                 st = sw_wait_stage<STAGES>(base, full, kcount + 1, cfg::stage_bytes);
                 sw_issue_kblock_e4m3<HN>(lo, st + a_off, st + b_off);
@@ -91,7 +83,7 @@ __device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_
             }
             release_stage<CLUSTER>(empty, (int)(kcount % STAGES), lane);
             accumulators_fence(hi);
-            sw_promote_half<BN, SCALE, 1>(acc, hi, cur, split);
+            sw_promote_half<BN, SCALE, 1>(acc, hi, q);
             if (u + 1 < RUN)
                 sw_issue_kblock_e4m3<HN>(hi, st + a_off, st + b_off + hi_off);
         }
@@ -99,16 +91,16 @@ __device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_
     for (; kb < p.k_blocks; kb++, kcount++) { /* the k-blocks past the last whole run, one at a time */
         const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
         if (SCALE == SW_SCALE_BLOCK)
-            cur = sw_stage_scales(scales + (kcount % STAGES) * SW_SC_STAGE, sc_off, kb);
+            q = sw_products(sw_stage_scales(scales + (kcount % STAGES) * SW_SC_STAGE, sc_off, kb), split <= 64);
         sw_issue_kblock_e4m3<HN>(lo, st + a_off, st + b_off);
         sw_issue_kblock_e4m3<HN>(hi, st + a_off, st + b_off + hi_off);
         wgmma_wait<1>();
         accumulators_fence(lo);
-        sw_promote_half<BN, SCALE, 0>(acc, lo, cur, split);
+        sw_promote_half<BN, SCALE, 0>(acc, lo, q);
         wgmma_wait<0>();
         release_stage<CLUSTER>(empty, (int)(kcount % STAGES), lane);
         accumulators_fence(hi);
-        sw_promote_half<BN, SCALE, 1>(acc, hi, cur, split);
+        sw_promote_half<BN, SCALE, 1>(acc, hi, q);
     }
 }
 

@@ -189,22 +189,6 @@ __device__ __forceinline__ sw_block_scales sw_stage_scales(uint32_t sc, uint32_t
     return s;
 }
 
-/* acc[OFF + i] += part[i] · scale, register i of the m64nN accumulator `part` holding column 8·(i/4) + 2·(lane%4) +
- * i%2 of its N columns and row r (i%4 < 2) or r + 8: its columns from SPLIT on take the second B block's scale. OFF
- * places part in a wider accumulator (a tile's right half: OFF = N / 2 registers, its columns N on). */
-template <int N, int SPLIT, int OFF = 0, int ACC>
-__device__ __forceinline__ void sw_promote_scaled(float (&acc)[ACC], const float (&part)[N / 2],
-                                                  const sw_block_scales &s)
-{
-    static_assert(OFF + N / 2 <= ACC, "part lies inside acc");
-    const float lo0 = s.lo * s.b0, hi0 = s.hi * s.b0, lo1 = s.lo * s.b1, hi1 = s.hi * s.b1;
-#pragma unroll
-    for (int i = 0; i < N / 2; i++) {
-        const bool second = 8 * (i / 4) >= SPLIT;
-        acc[OFF + i] = fmaf(part[i], (i & 2) ? (second ? hi1 : hi0) : (second ? lo1 : lo0), acc[OFF + i]);
-    }
-}
-
 /* The products of a k-block's scales a whole tile's promotion multiplies by, formed while its wgmma run: columns 0-63
  * take the first B block's scale, 128 on the second's, and 64-127 the second's when the tile's first column sits at
  * 64 of its B block (mid_second: FP8 tiles start at multiples of 128 or 192, so the second block starts at column
@@ -219,21 +203,24 @@ __device__ __forceinline__ sw_block_products sw_products(const sw_block_scales &
     return {s.lo * s.b0, s.hi * s.b0, s.lo * bm, s.hi * bm, s.lo * s.b1, s.hi * s.b1};
 }
 
-/* acc += part · scales in one body (no branch per k-block). */
-template <int N, int ACC>
+/* acc[OFF + i] += part[i] · its scale product, in one body (no branch per k-block). Register i of the m64nN
+ * accumulator `part` holds row r (i%4 < 2) or r + 8 and column COL0 + 8·(i/4) + 2·(lane%4) + i%2 of the tile: COL0
+ * and OFF place part in a wider accumulator (a 128×192 tile's right half: COL0 = 96 columns, OFF = 48 registers). */
+template <int N, int COL0 = 0, int OFF = 0, int ACC>
 __device__ __forceinline__ void sw_promote_block(float (&acc)[ACC], const float (&part)[N / 2],
                                                  const sw_block_products &q)
 {
+    static_assert(OFF + N / 2 <= ACC, "part lies inside acc");
 #pragma unroll
     for (int i = 0; i < N / 2; i++) {
-        const int col = 8 * (i / 4);
+        const int col = COL0 + 8 * (i / 4);
         const float lo = col < 64    ? q.lo0
                          : col < 128 ? q.lom
                                      : q.lo1,
                     hi = col < 64    ? q.hi0
                          : col < 128 ? q.him
                                      : q.hi1;
-        acc[i] = fmaf(part[i], (i & 2) ? hi : lo, acc[i]);
+        acc[OFF + i] = fmaf(part[i], (i & 2) ? hi : lo, acc[OFF + i]);
     }
 }
 
@@ -487,22 +474,16 @@ static inline void sw_store_map(CUtensorMap *td, uint16_t *d, int rows, int n, i
 
 /* Clusters of the kernel the GPU holds at once (the GPCs decide, not only the SM count), cached per device. */
 template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int HALVES>
-static int sw_max_clusters(int device, int sms, cudaLaunchConfig_t cfg)
+static int sw_max_clusters(int device, int sms)
 {
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     static int cached[64];
     if (CLUSTER == 1 || device < 0 || device >= 64)
         return sms / CLUSTER;
-    if (cached[device] == 0) {
-        int n = 0;
-        cfg.gridDim = dim3(CLUSTER * (sms / CLUSTER));
-        if (cudaOccupancyMaxActiveClusters(&n, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>, &cfg) !=
-                cudaSuccess ||
-            n <= 0) {
-            (void)cudaGetLastError();
-            n = sms / CLUSTER;
-        }
-        cached[device] = n;
-    }
+    if (cached[device] == 0)
+        cached[device] =
+            max_active_clusters((const void *)sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>, SW_THREADS,
+                                cfg::smem_bytes, CLUSTER, CLUSTER * (sms / CLUSTER), sms / CLUSTER);
     return cached[device];
 }
 
@@ -537,7 +518,7 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
         lc.attrs = attr;
         lc.numAttrs = 1;
     }
-    long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>(device, sms, lc);
+    long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>(device, sms);
     if (clusters > max_tiles)
         clusters = max_tiles < 1 ? 1 : max_tiles;
     lc.gridDim = dim3((unsigned)(clusters * CLUSTER));

@@ -25,16 +25,19 @@ extern "C" {
 #define PL_SK_MIN_KBLOCKS    4   /* a split gets at least this many k-blocks (256 K) */
 #define PL_SK_WG2             0x1000 /* pl_gemm_wgmma_sk's tile | PL_SK_WG2: two consumer warpgroups (128 rows) */
 #define PL_SK_DEEP            0x2000 /* pl_gemm_wgmma_sk's tile | PL_SK_DEEP: one CTA an SM, the ring fills its memory */
-/* The deep-ring kernels' stages: as many as one CTA's shared memory holds (at most 16). */
-#define PL_SK_DEEP_STAGES(tile) ((232448 - 1024 - 256) / ((64 + (tile)) * 128) > 16 ? 16 : (232448 - 1024 - 256) / ((64 + (tile)) * 128))
+/* The stages of a kernel with one CTA an SM (two warpgroups, or a deep ring) and `rows` rows of X: as many as the
+ * largest dynamic shared memory holds beside 1 KB of alignment and 16 pairs of barriers, at most 16. */
+#define PL_SK_SMEM_LIMIT 232448 /* the largest dynamic shared memory a block may ask for on sm_90 */
+#define PL_SK_RING_FIT(rows, tile) ((PL_SK_SMEM_LIMIT - 1024 - 16 * 16) / (((rows) + (tile)) * PL_SK_BK * 2))
+#define PL_SK_RING_STAGES(rows, tile) (PL_SK_RING_FIT(rows, tile) > 16 ? 16 : PL_SK_RING_FIT(rows, tile))
 /* Pipeline stages per TILE width (stage = 8 KB of X + TILE·128 B of Y): 60-72 KB a CTA, three a SM. */
 #define PL_SK_STAGES(tile) ((tile) <= 16 ? 6 : (tile) <= 32 ? 5 : (tile) <= 64 ? 4 : 3)
 
 /* The split S (CTAs of a cluster sharing one output tile's K) for `tiles` output tiles of `k_blocks` k-blocks on
  * `sms` SMs: the one that puts nearest PL_SK_SPLIT_CTAS_PER_SM CTAs on each SM (tiles·S ≈ 2·sms), at most
  * PL_SK_PORTABLE_SPLIT, each split at least PL_SK_MIN_KBLOCKS k-blocks; 1 when the tiles alone fill the GPU.
- * Measured (H100 and H200, 2026-11-26, every split 1-16 of the 3-CTA kernels on eight long-K shapes of 16-128
- * tiles): the fastest split put 190-290 CTAs on the 132 SMs, never 3 an SM (384-396: 10-30% slower than 2). */
+ * Measured (H100 and H200, 2026-11-26, every split 1-16 of the 3-CTA kernels on six few-tile long-K shapes of
+ * 16-128 tiles): the fastest split put 128-288 CTAs on the 132 SMs; three an SM (384-432) ran 21-43% slower. */
 #define PL_SK_SPLIT_CTAS_PER_SM 2
 int pl_gemm_sk_split(long long tiles, int k_blocks, int sms);
 /* The _w1 kernels' split: clusters of one CTA per SM (tiles·S ≤ sms), up to PL_SK_MAX_SPLIT, each split at least

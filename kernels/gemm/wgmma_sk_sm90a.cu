@@ -39,9 +39,9 @@
 
 #define SK_SMEM_PER_SM 233472 /* 228 KB of shared memory per SM on sm_90 */
 #define SK_RESERVED    1024   /* per CTA, kept by the system */
-#define SK_SMEM_LIMIT  232448 /* the largest dynamic shared memory a block may ask for */
-#define SK_MAX_REGS    128    /* 3 CTAs × 5 warps: 4 warps on some sub-partition, 16384 / (4 · 32) registers */
-#define SK_WG2_REGS    168    /* one CTA of 9 warps an SM: 3 warps on some sub-partition, 16384 / (3 · 32) = 170 */
+#define SK_SMEM_LIMIT  PL_SK_SMEM_LIMIT
+#define SK_MAX_REGS    128 /* 3 CTAs × 5 warps: 4 warps on some sub-partition, 16384 / (4 · 32) registers */
+#define SK_WG2_REGS    168 /* one CTA of 9 warps an SM: 3 warps on some sub-partition, 16384 / (3 · 32) = 170 */
 
 /* WG consumer warpgroups (1: three CTAs an SM; 2: the PL_SK_WG2 kernels, one CTA an SM) each take 64 rows of X.
  * DEEP (one warpgroup, the PL_SK_DEEP kernels): one CTA an SM too, its ring as deep as the shared memory holds. */
@@ -54,8 +54,7 @@ template <int TILE, int SWAP, int WG = 1, int DEEP = 0> struct sk_config {
     static constexpr int y_bytes = TILE * PL_SK_BK * 2;
     static constexpr int stage_bytes = x_bytes + y_bytes; /* a multiple of 1024: every stage stays swizzle-aligned */
     /* one CTA an SM: as many stages as the shared memory holds (at most 16) */
-    static constexpr int deep = (SK_SMEM_LIMIT - 1024 - 16 * 16) / stage_bytes;
-    static constexpr int stages = one_cta ? (deep < 16 ? deep : 16) : PL_SK_STAGES(TILE);
+    static constexpr int stages = one_cta ? PL_SK_RING_STAGES(x_rows, TILE) : PL_SK_STAGES(TILE);
     static constexpr int ctas_per_sm = one_cta ? 1 : PL_SK_CTAS_PER_SM;
     /* the partial tile, in D's row order: swapped TILE rows (M) of x_rows (N), plain x_rows rows of TILE */
     static constexpr int out_rows = SWAP ? TILE : x_rows;
@@ -254,32 +253,21 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
 
 /* The largest split <= s whose clusters all run at once, where s would put every tile's CTAs in one wave of one CTA
  * an SM: the GPCs, not only the SM count, decide how many clusters of s such CTAs fit (measured on the H100: 16
- * tiles of 128×128 split 8, 128 CTAs, ran 45% slower than split 6). Cached per split for the first device asked. */
+ * tiles of 128×128 split 8, 128 CTAs, ran 44% slower than split 6; the H200 48%). Cached per device and split. */
 template <int TILE, int SWAP, int WG, int DEEP> static int sk_fitting_split(int s, long long tiles, int sms)
 {
     typedef sk_config<TILE, SWAP, WG, DEEP> cfg;
-    static int fits[PL_SK_PORTABLE_SPLIT + 1]; /* clusters of each size that fit at once; 0: not asked yet */
+    static int fits[16][PL_SK_PORTABLE_SPLIT + 1]; /* clusters of each size that fit at once; 0: not asked yet */
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 16) {
+        (void)cudaGetLastError();
+        return s; /* unknown: the rule's split */
+    }
     while (s > 1 && s <= PL_SK_PORTABLE_SPLIT && tiles * s <= sms) {
-        if (fits[s] == 0) {
-            cudaLaunchConfig_t lc = {};
-            cudaLaunchAttribute attr;
-            attr.id = cudaLaunchAttributeClusterDimension;
-            attr.val.clusterDim.x = (unsigned)s;
-            attr.val.clusterDim.y = 1;
-            attr.val.clusterDim.z = 1;
-            lc.gridDim = dim3((unsigned)s);
-            lc.blockDim = dim3(cfg::threads);
-            lc.dynamicSmemBytes = cfg::smem_bytes;
-            lc.attrs = &attr;
-            lc.numAttrs = 1;
-            int n = 0;
-            if (cudaOccupancyMaxActiveClusters(&n, gemm_sk_kernel<TILE, SWAP, WG, DEEP>, &lc) != cudaSuccess || n < 1) {
-                (void)cudaGetLastError(); /* unknown: take the rule's split */
-                n = sms;
-            }
-            fits[s] = n;
-        }
-        if (tiles <= fits[s])
+        if (fits[device][s] == 0)
+            fits[device][s] = max_active_clusters((const void *)gemm_sk_kernel<TILE, SWAP, WG, DEEP>, cfg::threads,
+                                                  cfg::smem_bytes, (unsigned)s, (unsigned)s, sms);
+        if (tiles <= fits[device][s])
             break;
         s--;
     }

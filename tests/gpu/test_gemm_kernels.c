@@ -240,8 +240,10 @@ START_TEST(split_k_every_split)
                     char label[160];
                     pl_snprintf(label, sizeof label, "split-K %s tile %d%s split %d %dx%dx%d%s",
                                 c->swap ? "swapped" : "plain", c->tile & ~SK_ONE_CTA,
-                                (c->tile & PL_SK_WG2) ? " (2 warpgroups)" : (c->tile & PL_SK_DEEP) ? " (deep)" : "", arg.split, s->m, s->n, s->k,
-                                epilogue ? " +epilogue" : "");
+                                (c->tile & PL_SK_WG2)    ? " (2 warpgroups)"
+                                : (c->tile & PL_SK_DEEP) ? " (deep)"
+                                                         : "",
+                                arg.split, s->m, s->n, s->k, epilogue ? " +epilogue" : "");
                     run_and_verify(&e, &p, &ref, label, launch_sk, &arg, &fails, &checked);
                 }
             }
@@ -363,8 +365,8 @@ START_TEST(deterministic)
                 ck_assert(cudaMemcpy(h1, d1, (size_t)p.m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
                 ck_assert(cudaMemcpy(h2, d2, (size_t)p.m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
                 ck_assert_msg(memcmp(h1, h2, (size_t)p.m * n * 2) == 0,
-                              "split-K tile %d%s split %d gives different results on the same inputs", c->tile & ~SK_ONE_CTA,
-                              c->swap ? " swapped" : "", split);
+                              "split-K tile %d%s split %d gives different results on the same inputs",
+                              c->tile & ~SK_ONE_CTA, c->swap ? " swapped" : "", split);
             }
     }
     pl_free_all(ctx);
