@@ -20,6 +20,11 @@
     {                                                                                                                  \
         .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8              \
     }
+#define REQ_FP8_NATIVE_CLUSTER                                                                                         \
+    {                                                                                                                  \
+        .needs_gpu = 1, .min_cc = 90, .max_cc = 90,                                                                    \
+        .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8 | PL_FEAT_CLUSTERS                                       \
+    }
 #define REQ_FP8_LT                                                                                                     \
     {                                                                                                                  \
         .needs_gpu = 1, .min_cc = 89, .features = PL_FEAT_FP8                                                          \
@@ -198,35 +203,42 @@ static int run_baseline(pl_ctx *ctx, void *state)
     return 0;
 }
 
-static int run_native(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, int halves)
+typedef cudaError_t (*fp8_launcher)(const pl_gemm_fp8_problem *p, cudaStream_t stream);
+
+static int run_native(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, fp8_launcher launch)
 {
     s->last = sc;
     const pl_gemm_fp8_problem p = problem_of(s, sc);
     char why[200];
     if (!pl_gemm_fp8_supports(&p, why, sizeof why))
         return pl_fail(ctx, "the native FP8 kernel cannot take this problem: %s", why);
-    PL_CUDA(ctx, halves ? pl_gemm_fp8_ws_halves(&p, ctx->stream) : pl_gemm_fp8_ws(&p, ctx->stream));
+    PL_CUDA(ctx, launch(&p, ctx->stream));
     return 0;
 }
 
 static int run_fp8_tensor(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, PL_FP8_SCALING_TENSOR, 0);
+    return run_native(ctx, state, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws);
 }
 
 static int run_fp8_block(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, 0);
+    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_halves);
 }
 
 static int run_fp8_tensor_halves(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, PL_FP8_SCALING_TENSOR, 1);
+    return run_native(ctx, state, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws_halves);
 }
 
-static int run_fp8_block_halves(pl_ctx *ctx, void *state)
+static int run_fp8_block_one_group(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, 1);
+    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws);
+}
+
+static int run_fp8_block_c2(pl_ctx *ctx, void *state)
+{
+    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_halves_c2);
 }
 
 static int run_lt(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc)
@@ -261,20 +273,27 @@ static const pl_variant fp8_variants[] = {
      .run = run_fp8_tensor,
      .req = REQ_FP8_NATIVE},
     {.name = "fp8_block",
-     .technique = "the same kernel promoting every 128 K with the block scales (A 1×128, B 128×128)",
+     .technique = "the same kernel with the block scales (A 1×128, B 128×128, bulk-copied into each stage with A and "
+                  "B) and the promotion off the critical path: each k-block's wgmma in two commit groups (m64n96k32, "
+                  "the tile's column halves), one half promoted while the other runs, in straight-line runs of 4 "
+                  "k-blocks",
      .run = run_fp8_block,
      .req = REQ_FP8_NATIVE},
     {.name = "fp8_tensor_halves",
-     .technique = "fp8_tensor with the promotion off the critical path: each k-block's wgmma in two commit groups "
-                  "(m64n96k32, the tile's column halves), one half promoted while the other runs, in straight-line "
-                  "runs of 4 k-blocks",
+     .technique = "fp8_tensor with fp8_block's two half-tile commit groups: with one scale the promotion is an add, "
+                  "and the second read of A per k-block costs what the overlap saves",
      .run = run_fp8_tensor_halves,
      .req = REQ_FP8_NATIVE},
-    {.name = "fp8_block_halves",
-     .technique = "fp8_block with the same two half-tile commit groups in runs of 4 k-blocks, the block scales "
-                  "bulk-copied into each stage with A and B and read from shared memory",
-     .run = run_fp8_block_halves,
+    {.name = "fp8_block_one_group",
+     .technique = "fp8_block with each k-block's wgmma in one commit group, drained (wait_group 0) before the "
+                  "promotion: the promotion on the critical path",
+     .run = run_fp8_block_one_group,
      .req = REQ_FP8_NATIVE},
+    {.name = "fp8_block_c2",
+     .technique = "fp8_block in 2-CTA clusters: vertically adjacent tiles share their B panel, each CTA loads half "
+                  "and TMA-multicasts it into both (L2 serves 28 KB per CTA and k-block instead of 40)",
+     .run = run_fp8_block_c2,
+     .req = REQ_FP8_NATIVE_CLUSTER},
     {.name = "cublaslt_fp8",
      .technique = "cuBLASLt FP8 GEMM, per-tensor scales, its first heuristic algorithm: the library reference",
      .run = run_lt_tensor,

@@ -169,13 +169,39 @@ __device__ __forceinline__ uint32_t cluster_cta_rank()
     return r;
 }
 
-/* Every thread of every CTA of the cluster arrives, then waits (release/acquire: shared-memory writes before it
- * are visible to the cluster after it). */
+/* The cluster barrier in its two halves: every thread of every CTA of the cluster arrives once, then waits until all
+ * have arrived. A release arrive orders this thread's memory operations before it (its shared-memory writes, its
+ * arrivals on other CTAs' barriers) for whoever passes the wait, which acquires; ptxas makes it a MEMBAR.GPU, i.e.
+ * it first waits for this thread's outstanding global stores. A relaxed arrive orders nothing: for when there is
+ * nothing to order (the caller says why), or after fence.mbarrier_init, which releases the barrier inits itself. */
+__device__ __forceinline__ void cluster_arrive_release()
+{
+    asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void cluster_arrive_relaxed()
+{
+    asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void cluster_wait()
+{
+    asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+/* Every thread of every CTA of the cluster arrives (release), then waits (acquire): shared-memory writes before it
+ * are visible to the cluster after it. */
 __device__ __forceinline__ void cluster_sync()
 {
-    asm volatile("barrier.cluster.arrive.release;\n"
-                 "barrier.cluster.wait.acquire;\n" ::
-                     : "memory");
+    cluster_arrive_release();
+    cluster_wait();
+}
+
+/* The same with a relaxed arrive (see above). */
+__device__ __forceinline__ void cluster_sync_relaxed()
+{
+    cluster_arrive_relaxed();
+    cluster_wait();
 }
 
 #endif

@@ -141,6 +141,19 @@ __device__ __forceinline__ void pl_gemm_store2(const pl_gemm_out &o, int row, in
     }
 }
 
+/* Four neighbouring elements (row, col..col + 3), col a multiple of 4: one 8-byte store when all are inside,
+ * nothing is fused and the row length keeps it aligned (n % 4 == 0), else as two pairs. */
+__device__ __forceinline__ void pl_gemm_store4(const pl_gemm_out &o, int row, int col, float4 v)
+{
+    if (!o.fused && row < o.m && col + 3 < o.n && (o.n & 3) == 0) {
+        const uint2 packed = make_uint2(pl_pack_bf16x2(v.x, v.y), pl_pack_bf16x2(v.z, v.w));
+        *reinterpret_cast<uint2 *>(o.d + (size_t)row * o.n + col) = packed;
+    } else {
+        pl_gemm_store2(o, row, col, v.x, v.y);
+        pl_gemm_store2(o, row, col + 2, v.z, v.w);
+    }
+}
+
 /* True when a tile of D is wholly inside, n is even and nothing is fused: the stores need no checks at all. */
 __device__ __forceinline__ bool pl_gemm_plain_interior(const pl_gemm_out &o, int m0, int n0, int rows, int cols)
 {

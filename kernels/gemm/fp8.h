@@ -98,6 +98,8 @@ cudaError_t pl_gemm_fp8_ws_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream)
  * tensor cores, in straight-line runs of 4 k-blocks; block scales come into each stage by bulk copy alongside A and
  * B. Promotes every 128 K with either scaling (promote must be 0 or 1). */
 cudaError_t pl_gemm_fp8_ws_halves(const pl_gemm_fp8_problem *p, cudaStream_t stream);
+/* The halves kernel in 2-CTA clusters (the B panel multicast as in pl_gemm_fp8_ws_c2). Needs clusters. */
+cudaError_t pl_gemm_fp8_ws_halves_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream);
 
 /* ---- quantization (bf16 in, e4m3 out; scales are powers of two: 2^⌈log2(amax/448)⌉, 1 for an all-zero block) ---- */
 

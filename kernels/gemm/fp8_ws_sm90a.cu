@@ -87,6 +87,8 @@ template <int CLUSTER, int HALVES> static cudaError_t launch_fp8(const pl_gemm_f
     if (!sp.tma_store)
         td = ta; /* unused */
     const long long tiles = (long long)sp.tile_rows * sp.tile_cols;
+    if (HALVES == 2 && p->promote > 1)
+        return cudaErrorInvalidValue; /* the halves promote every k-block */
     if (HALVES == 2)
         return p->scaling == PL_FP8_SCALING_BLOCK
                    ? sw_launch<FP8_BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1, 2>(ta, tb, td, sp, tiles, stream)
@@ -111,7 +113,10 @@ extern "C" cudaError_t pl_gemm_fp8_ws_c2(const pl_gemm_fp8_problem *p, cudaStrea
 
 extern "C" cudaError_t pl_gemm_fp8_ws_halves(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
-    if (p->promote > 1)
-        return cudaErrorInvalidValue; /* it promotes every k-block */
     return launch_fp8<1, 2>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_fp8_ws_halves_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+{
+    return launch_fp8<2, 2>(p, stream);
 }

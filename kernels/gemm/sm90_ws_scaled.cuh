@@ -400,7 +400,8 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
         mbar_fence_init();
     }
     if (CLUSTER > 1)
-        cluster_sync(); /* the peer's barriers exist before anything is multicast into or arrived on here */
+        cluster_sync_relaxed(); /* the peer's barriers exist before anything is multicast into or arrived on here
+                                 * (the inits released by fence.mbarrier_init) */
     else
         __syncthreads();
 

@@ -244,11 +244,14 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
                     sum.w += v[u].w;
                 }
         }
-        pl_gemm_store2(o, m0 + row, n0 + col, sum.x, sum.y);
-        pl_gemm_store2(o, m0 + row, n0 + col + 2, sum.z, sum.w);
+        pl_gemm_store4(o, m0 + row, n0 + col, sum);
     }
+    /* The others may still read this CTA's partial: stay until they are done. A relaxed arrive: their DSMEM loads
+     * have returned (each value was added and stored before they arrive), so nothing needs ordering, and a release
+     * here would first wait for this thread's stores to D to complete (MEMBAR.GPU): 0.35-0.8 µs of a 14-16 µs
+     * launch, measured with per-CTA timestamps (docs/perf/gemm.md, session 8). */
     if (split > 1)
-        cluster_sync(); /* the others may still read this CTA's partial: stay until they are done */
+        cluster_sync_relaxed();
 }
 
 /* The largest split <= s whose clusters all run at once, where s would put every tile's CTAs in one wave of one CTA

@@ -132,8 +132,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         mbar_init(ew.bias_bars + 8, 1);
         mbar_fence_init();
     }
-    if (CLUSTER > 1)
-        cluster_sync(); /* the peer's barriers exist before anything is multicast or arrived on */
+    if (CLUSTER > 1) /* the peer's barriers exist before anything is multicast or arrived on (released by the fence) */
+        cluster_sync_relaxed();
     else
         __syncthreads();
 
@@ -188,6 +188,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                 n0 = tc * BN;
             });
         }
+        if (CLUSTER > 1) /* nothing of this warpgroup's arrives on the peer's barriers */
+            cluster_arrive_relaxed();
     } else {
         regs_alloc<CONSUMER_REGS>();
         const int consumer = wg - 1;
@@ -206,6 +208,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         uint32_t handed = 0; /* cooperative + fused: subtiles handed to the epilogue warps */
         int mine = 0;        /* ping-pong: tiles this consumer has done */
         int local = 0;
+        bool arrived = false; /* on the cluster barrier: after this consumer's last arrival on the peer's barriers */
         for (int t = cluster; t < tiles; t += clusters, local++) {
             if (SCHED == WS_PINGPONG && (local & 1) != consumer) {
                 kcount += (uint32_t)k_blocks; /* the other consumer's tile */
@@ -262,6 +265,10 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                 mbar_arrive(order + 8 * (1 - consumer)); /* the other consumer may start its next tile */
             wgmma_wait<0>();
             release_stage<CLUSTER>(empty, held, lane);
+            if (CLUSTER > 1 && t + (SCHED == WS_PINGPONG ? 2 : 1) * clusters >= tiles) {
+                cluster_arrive_release(); /* the last tile: its stage releases ordered, its epilogue not waited on */
+                arrived = true;
+            }
             accumulators_fence(acc);
 
             if constexpr (SCHED == WS_PINGPONG) {
@@ -292,9 +299,14 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         }
         if (tma_store && (threadIdx.x & 127) == 0)
             bulk_wait<0>(); /* the last stores are done before the shared memory they read goes away */
+        if (CLUSTER > 1 && !arrived)
+            cluster_arrive_release();
     }
+    /* The peer may still arrive on this CTA's barriers: stay until it is done. Each thread arrived once it had made
+     * its last arrival on the peer's barriers, a consumer before its last tile's epilogue: arriving after the stores
+     * (one cluster_sync at the end) waited for them to complete first, ~1 µs of a one-wave launch. */
     if (CLUSTER > 1)
-        cluster_sync(); /* the peer may still arrive on this CTA's barriers: stay until it is done */
+        cluster_wait();
 }
 
 /* The launch of `ctas` persistent CTAs in clusters of `cluster` along x (attr must outlive cfg). */

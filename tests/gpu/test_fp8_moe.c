@@ -104,6 +104,13 @@ static cudaError_t launch_fp8_halves(void *arg, uint16_t *d, cudaStream_t stream
     return pl_gemm_fp8_ws_halves(p, stream);
 }
 
+static cudaError_t launch_fp8_halves_c2(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    pl_gemm_fp8_problem *p = arg;
+    p->d = d;
+    return pl_gemm_fp8_ws_halves_c2(p, stream);
+}
+
 static cudaError_t launch_grouped_bf16(void *arg, uint16_t *d, cudaStream_t stream)
 {
     pl_grouped_gemm_problem *p = arg;
@@ -173,12 +180,13 @@ static void fp8_direct(kenv *e, int m, int n, int k)
                                  .scale_a = q.sa,
                                  .scale_b = q.sb};
         char what[128];
-        /* the plain kernel, 2-CTA clusters, the half-tile commit groups (K = 1040: two runs of 4 k-blocks and one
+        /* the plain kernel, 2-CTA clusters, the half-tile commit groups, both (K = 1040: two runs of 4 k-blocks and one
          * more; 400: one run; 16: no whole run) */
-        static const char *const kinds[3] = {"", ", 2-CTA clusters", ", half-tile commit groups"};
-        static cudaError_t (*const launch[3])(void *, uint16_t *, cudaStream_t) = {launch_fp8, launch_fp8_c2,
-                                                                                   launch_fp8_halves};
-        for (int kind = 0; kind < 3; kind++) {
+        static const char *const kinds[4] = {"", ", 2-CTA clusters", ", half-tile commit groups",
+                                             ", half-tile commit groups in 2-CTA clusters"};
+        static cudaError_t (*const launch[4])(void *, uint16_t *, cudaStream_t) = {
+            launch_fp8, launch_fp8_c2, launch_fp8_halves, launch_fp8_halves_c2};
+        for (int kind = 0; kind < 4; kind++) {
             pl_snprintf(what, sizeof what, "fp8 GEMM %dx%dx%d %s scales%s", m, n, k, sc ? "block" : "tensor",
                         kinds[kind]);
             check_twice(ctx, what, launch[kind], &p, &ref, 1, d1, d2, (size_t)m * n * 2);
