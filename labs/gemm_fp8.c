@@ -16,14 +16,14 @@
 #define STREAM_B           22
 #define LT_WORKSPACE_BYTES (32u << 20)
 
+#define FP8_NATIVE_FEATURES (PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8)
 #define REQ_FP8_NATIVE                                                                                                 \
     {                                                                                                                  \
-        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8              \
+        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = FP8_NATIVE_FEATURES                                    \
     }
 #define REQ_FP8_NATIVE_CLUSTER                                                                                         \
     {                                                                                                                  \
-        .needs_gpu = 1, .min_cc = 90, .max_cc = 90,                                                                    \
-        .features = PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8 | PL_FEAT_CLUSTERS                                       \
+        .needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = FP8_NATIVE_FEATURES | PL_FEAT_CLUSTERS                 \
     }
 #define REQ_FP8_LT                                                                                                     \
     {                                                                                                                  \

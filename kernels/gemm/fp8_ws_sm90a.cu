@@ -69,8 +69,8 @@ extern "C" int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, siz
 template <int CLUSTER, int HALVES> static cudaError_t launch_fp8(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
     char why[160];
-    if (!pl_gemm_fp8_supports(p, why, sizeof why))
-        return cudaErrorInvalidValue;
+    if (!pl_gemm_fp8_supports(p, why, sizeof why) || (HALVES == 2 && p->promote > 1))
+        return cudaErrorInvalidValue; /* the halves promote every k-block */
     CUtensorMap ta, tb, td;
     cudaError_t e = pl_tensor_map_2d(&ta, p->a, (uint64_t)p->m, (uint64_t)p->k, 1, SW_BM, 128);
     if (e == cudaSuccess) /* clustered, each CTA loads half of the B panel and multicasts it */
@@ -87,8 +87,6 @@ template <int CLUSTER, int HALVES> static cudaError_t launch_fp8(const pl_gemm_f
     if (!sp.tma_store)
         td = ta; /* unused */
     const long long tiles = (long long)sp.tile_rows * sp.tile_cols;
-    if (HALVES == 2 && p->promote > 1)
-        return cudaErrorInvalidValue; /* the halves promote every k-block */
     if (HALVES == 2)
         return p->scaling == PL_FP8_SCALING_BLOCK
                    ? sw_launch<FP8_BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1, 2>(ta, tb, td, sp, tiles, stream)

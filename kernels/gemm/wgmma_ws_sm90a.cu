@@ -328,25 +328,16 @@ static void ws_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr,
     }
 }
 
-/* Clusters the GPU can hold at once for this kernel (the GPCs decide, not only the SM count); cached per device. */
-template <int BN, int CLUSTER, int SCHED, int NB, int BKN> static int max_active_clusters(int device, int sms)
+/* Clusters the GPU can hold at once for this kernel (max_active_clusters, sm90_common.cuh); cached per device. */
+template <int BN, int CLUSTER, int SCHED, int NB, int BKN> static int ws_max_clusters(int device, int sms)
 {
     static int cached[64];
     if (device < 0 || device >= 64)
         return sms / CLUSTER;
-    if (cached[device] == 0) {
-        cudaLaunchConfig_t cfg;
-        cudaLaunchAttribute attr;
-        ws_launch_config(&cfg, &attr, CLUSTER * (sms / CLUSTER), CLUSTER, ws_config<BN, SCHED, NB>::smem_bytes, 0);
-        int n = 0;
-        if (cudaOccupancyMaxActiveClusters(&n, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN>, &cfg) !=
-                cudaSuccess ||
-            n <= 0) {
-            (void)cudaGetLastError();
-            n = sms / CLUSTER;
-        }
-        cached[device] = n;
-    }
+    if (cached[device] == 0)
+        cached[device] = max_active_clusters((const void *)gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN>,
+                                             WS_THREADS, ws_config<BN, SCHED, NB>::smem_bytes, CLUSTER,
+                                             CLUSTER * (sms / CLUSTER), sms / CLUSTER);
     return cached[device];
 }
 
@@ -389,7 +380,7 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     const int tiles_m = (p->m + WS_BM - 1) / WS_BM, tile_cols = (p->n + BN - 1) / BN;
     const int tile_rows = (tiles_m + CLUSTER - 1) / CLUSTER; /* in cluster units */
     const long long tiles = (long long)tile_rows * tile_cols;
-    int clusters = CLUSTER > 1 ? max_active_clusters<BN, CLUSTER, SCHED, NB, BKN>(device, sms) : sms;
+    int clusters = CLUSTER > 1 ? ws_max_clusters<BN, CLUSTER, SCHED, NB, BKN>(device, sms) : sms;
     if (clusters > tiles)
         clusters = (int)tiles;
 
