@@ -24,6 +24,16 @@
  * releases a stage on both CTAs' "empty" barriers (a remote mbarrier arrive through distributed shared memory),
  * since the peer's producer writes into this CTA's stage too.
  *
+ * The split tail (the 2-CTA cooperative 128×256 kernels, plain D; the launcher decides: ws_tail_split). When the
+ * last round of the walk is at most half full (4104² in 128×256 pairs: 289 pairs on 66 clusters, the fifth round
+ * 25), its pairs are cut into their two 128-row tiles and each tile goes to one cluster, whose CTAs take half of its
+ * columns each: 128×128 with all of K, A loaded by both, each its own half of B (no multicast), the stages released
+ * on its own barriers only (both arrivals of a warp), nothing exchanged. A half wholly past M is skipped. Measured
+ * at 4104²: the last round takes 9.5 µs, its epilogue included, where a whole pair's mainloop took 12 (each CTA
+ * still reads 32 KB a k-block, two thirds of what it receives in a pair); the launch 76.4 µs against 80.1. Cutting
+ * K instead (each CTA half the k-blocks, the partial tile added through DSMEM) spent ~4 µs on the 128 KB exchange
+ * and gained nothing; 128×128 tiles cut to 128×64 lost as often as they won (docs/perf/gemm.md, session 9).
+ *
  * Takes B N×K with K % 8 == 0, or (BKN = 1, the *_kn launchers) B K×N with K % 8 == 0 and N % 8 == 0, and
  * 16-byte aligned A and B (TMA's row pitch rule); others fall back. B K×N is N-major for wgmma: TMA loads each
  * stage's B panel as BN/64 boxes of 64 columns × 64 rows of K (128-byte rows, 128-byte swizzle: the swizzle atom
@@ -86,11 +96,95 @@ __device__ __forceinline__ void tile_of(int t, int rows, int cols, int group, in
     col = r / size;
 }
 
+/* Item i of a cluster's walk: tile t = cluster + i·clusters (tile_of), this CTA's 128 rows of the pair; or, past
+ * `rounds` with the split tail, half the columns of one 128-row half of a last-round pair. */
+struct ws_item {
+    int m0, n0;
+    bool split;
+};
+
+__device__ __forceinline__ ws_item ws_item_of(int i, int cluster, int clusters, int rounds, int tail_split, int rank,
+                                              int cluster_size, int tile_rows, int tile_cols, int group, int bn)
+{
+    ws_item it;
+    int tr, tc;
+    it.split = tail_split && i >= rounds;
+    if (!it.split) {
+        tile_of(cluster + i * clusters, tile_rows, tile_cols, group, tr, tc);
+        it.m0 = (tr * cluster_size + rank) * WS_BM;
+        it.n0 = tc * bn;
+    } else {
+        tile_of(rounds * clusters + cluster / 2, tile_rows, tile_cols, group, tr, tc);
+        it.m0 = (tr * 2 + cluster % 2) * WS_BM;
+        it.n0 = tc * bn + rank * (bn / 2);
+    }
+    return it;
+}
+
+/* Items in a cluster's walk: with the split tail, the whole rounds and, for the first 2·(last round's pairs)
+ * clusters, one half pair (none where that half lies wholly past M: both CTAs skip it alike). */
+__device__ __forceinline__ int ws_items(int cluster, int clusters, int tiles, int rounds, int tail_split,
+                                        int tile_rows, int tile_cols, int group, int m)
+{
+    if (!tail_split)
+        return (tiles - cluster + clusters - 1) / clusters;
+    if (cluster >= 2 * (tiles - rounds * clusters))
+        return rounds;
+    int tr, tc;
+    tile_of(rounds * clusters + cluster / 2, tile_rows, tile_cols, group, tr, tc);
+    return (tr * 2 + cluster % 2) * WS_BM < m ? rounds + 1 : rounds;
+}
+
+/* A split item of the consumer warpgroup `consumer` (see the top): its 64 rows × BN/2 columns over all of K, from
+ * this CTA's own stages, released on its own barriers only (both arrivals a warp owes, on this CTA's barrier: its
+ * producer alone wrote them), then stored. The ring position `kcount` advances as in the main loop. */
+template <int BN, int BKN, int STAGES, int STAGE_BYTES, int A_BYTES, int NB>
+__device__ __forceinline__ void ws_split_item(const pl_gemm_out &o, const CUtensorMap *tma_d, int tma_store,
+                                              uint32_t base, uint32_t full, uint32_t empty, uint32_t bufs,
+                                              int consumer, int k_blocks, uint32_t &kcount, int m0, int n0)
+{
+    constexpr int H = BN / 2;
+    static_assert(H == 128, "a split item is 128 columns wide");
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+    float acc[H / 2];
+#pragma unroll
+    for (int i = 0; i < H / 2; i++)
+        acc[i] = 0.0f;
+    int held = -1;
+    for (int kb = 0; kb < k_blocks; kb++, kcount++) {
+        const int stage = (int)(kcount % STAGES);
+        mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
+        const uint32_t st = base + stage * STAGE_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int j = 0; j < WS_BK / 16; j++) {
+            const uint64_t db = BKN ? wgmma_desc_mn128(st + A_BYTES + j * 16 * 128, KN_BOX_BYTES)
+                                    : wgmma_desc_k128(st + A_BYTES + j * 32);
+            const uint64_t da = wgmma_desc_k128(st + consumer * 64 * 128 + j * 32);
+            pl_wgmma_m64n128k16_bf16<BKN>(acc, da, db, 1);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (held >= 0 && lane < 2)
+            mbar_arrive(empty + 8 * held);
+        held = stage;
+    }
+    wgmma_wait<0>();
+    if (held >= 0 && lane < 2)
+        mbar_arrive(empty + 8 * held);
+    accumulators_fence(acc);
+    const int row0 = m0 + consumer * 64;
+    if (tma_store)
+        epilogue_tma_m64<H, NB>(tma_d, acc, bufs, 0, 1 + consumer, row0, n0);
+    else
+        pl_gemm_store_m64<H>(o, acc, row0 + warp * 16 + (lane >> 2), n0, pl_gemm_plain_interior(o, row0, n0, 64, H));
+}
+
 template <int BN, int CLUSTER, int SCHED, int NB, int BKN>
 __global__ void __launch_bounds__(WS_THREADS, 1)
     gemm_wgmma_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                          const __grid_constant__ CUtensorMap tma_d, const __grid_constant__ CUtensorMap tma_r,
-                         int tma_store, pl_gemm_out o, int k_blocks, int tile_rows, int tile_cols)
+                         int tma_store, pl_gemm_out o, int k_blocks, int tile_rows, int tile_cols, int tail_split)
 {
     typedef ws_config<BN, SCHED, NB> cfg;
     constexpr int STAGES = cfg::stages;
@@ -115,6 +209,10 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
     const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
     const int tiles = tile_rows * tile_cols;
     const int group = GROUP_ROWS / CLUSTER;
+    constexpr bool SPLITS = CLUSTER == 2 && SCHED == WS_COOPERATIVE && BN == 256; /* ws_tail_split */
+    const int split_tail = SPLITS ? tail_split : 0;
+    const int rounds = tiles / clusters; /* whole rounds before a split tail */
+    const int items = ws_items(cluster, clusters, tiles, rounds, split_tail, tile_rows, tile_cols, group, o.m);
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
@@ -144,13 +242,30 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
             tma_prefetch_descriptor(&tma_b);
             int stage = 0;
             uint32_t phase = 0;
-            for (int t = cluster; t < tiles; t += clusters) {
-                int tr, tc;
-                tile_of(t, tile_rows, tile_cols, group, tr, tc);
-                const int m0 = (tr * CLUSTER + (int)rank) * WS_BM, n0 = tc * BN;
+            for (int i = 0; i < items; i++) {
+                const ws_item it = ws_item_of(i, cluster, clusters, rounds, split_tail, (int)rank, CLUSTER, tile_rows,
+                                              tile_cols, group, BN);
+                const int m0 = it.m0, n0 = it.n0;
                 for (int kb = 0; kb < k_blocks; kb++) {
                     mbar_wait(empty + 8 * stage, phase ^ 1);
                     const uint32_t st = base + stage * cfg::stage_bytes, bar = full + 8 * stage;
+                    if (SPLITS && it.split) { /* this CTA's half of the B panel, from itself alone, at the start */
+                        mbar_arrive_expect_tx(bar, cfg::a_bytes + cfg::b_bytes / 2);
+                        tma_load_2d(st, &tma_a, bar, kb * WS_BK, m0);
+                        if constexpr (BKN) {
+#pragma unroll
+                            for (int box = 0; box < KN_BOXES / 2; box++)
+                                tma_load_2d(st + cfg::a_bytes + box * KN_BOX_BYTES, &tma_b, bar,
+                                            n0 + box * KN_BOX_COLS, kb * WS_BK);
+                        } else {
+                            tma_load_2d(st + cfg::a_bytes, &tma_b, bar, kb * WS_BK, n0); /* its box: BN/2 rows */
+                        }
+                        if (++stage == STAGES) {
+                            stage = 0;
+                            phase ^= 1;
+                        }
+                        continue;
+                    }
                     /* the whole B panel arrives here, half of it from the peer when clustered */
                     mbar_arrive_expect_tx(bar, cfg::stage_bytes);
                     tma_load_2d(st, &tma_a, bar, kb * WS_BK, m0);
@@ -180,8 +295,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                 }
             }
         } else if (handover && threadIdx.x >= EW_FIRST_THREAD) {
-            const int ctas_tiles = (tiles - cluster + clusters - 1) / clusters; /* this CTA's share of the walk */
-            ew_run<BN, NB>(o, &tma_d, &tma_r, ew, ctas_tiles, [&](int local, int &m0, int &n0) {
+            /* a fused epilogue has no split tail: the walk is whole tiles */
+            ew_run<BN, NB>(o, &tma_d, &tma_r, ew, items, [&](int local, int &m0, int &n0) {
                 int tr, tc;
                 tile_of(cluster + local * clusters, tile_rows, tile_cols, group, tr, tc);
                 m0 = (tr * CLUSTER + (int)rank) * WS_BM;
@@ -209,14 +324,23 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         int mine = 0;        /* ping-pong: tiles this consumer has done */
         int local = 0;
         bool arrived = false; /* on the cluster barrier: after this consumer's last arrival on the peer's barriers */
-        for (int t = cluster; t < tiles; t += clusters, local++) {
+        for (; local < items; local++) {
             if (SCHED == WS_PINGPONG && (local & 1) != consumer) {
                 kcount += (uint32_t)k_blocks; /* the other consumer's tile */
                 continue;
             }
-            int tr, tc;
-            tile_of(t, tile_rows, tile_cols, group, tr, tc);
-            const int m0 = (tr * CLUSTER + (int)rank) * WS_BM, n0 = tc * BN;
+            const ws_item it = ws_item_of(local, cluster, clusters, rounds, split_tail, (int)rank, CLUSTER, tile_rows,
+                                          tile_cols, group, BN);
+            const int m0 = it.m0, n0 = it.n0;
+            if constexpr (SPLITS) {
+                /* its own mainloop and accumulator: a wgmma of another width on this one's registers would make
+                 * ptxas fence every wgmma */
+                if (it.split) {
+                    ws_split_item<BN, BKN, STAGES, cfg::stage_bytes, cfg::a_bytes, NB>(
+                        o, &tma_d, tma_store, base, full, empty, fs.bufs, consumer, k_blocks, kcount, m0, n0);
+                    continue;
+                }
+            }
             if (SCHED == WS_PINGPONG && local > 0) /* the other consumer has issued all of tile local-1 */
                 mbar_wait(order + 8 * consumer, (uint32_t)((mine - (consumer == 0 ? 1 : 0)) & 1));
 #pragma unroll
@@ -265,8 +389,12 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                 mbar_arrive(order + 8 * (1 - consumer)); /* the other consumer may start its next tile */
             wgmma_wait<0>();
             release_stage<CLUSTER>(empty, held, lane);
-            if (CLUSTER > 1 && t + (SCHED == WS_PINGPONG ? 2 : 1) * clusters >= tiles) {
-                cluster_arrive_release(); /* the last tile: its stage releases ordered, its epilogue not waited on */
+            /* the last tile: its stage releases ordered, its epilogue not waited on. Not before a split item,
+             * though it arrives on no barrier of the peer: with a whole mainloop between the arrive and the wait,
+             * compute-sanitizer (memcheck, synccheck) never returns from the launch; arriving after it costs
+             * nothing measurable (4104²: 76.4 µs either way). */
+            if (CLUSTER > 1 && local + (SCHED == WS_PINGPONG ? 2 : 1) >= items) {
+                cluster_arrive_release();
                 arrived = true;
             }
             accumulators_fence(acc);
@@ -341,6 +469,15 @@ template <int BN, int CLUSTER, int SCHED, int NB, int BKN> static int ws_max_clu
     return cached[device];
 }
 
+/* The split tail (see the top): the 2-CTA cooperative kernels of 128×256 tiles, a plain D (the fused epilogue's
+ * warps walk whole tiles), at least one whole round, and a last round at most half full. */
+static int ws_tail_split(int cluster, int sched, int bn, int fused, long long tiles, int clusters)
+{
+    const long long tail = tiles % clusters;
+    return cluster == 2 && sched == WS_COOPERATIVE && bn == 256 && !fused && tiles >= clusters && tail > 0 &&
+           2 * tail <= clusters;
+}
+
 static bool aligned16(const void *p)
 {
     return (uintptr_t)p % 16 == 0;
@@ -383,12 +520,14 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     int clusters = CLUSTER > 1 ? ws_max_clusters<BN, CLUSTER, SCHED, NB, BKN>(device, sms) : sms;
     if (clusters > tiles)
         clusters = (int)tiles;
+    const pl_gemm_out out = pl_gemm_out_of(p);
+    const int tail_split = ws_tail_split(CLUSTER, SCHED, BN, out.fused, tiles, clusters);
 
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute attr;
     ws_launch_config(&lc, &attr, clusters * CLUSTER, CLUSTER, cfg::smem_bytes, stream);
     e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN>, ta, tb, td, tr, tma_store,
-                           pl_gemm_out_of(p), (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols);
+                           out, (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols, tail_split);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

@@ -31,6 +31,9 @@ static const shape shapes[] = {
     {1000, 3000, 520}, /* the odd shape: no dimension a multiple of 128 */
     {1, 1, 1},         {17, 33, 65},     {64, 80, 40},       {257, 129, 72},     {128, 256, 64}, {300, 200, 136},
     {16, 4096, 1024},  {129, 520, 1000}, {2048, 2048, 1024}, {1024, 1000, 4104}, {33, 17, 8},
+    /* the 2-CTA 128×256 kernels' split tail (wgmma_ws_sm90a.cu), with 66 clusters: 17 × 17 = 289 pairs, four rounds
+     * and 25 (17 of them with a half wholly past M, skipped); and N odd (D from registers): 9 × 8 = 72, one and 6 */
+    {4104, 4104, 1032}, {2100, 1863, 600},
 };
 
 typedef struct env {
@@ -302,12 +305,11 @@ START_TEST(deterministic)
     env e;
     env_init(&e);
     pl_ctx *ctx = &e.ctx;
-    const int m = 1000, n = 3000, k = 520;
+    /* 1000×3000×520, then 2100×1863×600 (the 2-CTA kernels' split tail) */
+    static const shape det[] = {{1000, 3000, 520}, {2100, 1863, 600}};
+    const int m = 2100, n = 3000, k = 600; /* the largest of each */
     pl_gemm_problem p;
     memset(&p, 0, sizeof p);
-    p.m = m;
-    p.n = n;
-    p.k = k;
     uint16_t *a = pl_device_alloc(ctx, (size_t)m * k * 2), *b = pl_device_alloc(ctx, (size_t)n * k * 2);
     uint16_t *d1 = pl_device_alloc(ctx, (size_t)m * n * 2), *d2 = pl_device_alloc(ctx, (size_t)m * n * 2);
     uint16_t *h1 = pl_host_alloc(ctx, (size_t)m * n * 2), *h2 = pl_host_alloc(ctx, (size_t)m * n * 2);
@@ -319,9 +321,12 @@ START_TEST(deterministic)
     ck_assert(pl_fill_uniform_bf16(ctx, bias, (size_t)n, -1, 1, 3) == 0);
     ck_assert(pl_fill_uniform_bf16(ctx, res, (size_t)m * n, -1, 1, 4) == 0);
     /* plain, then with the epilogue's operands loaded ahead; B N×K, then K×N (the B K×N kernels, opted in) */
-    for (int run = 0; run < 4; run++) {
+    for (int run = 0; run < 8; run++) {
         const int fused = run % 2;
-        p.b_layout = run < 2 ? PL_GEMM_B_NK : PL_GEMM_B_KN;
+        p.m = det[run / 4].m;
+        p.n = det[run / 4].n;
+        p.k = det[run / 4].k;
+        p.b_layout = run % 4 < 2 ? PL_GEMM_B_NK : PL_GEMM_B_KN;
         p.epi.bias = fused ? bias : NULL;
         p.epi.residual = fused ? res : NULL;
         p.epi.gelu = fused;
@@ -336,10 +341,11 @@ START_TEST(deterministic)
             ck_assert(kern->launch(&p, ctx->stream) == cudaSuccess);
             p.d = d2;
             ck_assert(kern->launch(&p, ctx->stream) == cudaSuccess);
-            ck_assert(cudaMemcpy(h1, d1, (size_t)m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
-            ck_assert(cudaMemcpy(h2, d2, (size_t)m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
-            ck_assert_msg(memcmp(h1, h2, (size_t)m * n * 2) == 0, "%s%s %s gives different results on the same inputs",
-                          kern->name, fused ? " (fused)" : "", pl_gemm_layout_name(p.b_layout));
+            const size_t bytes = (size_t)p.m * p.n * 2;
+            ck_assert(cudaMemcpy(h1, d1, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+            ck_assert(cudaMemcpy(h2, d2, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+            ck_assert_msg(memcmp(h1, h2, bytes) == 0, "%s%s %s %dx%dx%d gives different results on the same inputs",
+                          kern->name, fused ? " (fused)" : "", pl_gemm_layout_name(p.b_layout), p.m, p.n, p.k);
         }
     }
     /* the split-K fix-up adds the partials in rank order: every split gives the same bits on every run */
@@ -350,6 +356,8 @@ START_TEST(deterministic)
         p.epi.residual = NULL;
         p.epi.gelu = 0;
         p.b_layout = PL_GEMM_B_NK;
+        p.n = det[0].n;
+        p.k = det[0].k;
         for (size_t ci = 0; pl_gemm_kernel_runs_on(pl_gemm_kernel_find("wgmma_sk_64x128x64"), &g) &&
                             ci < sizeof sk_configs / sizeof sk_configs[0];
              ci++)
@@ -357,7 +365,7 @@ START_TEST(deterministic)
                 const sk_config *c = &sk_configs[ci];
                 if ((c->tile & SK_ONE_CTA) && split > PL_SK_PORTABLE_SPLIT)
                     continue;
-                p.m = c->swap ? 4 * c->tile - 3 : m;
+                p.m = c->swap ? 4 * c->tile - 3 : det[0].m;
                 p.d = d1;
                 ck_assert(pl_gemm_wgmma_sk(&p, c->tile, c->swap, split, ctx->stream) == cudaSuccess);
                 p.d = d2;
