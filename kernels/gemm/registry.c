@@ -208,8 +208,9 @@ static const pl_gemm_kernel kernels[] = {
      "cooperative wgmma_ws in 2-CTA clusters: B panel TMA-multicast to both CTAs, stages released through DSMEM", 128,
      128, 64, 6, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x128_c2},
     {"wgmma_ws_128x256x64_s4_c2", "wgmma_ws_cluster",
-     "cooperative 128×256 wgmma_ws in 2-CTA clusters: B panel TMA-multicast, stages released through DSMEM", 128, 256,
-     64, 4, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x256_c2},
+     "cooperative 128×256 wgmma_ws in 2-CTA clusters: B panel TMA-multicast, stages released through DSMEM; a last "
+     "round at most half full cut into 128×128 halves, one tile a cluster",
+     128, 256, 64, 4, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x256_c2},
     {"wgmma_pp_128x128x64_s5_c2", "wgmma_ws_cluster",
      "ping-pong wgmma_ws in 2-CTA clusters: B panel TMA-multicast to both CTAs, stages released through DSMEM", 128,
      128, 64, 5, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_pp_128x128_c2},

@@ -96,6 +96,12 @@ __device__ __forceinline__ void tile_of(int t, int rows, int cols, int group, in
     col = r / size;
 }
 
+/* The kernels that split their last round (see the top): the 2-CTA cooperative ones of 128×256 tiles (a wgmma of
+ * half the width; 128×128 tiles cut to 128×64 lost as often as they won). */
+template <int BN, int CLUSTER, int SCHED> struct ws_tail {
+    static constexpr bool splits = CLUSTER == 2 && SCHED == WS_COOPERATIVE && BN == 256;
+};
+
 /* Item i of a cluster's walk: tile t = cluster + i·clusters (tile_of), this CTA's 128 rows of the pair; or, past
  * `rounds` with the split tail, half the columns of one 128-row half of a last-round pair. */
 struct ws_item {
@@ -209,7 +215,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
     const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
     const int tiles = tile_rows * tile_cols;
     const int group = GROUP_ROWS / CLUSTER;
-    constexpr bool SPLITS = CLUSTER == 2 && SCHED == WS_COOPERATIVE && BN == 256; /* ws_tail_split */
+    constexpr bool SPLITS = ws_tail<BN, CLUSTER, SCHED>::splits;
     const int split_tail = SPLITS ? tail_split : 0;
     const int rounds = tiles / clusters; /* whole rounds before a split tail */
     const int items = ws_items(cluster, clusters, tiles, rounds, split_tail, tile_rows, tile_cols, group, o.m);
@@ -249,9 +255,12 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                 for (int kb = 0; kb < k_blocks; kb++) {
                     mbar_wait(empty + 8 * stage, phase ^ 1);
                     const uint32_t st = base + stage * cfg::stage_bytes, bar = full + 8 * stage;
-                    if (SPLITS && it.split) { /* this CTA's half of the B panel, from itself alone, at the start */
-                        mbar_arrive_expect_tx(bar, cfg::a_bytes + cfg::b_bytes / 2);
-                        tma_load_2d(st, &tma_a, bar, kb * WS_BK, m0);
+                    const bool split = SPLITS && it.split;
+                    /* the whole B panel arrives here, half of it from the peer when clustered; in a split item this
+                     * CTA's half alone, from itself, at the start */
+                    mbar_arrive_expect_tx(bar, split ? cfg::a_bytes + cfg::b_bytes / 2 : cfg::stage_bytes);
+                    tma_load_2d(st, &tma_a, bar, kb * WS_BK, m0);
+                    if (split) {
                         if constexpr (BKN) {
 #pragma unroll
                             for (int box = 0; box < KN_BOXES / 2; box++)
@@ -260,16 +269,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                         } else {
                             tma_load_2d(st + cfg::a_bytes, &tma_b, bar, kb * WS_BK, n0); /* its box: BN/2 rows */
                         }
-                        if (++stage == STAGES) {
-                            stage = 0;
-                            phase ^= 1;
-                        }
-                        continue;
-                    }
-                    /* the whole B panel arrives here, half of it from the peer when clustered */
-                    mbar_arrive_expect_tx(bar, cfg::stage_bytes);
-                    tma_load_2d(st, &tma_a, bar, kb * WS_BK, m0);
-                    if constexpr (BKN) {
+                    } else if constexpr (BKN) {
                         /* B K×N: boxes of 64 columns × WS_BK rows, one after another; this CTA loads its share */
 #pragma unroll
                         for (int i = 0; i < KN_BOXES / CLUSTER; i++) {
@@ -469,13 +469,12 @@ template <int BN, int CLUSTER, int SCHED, int NB, int BKN> static int ws_max_clu
     return cached[device];
 }
 
-/* The split tail (see the top): the 2-CTA cooperative kernels of 128×256 tiles, a plain D (the fused epilogue's
- * warps walk whole tiles), at least one whole round, and a last round at most half full. */
-static int ws_tail_split(int cluster, int sched, int bn, int fused, long long tiles, int clusters)
+/* The split tail (see the top), for a kernel that splits (ws_tail): a plain D (the fused epilogue's warps walk whole
+ * tiles), at least one whole round, and a last round at most half full. */
+static int ws_tail_split(bool splits, int fused, long long tiles, int clusters)
 {
     const long long tail = tiles % clusters;
-    return cluster == 2 && sched == WS_COOPERATIVE && bn == 256 && !fused && tiles >= clusters && tail > 0 &&
-           2 * tail <= clusters;
+    return splits && !fused && tiles >= clusters && tail > 0 && 2 * tail <= clusters;
 }
 
 static bool aligned16(const void *p)
@@ -521,7 +520,7 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     if (clusters > tiles)
         clusters = (int)tiles;
     const pl_gemm_out out = pl_gemm_out_of(p);
-    const int tail_split = ws_tail_split(CLUSTER, SCHED, BN, out.fused, tiles, clusters);
+    const int tail_split = ws_tail_split(ws_tail<BN, CLUSTER, SCHED>::splits, out.fused, tiles, clusters);
 
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute attr;
