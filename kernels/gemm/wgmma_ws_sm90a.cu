@@ -343,13 +343,10 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
             }
             if (SCHED == WS_PINGPONG && local > 0) /* the other consumer has issued all of tile local-1 */
                 mbar_wait(order + 8 * consumer, (uint32_t)((mine - (consumer == 0 ? 1 : 0)) & 1));
+            if constexpr (SCHED == WS_COOPERATIVE) { /* ping-pong: the tile's first k-step overwrites them */
 #pragma unroll
-            for (int i = 0; i < BN / 2; i++)
-                acc[i] = 0.0f;
-            if constexpr (SCHED == WS_PINGPONG) {
-#pragma unroll
-                for (int i = 0; i < 64; i++)
-                    acc_hi[i] = 0.0f;
+                for (int i = 0; i < BN / 2; i++)
+                    acc[i] = 0.0f;
             }
             int held = -1; /* the stage whose wgmma group may still be reading it */
             /* fused: the epilogue's operands start loading a few k-blocks before the end (early enough to arrive,
@@ -369,8 +366,9 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                     const uint64_t db = BKN ? wgmma_desc_mn128(st + cfg::a_bytes + j * 16 * 128, KN_BOX_BYTES)
                                             : wgmma_desc_k128(st + cfg::a_bytes + j * 32);
                     if constexpr (SCHED == WS_PINGPONG) {
-                        pl_wgmma_m64n128k16_bf16<BKN>(acc, wgmma_desc_k128(st + j * 32), db, 1);
-                        pl_wgmma_m64n128k16_bf16<BKN>(acc_hi, wgmma_desc_k128(st + 64 * 128 + j * 32), db, 1);
+                        const int scale_d = kb > 0 || j > 0; /* 0: overwrite, no zeroing pass (~1% a tile) */
+                        pl_wgmma_m64n128k16_bf16<BKN>(acc, wgmma_desc_k128(st + j * 32), db, scale_d);
+                        pl_wgmma_m64n128k16_bf16<BKN>(acc_hi, wgmma_desc_k128(st + 64 * 128 + j * 32), db, scale_d);
                     } else if constexpr (BN == 256) {
                         pl_wgmma_m64n256k16_bf16<BKN>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
                     } else if constexpr (BN == 192) {
