@@ -295,12 +295,12 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                 }
             }
         } else if (handover && threadIdx.x >= EW_FIRST_THREAD) {
-            /* a fused epilogue has no split tail: the walk is whole tiles */
+            /* a fused epilogue has no split tail (ws_tail_split): the walk is whole tiles */
             ew_run<BN, NB>(o, &tma_d, &tma_r, ew, items, [&](int local, int &m0, int &n0) {
-                int tr, tc;
-                tile_of(cluster + local * clusters, tile_rows, tile_cols, group, tr, tc);
-                m0 = (tr * CLUSTER + (int)rank) * WS_BM;
-                n0 = tc * BN;
+                const ws_item it = ws_item_of(local, cluster, clusters, rounds, 0, (int)rank, CLUSTER, tile_rows,
+                                              tile_cols, group, BN);
+                m0 = it.m0;
+                n0 = it.n0;
             });
         }
         if (CLUSTER > 1) /* nothing of this warpgroup's arrives on the peer's barriers */
@@ -366,7 +366,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                     const uint64_t db = BKN ? wgmma_desc_mn128(st + cfg::a_bytes + j * 16 * 128, KN_BOX_BYTES)
                                             : wgmma_desc_k128(st + cfg::a_bytes + j * 32);
                     if constexpr (SCHED == WS_PINGPONG) {
-                        const int scale_d = kb > 0 || j > 0; /* 0: overwrite, no zeroing pass (~1% a tile) */
+                        const int scale_d = kb > 0 || j > 0; /* 0: overwrite, no zeroing pass (0.987×: gemm.md, session 10) */
                         pl_wgmma_m64n128k16_bf16<BKN>(acc, wgmma_desc_k128(st + j * 32), db, scale_d);
                         pl_wgmma_m64n128k16_bf16<BKN>(acc_hi, wgmma_desc_k128(st + 64 * 128 + j * 32), db, scale_d);
                     } else if constexpr (BN == 256) {

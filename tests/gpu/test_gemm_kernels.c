@@ -307,7 +307,12 @@ START_TEST(deterministic)
     pl_ctx *ctx = &e.ctx;
     /* 1000×3000×520, then 2100×1863×600 (the 2-CTA kernels' split tail) */
     static const shape det[] = {{1000, 3000, 520}, {2100, 1863, 600}};
-    const int m = 2100, n = 3000, k = 600; /* the largest of each */
+    int m = 0, n = 0, k = 0; /* the largest of each: the buffers hold every problem */
+    for (size_t i = 0; i < sizeof det / sizeof det[0]; i++) {
+        m = det[i].m > m ? det[i].m : m;
+        n = det[i].n > n ? det[i].n : n;
+        k = det[i].k > k ? det[i].k : k;
+    }
     pl_gemm_problem p;
     memset(&p, 0, sizeof p);
     uint16_t *a = pl_device_alloc(ctx, (size_t)m * k * 2), *b = pl_device_alloc(ctx, (size_t)n * k * 2);
