@@ -18,14 +18,12 @@
  * exposed; like every one-CTA-an-SM kernel here its split is lowered until the clusters all run at once.
  *
  * Split-K with a deterministic fix-up. The S CTAs of a cluster (1-8 along grid x, up to 16 in the _w1 entries'
- * non-portable clusters; S chosen so that every cluster
- * runs in the first wave: gemm/splitk.h) take consecutive ranges of K for the same output tile. When the mainloop
- * is done the stages are free: each CTA writes its fp32 partial tile there (in D's row order, padded so that the
- * fragment writes hit 32 different banks), a cluster barrier publishes them, and each CTA then owns 1/S of the
- * tile's rows: it reads the S partials through distributed shared memory in rank order 0, 1, …, S-1, adds them in
- * that order (the same bits every run, whichever CTA finished first; no workspace, no atomics, no second kernel),
- * applies the epilogue (bias, GELU, residual) and stores bf16 pairs. A second cluster barrier keeps every CTA
- * alive until the others have read its partial.
+ * non-portable clusters; S chosen so that every cluster runs in the first wave: gemm/splitk.h) take consecutive
+ * ranges of K for the same output tile. When the mainloop is done the stages are free, and each CTA owns 1/S of the
+ * tile's rows: the fp32 partials of those rows reach it through distributed shared memory (pushed with st.async by
+ * the one-warpgroup kernels, pulled with DSMEM loads by the others: see the fix-up in the kernel), and it adds them
+ * in rank order 0, 1, …, S-1 (the same bits every run, whichever CTA finished first; no workspace, no atomics, no
+ * second kernel), applies the epilogue (bias, GELU, residual) and stores bf16 quads.
  *
  * Edges. TMA zero-fills rows and columns past M, N and K, and stores are predicated: any M, N and K % 8 == 0.
  * Edge-aware: a tile whose Y rows (N plain, M swapped) end in its first half issues the half-width wgmma
@@ -63,7 +61,8 @@ template <int TILE, int SWAP, int WG = 1, int DEEP = 0> struct sk_config {
      * banks g + 8q; plain float2 at r·(TILE + 8) + 2q, banks 8g + 2q in each half-warp: no two lanes on one bank */
     static constexpr int pitch = out_cols + (SWAP ? 4 : 8);
     static constexpr int partial_bytes = out_rows * pitch * 4;
-    static constexpr int smem_bytes = 1024 + stages * stage_bytes + 2 * stages * 8;
+    /* the stages, their full and empty barriers, and the fix-up's barrier */
+    static constexpr int smem_bytes = 1024 + stages * stage_bytes + 2 * stages * 8 + 8;
 };
 
 /* D[64 × N] += X[64 × 16] · Y[N × 16]ᵀ for the tile's width N. */
@@ -134,6 +133,37 @@ __device__ __forceinline__ float4 smem_load_f32x4(uint32_t addr)
 }
 
 #define SK_FIXUP_BATCH 4 /* partials loaded before the first of them is added: loads in flight per thread */
+/* Which kernels push their partials (st.async) rather than have the owners pull them (DSMEM loads): the
+ * one-warpgroup ones. Measured on the H100 (session 11, the two alternated twice in one process): pushing made the
+ * one-warpgroup kernels 3-6% faster and the two-warpgroup 128×128 kernel 2-5% slower at its best splits. */
+#define SK_PUSH(wg) ((wg) == 1)
+
+/* Four (or one) fp32 into shared memory at `addr` of CTA `rank` of the cluster (this one included), counted as
+ * transaction bytes on the barrier at `bar` in that CTA: a store that needs no fence, its arrival known from the
+ * barrier. */
+__device__ __forceinline__ void st_async_f32x4(uint32_t addr, uint32_t bar, uint32_t rank, float4 v)
+{
+    asm volatile("{\n"
+                 ".reg .b32 ra, rb;\n"
+                 "mapa.shared::cluster.u32 ra, %0, %6;\n"
+                 "mapa.shared::cluster.u32 rb, %1, %6;\n"
+                 "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [ra], {%2, %3, %4, %5}, [rb];\n"
+                 "}\n" ::"r"(addr),
+                 "r"(bar), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(rank)
+                 : "memory");
+}
+
+__device__ __forceinline__ void st_async_f32(uint32_t addr, uint32_t bar, uint32_t rank, float v)
+{
+    asm volatile("{\n"
+                 ".reg .b32 ra, rb;\n"
+                 "mapa.shared::cluster.u32 ra, %0, %3;\n"
+                 "mapa.shared::cluster.u32 rb, %1, %3;\n"
+                 "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [ra], %2, [rb];\n"
+                 "}\n" ::"r"(addr),
+                 "r"(bar), "f"(v), "r"(rank)
+                 : "memory");
+}
 
 /* grid (S, X tiles, Y tiles), clusters of (S, 1, 1): a cluster is one output tile, its CTA rank blockIdx.x. */
 template <int TILE, int SWAP, int WG, int DEEP>
@@ -145,7 +175,7 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
     constexpr int STAGES = cfg::stages;
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u; /* 128-byte swizzle wants 1024-byte alignment */
-    const uint32_t full = base + STAGES * cfg::stage_bytes, empty = full + 8 * STAGES;
+    const uint32_t full = base + STAGES * cfg::stage_bytes, empty = full + 8 * STAGES, recv = empty + 8 * STAGES;
     const int split = (int)gridDim.x, rank = (int)blockIdx.x;
     const int x0 = (int)blockIdx.y * cfg::x_rows, y0 = (int)blockIdx.z * TILE;
     const int kb0 = (int)((long long)k_blocks * rank / split), kb1 = (int)((long long)k_blocks * (rank + 1) / split);
@@ -159,6 +189,7 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
             mbar_init(full + 8 * s, 1);       /* the producer's arrive; TMA bytes complete it */
             mbar_init(empty + 8 * s, 4 * WG); /* lane 0 of each consumer warp */
         }
+        mbar_init(recv, 1); /* the fix-up: thread 0's arrival, and the bytes of the S partials of this CTA's rows */
         mbar_fence_init();
     }
     __syncthreads();
@@ -195,46 +226,103 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
     /* every load has landed (the consumers waited for each) and every wgmma is done: the stages are free */
     __syncthreads();
 
+    /* The fix-up. Each CTA owns 1/S of the tile's rows and adds their S partials in rank order 0, 1, …, S-1 (the
+     * same bits every run, whichever CTA finished first; no workspace, no atomics, no second kernel), applies the
+     * epilogue (bias, GELU, residual) and stores bf16 quads. Partials are in D's row order, rows padded so that the
+     * fragment writes hit 32 different banks. Two ways to bring them together:
+     *   push (the one-warpgroup kernels): after a relaxed cluster barrier that says every CTA is done with its
+     *         stages, every CTA sends each fragment of its accumulators straight from registers into the owner's
+     *         stages, slot s from CTA s (st.async, 16 bytes: lane pairs swap column pairs first; counted in bytes on
+     *         the owner's barrier). The owner waits for its bytes; no fence, and no second cluster barrier.
+     *   pull (the two-warpgroup kernels, and every kernel unsplit): each CTA writes its whole partial into its own
+     *         stages; a release cluster barrier publishes them (ptxas: a MEMBAR, ~0.4 µs of waiting in session 11's
+     *         ncu samples); the owners read them through DSMEM; a last barrier keeps each CTA until the others
+     *         have read it.
+     * Which way is faster was measured, not derived (SK_PUSH). */
     float *partial = reinterpret_cast<float *>(smem_raw + (base - smem_u32(smem_raw)));
-    if (warp < 4 * WG) {
-        const int g = lane >> 2, q = lane & 3;
-#pragma unroll
-        for (int j = 0; j < TILE / 8; j++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int r = 16 * warp + 8 * h + g, c = 8 * j + 2 * q; /* row of X, column of Y */
-                const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-                if (SWAP) {
-                    partial[c * cfg::pitch + r] = v0;
-                    partial[(c + 1) * cfg::pitch + r] = v1;
-                } else {
-                    *reinterpret_cast<float2 *>(&partial[r * cfg::pitch + c]) = make_float2(v0, v1);
-                }
-            }
-    }
-    if (split > 1)
-        cluster_sync(); /* release/acquire: every CTA's partial is visible to the cluster */
-    else
-        __syncthreads();
-
-    /* this CTA's rows of the tile: the S partials added in rank order, the epilogue, bf16 pairs to D. Four columns a
-     * thread (16-byte DSMEM loads), SK_FIXUP_BATCH partials loaded before any is added (their latencies overlap);
-     * the additions stay in rank order 0, 1, …, S-1 */
     const int rows_per = (cfg::out_rows + split - 1) / split;
     const int r_begin = rank * rows_per, r_end = min(cfg::out_rows, r_begin + rows_per);
+    const int own_rows = r_end > r_begin ? r_end - r_begin : 0;
+    const bool push = SK_PUSH(WG) && split > 1;
+    if (push) {
+        if (threadIdx.x == 0)
+            mbar_arrive_expect_tx(recv, (uint32_t)(split * own_rows * cfg::out_cols * 4));
+        cluster_sync_relaxed(); /* the stages of every CTA are free; the barrier inits were released by their fence */
+        if (warp < 4 * WG) {
+            const int g = lane >> 2, q = lane & 3;
+            if constexpr (SWAP) { /* X row r is D's column: D rows c and c + 1, one fp32 each */
+#pragma unroll
+                for (int j = 0; j < TILE / 8; j++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const int r = 16 * warp + 8 * h + g, c = 8 * j + 2 * q + e;
+                            const int owner = c / rows_per, lr = c - owner * rows_per;
+                            st_async_f32(base + (uint32_t)(((rank * rows_per + lr) * cfg::pitch + r) * 4), recv,
+                                         (uint32_t)owner, acc[4 * j + 2 * h + e]);
+                        }
+            } else { /* D row r: lanes q and q^1 swap column pairs so that each pushes four adjacent columns
+                      * (16 bytes), the even lane those of chunk j, the odd one those of chunk j + 1 */
+                const bool odd = q & 1;
+#pragma unroll
+                for (int j = 0; j < TILE / 8; j += 2)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int r = 16 * warp + 8 * h + g;
+                        const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
+                        const float b0 = acc[4 * (j + 1) + 2 * h], b1 = acc[4 * (j + 1) + 2 * h + 1];
+                        const float p0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
+                        const float p1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
+                        const float4 v = odd ? make_float4(p0, p1, b0, b1) : make_float4(a0, a1, p0, p1);
+                        const int c = odd ? 8 * (j + 1) + 2 * (q - 1) : 8 * j + 2 * q;
+                        const int owner = r / rows_per, lr = r - owner * rows_per;
+                        st_async_f32x4(base + (uint32_t)(((rank * rows_per + lr) * cfg::pitch + c) * 4), recv,
+                                       (uint32_t)owner, v);
+                    }
+            }
+        }
+        mbar_wait(recv, 0);
+    } else { /* the CTA's whole partial into its own stages (row r of the tile at r·pitch) */
+        if (warp < 4 * WG) {
+            const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+            for (int j = 0; j < TILE / 8; j++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int r = 16 * warp + 8 * h + g, c = 8 * j + 2 * q; /* row of X, column of Y */
+                    const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+                    if (SWAP) {
+                        partial[c * cfg::pitch + r] = v0;
+                        partial[(c + 1) * cfg::pitch + r] = v1;
+                    } else {
+                        *reinterpret_cast<float2 *>(&partial[r * cfg::pitch + c]) = make_float2(v0, v1);
+                    }
+                }
+        }
+        if (split > 1)
+            cluster_sync(); /* release/acquire: every CTA's partial is visible to the cluster */
+        else
+            __syncthreads();
+    }
+
+    /* this CTA's rows: four columns a thread (16-byte loads), SK_FIXUP_BATCH partials loaded before any is added */
     const int quads_per_row = cfg::out_cols / 4;
     const int m0 = SWAP ? y0 : x0, n0 = SWAP ? x0 : y0;
-    const int quads = r_end > r_begin ? (r_end - r_begin) * quads_per_row : 0;
+    const int quads = own_rows * quads_per_row;
+    const uint32_t slot_bytes = (uint32_t)(rows_per * cfg::pitch * 4);
     for (int i = (int)threadIdx.x; i < quads; i += cfg::threads) {
-        const int row = r_begin + i / quads_per_row, col = 4 * (i % quads_per_row);
-        const uint32_t addr = base + (uint32_t)(row * cfg::pitch + col) * 4u;
-        float4 sum = split > 1 ? dsmem_load_f32x4(addr, 0) : smem_load_f32x4(addr);
+        const int lr = i / quads_per_row, col = 4 * (i % quads_per_row);
+        /* pushed: slot s of this CTA's stages; else row r_begin + lr of each CTA's own partial (DSMEM) */
+        const uint32_t addr = base + (uint32_t)(((push ? 0 : r_begin) + lr) * cfg::pitch + col) * 4u;
+        float4 sum = split > 1 && !push ? dsmem_load_f32x4(addr, 0) : smem_load_f32x4(addr);
         for (int s0 = 1; s0 < split; s0 += SK_FIXUP_BATCH) {
             float4 v[SK_FIXUP_BATCH];
 #pragma unroll
             for (int u = 0; u < SK_FIXUP_BATCH; u++)
                 if (s0 + u < split)
-                    v[u] = dsmem_load_f32x4(addr, (uint32_t)(s0 + u));
+                    v[u] = push ? smem_load_f32x4(addr + (uint32_t)(s0 + u) * slot_bytes)
+                                : dsmem_load_f32x4(addr, (uint32_t)(s0 + u));
 #pragma unroll
             for (int u = 0; u < SK_FIXUP_BATCH; u++)
                 if (s0 + u < split) {
@@ -244,13 +332,14 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
                     sum.w += v[u].w;
                 }
         }
-        pl_gemm_store4(o, m0 + row, n0 + col, sum);
+        pl_gemm_store4(o, m0 + r_begin + lr, n0 + col, sum);
     }
-    /* The others may still read this CTA's partial: stay until they are done. A relaxed arrive: their DSMEM loads
-     * have returned (each value was added and stored before they arrive), so nothing needs ordering, and a release
-     * here would first wait for this thread's stores to D to complete (MEMBAR.GPU): 0.35-0.8 µs of a 14-16 µs
-     * launch, measured with per-CTA timestamps (docs/perf/gemm.md, session 8). */
-    if (split > 1)
+    /* Pushed: nothing else reaches this CTA's shared memory (every byte pushed to it was waited for above). Pulled:
+     * the others may still read this CTA's partial, so it stays until they are done. A relaxed arrive: their DSMEM
+     * loads have returned (each value was added and stored before they arrive), so nothing needs ordering, and a
+     * release here would first wait for this thread's stores to D to complete (MEMBAR.GPU): 0.35-0.8 µs of a
+     * 14-16 µs launch, measured with per-CTA timestamps (docs/perf/gemm.md, session 8). */
+    if (split > 1 && !push)
         cluster_sync_relaxed();
 }
 
@@ -327,6 +416,9 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaSt
     if (e != cudaSuccess)
         return e;
 
+    /* the fix-up's S slots of ceil(rows / S) rows fit in the stages (S·ceil(rows/S) < rows + S; checked, not assumed) */
+    if ((long long)s * ((cfg::out_rows + s - 1) / s) * cfg::pitch * 4 > (long long)cfg::stages * cfg::stage_bytes)
+        return cudaErrorInvalidValue;
     cudaLaunchConfig_t lc = {};
     cudaLaunchAttribute attr;
     lc.gridDim = dim3((unsigned)s, (unsigned)tiles_x, (unsigned)tiles_y);
