@@ -134,8 +134,9 @@ __device__ __forceinline__ float4 smem_load_f32x4(uint32_t addr)
 
 #define SK_FIXUP_BATCH 4 /* partials loaded before the first of them is added: loads in flight per thread */
 /* Which kernels push their partials (st.async) rather than have the owners pull them (DSMEM loads): the
- * one-warpgroup ones. Measured on the H100 (session 11, the two alternated twice in one process): pushing made the
- * one-warpgroup kernels 3-6% faster and the two-warpgroup 128×128 kernel 2-5% slower at its best splits. */
+ * one-warpgroup ones. Measured (session 11, the old and new build alternated in one process): on the H100 pushing
+ * made the deep kernels 3-6% faster on 512×512×3584 and 256×256×7168, 0-4% elsewhere, and the two-warpgroup
+ * 128×128 kernel 2-5% slower at its best splits; on the H200 the swapped kernels came out even (0.965-1.05). */
 #define SK_PUSH(wg) ((wg) == 1)
 
 /* Four (or one) fp32 into shared memory at `addr` of CTA `rank` of the cluster (this one included), counted as
@@ -235,7 +236,7 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
      *         stages, slot s from CTA s (st.async, 16 bytes: lane pairs swap column pairs first; counted in bytes on
      *         the owner's barrier). The owner waits for its bytes; no fence, and no second cluster barrier.
      *   pull (the two-warpgroup kernels, and every kernel unsplit): each CTA writes its whole partial into its own
-     *         stages; a release cluster barrier publishes them (ptxas: a MEMBAR, ~0.4 µs of waiting in session 11's
+     *         stages; a release cluster barrier publishes them (ptxas: a MEMBAR, the largest stall in session 11's
      *         ncu samples); the owners read them through DSMEM; a last barrier keeps each CTA until the others
      *         have read it.
      * Which way is faster was measured, not derived (SK_PUSH). */
