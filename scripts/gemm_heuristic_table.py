@@ -17,7 +17,13 @@ Only kernels whose names are C identifiers are accepted (they are written into C
 the configuration whose worst time over the runs, each relative to that run's fastest configuration, is the least
 (the least regret): in one run the configurations within noise of each other trade places, and a table written from
 one run's winners misses on the next run's. Runs on GPUs of the same SM count (an H100 SXM and an H200 both have
-132) judge together, so the pick serves both. A configuration not timed in every run of its shape is left out."""
+132) judge together, so the pick serves both. A configuration not timed in every run of its shape is left out; with
+--min-runs N, one timed in at least N of them is judged over the runs that timed it (a kernel added after the older
+runs).
+
+--kernels FILE (the JSON of `perflab gemm --list-kernels --json`) drops the records of kernels the registry no longer
+holds, and --rename OLD=NEW (repeatable) reads a kernel's records under its new name: a configuration renamed
+between runs, or one whose name now belongs to another (rename that one away first: renames apply at once)."""
 import argparse
 import json
 import os
@@ -49,8 +55,9 @@ def entries_of(doc, path, any_gpu, min_gain):
             "pick": h.get("pick"), "ratio": ratio}
 
 
-def records_of(path):
-    """{(layout, m, n, k): {kernel: median_ms}} of the verified, timed records in the perflab.json beside path."""
+def records_of(path, keep=None, rename=None):
+    """{(layout, m, n, k): {kernel: median_ms}} of the verified, timed records in the perflab.json beside path, names
+    mapped through rename, only those in keep (when given)."""
     side = os.path.join(os.path.dirname(os.path.abspath(path)), "perflab.json")
     try:
         with open(side, encoding="utf-8") as f:
@@ -64,19 +71,23 @@ def records_of(path):
             continue
         if not NAME.match(str(r.get("kernel", ""))):
             raise ComparisonError(f"{side}: kernel name {r.get('kernel')!r} is not an identifier")
+        kernel = (rename or {}).get(r["kernel"], r["kernel"])
+        if keep is not None and kernel not in keep:
+            continue
         key = (r["layout"], int(r["m"]), int(r["n"]), int(r["k"]))
-        out.setdefault(key, {})[r["kernel"]] = ms
+        out.setdefault(key, {})[kernel] = ms
     return out
 
 
-def robust_table(docs_and_paths, any_gpu):
-    """The least-regret configuration per shape over every run (see --robust)."""
+def robust_table(docs_and_paths, any_gpu, keep=None, rename=None, min_runs=0):
+    """The least-regret configuration per shape over every run (see --robust); min_runs > 0: over the runs that timed
+    it, if at least min_runs did."""
     runs = {}  # key -> list of {kernel: ms}, one per run
     meta = {}  # key -> (sms, shape name)
     for doc, path in docs_and_paths:
         sms = 0 if any_gpu else int(((doc.get("gpu") or {}).get("sm_count")) or 0)
         names = {(doc["layout"], int(r["m"]), int(r["n"]), int(r["k"])): r.get("shape", "") for r in doc["shapes"]}
-        for key, times in records_of(path).items():
+        for key, times in records_of(path, keep, rename).items():
             if key in names:
                 runs.setdefault(key, []).append(times)
                 if key in meta and meta[key][0] != sms:
@@ -84,15 +95,20 @@ def robust_table(docs_and_paths, any_gpu):
                 meta[key] = (sms, names[key])
     table = {}
     for key, per_run in runs.items():
-        common = set.intersection(*(set(t) for t in per_run))
+        need = min(min_runs, len(per_run)) if min_runs > 0 else len(per_run)
+        timed = {}
+        for t in per_run:
+            for kernel in t:
+                timed[kernel] = timed.get(kernel, 0) + 1
+        common = {kernel for kernel, n in timed.items() if n >= need}
         if not common:
             continue
         def regret(kernel):
-            return max(t[kernel] / min(t.values()) for t in per_run)
+            return max(t[kernel] / min(t.values()) for t in per_run if kernel in t)
         kernel = min(sorted(common), key=regret)
         table[key] = {"sms": meta[key][0], "kernel": kernel, "shape": meta[key][1],
-                      "best_ms": min(t[kernel] for t in per_run), "pick": None, "ratio": None,
-                      "regret": regret(kernel), "runs": len(per_run)}
+                      "best_ms": min(t[kernel] for t in per_run if kernel in t), "pick": None, "ratio": None,
+                      "regret": regret(kernel), "runs": timed[kernel]}
     return table
 
 
@@ -125,11 +141,35 @@ def main(argv=None):
                     help="only shapes where the model's pick was more than this fraction slower than the best")
     ap.add_argument("--robust", action="store_true",
                     help="per shape the configuration with the least worst-case slowdown over the runs (see above)")
+    ap.add_argument("--min-runs", type=int, default=0,
+                    help="--robust: judge a configuration timed in at least this many runs of a shape (default: all)")
+    ap.add_argument("--kernels", help="--robust: the registry (perflab gemm --list-kernels --json): others dropped")
+    ap.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
+                    help="--robust: read OLD's records as NEW's (repeatable; all at once)")
     a = ap.parse_args(argv)
     if a.min_gain < 0:
         ap.error("--min-gain must be >= 0")
+    if a.min_runs < 0:
+        ap.error("--min-runs must be >= 0")
     if a.robust and a.min_gain > 0:
         ap.error("--robust and --min-gain do not go together")
+    if not a.robust and (a.min_runs or a.kernels or a.rename):
+        ap.error("--min-runs, --kernels and --rename go with --robust")
+    rename = {}
+    for item in a.rename:
+        old, sep, new = item.partition("=")
+        if not sep or not NAME.match(old) or not NAME.match(new):
+            ap.error(f"--rename {item!r}: give OLD=NEW, both kernel names")
+        rename[old] = new
+    keep = None
+    if a.kernels:
+        try:
+            with open(a.kernels, encoding="utf-8") as f:
+                keep = {k["name"] for k in json.load(f)}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"gemm_heuristic_table.py: --kernels {a.kernels}: {e} (give the JSON of perflab gemm --list-kernels --json)",
+                  file=sys.stderr)
+            return 2
     table, sources, docs = {}, [], []
     try:
         for path in a.comparisons:
@@ -144,7 +184,7 @@ def main(argv=None):
                 if key not in table or e["best_ms"] < table[key]["best_ms"]:
                     table[key] = e
         if a.robust:
-            table = robust_table(docs, a.any_gpu)
+            table = robust_table(docs, a.any_gpu, keep, rename, a.min_runs)
     except ComparisonError as e:
         print(f"gemm_heuristic_table.py: {e}", file=sys.stderr)
         return 2

@@ -133,6 +133,11 @@ cudaError_t pl_gemm_wgmma_pp_128x128_c2(const pl_gemm_problem *p, cudaStream_t s
 /* The cooperative kernel with 128×192 tiles (issue 15: tile counts that 128×256 quantizes badly). */
 cudaError_t pl_gemm_wgmma_ws_128x192(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x192_c2(const pl_gemm_problem *p, cudaStream_t stream);
+/* Tiles fitted to the shape (issue 15): 192×176 with three consumer warpgroups in 2-CTA clusters, 128×176, and
+ * 128×224 in 4-CTA clusters. The 176- and 224-column tiles store a fused D from registers. */
+cudaError_t pl_gemm_wgmma_ws_192x176_c2(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x176(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x224_c4(const pl_gemm_problem *p, cudaStream_t stream);
 /* The same warp-specialized kernels reading B K×N (N-major: TRANS_B = 1 wgmma, 64-column TMA boxes); they need
  * K % 8 == 0 and N % 8 == 0 (TMA rows of A and B), and 16-byte aligned A and B. Unvalidated (see the flags). */
 cudaError_t pl_gemm_wgmma_ws_128x128_kn(const pl_gemm_problem *p, cudaStream_t stream);

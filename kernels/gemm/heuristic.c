@@ -60,6 +60,9 @@ typedef struct model_params {
 
 /* Measured (H200, docs/perf/gemm.md, against 132 · 4096 · 1.5 GHz = 811 TFLOP/s): cooperative 128×256 0.83,
  * 128×128 0.77 (128×192 predicted between: 0.80), ping-pong 0.75, wgmma_tma 0.65, mma_sync 0.39; clusters within 1%.
+ * The 192×176 (three consumers), 128×176 and 128×224 tiles: predicted as 128×192, between 128×128 and 128×192, and
+ * between 128×192 and 128×256; their fused D leaves from registers (session 10 measured that path 0.79× at
+ * K ≈ 1024: 0.75 here).
  * Predicted for the split-K kernels (one consumer warpgroup, wgmma m64nW): shared memory feeds 2 KB of X and W·32 B of
  * Y per k16 step at 128 B/clk against W/2 clocks of tensor work, so eff ≈ min(0.75, (W/2) / (16 + W/4)) · 0.95. A fused
  * epilogue costs the cooperative kernels ~10% (measured 0.95-0.99× with a pass), except the one whose epilogue warps
@@ -77,11 +80,18 @@ static model_params params_of(const pl_gemm_kernel *k, int fused)
         const int pingpong = strncmp(k->name, "wgmma_pp_", 9) == 0;
         const int epilogue_warps = k->tile_n == 256 && k->stages == 3;
         m.persistent = 1;
-        m.eff = pingpong ? 0.75 : k->tile_n == 256 ? (epilogue_warps ? 0.82 : 0.83) : k->tile_n == 192 ? 0.80 : 0.77;
+        /* tiles of 176 columns, or of 192 rows (three consumers), store a fused D from registers */
+        const int fused_from_registers = k->tile_n % 64 != 0 || k->tile_m != 128;
+        m.eff = pingpong                              ? 0.75
+                : k->tile_n == 256                    ? (epilogue_warps ? 0.82 : 0.83)
+                : k->tile_n == 224                    ? 0.81
+                : k->tile_n == 192 || k->tile_m == 192 ? 0.80
+                : k->tile_n == 176                    ? 0.78
+                                                      : 0.77;
         if (k->cluster_m > 1)
             m.eff *= 0.99;
         if (fused && !epilogue_warps && !pingpong)
-            m.eff *= 0.90;
+            m.eff *= fused_from_registers ? 0.75 : 0.90;
     } else if (strcmp(k->rung, "gemv_mma") == 0) {
         m.eff = 0.39; /* mma.sync's measured fraction; the padded tokens (tile_m) count as work */
         m.resident = 8;
@@ -130,7 +140,9 @@ double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const
                       : (k->flags & PL_GEMM_KERNEL_SPLIT_DEEP)  ? pl_gemm_sk_split_deep(tiles, kb, g->sms)
                                                                 : pl_gemm_sk_split(tiles, kb, g->sms);
     const long long ctas = tiles * split;
-    const long long per_sm = ceil_div(ctas, g->sms); /* the busiest SM's tiles (or CTAs), one after another */
+    /* clusters of four fill fewer SMs at once: 30 of them (120 CTAs) on a 132-SM H100 (session 11) */
+    const long long usable = k->cluster_m >= 4 ? (long long)g->sms * 10 / 11 : g->sms;
+    const long long per_sm = ceil_div(ctas, usable); /* the busiest SM's tiles (or CTAs), one after another */
     const double tflops =
         g->tensor_tflops > 0 ? g->tensor_tflops : g->sms * FLOP_PER_CLK_SM * PL_GEMM_MODEL_CLOCK_GHZ / 1e3;
     const double sm_rate = tflops * 1e12 / g->sms * mp.eff; /* FLOP/s */

@@ -280,6 +280,17 @@ static const pl_gemm_kernel kernels[] = {
     {"wgmma_ws_128x192x64_s4_c2", "wgmma_ws_cluster",
      "cooperative 128×192 in 2-CTA clusters: B panel TMA-multicast to both CTAs, stages released through DSMEM", 128,
      192, 64, 4, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x192_c2},
+    /* ---- issue 15: tiles fitted to the shape, as cuBLAS fits them ---- */
+    {"wgmma_ws_192x176x64_s3_c2", "wgmma_ws_cluster",
+     "three consumer warpgroups on 192×176 tiles (wgmma m64n176, the last 48 columns stored through a dense TMA map) "
+     "in 2-CTA clusters sharing B, 3 stages and a whole tile of epilogue buffers: 4104² in four whole rounds",
+     192, 176, 64, 3, 2, 512, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_192x176_c2},
+    {"wgmma_ws_128x176x64_s5", "wgmma_ws",
+     "the cooperative kernel with 128×176 tiles (wgmma m64n176, 5 stages): tile counts between 128×128 and 128×192",
+     128, 176, 64, 5, 1, 384, PL_GEMM_NEEDS_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x176},
+    {"wgmma_ws_128x224x64_s4_c4", "wgmma_ws_cluster",
+     "128×224 tiles in 4-CTA clusters: four tile rows share each B panel, a quarter loaded and multicast by each CTA",
+     128, 224, 64, 4, 4, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x224_c4},
     /* ---- issue 15: decode as a streaming GEMV on mma.sync ---- */
     {"gemv_mma_t8", "gemv_mma",
      "decode M <= 8: mma.sync fed from 16-byte global loads of B (no shared-memory stages), 16 rows of N per CTA, "
@@ -315,6 +326,8 @@ static const pl_gemm_kernel kernels[] = {
      "the ping-pong kernel in 2-CTA clusters with B K×N: each CTA multicasts one 64-column box", 128, 128, 64, 5, 2,
      384, PL_GEMM_NEEDS_CLUSTER, KN_FLAGS, supports_tma_kn, pl_gemm_wgmma_pp_128x128_c2_kn},
 };
+/* users keep one bit per kernel of this table (labs/gemm_lab.c: one fallback note each) */
+_Static_assert(sizeof kernels / sizeof kernels[0] <= 64, "more than 64 BF16 kernels: widen the per-kernel masks");
 
 int pl_gemm_unvalidated_enabled(void)
 {

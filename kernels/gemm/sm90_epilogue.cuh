@@ -139,14 +139,38 @@ __device__ __forceinline__ void epilogue_fused_prefetch(const pl_gemm_out &o, co
     }
 }
 
+/* The narrower last subtile of a tile whose width N is not a multiple of 64 (the 176-column tiles' 48 columns):
+ * its N % 64 columns of this lane's accumulators, stmatrix'd into `buf` without swizzle (rows (N % 64) · 2 bytes
+ * apart, the layout of the dense tensor map its TMA store reads: pl_tensor_map_bf16_dense). Rows that far apart
+ * put two of a matrix's eight rows on the same banks: a 2-way conflict on a quarter of the tile's stores. */
+template <int N> __device__ __forceinline__ void tail_subtile_to_smem(const float (&acc)[N / 2], uint32_t buf, int srow)
+{
+    constexpr int W = N % EPI_SUB, FIRST = 32 * (N / EPI_SUB);
+    static_assert(W % 16 == 0, "the tail is whole pairs of 8-column chunks");
+#pragma unroll
+    for (int c = 0; c < W / 8; c += 2) {
+        uint32_t r[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int k = FIRST + 4 * (c + (q >> 1)) + 2 * (q & 1);
+            r[q] = pl_pack_bf16x2(acc[k], acc[k + 1]);
+        }
+        const int chunk = c + ((threadIdx.x & 31) >> 4);
+        stmatrix_x4(buf + srow * (W * 2) + chunk * 16, r[0], r[1], r[2], r[3]);
+    }
+}
+
 /* Subtiles `first`, `first`+1, ... of the tile (counting from 0 at its first call for a tile) use buffers
  * (index % RING) of `bufs`; a buffer is rewritten only after the store that last read it has finished reading.
  * The first call of a tile also waits for the previous tile's stores to have read their buffers. With RING equal
- * to the tile's subtile count, nothing ever waits inside a tile. */
+ * to the tile's subtile count, nothing ever waits inside a tile. Where N is not a multiple of 64, the last
+ * subtile is N % 64 wide and leaves through `tma_tail` (a dense map of that box: tail_subtile_to_smem). */
 template <int N, int RING>
 __device__ __forceinline__ void epilogue_tma_m64(const CUtensorMap *tma_d, const float (&acc)[N / 2], uint32_t bufs,
-                                                 int first, uint32_t barrier_id, int row0, int n0)
+                                                 int first, uint32_t barrier_id, int row0, int n0,
+                                                 const CUtensorMap *tma_tail = nullptr)
 {
+    constexpr int WHOLE = N / EPI_SUB, SUBS = WHOLE + (N % EPI_SUB ? 1 : 0);
     const int t = threadIdx.x & 127, lane = t & 31, warp = t >> 5;
     const bool leader = t == 0;
     const int srow = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8; /* the row it addresses for stmatrix */
@@ -156,7 +180,7 @@ __device__ __forceinline__ void epilogue_tma_m64(const CUtensorMap *tma_d, const
         named_barrier_sync(barrier_id, 128);
     }
 #pragma unroll
-    for (int sub = 0; sub < N / EPI_SUB; sub++) {
+    for (int sub = 0; sub < SUBS; sub++) {
         const int g = first + sub;
         const uint32_t buf = bufs + (g % RING) * EPI_SUB_BYTES;
         if (g >= RING) {
@@ -164,13 +188,17 @@ __device__ __forceinline__ void epilogue_tma_m64(const CUtensorMap *tma_d, const
                 bulk_wait_read<RING - 1>();
             named_barrier_sync(barrier_id, 128);
         }
-        float v[32];
-        subtile_values<N>(acc, sub, v);
-        plain_subtile_to_smem(v, buf, srow);
+        if (sub < WHOLE) {
+            float v[32];
+            subtile_values<N>(acc, sub, v);
+            plain_subtile_to_smem(v, buf, srow);
+        } else {
+            tail_subtile_to_smem<N>(acc, buf, srow);
+        }
         fence_proxy_async_shared();
         named_barrier_sync(barrier_id, 128);
         if (leader) {
-            tma_store_2d(tma_d, buf, n0 + sub * EPI_SUB, row0);
+            tma_store_2d(sub < WHOLE ? tma_d : tma_tail, buf, n0 + sub * EPI_SUB, row0);
             bulk_commit();
         }
     }

@@ -23,6 +23,12 @@ cudaError_t pl_tensor_map_bf16(CUtensorMap *map, const void *base, uint64_t rows
 cudaError_t pl_tensor_map_2d(CUtensorMap *map, const void *base, uint64_t rows, uint64_t cols, uint32_t elem_bytes,
                              uint32_t box_rows, uint32_t box_cols);
 
+/* A bf16 matrix as above, its boxes without swizzle: box rows lie densely in shared memory, box_cols · 2 bytes
+ * apart (a multiple of 16). For the last, narrower subtile of an output tile whose width is not a multiple of 64
+ * (the 176-column tiles' 48 columns). */
+cudaError_t pl_tensor_map_bf16_dense(CUtensorMap *map, const void *base, uint64_t rows, uint64_t cols,
+                                     uint32_t box_rows, uint32_t box_cols);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,11 +18,17 @@
  *                makes a consumer start a tile only after the other has issued all of the previous one (the
  *                stages' parity waits are only unambiguous one phase ahead).
  *
- * Rung 6 (CLUSTER = 2). The two CTAs of a cluster work on vertically adjacent tiles that share their B panel:
- * each CTA loads half of that panel and multicasts it into both CTAs' shared memory (one L2 read feeds two
- * SMs, halving B's L2 traffic), each stage's "full" barrier in both CTAs counts both halves, and a consumer
- * releases a stage on both CTAs' "empty" barriers (a remote mbarrier arrive through distributed shared memory),
- * since the peer's producer writes into this CTA's stage too.
+ * Rung 6 (CLUSTER = 2, or 4 for the 128×224 kernel). The CTAs of a cluster work on vertically adjacent tiles that
+ * share their B panel: each CTA loads its share of that panel (a half, or a quarter) and multicasts it into every
+ * CTA's shared memory (one L2 read feeds two or four SMs), each stage's "full" barrier in every CTA counts all the
+ * shares, and a consumer releases a stage on every CTA's "empty" barrier (a remote mbarrier arrive through
+ * distributed shared memory), since the peers' producers write into this CTA's stage too.
+ *
+ * Tiles fitted to the shape (issue 15; cuBLAS picks its tile per shape, e.g. 192×176 at 4104²): three consumer
+ * warpgroups make 192-row tiles (ws_shape: 512 threads, setmaxnreg 40 for the producer and 152 for the consumers);
+ * widths that are not multiples of 64 (176, 224) end in a narrower subtile, stored through a dense TMA map of its own
+ * (epilogue_tma_m64). Those kernels take a fused epilogue from registers: the epilogue warps' hand-over and the
+ * fused TMA path take two consumers and whole 64-column subtiles (TMA_FUSED).
  *
  * The split tail (the 2-CTA cooperative 128×256 kernels, plain D; the launcher decides: ws_tail_split). When the
  * last round of the walk is at most half full (4104² in 128×256 pairs: 289 pairs on 66 clusters, the fifth round
@@ -49,9 +55,6 @@
 
 #define WS_BM         128
 #define WS_BK         64
-#define WS_THREADS    384    /* producer warpgroup + two consumer warpgroups */
-#define PRODUCER_REGS 56     /* the producer thread and, when fused, the epilogue warps */
-#define CONSUMER_REGS 224    /* (56 + 2·224) · 128 = 64512 of the SM's 65536 registers */
 #define GROUP_ROWS    16     /* tile rows per raster group of the scheduler */
 #define SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 (227 KB) */
 /* B K×N (BKN = 1): a stage's B panel is BN/64 TMA boxes of 64 columns (128 B, the 128-byte swizzle's width) ×
@@ -61,27 +64,38 @@
 
 enum ws_schedule { WS_COOPERATIVE = 0, WS_PINGPONG = 1 };
 
-/* NB: subtile buffers per consumer of the cooperative schedule's epilogue (2, or 4 for a whole tile, which
- * leaves room for one stage less). */
-template <int BN, int SCHED, int NB = 2> struct ws_config {
-    static constexpr int a_bytes = WS_BM * WS_BK * 2;
+/* CONS consumer warpgroups of 64 rows each: 2 (128-row tiles) or 3 (192-row tiles, the 192×176 kernel). The
+ * registers after setmaxnreg: two consumers (56 + 2·224) · 128 = 64512, three (40 + 3·152) · 128 = 63488 of the SM's
+ * 65536; the producer keeps 56 or 40 (the producer thread and, when fused, the epilogue warps). */
+template <int CONS> struct ws_shape {
+    static_assert(CONS == 2 || CONS == 3, "two or three consumer warpgroups");
+    static constexpr int bm = 64 * CONS;
+    static constexpr int threads = 128 * (1 + CONS);
+    static constexpr int producer_regs = CONS == 2 ? 56 : 40;
+    static constexpr int consumer_regs = CONS == 2 ? 224 : 152;
+};
+
+/* NB: subtile buffers per consumer of the cooperative schedule's epilogue (2, or one per subtile for a whole tile,
+ * which may leave room for one stage less: 128×256 with 4 has three stages, 128×192 with 3 still four). */
+template <int BN, int SCHED, int NB = 2, int CONS = 2> struct ws_config {
+    static constexpr int a_bytes = ws_shape<CONS>::bm * WS_BK * 2;
     static constexpr int b_bytes = BN * WS_BK * 2;
     static constexpr int stage_bytes = a_bytes + b_bytes;
     /* epilogue buffers: ping-pong keeps a whole 128×128 tile per consumer (never waits on its stores), the
      * cooperative kernel two subtiles per consumer (its stages leave no room for more) */
     static constexpr int epi_buffers = SCHED == WS_PINGPONG ? 4 : NB; /* per consumer warpgroup */
-    static constexpr int epi_bytes = 2 * epi_buffers * EPI_SUB_BYTES;
+    static constexpr int epi_bytes = CONS * epi_buffers * EPI_SUB_BYTES;
     static constexpr int epi_cols = SCHED == WS_PINGPONG ? 128 : BN; /* columns of a consumer's epilogue call */
     static constexpr int subtiles = (SCHED == WS_PINGPONG ? 128 : 64) * epi_cols / (EPI_SUB * EPI_SUB);
-    static constexpr int bias_bytes = 2 * epi_cols * 2; /* fused: each consumer's bias columns */
+    static constexpr int bias_bytes = CONS * epi_cols * 2; /* fused: each consumer's bias columns */
     /* full/empty of up to 16 stages, 2 ordering barriers, then per epilogue buffer: the fused operands'
      * barrier (ping-pong), the full and free barriers of the epilogue warps' hand-over (cooperative); and the
      * epilogue warps' two bias barriers */
-    static constexpr int barrier_bytes = 2 * 16 * 8 + 2 * 8 + 3 * 2 * epi_buffers * 8 + 2 * 8;
+    static constexpr int barrier_bytes = 2 * 16 * 8 + 2 * 8 + 3 * CONS * epi_buffers * 8 + 2 * 8;
     static constexpr int extra_bytes = epi_bytes + bias_bytes + barrier_bytes;
     static constexpr int stages = (SMEM_LIMIT - 1024 - extra_bytes) / stage_bytes;
     static constexpr int smem_bytes = 1024 + stages * stage_bytes + extra_bytes;
-    static constexpr int readers = SCHED == WS_PINGPONG ? 4 : 8; /* consumer warps that read each stage */
+    static constexpr int readers = SCHED == WS_PINGPONG ? 4 : 4 * CONS; /* consumer warps that read each stage */
 };
 
 /* Tile t of the walk -> (tile row in cluster units, tile column): rows advance fastest inside a group of
@@ -98,11 +112,11 @@ __device__ __forceinline__ void tile_of(int t, int rows, int cols, int group, in
 
 /* The kernels that split their last round (see the top): the 2-CTA cooperative ones of 128×256 tiles (a wgmma of
  * half the width; 128×128 tiles cut to 128×64 lost as often as they won). */
-template <int BN, int CLUSTER, int SCHED> struct ws_tail {
-    static constexpr bool splits = CLUSTER == 2 && SCHED == WS_COOPERATIVE && BN == 256;
+template <int BN, int CLUSTER, int SCHED, int CONS = 2> struct ws_tail {
+    static constexpr bool splits = CLUSTER == 2 && SCHED == WS_COOPERATIVE && BN == 256 && CONS == 2;
 };
 
-/* Item i of a cluster's walk: tile t = cluster + i·clusters (tile_of), this CTA's 128 rows of the pair; or, past
+/* Item i of a cluster's walk: tile t = cluster + i·clusters (tile_of), this CTA's bm rows of the cluster's; or, past
  * `rounds` with the split tail, half the columns of one 128-row half of a last-round pair. */
 struct ws_item {
     int m0, n0;
@@ -110,18 +124,18 @@ struct ws_item {
 };
 
 __device__ __forceinline__ ws_item ws_item_of(int i, int cluster, int clusters, int rounds, int tail_split, int rank,
-                                              int cluster_size, int tile_rows, int tile_cols, int group, int bn)
+                                              int cluster_size, int tile_rows, int tile_cols, int group, int bm, int bn)
 {
     ws_item it;
     int tr, tc;
     it.split = tail_split && i >= rounds;
     if (!it.split) {
         tile_of(cluster + i * clusters, tile_rows, tile_cols, group, tr, tc);
-        it.m0 = (tr * cluster_size + rank) * WS_BM;
+        it.m0 = (tr * cluster_size + rank) * bm;
         it.n0 = tc * bn;
     } else {
         tile_of(rounds * clusters + cluster / 2, tile_rows, tile_cols, group, tr, tc);
-        it.m0 = (tr * 2 + cluster % 2) * WS_BM;
+        it.m0 = (tr * 2 + cluster % 2) * bm;
         it.n0 = tc * bn + rank * (bn / 2);
     }
     return it;
@@ -138,7 +152,7 @@ __device__ __forceinline__ int ws_items(int cluster, int clusters, int tiles, in
         return rounds;
     int tr, tc;
     tile_of(rounds * clusters + cluster / 2, tile_rows, tile_cols, group, tr, tc);
-    return (tr * 2 + cluster % 2) * WS_BM < m ? rounds + 1 : rounds;
+    return (tr * 2 + cluster % 2) * WS_BM < m ? rounds + 1 : rounds; /* split tails: 128-row tiles only (ws_tail) */
 }
 
 /* A split item of the consumer warpgroup `consumer` (see the top): its 64 rows × BN/2 columns over all of K, from
@@ -186,13 +200,21 @@ __device__ __forceinline__ void ws_split_item(const pl_gemm_out &o, const CUtens
         pl_gemm_store_m64<H>(o, acc, row0 + warp * 16 + (lane >> 2), n0, pl_gemm_plain_interior(o, row0, n0, 64, H));
 }
 
-template <int BN, int CLUSTER, int SCHED, int NB, int BKN>
-__global__ void __launch_bounds__(WS_THREADS, 1)
+/* tma_t: where BN is not a multiple of 64, the dense map of D whose box is the tile's last, narrower subtile
+ * (epilogue_tma_m64); unused otherwise. */
+template <int BN, int CLUSTER, int SCHED, int NB, int BKN, int CONS>
+__global__ void __launch_bounds__(ws_shape<CONS>::threads, 1)
     gemm_wgmma_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                          const __grid_constant__ CUtensorMap tma_d, const __grid_constant__ CUtensorMap tma_r,
-                         int tma_store, pl_gemm_out o, int k_blocks, int tile_rows, int tile_cols, int tail_split)
+                         const __grid_constant__ CUtensorMap tma_t, int tma_store, pl_gemm_out o, int k_blocks,
+                         int tile_rows, int tile_cols, int tail_split)
 {
-    typedef ws_config<BN, SCHED, NB> cfg;
+    typedef ws_config<BN, SCHED, NB, CONS> cfg;
+    typedef ws_shape<CONS> shape;
+    /* The fused epilogue through TMA (the epilogue warps' hand-over, the ping-pong consumers' own) takes whole 64-column
+     * subtiles and two consumers; other kernels store a fused D from registers (the launcher clears tma_store). */
+    constexpr bool TMA_FUSED = CONS == 2 && BN % EPI_SUB == 0;
+    static_assert(SCHED == WS_COOPERATIVE || (CONS == 2 && BN == 128), "ping-pong pairs two consumers of 128×128 tiles");
     constexpr int STAGES = cfg::stages;
     constexpr int KN_BOXES = BN / KN_BOX_COLS;
     static_assert(!BKN || BN % (KN_BOX_COLS * CLUSTER) == 0, "B K×N: each CTA of a cluster loads whole boxes");
@@ -203,19 +225,19 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
     const uint32_t full = bias + cfg::bias_bytes, empty = full + 8 * STAGES, order = empty + 8 * STAGES;
     const uint32_t operands = order + 16; /* ping-pong: per consumer, one barrier per epilogue buffer */
     /* cooperative + fused: the epilogue warps take the product over (sm90_epilogue_warps.cuh) */
-    const bool handover = SCHED == WS_COOPERATIVE && tma_store && o.fused;
+    const bool handover = TMA_FUSED && SCHED == WS_COOPERATIVE && tma_store && o.fused;
     ew_smem ew;
     ew.bufs = epi;
-    ew.full = operands + 2 * cfg::epi_buffers * 8;
-    ew.free = ew.full + 2 * cfg::epi_buffers * 8;
+    ew.full = operands + CONS * cfg::epi_buffers * 8;
+    ew.free = ew.full + CONS * cfg::epi_buffers * 8;
     ew.bias = bias;
-    ew.bias_bars = ew.free + 2 * cfg::epi_buffers * 8;
+    ew.bias_bars = ew.free + CONS * cfg::epi_buffers * 8;
     const int wg = threadIdx.x / 128;
     const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
     const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
     const int tiles = tile_rows * tile_cols;
     const int group = GROUP_ROWS / CLUSTER;
-    constexpr bool SPLITS = ws_tail<BN, CLUSTER, SCHED>::splits;
+    constexpr bool SPLITS = ws_tail<BN, CLUSTER, SCHED, CONS>::splits;
     const int split_tail = SPLITS ? tail_split : 0;
     const int rounds = tiles / clusters; /* whole rounds before a split tail */
     const int items = ws_items(cluster, clusters, tiles, rounds, split_tail, tile_rows, tile_cols, group, o.m);
@@ -227,7 +249,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         }
         mbar_init(order, 4); /* ping-pong: the warps of the other consumer have issued their tile */
         mbar_init(order + 8, 4);
-        for (int b = 0; b < 2 * cfg::epi_buffers; b++) {
+        for (int b = 0; b < CONS * cfg::epi_buffers; b++) {
             mbar_init(operands + 8 * b, 1);  /* the leader's expect_tx; TMA bytes complete it */
             mbar_init(ew.full + 8 * b, 128); /* every thread of the consumer */
             mbar_init(ew.free + 8 * b, 1);   /* the epilogue warps' leader, once the store has read it */
@@ -242,7 +264,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         __syncthreads();
 
     if (wg == 0) {
-        regs_dealloc<PRODUCER_REGS>();
+        regs_dealloc<shape::producer_regs>();
         if (threadIdx.x == 0) {
             tma_prefetch_descriptor(&tma_a);
             tma_prefetch_descriptor(&tma_b);
@@ -250,7 +272,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
             uint32_t phase = 0;
             for (int i = 0; i < items; i++) {
                 const ws_item it = ws_item_of(i, cluster, clusters, rounds, split_tail, (int)rank, CLUSTER, tile_rows,
-                                              tile_cols, group, BN);
+                                              tile_cols, group, shape::bm, BN);
                 const int m0 = it.m0, n0 = it.n0;
                 for (int kb = 0; kb < k_blocks; kb++) {
                     mbar_wait(empty + 8 * stage, phase ^ 1);
@@ -295,18 +317,20 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                 }
             }
         } else if (handover && threadIdx.x >= EW_FIRST_THREAD) {
-            /* a fused epilogue has no split tail (ws_tail_split): the walk is whole tiles */
-            ew_run<BN, NB>(o, &tma_d, &tma_r, ew, items, [&](int local, int &m0, int &n0) {
-                const ws_item it = ws_item_of(local, cluster, clusters, rounds, 0, (int)rank, CLUSTER, tile_rows,
-                                              tile_cols, group, BN);
-                m0 = it.m0;
-                n0 = it.n0;
-            });
+            if constexpr (TMA_FUSED) {
+                /* a fused epilogue has no split tail (ws_tail_split): the walk is whole tiles */
+                ew_run<BN, NB>(o, &tma_d, &tma_r, ew, items, [&](int local, int &m0, int &n0) {
+                    const ws_item it = ws_item_of(local, cluster, clusters, rounds, 0, (int)rank, CLUSTER, tile_rows,
+                                                  tile_cols, group, shape::bm, BN);
+                    m0 = it.m0;
+                    n0 = it.n0;
+                });
+            }
         }
         if (CLUSTER > 1) /* nothing of this warpgroup's arrives on the peer's barriers */
             cluster_arrive_relaxed();
     } else {
-        regs_alloc<CONSUMER_REGS>();
+        regs_alloc<shape::consumer_regs>();
         const int consumer = wg - 1;
         const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
         /* cooperative: acc covers rows 64·consumer.. of each tile; ping-pong: acc rows 0-63 and acc_hi 64-127 */
@@ -314,7 +338,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
         float acc_hi[SCHED == WS_PINGPONG ? 64 : 1];
         uint32_t kcount = 0; /* k-blocks of this CTA's sequence consumed or skipped: the ring position */
         /* fused, stored through TMA: bias and residual come ahead into shared memory (sm90_epilogue.cuh) */
-        const bool fused_tma = tma_store && o.fused;
+        const bool fused_tma = TMA_FUSED && tma_store && o.fused;
         epi_fused_smem fs;
         fs.bufs = epi + consumer * cfg::epi_buffers * EPI_SUB_BYTES;
         fs.bars = operands + consumer * cfg::epi_buffers * 8;
@@ -330,7 +354,7 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                 continue;
             }
             const ws_item it = ws_item_of(local, cluster, clusters, rounds, split_tail, (int)rank, CLUSTER, tile_rows,
-                                          tile_cols, group, BN);
+                                          tile_cols, group, shape::bm, BN);
             const int m0 = it.m0, n0 = it.n0;
             if constexpr (SPLITS) {
                 /* its own mainloop and accumulator: a wgmma of another width on this one's registers would make
@@ -373,6 +397,10 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                         pl_wgmma_m64n256k16_bf16<BKN>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
                     } else if constexpr (BN == 192) {
                         pl_wgmma_m64n192k16_bf16<BKN>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+                    } else if constexpr (BN == 176) {
+                        pl_wgmma_m64n176k16_bf16<BKN>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+                    } else if constexpr (BN == 224) {
+                        pl_wgmma_m64n224k16_bf16<BKN>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
                     } else {
                         pl_wgmma_m64n128k16_bf16<BKN>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
                     }
@@ -414,13 +442,15 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
                 mine++;
             } else {
                 const int row0 = m0 + consumer * 64;
-                if (handover)
-                    ew_hand_over<BN, NB>(acc, ew, consumer, handed);
-                else if (tma_store)
-                    epilogue_tma_m64<BN, NB>(&tma_d, acc, fs.bufs, 0, 1 + consumer, row0, n0);
-                else
+                if (handover) {
+                    if constexpr (TMA_FUSED)
+                        ew_hand_over<BN, NB>(acc, ew, consumer, handed);
+                } else if (tma_store) {
+                    epilogue_tma_m64<BN, NB>(&tma_d, acc, fs.bufs, 0, 1 + consumer, row0, n0, &tma_t);
+                } else {
                     pl_gemm_store_m64<BN>(o, acc, row0 + warp * 16 + (lane >> 2), n0,
                                           pl_gemm_plain_interior(o, row0, n0, 64, BN));
+                }
             }
         }
         if (tma_store && (threadIdx.x & 127) == 0)
@@ -436,12 +466,12 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
 }
 
 /* The launch of `ctas` persistent CTAs in clusters of `cluster` along x (attr must outlive cfg). */
-static void ws_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, int ctas, int cluster, size_t smem,
-                             cudaStream_t stream)
+static void ws_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr, int ctas, int threads, int cluster,
+                             size_t smem, cudaStream_t stream)
 {
     *cfg = cudaLaunchConfig_t{};
     cfg->gridDim = dim3(ctas);
-    cfg->blockDim = dim3(WS_THREADS);
+    cfg->blockDim = dim3(threads);
     cfg->dynamicSmemBytes = smem;
     cfg->stream = stream;
     if (cluster > 1) {
@@ -455,15 +485,15 @@ static void ws_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr,
 }
 
 /* Clusters the GPU can hold at once for this kernel (max_active_clusters, sm90_common.cuh); cached per device. */
-template <int BN, int CLUSTER, int SCHED, int NB, int BKN> static int ws_max_clusters(int device, int sms)
+template <int BN, int CLUSTER, int SCHED, int NB, int BKN, int CONS> static int ws_max_clusters(int device, int sms)
 {
     static int cached[64];
     if (device < 0 || device >= 64)
         return sms / CLUSTER;
     if (cached[device] == 0)
-        cached[device] = max_active_clusters((const void *)gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN>,
-                                             WS_THREADS, ws_config<BN, SCHED, NB>::smem_bytes, CLUSTER,
-                                             CLUSTER * (sms / CLUSTER), sms / CLUSTER);
+        cached[device] = max_active_clusters((const void *)gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN, CONS>,
+                                             ws_shape<CONS>::threads, ws_config<BN, SCHED, NB, CONS>::smem_bytes,
+                                             CLUSTER, CLUSTER * (sms / CLUSTER), sms / CLUSTER);
     return cached[device];
 }
 
@@ -480,28 +510,39 @@ static bool aligned16(const void *p)
     return (uintptr_t)p % 16 == 0;
 }
 
-/* BKN = 1: B is K×N (N-major for wgmma: TRANS_B = 1), read through a map over its K rows of N in 64-column boxes */
-template <int BN, int CLUSTER, int SCHED, int NB = 2, int BKN = 0>
+/* BKN = 1: B is K×N (N-major for wgmma: TRANS_B = 1), read through a map over its K rows of N in 64-column boxes.
+ * CONS: consumer warpgroups, 64 tile rows each (ws_shape). */
+template <int BN, int CLUSTER, int SCHED, int NB = 2, int BKN = 0, int CONS = 2>
 static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    typedef ws_config<BN, SCHED, NB> cfg;
+    typedef ws_config<BN, SCHED, NB, CONS> cfg;
+    typedef ws_shape<CONS> shape;
     static_assert(cfg::stages >= 3 && cfg::stages <= 16, "stage count out of range");
     static_assert(cfg::smem_bytes <= SMEM_LIMIT, "shared memory over the limit");
+    static_assert(BN % 16 == 0 && (BN % (8 * CLUSTER)) == 0, "whole 16-column tail subtiles, whole 8-row B boxes");
+    static_assert((cfg::b_bytes / CLUSTER) % 1024 == 0, "each CTA's share of B keeps the 1024-byte swizzle alignment");
+    constexpr bool TMA_FUSED = CONS == 2 && BN % EPI_SUB == 0;
     CUtensorMap ta, tb;
-    cudaError_t e = pl_tensor_map_bf16(&ta, p->a, (uint64_t)p->m, (uint64_t)p->k, WS_BM, WS_BK);
+    cudaError_t e = pl_tensor_map_bf16(&ta, p->a, (uint64_t)p->m, (uint64_t)p->k, shape::bm, WS_BK);
     if (e == cudaSuccess)
         e = BKN ? pl_tensor_map_bf16(&tb, p->b, (uint64_t)p->k, (uint64_t)p->n, WS_BK, KN_BOX_COLS)
                 : pl_tensor_map_bf16(&tb, p->b, (uint64_t)p->n, (uint64_t)p->k, BN / CLUSTER, WS_BK);
     /* TMA stores D (and loads the residual and bias) when rows are 16-byte multiples and the pointers 16-byte
-     * aligned; otherwise the consumers store from registers */
-    CUtensorMap td = ta, tr = ta;
+     * aligned; otherwise the consumers store from registers. A tile width that is not a multiple of 64 ends in a
+     * narrower subtile with a dense map of its own (tt); such kernels, and three consumers, store a fused D from
+     * registers (TMA_FUSED). */
+    const pl_gemm_out out = pl_gemm_out_of(p);
+    CUtensorMap td = ta, tr = ta, tt = ta;
     const int tma_store =
         p->n % 8 == 0 && aligned16(p->d) && aligned16(p->epi.bias) && aligned16(p->epi.residual) &&
+        (TMA_FUSED || !out.fused) &&
         pl_tensor_map_bf16(&td, p->d, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, EPI_SUB) == cudaSuccess &&
+        (BN % EPI_SUB == 0 ||
+         pl_tensor_map_bf16_dense(&tt, p->d, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, BN % EPI_SUB) == cudaSuccess) &&
         (!p->epi.residual ||
          pl_tensor_map_bf16(&tr, p->epi.residual, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, EPI_SUB) == cudaSuccess);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN>,
+        e = cudaFuncSetAttribute(gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN, CONS>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
     int device = 0, sms = 0;
     if (e == cudaSuccess)
@@ -511,20 +552,19 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     if (e != cudaSuccess)
         return e;
 
-    const int tiles_m = (p->m + WS_BM - 1) / WS_BM, tile_cols = (p->n + BN - 1) / BN;
+    const int tiles_m = (p->m + shape::bm - 1) / shape::bm, tile_cols = (p->n + BN - 1) / BN;
     const int tile_rows = (tiles_m + CLUSTER - 1) / CLUSTER; /* in cluster units */
     const long long tiles = (long long)tile_rows * tile_cols;
-    int clusters = CLUSTER > 1 ? ws_max_clusters<BN, CLUSTER, SCHED, NB, BKN>(device, sms) : sms;
+    int clusters = CLUSTER > 1 ? ws_max_clusters<BN, CLUSTER, SCHED, NB, BKN, CONS>(device, sms) : sms;
     if (clusters > tiles)
         clusters = (int)tiles;
-    const pl_gemm_out out = pl_gemm_out_of(p);
-    const int tail_split = ws_tail_split(ws_tail<BN, CLUSTER, SCHED>::splits, out.fused, tiles, clusters);
+    const int tail_split = ws_tail_split(ws_tail<BN, CLUSTER, SCHED, CONS>::splits, out.fused, tiles, clusters);
 
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute attr;
-    ws_launch_config(&lc, &attr, clusters * CLUSTER, CLUSTER, cfg::smem_bytes, stream);
-    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN>, ta, tb, td, tr, tma_store,
-                           out, (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols, tail_split);
+    ws_launch_config(&lc, &attr, clusters * CLUSTER, shape::threads, CLUSTER, cfg::smem_bytes, stream);
+    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN, CONS>, ta, tb, td, tr, tt,
+                           tma_store, out, (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols, tail_split);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -615,4 +655,29 @@ extern "C" cudaError_t pl_gemm_wgmma_pp_128x128_c2_kn(const pl_gemm_problem *p, 
 extern "C" cudaError_t pl_gemm_wgmma_ws_128x256_s3_kn(const pl_gemm_problem *p, cudaStream_t stream)
 {
     return launch_ws<256, 1, WS_COOPERATIVE, 4, 1>(p, stream);
+}
+
+/* ---- issue 15: tiles fitted to the shape, as cuBLAS fits them ---- */
+
+/* 192×176 (cuBLAS's tile at 4104²: 22 × 24 = 528 tiles, four whole rounds of 132 CTAs where 128-row tiles leave a
+ * fifth): three consumer warpgroups of 64 rows (ws_shape<3>), wgmma m64n176k16 (88 accumulators a thread), 176 columns
+ * stored as two 64-column subtiles and a 48-column one, in 2-CTA clusters sharing B. Three stages and a whole tile of
+ * epilogue buffers (three a consumer): at 4104² 0.4-0.7% over three stages with two buffers, 3% over four with one;
+ * the same tile without a cluster 19% under it (docs/perf/gemm.md, session 12). */
+extern "C" cudaError_t pl_gemm_wgmma_ws_192x176_c2(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<176, 2, WS_COOPERATIVE, 3, 0, 3>(p, stream);
+}
+
+/* 128×176: two consumers, five stages (where 128×192 has four): mixtral_w1 384×14336×4096 3 × 82 tiles */
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x176(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<176, 1, WS_COOPERATIVE, 2, 0, 2>(p, stream);
+}
+
+/* 128×224 in 4-CTA clusters (four tile rows share each B panel, a quarter loaded and multicast by each CTA): 1000×3000
+ * in 28 clusters, within the 30 of four an H100 holds at once (cuBLAS runs 128×200 tiles in clusters of four there) */
+extern "C" cudaError_t pl_gemm_wgmma_ws_128x224_c4(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_ws<224, 4, WS_COOPERATIVE>(p, stream);
 }

@@ -62,8 +62,10 @@ START_TEST(registry_opt_in)
 {
     opt_in(0);
     const size_t all = pl_gemm_kernel_count();
-    /* 11 of issues 1-14; issue 15: 6 + 4 (_w1) + 2 (deep) + 2 (two warpgroups) split-K, 2 128×192, 3 decode GEMV */
-    ck_assert_int_eq((int)all, 30);
+    /* 11 of issues 1-14; issue 15: 6 + 4 (_w1) + 2 (deep) + 2 (two warpgroups) split-K, 2 128×192, 3 fitted tiles
+     * (192×176, 128×176, 128×224), 3 decode GEMV */
+    ck_assert_int_eq((int)all, 33);
+    ck_assert_ptr_nonnull(pl_gemm_kernel_find("wgmma_ws_192x176x64_s3_c2"));
     ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 0);
     ck_assert_ptr_nonnull(pl_gemm_kernel_find(SWAP16));
     ck_assert_ptr_nonnull(pl_gemm_kernel_find("gemv_mma_t16"));

@@ -675,6 +675,14 @@ static char *source_dir(void)
     return dir;
 }
 
+/* Run a shell command (taken and freed) that must exit 0. */
+static void system_ok(char *cmd)
+{
+    const int rc = system(cmd);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, cmd);
+    free(cmd);
+}
+
 /* scripts/gemm_heuristic_table.py and gemm_wide_table.py on a comparison.json written by the report code: the
  * table's C source (entries, SM count, the terminator), --min-gain, refusals, and the bars' table. */
 START_TEST(sweep_scripts)
@@ -706,6 +714,11 @@ START_TEST(sweep_scripts)
         pl_gemm_record_list tried = {0};
         push_native(&tried, "wgmma_ws_128x128x64_s6", s == 0 ? 1.0 : 1.2, 1);
         push_native(&tried, "wgmma_sk_64x128x64", 1.1, 1);
+        for (size_t i = 0; i < tried.n; i++) { /* the shape's own sizes (perflab.json keys --robust by them) */
+            tried.items[i].m = shapes[s].m;
+            tried.items[i].n = shapes[s].n;
+            tried.items[i].k = shapes[s].k;
+        }
         pl_gemm_cell_settle(pl_gemm_cell_at(&c, s, 2), &tried, PL_GEMM_FAILED, NULL);
         pl_gemm_cell_set_pick(pl_gemm_cell_at(&c, s, 2), "wgmma_ws_128x128x64_s6");
     }
@@ -718,8 +731,7 @@ START_TEST(sweep_scripts)
 
     /* the table: both native shapes, the GPU's SM count, the terminator */
     char *cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s --out %s 2>/dev/null", src, cmp, out);
-    ck_assert_int_eq(system(cmd), 0);
-    free(cmd);
+    system_ok(cmd);
     char *text = pl_read_file(out, NULL, err, sizeof err);
     ck_assert_msg(text, "%s", err);
     ck_assert_msg(strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"wgmma_ws_128x128x64_s6\"}") &&
@@ -731,27 +743,47 @@ START_TEST(sweep_scripts)
     /* --min-gain 0.05: only the shape where the pick was over 5% slower (1.2 / 1.1); --any-gpu: SM count 0 */
     cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s --out %s --min-gain 0.05 --any-gpu 2>/dev/null", src,
                     cmp, out);
-    ck_assert_int_eq(system(cmd), 0);
-    free(cmd);
+    system_ok(cmd);
     text = pl_read_file(out, NULL, err, sizeof err);
     ck_assert_msg(text && strstr(text, "{\"nk\", 0, 256, 4096, 4096, \"wgmma_sk_64x128x64\"}") &&
                       !strstr(text, ", 16, 4096, 4096,"),
                   "%s", text ? text : err);
     free(text);
+    /* --robust with --kernels (only the split-K kernel kept), --rename (read under another name) and --min-runs */
+    char *reg = pl_path_join(dir, "kernels.json");
+    FILE *f = fopen(reg, "w");
+    ck_assert(f);
+    fputs("[{\"name\": \"wgmma_renamed\"}]\n", f);
+    fclose(f);
+    cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s %s --out %s --robust --min-runs 1 --kernels %s "
+                    "--rename wgmma_sk_64x128x64=wgmma_renamed 2>/dev/null",
+                    src, cmp, cmp, out, reg);
+    system_ok(cmd);
+    text = pl_read_file(out, NULL, err, sizeof err);
+    ck_assert_msg(text && strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"wgmma_renamed\"}") &&
+                      strstr(text, "{\"nk\", 132, 256, 4096, 4096, \"wgmma_renamed\"}") &&
+                      !strstr(text, "wgmma_ws_128x128x64_s6") && strstr(text, "over 2 run(s)"),
+                  "%s", text ? text : err);
+    free(text);
+    /* --rename without --robust, or not OLD=NEW: usage (2) */
+    cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s --out %s/bad.c --rename a=b 2>/dev/null; test $? = 2 "
+                    "&& python3 %s/scripts/gemm_heuristic_table.py %s --out %s/bad.c --robust --rename ab 2>/dev/null; "
+                    "test $? = 2 && test ! -e %s/bad.c",
+                    src, cmp, dir, src, cmp, dir, dir);
+    system_ok(cmd);
+    free(reg);
     /* not a comparison: exit 2, nothing written over the table */
     cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s/summary.md --out %s/bad.c 2>/dev/null; test $? = 2 "
                     "&& test ! -e %s/bad.c",
                     src, dir, dir, dir);
-    ck_assert_int_eq(system(cmd), 0);
-    free(cmd);
+    system_ok(cmd);
 
     /* the bars' table: one shape at 0.909 of cuBLAS (110 TFLOP/s against 100), the pick within 3% on 1 of 2 */
     char *md = pl_path_join(dir, "bars.md");
     cmd = pl_strfmt("python3 %s/scripts/gemm_wide_table.py %s >%s; test $? = 0 && python3 "
                     "%s/scripts/gemm_wide_table.py --strict %s >/dev/null; test $? = 1",
                     src, cmp, md, src, cmp);
-    ck_assert_int_eq(system(cmd), 0);
-    free(cmd);
+    system_ok(cmd);
     text = pl_read_file(md, NULL, err, sizeof err);
     ck_assert_msg(text && strstr(text, "### NVIDIA H200, B nk") && strstr(text, "| pick_slow_m256_n4096_k4096 |") &&
                       strstr(text, "1/2 = 50%") && strstr(text, "NOT met") && strstr(text, "5 round(s)"),
@@ -761,8 +793,7 @@ START_TEST(sweep_scripts)
     cmd = pl_strfmt("python3 %s/scripts/gemm_wide_table.py --merge %s %s >/dev/null 2>&1; test $? = 2 && python3 "
                     "%s/scripts/gemm_wide_table.py --merge %s | grep -q '1/2 = 50%%'",
                     src, cmp, cmp, src, cmp);
-    ck_assert_int_eq(system(cmd), 0);
-    free(cmd);
+    system_ok(cmd);
     free(md);
     free(out);
     free(cmp);
