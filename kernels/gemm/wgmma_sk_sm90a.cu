@@ -167,6 +167,20 @@ __device__ __forceinline__ void st_async_f32(uint32_t addr, uint32_t bar, uint32
 }
 
 /* grid (S, X tiles, Y tiles), clusters of (S, 1, 1): a cluster is one output tile, its CTA rank blockIdx.x. */
+/* Every pair of a consumer warp's m64nTILE accumulators with its place: f(r, c, v0, v1) for row r of the tile's X
+ * rows (16·warp + lane/4, +8) and columns c, c + 1 of its Y columns (the wgmma fragment layout: register 4j + 2h + e
+ * is row 16·warp + 8h + lane/4, column 8j + 2·(lane%4) + e). */
+template <int TILE, typename F>
+__device__ __forceinline__ void sk_fragment_pairs(const float (&acc)[TILE / 2], int warp, int lane, F f)
+{
+    const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int j = 0; j < TILE / 8; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            f(16 * warp + 8 * h + g, 8 * j + 2 * q, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+}
+
 template <int TILE, int SWAP, int WG, int DEEP>
 __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
     gemm_sk_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_y, pl_gemm_out o,
@@ -190,7 +204,8 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
             mbar_init(full + 8 * s, 1);       /* the producer's arrive; TMA bytes complete it */
             mbar_init(empty + 8 * s, 4 * WG); /* lane 0 of each consumer warp */
         }
-        mbar_init(recv, 1); /* the fix-up: thread 0's arrival, and the bytes of the S partials of this CTA's rows */
+        if (SK_PUSH(WG))
+            mbar_init(recv, 1); /* the fix-up: thread 0's arrival, and the bytes of the S partials of this CTA's rows */
         mbar_fence_init();
     }
     __syncthreads();
@@ -250,21 +265,18 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
             mbar_arrive_expect_tx(recv, (uint32_t)(split * own_rows * cfg::out_cols * 4));
         cluster_sync_relaxed(); /* the stages of every CTA are free; the barrier inits were released by their fence */
         if (warp < 4 * WG) {
-            const int g = lane >> 2, q = lane & 3;
             if constexpr (SWAP) { /* X row r is D's column: D rows c and c + 1, one fp32 each */
+                sk_fragment_pairs<TILE>(acc, warp, lane, [&](int r, int c, float v0, float v1) {
 #pragma unroll
-                for (int j = 0; j < TILE / 8; j++)
-#pragma unroll
-                    for (int h = 0; h < 2; h++)
-#pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            const int r = 16 * warp + 8 * h + g, c = 8 * j + 2 * q + e;
-                            const int owner = c / rows_per, lr = c - owner * rows_per;
-                            st_async_f32(base + (uint32_t)(((rank * rows_per + lr) * cfg::pitch + r) * 4), recv,
-                                         (uint32_t)owner, acc[4 * j + 2 * h + e]);
-                        }
+                    for (int e = 0; e < 2; e++) {
+                        const int owner = (c + e) / rows_per, lr = c + e - owner * rows_per;
+                        st_async_f32(base + (uint32_t)(((rank * rows_per + lr) * cfg::pitch + r) * 4), recv,
+                                     (uint32_t)owner, e ? v1 : v0);
+                    }
+                });
             } else { /* D row r: lanes q and q^1 swap column pairs so that each pushes four adjacent columns
                       * (16 bytes), the even lane those of chunk j, the odd one those of chunk j + 1 */
+                const int g = lane >> 2, q = lane & 3;
                 const bool odd = q & 1;
 #pragma unroll
                 for (int j = 0; j < TILE / 8; j += 2)
@@ -285,22 +297,15 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
         }
         mbar_wait(recv, 0);
     } else { /* the CTA's whole partial into its own stages (row r of the tile at r·pitch) */
-        if (warp < 4 * WG) {
-            const int g = lane >> 2, q = lane & 3;
-#pragma unroll
-            for (int j = 0; j < TILE / 8; j++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int r = 16 * warp + 8 * h + g, c = 8 * j + 2 * q; /* row of X, column of Y */
-                    const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-                    if (SWAP) {
-                        partial[c * cfg::pitch + r] = v0;
-                        partial[(c + 1) * cfg::pitch + r] = v1;
-                    } else {
-                        *reinterpret_cast<float2 *>(&partial[r * cfg::pitch + c]) = make_float2(v0, v1);
-                    }
+        if (warp < 4 * WG)
+            sk_fragment_pairs<TILE>(acc, warp, lane, [&](int r, int c, float v0, float v1) { /* row of X, column of Y */
+                if (SWAP) {
+                    partial[c * cfg::pitch + r] = v0;
+                    partial[(c + 1) * cfg::pitch + r] = v1;
+                } else {
+                    *reinterpret_cast<float2 *>(&partial[r * cfg::pitch + c]) = make_float2(v0, v1);
                 }
-        }
+            });
         if (split > 1)
             cluster_sync(); /* release/acquire: every CTA's partial is visible to the cluster */
         else
@@ -417,8 +422,10 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaSt
     if (e != cudaSuccess)
         return e;
 
-    /* the fix-up's S slots of ceil(rows / S) rows fit in the stages (S·ceil(rows/S) < rows + S; checked, not assumed) */
-    if ((long long)s * ((cfg::out_rows + s - 1) / s) * cfg::pitch * 4 > (long long)cfg::stages * cfg::stage_bytes)
+    /* pushed: the fix-up's S slots of ceil(rows / S) rows fit in the stages (S·ceil(rows/S) < rows + S; checked, not
+     * assumed) */
+    if (SK_PUSH(WG) && s > 1 &&
+        (long long)s * ((cfg::out_rows + s - 1) / s) * cfg::pitch * 4 > (long long)cfg::stages * cfg::stage_bytes)
         return cudaErrorInvalidValue;
     cudaLaunchConfig_t lc = {};
     cudaLaunchAttribute attr;
