@@ -80,7 +80,8 @@ static model_params params_of(const pl_gemm_kernel *k, int fused)
         const int pingpong = strncmp(k->name, "wgmma_pp_", 9) == 0;
         const int epilogue_warps = k->tile_n == 256 && k->stages == 3;
         m.persistent = 1;
-        /* tiles of 176 columns, or of 192 rows (three consumers), store a fused D from registers */
+        /* tiles whose width is not a multiple of 64 (176, 224), or of 192 rows (three consumers), store a fused D
+         * from registers */
         const int fused_from_registers = k->tile_n % 64 != 0 || k->tile_m != 128;
         m.eff = pingpong                              ? 0.75
                 : k->tile_n == 256                    ? (epilogue_warps ? 0.82 : 0.83)
