@@ -27,13 +27,14 @@ static encode_tiled_fn encoder(void)
 static cudaError_t tensor_map(CUtensorMap *map, const void *base, uint64_t rows, uint64_t cols, uint32_t elem_bytes,
                               uint32_t box_rows, uint32_t box_cols, int swizzled)
 {
-    encode_tiled_fn fn = encoder();
-    if (!fn)
-        return cudaErrorNotSupported;
+    /* the arguments first: a bad one is cudaErrorInvalidValue on any machine, with a driver or without */
     if ((elem_bytes != 1 && elem_bytes != 2) || (uintptr_t)base % 16 != 0 || (cols * elem_bytes) % 16 != 0 ||
         box_rows < 1 || box_rows > 256 || box_cols < 1 ||
         (swizzled ? box_cols * elem_bytes > 128 : (box_cols * elem_bytes) % 16 != 0 || box_cols > 256))
         return cudaErrorInvalidValue;
+    encode_tiled_fn fn = encoder();
+    if (!fn)
+        return cudaErrorNotSupported;
     const cuuint64_t dims[2] = {cols, rows};           /* innermost first */
     const cuuint64_t strides[1] = {cols * elem_bytes}; /* bytes between rows */
     const cuuint32_t box[2] = {box_cols, box_rows};

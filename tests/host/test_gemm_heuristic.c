@@ -10,6 +10,7 @@
 #include "gemm/gemm.h"
 #include "gemm/heuristic.h"
 #include "gemm/splitk.h"
+#include "gemm/tensor_map.h"
 #include "testutil.h"
 
 #define SWAP16 "wgmma_sk_swap_16x64x64"
@@ -317,6 +318,44 @@ START_TEST(issue15_choices)
 }
 END_TEST
 
+/* The fitted tiles (session 12): clusters of four fill 10/11 of the SMs, and a fused D through registers costs the
+ * 176-wide and 192-row tiles more than the 128×256 tile whose epilogue warps take it. */
+START_TEST(fitted_tiles_model)
+{
+    opt_in(0);
+    const pl_gemm_kernel *c4 = pl_gemm_kernel_find("wgmma_ws_128x224x64_s4_c4");
+    const pl_gemm_kernel *t176 = pl_gemm_kernel_find("wgmma_ws_192x176x64_s3_c2");
+    const pl_gemm_kernel *t256 = pl_gemm_kernel_find("wgmma_ws_128x256x64_s4");
+    ck_assert(c4 && t176 && t256);
+    /* 8 × 14 = 112 tiles fit the 120 SMs four-CTA clusters fill at once; 8 × 16 = 128 take a second round */
+    const pl_gemm_problem one = problem(1024, 14 * 224, 8192, PL_GEMM_B_NK);
+    const pl_gemm_problem two = problem(1024, 16 * 224, 8192, PL_GEMM_B_NK);
+    const double t1 = pl_gemm_model_us(c4, &one, &h200), t2 = pl_gemm_model_us(c4, &two, &h200);
+    ck_assert_msg(t2 > 1.6 * t1, "112 tiles %.1f us, 128 tiles %.1f us", t1, t2);
+    /* a fused epilogue: 0.75× through registers, 0.90× through TMA */
+    pl_gemm_problem plain = problem(4104, 4104, 1032, PL_GEMM_B_NK), fused = plain;
+    fused.epi.gelu = 1;
+    const double r176 = pl_gemm_model_us(t176, &fused, &h200) / pl_gemm_model_us(t176, &plain, &h200);
+    const double r256 = pl_gemm_model_us(t256, &fused, &h200) / pl_gemm_model_us(t256, &plain, &h200);
+    ck_assert_msg(r176 > r256 && r256 > 1.0, "fused / plain: 192x176 %.3f, 128x256 %.3f", r176, r256);
+}
+END_TEST
+
+/* TMA tensor maps: a bad argument is cudaErrorInvalidValue before the driver is asked, on any machine */
+START_TEST(tensor_map_limits)
+{
+    CUtensorMap m;
+    const void *base = (const void *)(uintptr_t)0x100000;
+    ck_assert_int_eq(pl_tensor_map_bf16(&m, base, 64, 64, 64, 65), cudaErrorInvalidValue); /* 130-byte swizzled rows */
+    ck_assert_int_eq(pl_tensor_map_bf16(&m, base, 64, 64, 0, 64), cudaErrorInvalidValue);
+    ck_assert_int_eq(pl_tensor_map_bf16(&m, base, 64, 64, 257, 64), cudaErrorInvalidValue);
+    ck_assert_int_eq(pl_tensor_map_bf16(&m, (const void *)(uintptr_t)0x100008, 64, 64, 64, 64), cudaErrorInvalidValue);
+    ck_assert_int_eq(pl_tensor_map_bf16(&m, base, 64, 60, 64, 64), cudaErrorInvalidValue); /* 120-byte row pitch */
+    ck_assert_int_eq(pl_tensor_map_bf16_dense(&m, base, 64, 64, 64, 44), cudaErrorInvalidValue); /* 88 bytes */
+    ck_assert_int_eq(pl_tensor_map_bf16_dense(&m, base, 64, 512, 64, 264), cudaErrorInvalidValue);
+}
+END_TEST
+
 START_TEST(table_precedence)
 {
     opt_in(0);
@@ -404,6 +443,8 @@ static Suite *suite(void)
     tcase_add_test(tc, split_rule);
     tcase_add_test(tc, validated_choices);
     tcase_add_test(tc, issue15_choices);
+    tcase_add_test(tc, fitted_tiles_model);
+    tcase_add_test(tc, tensor_map_limits);
     tcase_add_test(tc, table_precedence);
     tcase_add_test(tc, committed_table_is_valid);
     suite_add_tcase(s, tc);
