@@ -166,7 +166,6 @@ __device__ __forceinline__ void st_async_f32(uint32_t addr, uint32_t bar, uint32
                  : "memory");
 }
 
-/* grid (S, X tiles, Y tiles), clusters of (S, 1, 1): a cluster is one output tile, its CTA rank blockIdx.x. */
 /* Every pair of a consumer warp's m64nTILE accumulators with its place: f(r, c, v0, v1) for row r of the tile's X
  * rows (16·warp + lane/4, +8) and columns c, c + 1 of its Y columns (the wgmma fragment layout: register 4j + 2h + e
  * is row 16·warp + 8h + lane/4, column 8j + 2·(lane%4) + e). */
@@ -181,6 +180,7 @@ __device__ __forceinline__ void sk_fragment_pairs(const float (&acc)[TILE / 2], 
             f(16 * warp + 8 * h + g, 8 * j + 2 * q, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
 }
 
+/* grid (S, X tiles, Y tiles), clusters of (S, 1, 1): a cluster is one output tile, its CTA rank blockIdx.x. */
 template <int TILE, int SWAP, int WG, int DEEP>
 __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
     gemm_sk_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_y, pl_gemm_out o,
