@@ -141,7 +141,8 @@ double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const
                       : (k->flags & PL_GEMM_KERNEL_SPLIT_DEEP)  ? pl_gemm_sk_split_deep(tiles, kb, g->sms)
                                                                 : pl_gemm_sk_split(tiles, kb, g->sms);
     const long long ctas = tiles * split;
-    /* clusters of four fill fewer SMs at once: 30 of them (120 CTAs) on a 132-SM H100 (session 11) */
+    /* clusters of four fill fewer SMs at once: 30 of them (120 CTAs) on a 132-SM H100 (measured, session 11); the
+     * same share is assumed on other GPUs */
     const long long usable = k->cluster_m >= 4 ? (long long)g->sms * 10 / 11 : g->sms;
     const long long per_sm = ceil_div(ctas, usable); /* the busiest SM's tiles (or CTAs), one after another */
     const double tflops =

@@ -43,20 +43,31 @@ __device__ __forceinline__ uint32_t subtile_addr(uint32_t buf, int srow, int c)
     return buf + srow * 128 + ((chunk ^ (srow & 7)) << 4);
 }
 
-/* Register q of a 4-matrix stmatrix/ldmatrix for chunks (c, c + 1) holds this lane's pair of chunk c + q/2, row
- * half q%2: accumulator index 4·chunk + 2·half. */
-__device__ __forceinline__ void plain_subtile_to_smem(const float (&v)[32], uint32_t buf, int srow)
+/* The first CHUNKS 8-column chunks of a subtile's values (v[4·chunk ..]) as bf16 into `buf`, a pair of chunks per
+ * stmatrix: rows 128 bytes apart in the 128-byte swizzle (subtile_addr) when SWIZZLED, else ROW_BYTES apart in
+ * plain order. Register q of a 4-matrix stmatrix/ldmatrix for chunks (c, c + 1) holds this lane's pair of chunk
+ * c + q/2, row half q%2: accumulator index 4·chunk + 2·half. */
+template <int CHUNKS, bool SWIZZLED, int ROW_BYTES = 128>
+__device__ __forceinline__ void chunks_to_smem(const float (&v)[32], uint32_t buf, int srow)
 {
 #pragma unroll
-    for (int c = 0; c < 8; c += 2) {
+    for (int c = 0; c < CHUNKS; c += 2) {
         uint32_t r[4];
 #pragma unroll
         for (int q = 0; q < 4; q++) {
             const int k = 4 * (c + (q >> 1)) + 2 * (q & 1);
             r[q] = pl_pack_bf16x2(v[k], v[k + 1]);
         }
-        stmatrix_x4(subtile_addr(buf, srow, c), r[0], r[1], r[2], r[3]);
+        const uint32_t addr = SWIZZLED ? subtile_addr(buf, srow, c)
+                                       : buf + srow * ROW_BYTES + (c + ((threadIdx.x & 31) >> 4)) * 16;
+        stmatrix_x4(addr, r[0], r[1], r[2], r[3]);
     }
+}
+
+/* A whole 64×64 subtile, 128-byte swizzled. */
+__device__ __forceinline__ void plain_subtile_to_smem(const float (&v)[32], uint32_t buf, int srow)
+{
+    chunks_to_smem<8, true>(v, buf, srow);
 }
 
 /* The fused subtile: residual pairs from `buf` (already there), bias pairs from `bias` (this subtile's 64
@@ -139,25 +150,20 @@ __device__ __forceinline__ void epilogue_fused_prefetch(const pl_gemm_out &o, co
     }
 }
 
-/* The narrower last subtile of a tile whose width N is not a multiple of 64 (the 176-column tiles' 48 columns):
+/* The narrower last subtile of a tile whose width N is not a multiple of 64 (48 columns of 176, 32 of 224):
  * its N % 64 columns of this lane's accumulators, stmatrix'd into `buf` without swizzle (rows (N % 64) · 2 bytes
- * apart, the layout of the dense tensor map its TMA store reads: pl_tensor_map_bf16_dense). Rows that far apart
- * put two of a matrix's eight rows on the same banks: a 2-way conflict on a quarter of the tile's stores. */
+ * apart, the layout of the dense tensor map its TMA store reads: pl_tensor_map_bf16_dense). Rows 96 bytes apart
+ * (176 columns) put two of a matrix's eight rows on the same banks, 64 bytes apart (224) four: 2- and 4-way
+ * conflicts on the tail's stmatrix (bank arithmetic, not measured). */
 template <int N> __device__ __forceinline__ void tail_subtile_to_smem(const float (&acc)[N / 2], uint32_t buf, int srow)
 {
     constexpr int W = N % EPI_SUB, FIRST = 32 * (N / EPI_SUB);
     static_assert(W % 16 == 0, "the tail is whole pairs of 8-column chunks");
+    float v[32];
 #pragma unroll
-    for (int c = 0; c < W / 8; c += 2) {
-        uint32_t r[4];
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-            const int k = FIRST + 4 * (c + (q >> 1)) + 2 * (q & 1);
-            r[q] = pl_pack_bf16x2(acc[k], acc[k + 1]);
-        }
-        const int chunk = c + ((threadIdx.x & 31) >> 4);
-        stmatrix_x4(buf + srow * (W * 2) + chunk * 16, r[0], r[1], r[2], r[3]);
-    }
+    for (int i = 0; i < W / 2; i++)
+        v[i] = acc[FIRST + i];
+    chunks_to_smem<W / 8, false, W * 2>(v, buf, srow);
 }
 
 /* Subtiles `first`, `first`+1, ... of the tile (counting from 0 at its first call for a tile) use buffers

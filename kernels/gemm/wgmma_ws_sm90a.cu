@@ -28,7 +28,7 @@
  * warpgroups make 192-row tiles (ws_shape: 512 threads, setmaxnreg 40 for the producer and 152 for the consumers);
  * widths that are not multiples of 64 (176, 224) end in a narrower subtile, stored through a dense TMA map of its own
  * (epilogue_tma_m64). Those kernels take a fused epilogue from registers: the epilogue warps' hand-over and the
- * fused TMA path take two consumers and whole 64-column subtiles (TMA_FUSED).
+ * fused TMA path take two consumers and whole 64-column subtiles (ws_config::tma_fused).
  *
  * The split tail (the 2-CTA cooperative 128×256 kernels, plain D; the launcher decides: ws_tail_split). When the
  * last round of the walk is at most half full (4104² in 128×256 pairs: 289 pairs on 66 clusters, the fifth round
@@ -96,6 +96,10 @@ template <int BN, int SCHED, int NB = 2, int CONS = 2> struct ws_config {
     static constexpr int stages = (SMEM_LIMIT - 1024 - extra_bytes) / stage_bytes;
     static constexpr int smem_bytes = 1024 + stages * stage_bytes + extra_bytes;
     static constexpr int readers = SCHED == WS_PINGPONG ? 4 : 4 * CONS; /* consumer warps that read each stage */
+    /* the fused epilogue through TMA (the epilogue warps' hand-over, the ping-pong consumers' own) takes whole
+     * 64-column subtiles and two consumers; other kernels store a fused D from registers (the launcher clears
+     * tma_store) */
+    static constexpr bool tma_fused = CONS == 2 && BN % EPI_SUB == 0;
 };
 
 /* Tile t of the walk -> (tile row in cluster units, tile column): rows advance fastest inside a group of
@@ -211,9 +215,7 @@ __global__ void __launch_bounds__(ws_shape<CONS>::threads, 1)
 {
     typedef ws_config<BN, SCHED, NB, CONS> cfg;
     typedef ws_shape<CONS> shape;
-    /* The fused epilogue through TMA (the epilogue warps' hand-over, the ping-pong consumers' own) takes whole 64-column
-     * subtiles and two consumers; other kernels store a fused D from registers (the launcher clears tma_store). */
-    constexpr bool TMA_FUSED = CONS == 2 && BN % EPI_SUB == 0;
+    constexpr bool TMA_FUSED = cfg::tma_fused;
     static_assert(SCHED == WS_COOPERATIVE || (CONS == 2 && BN == 128), "ping-pong pairs two consumers of 128×128 tiles");
     constexpr int STAGES = cfg::stages;
     constexpr int KN_BOXES = BN / KN_BOX_COLS;
@@ -521,7 +523,6 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     static_assert(cfg::smem_bytes <= SMEM_LIMIT, "shared memory over the limit");
     static_assert(BN % 16 == 0 && (BN % (8 * CLUSTER)) == 0, "whole 16-column tail subtiles, whole 8-row B boxes");
     static_assert((cfg::b_bytes / CLUSTER) % 1024 == 0, "each CTA's share of B keeps the 1024-byte swizzle alignment");
-    constexpr bool TMA_FUSED = CONS == 2 && BN % EPI_SUB == 0;
     CUtensorMap ta, tb;
     cudaError_t e = pl_tensor_map_bf16(&ta, p->a, (uint64_t)p->m, (uint64_t)p->k, shape::bm, WS_BK);
     if (e == cudaSuccess)
@@ -530,12 +531,12 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     /* TMA stores D (and loads the residual and bias) when rows are 16-byte multiples and the pointers 16-byte
      * aligned; otherwise the consumers store from registers. A tile width that is not a multiple of 64 ends in a
      * narrower subtile with a dense map of its own (tt); such kernels, and three consumers, store a fused D from
-     * registers (TMA_FUSED). */
+     * registers (ws_config::tma_fused). */
     const pl_gemm_out out = pl_gemm_out_of(p);
     CUtensorMap td = ta, tr = ta, tt = ta;
     const int tma_store =
         p->n % 8 == 0 && aligned16(p->d) && aligned16(p->epi.bias) && aligned16(p->epi.residual) &&
-        (TMA_FUSED || !out.fused) &&
+        (cfg::tma_fused || !out.fused) &&
         pl_tensor_map_bf16(&td, p->d, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, EPI_SUB) == cudaSuccess &&
         (BN % EPI_SUB == 0 ||
          pl_tensor_map_bf16_dense(&tt, p->d, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, BN % EPI_SUB) == cudaSuccess) &&
