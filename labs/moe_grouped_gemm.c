@@ -297,11 +297,12 @@ static pl_grouped_gemm_problem problem_of(const moe_state *s, int fp8)
     return p;
 }
 
-static int run_native(pl_ctx *ctx, moe_state *s, int fp8, int halves, int skip_idle)
+static int run_native(pl_ctx *ctx, moe_state *s, int fp8, int halves, int skip_idle, int cluster)
 {
     s->last = fp8 ? OUT_FP8 : OUT_BF16;
     pl_grouped_gemm_problem p = problem_of(s, fp8);
     p.skip_idle = skip_idle;
+    p.cluster = cluster;
     char why[200];
     if (!pl_grouped_gemm_supports(&p, fp8, why, sizeof why))
         return pl_fail(ctx, "the native grouped GEMM cannot take this problem: %s", why);
@@ -313,22 +314,32 @@ static int run_native(pl_ctx *ctx, moe_state *s, int fp8, int halves, int skip_i
 
 static int run_grouped(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, 0, 0, 0);
+    return run_native(ctx, state, 0, 0, 0, 1);
 }
 
 static int run_grouped_skip(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, 0, 0, 1);
+    return run_native(ctx, state, 0, 0, 1, 1);
+}
+
+static int run_grouped_c2(pl_ctx *ctx, void *state)
+{
+    return run_native(ctx, state, 0, 0, 1, 2);
 }
 
 static int run_grouped_fp8(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, 1, 0, 0);
+    return run_native(ctx, state, 1, 0, 0, 1);
 }
 
 static int run_grouped_fp8_halves(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, 1, 1, 0);
+    return run_native(ctx, state, 1, 1, 0, 1);
+}
+
+static int run_grouped_fp8_c2(pl_ctx *ctx, void *state)
+{
+    return run_native(ctx, state, 1, 0, 0, 2);
 }
 
 static const pl_variant moe_variants[] = {
@@ -349,6 +360,11 @@ static const pl_variant moe_variants[] = {
                   "padding of the expert's last tile row) issues no wgmma for it",
      .run = run_grouped_skip,
      .req = REQ_GROUPED},
+    {.name = "grouped_c2",
+     .technique = "grouped_skip in 2-CTA clusters: two vertically adjacent tiles of an expert share their B panel, "
+                  "each CTA loading half and multicasting it (a third less L2 → SM traffic)",
+     .run = run_grouped_c2,
+     .req = REQ_GROUPED},
     {.name = "grouped_fp8",
      .technique = "the same in e4m3 with block scales (tokens 1×128, weights 128×128), 128×192 tiles, fp32 "
                   "promotion every 128 K",
@@ -358,6 +374,10 @@ static const pl_variant moe_variants[] = {
      .technique = "grouped_fp8 with each k-block's wgmma in two half-tile commit groups (m64n96k32): the left half "
                   "is promoted while the right half runs",
      .run = run_grouped_fp8_halves,
+     .req = REQ_GROUPED_FP8},
+    {.name = "grouped_fp8_c2",
+     .technique = "grouped_fp8 in 2-CTA clusters sharing each B panel (multicast)",
+     .run = run_grouped_fp8_c2,
      .req = REQ_GROUPED_FP8},
     {.name = NULL},
 };

@@ -29,7 +29,15 @@ typedef struct pl_grouped_gemm_problem {
     /* 1: a consumer warpgroup whose 64 rows of a tile all lie past its group's end (the padding of a group's last
      * tile row) issues no wgmma for that tile, leaving the tensor cores to the other; 0: it computes them unstored */
     int skip_idle;
+    /* 2: CTAs in pairs (2-CTA clusters) that take vertically adjacent tiles of a group and share their B panel, each
+     * loading half and multicasting it (a third less L2 → SM traffic; a group with an odd tile row count pads its
+     * last pair with a tile it does not store); 1: one CTA a tile; 0: the measured choice, pairs for bf16 when the
+     * groups average PL_GROUPED_PAIR_ROWS rows or more (H100, docs/perf/moe.md: E = 8, N = 14336 +5-7% in pairs;
+     * E = 64, N = 1536, 256 rows a group, −11%: half its groups pad a pair), one CTA a tile for fp8 (no gain) */
+    int cluster;
 } pl_grouped_gemm_problem;
+
+#define PL_GROUPED_PAIR_ROWS 1024
 
 #define PL_GROUPED_GEMM_NEEDS                                                                                          \
     {                                                                                                                  \

@@ -7,7 +7,9 @@
  *   bf16: 128×256 tiles, wgmma m64n256k16, k-blocks of 64, 4 stages (the BF16 ladder's best tile).
  *   fp8:  128×192 tiles, wgmma m64n192k32 e4m3, k-blocks of 128 promoted into fp32 with sa[token][kb] ·
  *         sb[expert][n-block][kb] (see fp8_ws_sm90a.cu for the tile), 4 stages. The _halves launcher promotes off
- *         the critical path (two m64n96k32 commit groups per k-block, sw_mainloop_halves in sm90_ws_scaled.cuh). */
+ *         the critical path (two m64n96k32 commit groups per k-block, sw_mainloop_halves in sm90_ws_scaled.cuh).
+ * With p->cluster = 2 the CTAs run in pairs (2-CTA clusters) on vertically adjacent tiles of one expert, each loading
+ * half of their shared B panel and multicasting it: per k-block a CTA receives A + B but reads A + B/2 from L2. */
 #include <stdio.h>
 
 #include "gemm/fp8.h"
@@ -20,6 +22,10 @@ extern "C" int pl_grouped_gemm_supports(const pl_grouped_gemm_problem *p, int fp
     if (p->groups < 1 || p->n < 1 || p->k < 1 || p->rows < 0) {
         snprintf(why, whylen, "groups, N and K must be at least 1 and rows at least 0 (got %d, %d, %d, %d)", p->groups,
                  p->n, p->k, p->rows);
+        return 0;
+    }
+    if (p->cluster < 0 || p->cluster > 2) {
+        snprintf(why, whylen, "cluster must be 0 or 1 (one CTA a tile) or 2 (CTA pairs); got %d", p->cluster);
         return 0;
     }
     if (!p->offsets || !p->a || !p->b || !p->d) {
@@ -49,7 +55,7 @@ extern "C" int pl_grouped_gemm_supports(const pl_grouped_gemm_problem *p, int fp
     return 1;
 }
 
-template <int BN, int ELEM, int SCALE, int HALVES = 1>
+template <int BN, int ELEM, int SCALE, int HALVES, int CLUSTER>
 static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t stream)
 {
     char why[160];
@@ -61,7 +67,7 @@ static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t
     CUtensorMap ta, tb, td;
     cudaError_t e = pl_tensor_map_2d(&ta, p->a, (uint64_t)p->rows, (uint64_t)p->k, es, SW_BM, ke);
     if (e == cudaSuccess)
-        e = pl_tensor_map_2d(&tb, p->b, (uint64_t)p->groups * (uint64_t)p->n, (uint64_t)p->k, es, BN, ke);
+        e = pl_tensor_map_2d(&tb, p->b, (uint64_t)p->groups * (uint64_t)p->n, (uint64_t)p->k, es, BN / CLUSTER, ke);
     if (e != cudaSuccess)
         return e;
     sw_params sp = {};
@@ -75,22 +81,34 @@ static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t
     sw_store_map(&td, p->d, p->rows, p->n, &sp.tma_store);
     if (!sp.tma_store)
         td = ta; /* unused */
-    /* at most one partial tile row per group beyond the full ones */
-    const long long max_tiles = ((long long)p->rows / SW_BM + p->groups) * sp.tile_cols;
-    return sw_launch<BN, ELEM, SCALE, 1, 1, HALVES>(ta, tb, td, sp, max_tiles, stream);
+    /* cluster tiles: at most one partial cluster tile row per group beyond the full ones */
+    const long long max_tiles = ((long long)p->rows / (CLUSTER * SW_BM) + p->groups) * sp.tile_cols;
+    return sw_launch<BN, ELEM, SCALE, CLUSTER, 1, HALVES>(ta, tb, td, sp, max_tiles, stream);
+}
+
+/* p->cluster picks the launch: 2 for CTA pairs sharing each B panel, 1 for one CTA a tile, 0 for the measured
+ * choice (gemm/grouped.h: pairs for bf16 groups of PL_GROUPED_PAIR_ROWS rows or more on average); launch_grouped
+ * rejects other values. */
+template <int BN, int ELEM, int SCALE, int HALVES = 1>
+static cudaError_t launch_grouped_any(const pl_grouped_gemm_problem *p, cudaStream_t stream)
+{
+    const bool pairs = p->cluster == 2 || (p->cluster == 0 && ELEM == SW_BF16 &&
+                                           (long long)p->rows >= (long long)PL_GROUPED_PAIR_ROWS * p->groups);
+    return pairs ? launch_grouped<BN, ELEM, SCALE, HALVES, 2>(p, stream)
+                 : launch_grouped<BN, ELEM, SCALE, HALVES, 1>(p, stream);
 }
 
 extern "C" cudaError_t pl_grouped_gemm_bf16(const pl_grouped_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_grouped<256, SW_BF16, SW_SCALE_NONE>(p, stream);
+    return launch_grouped_any<256, SW_BF16, SW_SCALE_NONE>(p, stream);
 }
 
 extern "C" cudaError_t pl_grouped_gemm_fp8(const pl_grouped_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_grouped<192, SW_E4M3, SW_SCALE_BLOCK>(p, stream);
+    return launch_grouped_any<192, SW_E4M3, SW_SCALE_BLOCK>(p, stream);
 }
 
 extern "C" cudaError_t pl_grouped_gemm_fp8_halves(const pl_grouped_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_grouped<192, SW_E4M3, SW_SCALE_BLOCK, 2>(p, stream);
+    return launch_grouped_any<192, SW_E4M3, SW_SCALE_BLOCK, 2>(p, stream);
 }

@@ -25,10 +25,13 @@
  * The tile walk. A plain GEMM walks its tiles in groups of 16 tile rows (CTAs running at once share A and B panels
  * in L2); in 2-CTA clusters the two CTAs take vertically adjacent tiles and multicast their shared B panel. A
  * grouped GEMM (offsets != NULL) walks (group, tile) pairs: group g owns rows offsets[g] .. offsets[g+1] - 1 of A
- * and D and rows g·N .. g·N + N - 1 of B; its tiles go rows fastest (the tile rows of one B panel run at once),
- * then columns, then the next group. Every role walks it from the offsets in device memory with a cursor that only
- * moves forward, so nothing about the group sizes comes back to the host; a group of 0 rows has no tiles. A tile
- * may read rows of the next group (TMA loads whole boxes): those rows are computed and never stored. */
+ * and D and rows g·N .. g·N + N - 1 of B; inside a group its tiles go as a plain GEMM's (bands of 16 tile rows,
+ * rows fastest, then columns: a large group's A panel is read from DRAM once per band, not once per wave of
+ * columns; ncu at E = 8, N = 14336: 3.3 GB of DRAM reads against 4.2 GB rows first), then the next group; in 2-CTA
+ * clusters the pair takes vertically adjacent tiles of one group. Every role walks it from the offsets in device
+ * memory with a cursor that only moves forward, so nothing about the group sizes comes back to the host; a group of
+ * 0 rows has no tiles. A tile may read rows of the next group (TMA loads whole boxes): those rows are computed and
+ * never stored. */
 #ifndef PERFLAB_GEMM_SM90_WS_SCALED_CUH
 #define PERFLAB_GEMM_SM90_WS_SCALED_CUH
 
@@ -97,33 +100,32 @@ struct sw_tile {
     int group;
 };
 
-/* Where a role stands in the walk: the group it is in and that group's first tile, tile count and rows. */
+/* Where a role stands in the walk: the group it is in and that group's first tile, tile count, cluster tile rows
+ * and rows. */
 struct sw_walk {
-    int g, first, tiles, mtiles, start, end;
+    int g, first, tiles, crows, start, end;
 
     __device__ __forceinline__ void init()
     {
         g = -1;
-        first = tiles = mtiles = start = end = 0;
+        first = tiles = crows = start = end = 0;
     }
 
-    /* Tile t (t never decreases between calls) of the walk; false once t is past the last tile. A plain GEMM in
-     * clusters of CLUSTER CTAs counts t in cluster tiles (CLUSTER vertically adjacent tiles sharing their B
-     * panel, p.tile_rows of them over M) and `rank` picks this CTA's. */
+    /* Tile t (t never decreases between calls) of the walk; false once t is past the last tile. In clusters of
+     * CLUSTER CTAs, t counts cluster tiles (CLUSTER vertically adjacent tiles sharing their B panel: p.tile_rows
+     * of them over a plain GEMM's M, ⌈tile rows / CLUSTER⌉ over a group's rows) and `rank` picks this CTA's. A
+     * group's last cluster tile may hold a tile wholly past the group's end: it is computed (or skipped, skip_idle)
+     * and never stored, and its CTA still loads and multicasts its share of B for the other. */
     template <int BN, int CLUSTER>
     __device__ __forceinline__ bool at(const sw_params &p, int t, uint32_t rank, sw_tile &tl)
     {
+        int row, col;
         if (!p.offsets) {
-            const int total = p.tile_rows * p.tile_cols;
-            if (t >= total)
+            if (t >= p.tile_rows * p.tile_cols)
                 return false;
-            const int group_rows = SW_GROUP_ROWS / CLUSTER;
-            const int per_group = group_rows * p.tile_cols;
-            const int first_row = (t / per_group) * group_rows;
-            const int size = min(p.tile_rows - first_row, group_rows);
-            const int r = t % per_group;
-            tl.m0 = ((first_row + r % size) * CLUSTER + (int)rank) * SW_BM;
-            tl.n0 = (r / size) * BN;
+            tile_of(t, p.tile_rows, p.tile_cols, SW_GROUP_ROWS / CLUSTER, row, col);
+            tl.m0 = (row * CLUSTER + (int)rank) * SW_BM;
+            tl.n0 = col * BN;
             tl.row_end = p.o.m;
             tl.b_row = tl.n0;
             tl.group = 0;
@@ -137,12 +139,12 @@ struct sw_walk {
                 return false;
             start = min(__ldg(p.offsets + g), p.o.m);
             end = min(max(__ldg(p.offsets + g + 1), start), p.o.m); /* a bad offsets array stays inside D */
-            mtiles = (end - start + SW_BM - 1) / SW_BM;
-            tiles = mtiles * p.tile_cols;
+            crows = (end - start + CLUSTER * SW_BM - 1) / (CLUSTER * SW_BM);
+            tiles = crows * p.tile_cols;
         }
-        const int local = t - first;
-        tl.m0 = start + (local % mtiles) * SW_BM;
-        tl.n0 = (local / mtiles) * BN;
+        tile_of(t - first, crows, p.tile_cols, SW_GROUP_ROWS / CLUSTER, row, col);
+        tl.m0 = start + (row * CLUSTER + (int)rank) * SW_BM;
+        tl.n0 = col * BN;
         tl.row_end = end;
         tl.b_row = g * p.n + tl.n0;
         tl.group = g;

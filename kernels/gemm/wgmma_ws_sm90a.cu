@@ -102,18 +102,6 @@ template <int BN, int SCHED, int NB = 2, int CONS = 2> struct ws_config {
     static constexpr bool tma_fused = CONS == 2 && BN % EPI_SUB == 0;
 };
 
-/* Tile t of the walk -> (tile row in cluster units, tile column): rows advance fastest inside a group of
- * `group` tile rows, then columns, then the next group. */
-__device__ __forceinline__ void tile_of(int t, int rows, int cols, int group, int &row, int &col)
-{
-    const int per_group = group * cols;
-    const int first = (t / per_group) * group;
-    const int size = min(rows - first, group);
-    const int r = t % per_group;
-    row = first + r % size;
-    col = r / size;
-}
-
 /* The kernels that split their last round (see the top): the 2-CTA cooperative ones of 128×256 tiles (a wgmma of
  * half the width; 128×128 tiles cut to 128×64 lost as often as they won). */
 template <int BN, int CLUSTER, int SCHED, int CONS = 2> struct ws_tail {

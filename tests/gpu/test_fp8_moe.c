@@ -216,12 +216,17 @@ static void grouped_direct(kenv *e, int experts, int tokens, double alpha, int n
     ck_assert_msg(pl_grouped_reference_make(ctx, e->cublas, r.offsets, experts, n, k, a, b, &ref) == 0, "%s",
                   ctx->error);
     pl_grouped_gemm_problem gp = {.groups = experts, .n = n, .k = k, .rows = rows, .offsets = offsets, .a = a, .b = b};
-    pl_snprintf(what, sizeof what, "grouped bf16 E=%d rows=%d (%d empty) N=%d K=%d", experts, rows, r.empty, n, k);
-    check_twice(ctx, what, launch_grouped_bf16, &gp, &ref, 0, g1, g2, (size_t)rows * n * 2);
-    gp.skip_idle = 1; /* padding rows uncomputed: every stored row must still be right */
-    pl_snprintf(what, sizeof what, "grouped bf16 skipping idle halves E=%d rows=%d (%d empty) N=%d K=%d", experts, rows,
-                r.empty, n, k);
-    check_twice(ctx, what, launch_grouped_bf16, &gp, &ref, 0, g1, g2, (size_t)rows * n * 2);
+    for (int c = 1; c <= 2; c++) { /* one CTA a tile; CTA pairs sharing B (odd tile rows pad a pair) */
+        gp.cluster = c;
+        gp.skip_idle = 0;
+        pl_snprintf(what, sizeof what, "grouped bf16 cluster %d E=%d rows=%d (%d empty) N=%d K=%d", c, experts, rows,
+                    r.empty, n, k);
+        check_twice(ctx, what, launch_grouped_bf16, &gp, &ref, 0, g1, g2, (size_t)rows * n * 2);
+        gp.skip_idle = 1; /* padding rows uncomputed: every stored row must still be right */
+        pl_snprintf(what, sizeof what, "grouped bf16 cluster %d skipping idle halves E=%d rows=%d (%d empty) N=%d K=%d",
+                    c, experts, rows, r.empty, n, k);
+        check_twice(ctx, what, launch_grouped_bf16, &gp, &ref, 0, g1, g2, (size_t)rows * n * 2);
+    }
     gp.skip_idle = 0;
     pl_fp8_operands q;
     ck_assert(pl_fp8_operands_make(ctx, a, rows, b, experts, n, k, PL_FP8_SCALING_BLOCK, &q) == 0);
@@ -231,11 +236,17 @@ static void grouped_direct(kenv *e, int experts, int tokens, double alpha, int n
     gp.b = q.b;
     gp.scale_a = q.sa;
     gp.scale_b = q.sb;
-    pl_snprintf(what, sizeof what, "grouped fp8 E=%d rows=%d (%d empty) N=%d K=%d", experts, rows, r.empty, n, k);
-    check_twice(ctx, what, launch_grouped_fp8, &gp, &ref, 1, g1, g2, (size_t)rows * n * 2);
-    pl_snprintf(what, sizeof what, "grouped fp8 half-tile groups E=%d rows=%d (%d empty) N=%d K=%d", experts, rows,
-                r.empty, n, k);
-    check_twice(ctx, what, launch_grouped_fp8_halves, &gp, &ref, 1, g1, g2, (size_t)rows * n * 2);
+    for (int c = 1; c <= 2; c++) {
+        gp.cluster = c;
+        pl_snprintf(what, sizeof what, "grouped fp8 cluster %d E=%d rows=%d (%d empty) N=%d K=%d", c, experts, rows,
+                    r.empty, n, k);
+        check_twice(ctx, what, launch_grouped_fp8, &gp, &ref, 1, g1, g2, (size_t)rows * n * 2);
+        pl_snprintf(what, sizeof what, "grouped fp8 half-tile groups cluster %d E=%d rows=%d (%d empty) N=%d K=%d", c,
+                    experts, rows, r.empty, n, k);
+        check_twice(ctx, what, launch_grouped_fp8_halves, &gp, &ref, 1, g1, g2, (size_t)rows * n * 2);
+    }
+    gp.cluster = 3; /* refused, before any work */
+    ck_assert(launch_grouped_fp8(&gp, g1, ctx->stream) == cudaErrorInvalidValue);
     pl_moe_routing_free(&r);
     pl_free_all(ctx);
 }

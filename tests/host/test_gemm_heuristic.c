@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gemm/gemm.h"
+#include "gemm/grouped.h"
 #include "gemm/heuristic.h"
 #include "gemm/splitk.h"
 #include "gemm/tensor_map.h"
@@ -356,6 +357,27 @@ START_TEST(tensor_map_limits)
 }
 END_TEST
 
+/* The grouped GEMM's problem checks, on any machine: the cluster field (0 the measured choice, 1, 2) */
+START_TEST(grouped_problem_checks)
+{
+    char why[200];
+    const void *dev = (const void *)(uintptr_t)0x100000;
+    const int *offsets = (const int *)dev;
+    pl_grouped_gemm_problem p = {.groups = 8, .n = 14336, .k = 4096, .rows = 16384, .offsets = offsets, .a = dev,
+                                 .b = dev, .d = (uint16_t *)(uintptr_t)0x200000};
+    for (int c = 0; c <= 2; c++) {
+        p.cluster = c;
+        ck_assert_msg(pl_grouped_gemm_supports(&p, 0, why, sizeof why), "cluster %d: %s", c, why);
+    }
+    p.cluster = 3;
+    ck_assert(!pl_grouped_gemm_supports(&p, 0, why, sizeof why));
+    ck_assert_msg(strstr(why, "cluster") != NULL, "%s", why);
+    ck_assert_int_eq(pl_grouped_gemm_bf16(&p, 0), cudaErrorInvalidValue); /* refused before any launch */
+    p.cluster = -1;
+    ck_assert(!pl_grouped_gemm_supports(&p, 1, why, sizeof why));
+}
+END_TEST
+
 START_TEST(table_precedence)
 {
     opt_in(0);
@@ -445,6 +467,7 @@ static Suite *suite(void)
     tcase_add_test(tc, issue15_choices);
     tcase_add_test(tc, fitted_tiles_model);
     tcase_add_test(tc, tensor_map_limits);
+    tcase_add_test(tc, grouped_problem_checks);
     tcase_add_test(tc, table_precedence);
     tcase_add_test(tc, committed_table_is_valid);
     suite_add_tcase(s, tc);
