@@ -205,10 +205,11 @@ static int run_baseline(pl_ctx *ctx, void *state)
 
 typedef cudaError_t (*fp8_launcher)(const pl_gemm_fp8_problem *p, cudaStream_t stream);
 
-static int run_native(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, fp8_launcher launch)
+static int run_native_promoting(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, fp8_launcher launch, int promote)
 {
     s->last = sc;
-    const pl_gemm_fp8_problem p = problem_of(s, sc);
+    pl_gemm_fp8_problem p = problem_of(s, sc);
+    p.promote = promote;
     char why[200];
     if (!pl_gemm_fp8_supports(&p, why, sizeof why))
         return pl_fail(ctx, "the native FP8 kernel cannot take this problem: %s", why);
@@ -216,9 +217,19 @@ static int run_native(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, fp8_launcher
     return 0;
 }
 
+static int run_native(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, fp8_launcher launch)
+{
+    return run_native_promoting(ctx, s, sc, launch, 0);
+}
+
 static int run_fp8_tensor(pl_ctx *ctx, void *state)
 {
     return run_native(ctx, state, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws);
+}
+
+static int run_fp8_tensor_p4(pl_ctx *ctx, void *state)
+{
+    return run_native_promoting(ctx, state, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws, 4);
 }
 
 static int run_fp8_block(pl_ctx *ctx, void *state)
@@ -271,6 +282,11 @@ static const pl_variant fp8_variants[] = {
          "warp-specialized persistent wgmma m64n192k32 e4m3 (TMA producer warpgroup, 2 consumers at 232 registers, "
          "128×192 tiles), fp32 promotion every 128 K, per-tensor scales on the accumulator",
      .run = run_fp8_tensor,
+     .req = REQ_FP8_NATIVE},
+    {.name = "fp8_tensor_p4",
+     .technique = "fp8_tensor promoting every 512 K: four k-blocks in straight-line code into one accumulator, one "
+                  "wgmma group kept in flight, drained once a group (a quarter of the drains)",
+     .run = run_fp8_tensor_p4,
      .req = REQ_FP8_NATIVE},
     {.name = "fp8_block",
      .technique = "the same kernel with the block scales (A 1×128, B 128×128, bulk-copied into each stage with A and "

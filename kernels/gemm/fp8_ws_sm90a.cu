@@ -7,8 +7,12 @@
  * 192-wide tile spans two 128-wide B blocks: each column takes its own), for tensor scaling as is, its one scale
  * multiplying the finished accumulator. Block scales come into each stage by bulk copy with its A and B (issued by
  * the producer, counted on the stage's barrier) and are read from shared memory: loaded from global memory a k-block
- * ahead instead, the block kernel ran 4% slower (H200, 2026-11-26). (Promoting every 4 k-blocks, `promote = 4`, keeps
- * one wgmma group in flight inside a group but measured slower: 1051 against 1174 TFLOP/s at 8192³, docs/perf/gemm.md.)
+ * ahead instead, the block kernel ran 4% slower (H200, 2026-11-26). Tensor scaling may promote every 4 k-blocks
+ * instead (`promote = 4`, 512 K: sw_mainloop_promote, straight-line groups with one wgmma group in flight and one drain
+ * a group): 4% faster at 8192³ on an H200 (1208-1220 against 1160-1171 TFLOP/s, cuBLASLt 1217-1227), relative error
+ * 1.7e-3 either way at K = 8192 (docs/perf/gemm.md, FP8 session 13). The default stays every k-block, the interval
+ * DeepSeek-V3 found safe for training; the first promote = 4 build had its wgmma in a branch, serialized by ptxas,
+ * and measured 1051 against 1174.
  * Why 128×192: the promotion keeps two accumulators per thread, 2 × 96 registers for m64n192, which fit the consumers'
  * 232 registers (setmaxnreg), where two m64n256 ones would not; per k-block the tile reads 104 KB of shared memory (TMA
  * writes 40, wgmma reads 64) for 768 tensor-core cycles, 135 B/clk against the SM's 128: 128×128 tiles needed 160 B/clk
@@ -27,7 +31,7 @@
 #include "gemm/sm90_ws_scaled.cuh"
 
 #define FP8_BN                  192 /* tile width: two m64n192 accumulators (part and total) fit 232 registers */
-#define FP8_TENSOR_PROMOTE_LONG 4   /* promote = 4: k-blocks of 128 per promotion (512 K), measured slower */
+#define FP8_TENSOR_PROMOTE_LONG 4   /* promote = 4: k-blocks of 128 per promotion (512 K), tensor scaling only */
 
 extern "C" int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, size_t whylen)
 {

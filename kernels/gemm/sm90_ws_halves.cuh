@@ -1,7 +1,8 @@
-/* The FP8 mainloop with the promotion off the critical path (HALVES = 2 of sm90_ws_scaled.cuh's kernel, issue 14,
- * session 3): each k-block's wgmma in two commit groups, the 128×192 tile's column halves, one half promoted while
- * the other runs, in straight-line runs of 4 k-blocks; block scales read from the stage's bulk-copied copy.
- * Included by sm90_ws_scaled.cuh after its types and promotion helpers; include only from sm_90a code. */
+/* The FP8 mainloops in straight-line runs of sm90_ws_scaled.cuh's kernel: the promotion off the critical path
+ * (HALVES = 2, issue 14, session 3: each k-block's wgmma in two commit groups, the 128×192 tile's column halves, one
+ * half promoted while the other runs, in runs of 4 k-blocks; block scales read from the stage's bulk-copied copy),
+ * and the tensor-scaled promotion every PROMOTE k-blocks (session 13). Included by sm90_ws_scaled.cuh after its types
+ * and promotion helpers; include only from sm_90a code. */
 #ifndef PERFLAB_GEMM_SM90_WS_HALVES_CUH
 #define PERFLAB_GEMM_SM90_WS_HALVES_CUH
 
@@ -31,15 +32,74 @@ __device__ __forceinline__ uint32_t sw_wait_stage(uint32_t base, uint32_t full, 
     return base + stage * stage_bytes;
 }
 
-/* One k-block of 128 e4m3 (four k32 steps) of width N into d, from scale-d 0, as one commit group. */
-template <int N> __device__ __forceinline__ void sw_issue_kblock_e4m3(float (&d)[N / 2], uint32_t a_st, uint32_t b_st)
+/* One k-block of 128 e4m3 (four k32 steps) of width N into d as one commit group: from scale-d 0 (FROM_ZERO), or
+ * adding to what d holds. */
+template <int N, bool FROM_ZERO = true>
+__device__ __forceinline__ void sw_issue_kblock_e4m3(float (&d)[N / 2], uint32_t a_st, uint32_t b_st)
 {
     wgmma_fence(); /* d was read (promoted) since its last wgmma */
     const uint64_t da = wgmma_desc_k128(a_st), db = wgmma_desc_k128(b_st);
 #pragma unroll
     for (int j = 0; j < 4; j++)
-        sw_wgmma_e4m3<N>(d, wgmma_desc_step(da, j), wgmma_desc_step(db, j), j == 0 ? 0 : 1);
+        sw_wgmma_e4m3<N>(d, wgmma_desc_step(da, j), wgmma_desc_step(db, j), FROM_ZERO && j == 0 ? 0 : 1);
     wgmma_commit();
+}
+
+/* The tensor-scaled FP8 mainloop of one tile promoting every PROMOTE k-blocks (issue 14, session 13): each group of
+ * PROMOTE k-blocks runs in straight-line code into `part` (the first from scale-d 0), one wgmma group kept in flight
+ * and each stage released as soon as the group after it is issued and its own is done; at the group's end the
+ * consumer drains (wait_group 0) and adds part into acc. The k-blocks past the last whole group go one at a time,
+ * each promoted. Written as a loop with the group's first and last k-block decided at run time, the wgmma sat in a
+ * branch and ptxas serialized them (C7518): that build measured 1051 against 1174 TFLOP/s (docs/perf/gemm.md, FP8
+ * request 3), a measurement of the serialization rather than of the interval. */
+template <int BN, int CLUSTER, int PROMOTE>
+__device__ __forceinline__ void sw_mainloop_promote(const sw_params &p, float (&acc)[BN / 2], float (&part)[BN / 2],
+                                                    uint32_t base, uint32_t full, uint32_t empty, int consumer,
+                                                    int lane, uint32_t &kcount)
+{
+    typedef sw_config<BN, 0> cfg;
+    constexpr int STAGES = cfg::stages;
+    static_assert(PROMOTE > 1, "PROMOTE = 1 is sw_consume's own loop");
+    const uint32_t a_off = consumer * 64 * SW_ROW_BYTES, b_off = cfg::a_bytes;
+    int kb = 0;
+    for (; kb + PROMOTE <= p.k_blocks; kb += PROMOTE) {
+        int held = 0; /* the stage of the previous k-block of the group, still read by its wgmma group */
+#pragma unroll
+        for (int u = 0; u < PROMOTE; u++, kcount++) {
+            const int stage = (int)(kcount % STAGES);
+            const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
+            if (u == 0)
+                sw_issue_kblock_e4m3<BN, true>(part, st + a_off, st + b_off);
+            else
+                sw_issue_kblock_e4m3<BN, false>(part, st + a_off, st + b_off);
+            if (u + 1 < PROMOTE) {
+                wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
+                if (u > 0)
+                    release_stage<CLUSTER>(empty, held, lane);
+                held = stage;
+            } else {
+                wgmma_wait<0>();
+                if (u > 0)
+                    release_stage<CLUSTER>(empty, held, lane);
+                release_stage<CLUSTER>(empty, stage, lane);
+            }
+        }
+        accumulators_fence(part);
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            acc[i] += part[i];
+    }
+    for (; kb < p.k_blocks; kb++, kcount++) {
+        const int stage = (int)(kcount % STAGES);
+        const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
+        sw_issue_kblock_e4m3<BN, true>(part, st + a_off, st + b_off);
+        wgmma_wait<0>();
+        release_stage<CLUSTER>(empty, stage, lane);
+        accumulators_fence(part);
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            acc[i] += part[i];
+    }
 }
 
 /* The FP8 mainloop of one tile with the promotion off the critical path (HALVES = 2). Each k-block's wgmma go in two

@@ -288,6 +288,8 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
         if constexpr (HALVES == 2)
             sw_mainloop_halves<BN, SCALE, CLUSTER>(p, tl, r, acc, lo, hi, base, full + cfg::barrier_bytes, full, empty,
                                                    consumer, lane, kcount);
+        else if constexpr (SCALE == SW_SCALE_TENSOR && PROMOTE > 1)
+            sw_mainloop_promote<BN, CLUSTER, PROMOTE>(p, acc, part, base, full, empty, consumer, lane, kcount);
         else
             for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
                 const int stage = (int)(kcount % STAGES);

@@ -191,6 +191,14 @@ static void fp8_direct(kenv *e, int m, int n, int k)
                         kinds[kind]);
             check_twice(ctx, what, launch[kind], &p, &ref, 1, d1, d2, (size_t)m * n * 2);
         }
+        if (sc == PL_FP8_SCALING_TENSOR) /* promoting every 4 k-blocks: whole groups, and the k-blocks past them */
+            for (int c = 0; c < 2; c++) {
+                p.promote = 4;
+                pl_snprintf(what, sizeof what, "fp8 GEMM %dx%dx%d tensor scales promoted every 512 K%s", m, n, k,
+                            kinds[c]);
+                check_twice(ctx, what, launch[c], &p, &ref, 1, d1, d2, (size_t)m * n * 2);
+                p.promote = 0;
+            }
     }
     pl_free_all(ctx);
 }
