@@ -31,12 +31,13 @@ typedef struct pl_grouped_gemm_problem {
     int skip_idle;
     /* 2: CTAs in pairs (2-CTA clusters) that take vertically adjacent tiles of a group and share their B panel, each
      * loading half and multicasting it (a third less L2 → SM traffic; a group with an odd tile row count pads its
-     * last pair with a tile it does not store); 1: one CTA a tile; 0: the measured choice, pairs for bf16 when the
-     * groups average PL_GROUPED_PAIR_ROWS rows or more (H100, docs/perf/moe.md: E = 8, N = 14336 +5-7% in pairs;
-     * E = 64, N = 1536, 256 rows a group, −11%: half its groups pad a pair), one CTA a tile for fp8 (no gain) */
+     * last pair with a tile it does not store); 1: one CTA a tile; 0: the measured choice (pl_grouped_gemm_cluster_of) */
     int cluster;
 } pl_grouped_gemm_problem;
 
+/* The measured choice of cluster = 0: pairs for bf16 when the groups average PL_GROUPED_PAIR_ROWS rows or more (H100,
+ * docs/perf/moe.md: E = 8 of N = 14336, 2048 rows a group, +5-9% in pairs over one CTA a tile; E = 64 of N = 1536,
+ * 256 rows a group, −9 to −11%: half its groups pad a pair), one CTA a tile for fp8 (pairs gained nothing at E = 8). */
 #define PL_GROUPED_PAIR_ROWS 1024
 
 #define PL_GROUPED_GEMM_NEEDS                                                                                          \
@@ -47,6 +48,9 @@ typedef struct pl_grouped_gemm_problem {
 /* 1 when the native kernel takes p (fp8: e4m3 with block scales; else bf16); else 0 with the reason: K % 8 == 0
  * for bf16, K % 16 == 0 for fp8 (TMA row pitch), 16-byte aligned A and B, G·N and rows·N within range. */
 int pl_grouped_gemm_supports(const pl_grouped_gemm_problem *p, int fp8, char *why, size_t whylen);
+
+/* The CTAs a tile of p takes: p->cluster when set, else the measured choice above (1 or 2). */
+int pl_grouped_gemm_cluster_of(const pl_grouped_gemm_problem *p, int fp8);
 
 /* One persistent launch (sm_90a; the caller checks the requirements): the tile scheduler walks (group, tile)
  * pairs from the device offsets. bf16: 128×256 tiles, k-blocks of 64, 4 stages; fp8: 128×192 tiles, k-blocks of

@@ -1,15 +1,16 @@
 /* Grouped GEMM for a mixture-of-experts layer, sm_90a (gemm/grouped.h): one persistent warp-specialized launch
  * for every expert. The kernel is sm90_ws_scaled.cuh's; its tile scheduler walks (expert, tile) pairs from the row
- * offsets in device memory (each CTA role keeps a cursor that only moves forward), an expert's tiles rows first so
- * that the tile rows sharing a B panel run at once. A tile's rows past its expert's end (the next expert's tokens,
- * loaded with the box) are computed and not stored: the consumer whose 64 rows cross the end stores from registers
- * and stops there; all other output goes through TMA stores.
+ * offsets in device memory (each CTA role keeps a cursor that only moves forward), an expert's tiles in bands of 16
+ * tile rows, rows fastest, so that the tile rows sharing a B panel run at once. A tile's rows past its expert's end
+ * (the next expert's tokens, loaded with the box) are computed and not stored: the consumer whose 64 rows cross the
+ * end stores from registers and stops there; all other output goes through TMA stores.
  *   bf16: 128×256 tiles, wgmma m64n256k16, k-blocks of 64, 4 stages (the BF16 ladder's best tile).
  *   fp8:  128×192 tiles, wgmma m64n192k32 e4m3, k-blocks of 128 promoted into fp32 with sa[token][kb] ·
  *         sb[expert][n-block][kb] (see fp8_ws_sm90a.cu for the tile), 4 stages. The _halves launcher promotes off
- *         the critical path (two m64n96k32 commit groups per k-block, sw_mainloop_halves in sm90_ws_scaled.cuh).
- * With p->cluster = 2 the CTAs run in pairs (2-CTA clusters) on vertically adjacent tiles of one expert, each loading
- * half of their shared B panel and multicasting it: per k-block a CTA receives A + B but reads A + B/2 from L2. */
+ *         the critical path (two m64n96k32 commit groups per k-block, sw_mainloop_halves in sm90_ws_halves.cuh).
+ * With 2 CTAs a tile (p->cluster, pl_grouped_gemm_cluster_of) the CTAs run in pairs (2-CTA clusters) on vertically
+ * adjacent tiles of one expert, each loading half of their shared B panel and multicasting it: per k-block a CTA
+ * receives A + B but reads A + B/2 from L2. */
 #include <stdio.h>
 
 #include "gemm/fp8.h"
@@ -86,16 +87,19 @@ static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t
     return sw_launch<BN, ELEM, SCALE, CLUSTER, 1, HALVES>(ta, tb, td, sp, max_tiles, stream);
 }
 
-/* p->cluster picks the launch: 2 for CTA pairs sharing each B panel, 1 for one CTA a tile, 0 for the measured
- * choice (gemm/grouped.h: pairs for bf16 groups of PL_GROUPED_PAIR_ROWS rows or more on average); launch_grouped
- * rejects other values. */
+extern "C" int pl_grouped_gemm_cluster_of(const pl_grouped_gemm_problem *p, int fp8)
+{
+    if (p->cluster != 0)
+        return p->cluster;
+    return !fp8 && p->groups > 0 && (long long)p->rows >= (long long)PL_GROUPED_PAIR_ROWS * p->groups ? 2 : 1;
+}
+
+/* The launch of p->cluster's choice (pl_grouped_gemm_cluster_of); launch_grouped rejects values other than 0-2. */
 template <int BN, int ELEM, int SCALE, int HALVES = 1>
 static cudaError_t launch_grouped_any(const pl_grouped_gemm_problem *p, cudaStream_t stream)
 {
-    const bool pairs = p->cluster == 2 || (p->cluster == 0 && ELEM == SW_BF16 &&
-                                           (long long)p->rows >= (long long)PL_GROUPED_PAIR_ROWS * p->groups);
-    return pairs ? launch_grouped<BN, ELEM, SCALE, HALVES, 2>(p, stream)
-                 : launch_grouped<BN, ELEM, SCALE, HALVES, 1>(p, stream);
+    return pl_grouped_gemm_cluster_of(p, ELEM == SW_E4M3) == 2 ? launch_grouped<BN, ELEM, SCALE, HALVES, 2>(p, stream)
+                                                               : launch_grouped<BN, ELEM, SCALE, HALVES, 1>(p, stream);
 }
 
 extern "C" cudaError_t pl_grouped_gemm_bf16(const pl_grouped_gemm_problem *p, cudaStream_t stream)

@@ -10,8 +10,6 @@
 #include "common/sm90_ptx.cuh"
 #include "gemm/sm90_wgmma_ops.cuh"
 
-/* A consumer warp is done reading stage `s` of a ring whose "empty" barriers start at `empty` (8 bytes apart): lane r
- * tells CTA r of the cluster, whose producer may write into this CTA's stage (multicast). */
 /* Tile t of a walk over rows × cols tiles -> (tile row, tile column): rows advance fastest inside a band of `group`
  * tile rows, then columns, then the next band (the tiles running at once share A and B panels in L2). */
 __device__ __forceinline__ void tile_of(int t, int rows, int cols, int group, int &row, int &col)
@@ -24,6 +22,8 @@ __device__ __forceinline__ void tile_of(int t, int rows, int cols, int group, in
     col = r / size;
 }
 
+/* A consumer warp is done reading stage `s` of a ring whose "empty" barriers start at `empty` (8 bytes apart): lane r
+ * tells CTA r of the cluster, whose producer may write into this CTA's stage (multicast). */
 template <int CLUSTER> __device__ __forceinline__ void release_stage(uint32_t empty, int s, int lane)
 {
     if (lane < CLUSTER) {

@@ -369,6 +369,18 @@ START_TEST(grouped_problem_checks)
         p.cluster = c;
         ck_assert_msg(pl_grouped_gemm_supports(&p, 0, why, sizeof why), "cluster %d: %s", c, why);
     }
+    /* the measured choice: pairs for bf16 experts of 1024 rows or more on average, never for fp8 */
+    p.cluster = 0;
+    ck_assert_int_eq(pl_grouped_gemm_cluster_of(&p, 0), 2); /* E = 8, 16384 rows */
+    ck_assert_int_eq(pl_grouped_gemm_cluster_of(&p, 1), 1);
+    p.groups = 64;
+    ck_assert_int_eq(pl_grouped_gemm_cluster_of(&p, 0), 1); /* E = 64: 256 rows an expert */
+    p.groups = 16;
+    ck_assert_int_eq(pl_grouped_gemm_cluster_of(&p, 0), 2); /* 1024 rows an expert: the edge */
+    p.rows = 16383;
+    ck_assert_int_eq(pl_grouped_gemm_cluster_of(&p, 0), 1);
+    p.cluster = 1;
+    ck_assert_int_eq(pl_grouped_gemm_cluster_of(&p, 0), 1);
     p.cluster = 3;
     ck_assert(!pl_grouped_gemm_supports(&p, 0, why, sizeof why));
     ck_assert_msg(strstr(why, "cluster") != NULL, "%s", why);
