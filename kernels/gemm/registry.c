@@ -175,7 +175,8 @@ static int supports_gemv32(const pl_gemm_problem *p, char *why, size_t whylen)
 #define SK_SWAP_FLAGS (SK_FLAGS | PL_GEMM_KERNEL_SWAP_AB)
 #define KN_FLAGS      (PL_GEMM_KERNEL_UNVALIDATED | PL_GEMM_KERNEL_B_KN)
 
-/* Every validated kernel first, then the unvalidated ones (PL_GEMM_KERNEL_UNVALIDATED: the B K×N kernels), which the
+/* Every validated kernel first, then the unvalidated ones (PL_GEMM_KERNEL_UNVALIDATED: the B K×N kernels and two
+ * 128×224 ones), which the
  * enumeration reaches only under PERFLAB_GEMM_UNVALIDATED=1. Where the heuristic's model ties, the earlier entry
  * wins: the plain split-K tiles come before the swapped ones (their stores run along D's rows). */
 static const pl_gemm_kernel kernels[] = {
@@ -325,6 +326,14 @@ static const pl_gemm_kernel kernels[] = {
     {"wgmma_pp_128x128x64_s5_c2_kn", "wgmma_ws_cluster",
      "the ping-pong kernel in 2-CTA clusters with B K×N: each CTA multicasts one 64-column box", 128, 128, 64, 5, 2,
      384, PL_GEMM_NEEDS_CLUSTER, KN_FLAGS, supports_tma_kn, pl_gemm_wgmma_pp_128x128_c2_kn},
+    /* ---- unvalidated: 128×224 tiles without clusters of four (M ≈ 200: two tile rows over N = 224·k fill 128 SMs in
+     * one wave; written in session 13 with no device time left to verify them) ---- */
+    {"wgmma_ws_128x224x64_s4", "wgmma_ws",
+     "the cooperative kernel with 128×224 tiles (wgmma m64n224, the last 32 columns through a dense TMA map), 4 stages",
+     128, 224, 64, 4, 1, 384, PL_GEMM_NEEDS_WGMMA, PL_GEMM_KERNEL_UNVALIDATED, supports_tma, pl_gemm_wgmma_ws_128x224},
+    {"wgmma_ws_128x224x64_s4_c2", "wgmma_ws_cluster",
+     "128×224 tiles in 2-CTA clusters: two tile rows share each B panel, half loaded and multicast by each CTA", 128,
+     224, 64, 4, 2, 384, PL_GEMM_NEEDS_CLUSTER, PL_GEMM_KERNEL_UNVALIDATED, supports_tma, pl_gemm_wgmma_ws_128x224_c2},
 };
 /* users keep one bit per kernel of this table (labs/gemm_lab.c: one fallback note each) */
 _Static_assert(sizeof kernels / sizeof kernels[0] <= 64, "more than 64 BF16 kernels: widen the per-kernel masks");
