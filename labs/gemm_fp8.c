@@ -68,7 +68,7 @@ static const pl_param_def fp8_params[] = {
      .help = "the reduction; a multiple of 16 (e4m3 rows of whole 16-byte units, for TMA and cuBLASLt)",
      .min = 16,
      .max = 1 << 20,
-     .small_value = "272"},
+     .small_value = "656"}, /* 6 k-blocks of 128, the last partial: a whole promotion group of 4 and two past it */
     {.name = NULL},
 };
 

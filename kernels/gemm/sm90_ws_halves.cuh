@@ -14,13 +14,10 @@ __device__ __forceinline__ void sw_promote_half(float (&acc)[BN / 2], const floa
 {
     static_assert(BN == 192, "the halves are the 128×192 tile's");
     constexpr int HN = BN / 2, OFF = HALF * BN / 4;
-    if constexpr (SCALE == SW_SCALE_BLOCK) {
+    if constexpr (SCALE == SW_SCALE_BLOCK)
         sw_promote_block<HN, HALF * HN, OFF>(acc, part, q);
-    } else {
-#pragma unroll
-        for (int i = 0; i < BN / 4; i++)
-            acc[OFF + i] += part[i];
-    }
+    else
+        sw_promote_add<HN, OFF>(acc, part);
 }
 
 /* Wait until the ring's k-block number kcount has landed; its stage's shared-memory address. */
@@ -85,9 +82,7 @@ __device__ __forceinline__ void sw_mainloop_promote(const sw_params &p, float (&
             }
         }
         accumulators_fence(part);
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            acc[i] += part[i];
+        sw_promote_add<BN>(acc, part);
     }
     for (; kb < p.k_blocks; kb++, kcount++) {
         const int stage = (int)(kcount % STAGES);
@@ -96,9 +91,7 @@ __device__ __forceinline__ void sw_mainloop_promote(const sw_params &p, float (&
         wgmma_wait<0>();
         release_stage<CLUSTER>(empty, stage, lane);
         accumulators_fence(part);
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            acc[i] += part[i];
+        sw_promote_add<BN>(acc, part);
     }
 }
 

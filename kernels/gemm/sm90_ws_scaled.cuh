@@ -226,6 +226,17 @@ __device__ __forceinline__ void sw_promote_block(float (&acc)[ACC], const float 
     }
 }
 
+/* acc[OFF + i] += part[i]: a tensor-scaled promotion (the one scale multiplies the finished tile), part of N columns
+ * placed in a wider accumulator as in sw_promote_block. */
+template <int N, int OFF = 0, int ACC>
+__device__ __forceinline__ void sw_promote_add(float (&acc)[ACC], const float (&part)[N / 2])
+{
+    static_assert(OFF + N / 2 <= ACC, "part lies inside acc");
+#pragma unroll
+    for (int i = 0; i < N / 2; i++)
+        acc[OFF + i] += part[i];
+}
+
 /* The e4m3 wgmma of width N. */
 template <int N>
 __device__ __forceinline__ void sw_wgmma_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, int scale_d)
@@ -341,13 +352,10 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
                     release_stage<CLUSTER>(empty, stage, lane);
                     held = -1;
                     accumulators_fence(part);
-                    if constexpr (SCALE == SW_SCALE_BLOCK) { /* with the k-block's scales */
+                    if constexpr (SCALE == SW_SCALE_BLOCK) /* with the k-block's scales */
                         sw_promote_block<BN>(acc, part, q);
-                    } else {
-#pragma unroll
-                        for (int i = 0; i < BN / 2; i++)
-                            acc[i] += part[i];
-                    }
+                    else
+                        sw_promote_add<BN>(acc, part);
                 }
             }
         if constexpr (ELEM == SW_BF16) {
