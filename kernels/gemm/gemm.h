@@ -167,6 +167,10 @@ cudaError_t pl_gemm_wgmma_sk_64x128_w1(const pl_gemm_problem *p, cudaStream_t st
 /* One CTA per SM with a deep ring (pl_gemm_sk_split_deep). */
 cudaError_t pl_gemm_wgmma_sk_64x64_deep(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_64x128_deep(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_swap16_deep(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_swap32_deep(const pl_gemm_problem *p, cudaStream_t stream);
+/* Swapped, two consumer warpgroups: 128 rows of N × 200 tokens (wgmma m64n200), split by waves. */
+cudaError_t pl_gemm_wgmma_sk_swap200(const pl_gemm_problem *p, cudaStream_t stream);
 /* Two consumer warpgroups (128×128 and 128×256 tiles), one CTA per SM, split by waves (pl_gemm_sk_split_waves). */
 cudaError_t pl_gemm_wgmma_sk_128x128(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_128x256(const pl_gemm_problem *p, cudaStream_t stream);

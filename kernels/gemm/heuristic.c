@@ -97,7 +97,9 @@ static model_params params_of(const pl_gemm_kernel *k, int fused)
         m.eff = 0.39; /* mma.sync's measured fraction; the padded tokens (tile_m) count as work */
         m.resident = 8;
     } else if (strcmp(k->rung, "wgmma_splitk") == 0 && (k->flags & PL_GEMM_KERNEL_SPLIT_WAVES)) {
-        m.eff = k->tile_n == 256 ? 0.83 : 0.77; /* the cooperative kernels' tiles and consumers (predicted) */
+        /* the cooperative kernels' tiles and consumers (predicted); swapped, the tokens are wgmma's width */
+        const int w = (k->flags & PL_GEMM_KERNEL_SWAP_AB) ? k->tile_m : k->tile_n;
+        m.eff = w == 256 ? 0.83 : w >= 200 ? 0.81 : 0.77;
         m.resident = 1;
     } else if (strcmp(k->rung, "wgmma_splitk") == 0) {
         const double w = (k->flags & PL_GEMM_KERNEL_SWAP_AB) ? k->tile_m : k->tile_n;

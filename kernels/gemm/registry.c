@@ -138,6 +138,21 @@ static int supports_sk_swap128(const pl_gemm_problem *p, char *why, size_t whyle
     return supports_sk(p, 128, 1, why, whylen);
 }
 
+/* 200 tokens a tile, one tile of them: up to M = 128 the swapped 128-token tile pads less, and past 200 a second
+ * tile row doubles the CTAs of a launch that is not persistent (H100, session 14: M = 256 and 384 ran at 0.37 and
+ * 0.73 of the best kernel) */
+static int supports_sk_swap200(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    if (!supports_sk(p, 200, 1, why, whylen))
+        return 0;
+    if (p->m <= 128 || p->m > 200) {
+        snprintf(why, whylen, "a tile fitted to M of about 200: takes 128 < M <= 200 (one tile of 200); M = %d",
+                 p->m);
+        return 0;
+    }
+    return 1;
+}
+
 static int supports_sk_plain(const pl_gemm_problem *p, char *why, size_t whylen)
 {
     return supports_sk(p, PL_SK_ROWS, 0, why, whylen);
@@ -175,8 +190,7 @@ static int supports_gemv32(const pl_gemm_problem *p, char *why, size_t whylen)
 #define SK_SWAP_FLAGS (SK_FLAGS | PL_GEMM_KERNEL_SWAP_AB)
 #define KN_FLAGS      (PL_GEMM_KERNEL_UNVALIDATED | PL_GEMM_KERNEL_B_KN)
 
-/* Every validated kernel first, then the unvalidated ones (PL_GEMM_KERNEL_UNVALIDATED: the B K×N kernels and two
- * 128×224 ones), which the
+/* Every validated kernel first, then the unvalidated ones (PL_GEMM_KERNEL_UNVALIDATED: the B K×N kernels), which the
  * enumeration reaches only under PERFLAB_GEMM_UNVALIDATED=1. Where the heuristic's model ties, the earlier entry
  * wins: the plain split-K tiles come before the swapped ones (their stores run along D's rows). */
 static const pl_gemm_kernel kernels[] = {
@@ -301,6 +315,33 @@ static const pl_gemm_kernel kernels[] = {
      64, 1, 1, 256, PL_GEMM_NEEDS_MMA, PL_GEMM_KERNEL_SMALL_M, supports_gemv16, pl_gemm_gemv_mma_t16},
     {"gemv_mma_t32", "gemv_mma", "the streaming GEMV for M <= 32 (four n8 token tiles)", 32, 16, 64, 1, 1, 256,
      PL_GEMM_NEEDS_MMA, PL_GEMM_KERNEL_SMALL_M, supports_gemv32, pl_gemm_gemv_mma_t32},
+    /* ---- issue 15: 128×224 tiles without clusters of four (M ≈ 200: two tile rows over N = 224·k fill 128 SMs in
+     * one wave; written in session 13, verified in session 14) ---- */
+    {"wgmma_ws_128x224x64_s4", "wgmma_ws",
+     "the cooperative kernel with 128×224 tiles (wgmma m64n224, the last 32 columns through a dense TMA map), 4 stages",
+     128, 224, 64, 4, 1, 384, PL_GEMM_NEEDS_WGMMA, 0, supports_tma, pl_gemm_wgmma_ws_128x224},
+    {"wgmma_ws_128x224x64_s4_c2", "wgmma_ws_cluster",
+     "128×224 tiles in 2-CTA clusters: two tile rows share each B panel, half loaded and multicast by each CTA", 128,
+     224, 64, 4, 2, 384, PL_GEMM_NEEDS_CLUSTER, 0, supports_tma, pl_gemm_wgmma_ws_128x224_c2},
+    /* ---- issue 15: tiles fitted as cuBLAS fits them on the H200's two lowest shapes (session 14) ---- */
+    {"wgmma_sk_swap_200x128x64", "wgmma_splitk",
+     "swapped (Dᵀ = B·Aᵀ) with two consumer warpgroups: 128 rows of N × 200 tokens (wgmma m64n200, no padded "
+     "row at M = 200), 5 stages, one CTA per SM, K split by waves",
+     200, 128, 64, PL_SK_RING_STAGES(2 * PL_SK_ROWS, 200), 0, 288, PL_GEMM_NEEDS_CLUSTER,
+     SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES, supports_sk_swap200,
+     pl_gemm_wgmma_sk_swap200},
+    {"wgmma_sk_swap_16x64x64_deep", "wgmma_splitk",
+     "the swapped split-K kernel for M ≤ 16 with one CTA per SM and a 16-stage ring, split for one wave of whole "
+     "clusters (unsplit when N/64 tiles fill the SMs)",
+     16, 64, 64, PL_SK_RING_STAGES(PL_SK_ROWS, 16), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER,
+     SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP, supports_sk_swap16,
+     pl_gemm_wgmma_sk_swap16_deep},
+    {"wgmma_sk_swap_32x64x64_deep", "wgmma_splitk",
+     "the swapped split-K kernel for M ≤ 32 with one CTA per SM and a 16-stage ring, split for one wave of whole "
+     "clusters",
+     32, 64, 64, PL_SK_RING_STAGES(PL_SK_ROWS, 32), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER,
+     SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP, supports_sk_swap32,
+     pl_gemm_wgmma_sk_swap32_deep},
     /* ---- unvalidated (PERFLAB_GEMM_UNVALIDATED=1 until a GPU run verifies them): B K×N on wgmma, the
      * warp-specialized kernels above reading B N-major (TRANS_B = 1) in 64-column TMA boxes ---- */
     {"wgmma_ws_128x128x64_s6_kn", "wgmma_ws",
@@ -326,14 +367,6 @@ static const pl_gemm_kernel kernels[] = {
     {"wgmma_pp_128x128x64_s5_c2_kn", "wgmma_ws_cluster",
      "the ping-pong kernel in 2-CTA clusters with B K×N: each CTA multicasts one 64-column box", 128, 128, 64, 5, 2,
      384, PL_GEMM_NEEDS_CLUSTER, KN_FLAGS, supports_tma_kn, pl_gemm_wgmma_pp_128x128_c2_kn},
-    /* ---- unvalidated: 128×224 tiles without clusters of four (M ≈ 200: two tile rows over N = 224·k fill 128 SMs in
-     * one wave; written in session 13 with no device time left to verify them) ---- */
-    {"wgmma_ws_128x224x64_s4", "wgmma_ws",
-     "the cooperative kernel with 128×224 tiles (wgmma m64n224, the last 32 columns through a dense TMA map), 4 stages",
-     128, 224, 64, 4, 1, 384, PL_GEMM_NEEDS_WGMMA, PL_GEMM_KERNEL_UNVALIDATED, supports_tma, pl_gemm_wgmma_ws_128x224},
-    {"wgmma_ws_128x224x64_s4_c2", "wgmma_ws_cluster",
-     "128×224 tiles in 2-CTA clusters: two tile rows share each B panel, half loaded and multicast by each CTA", 128,
-     224, 64, 4, 2, 384, PL_GEMM_NEEDS_CLUSTER, PL_GEMM_KERNEL_UNVALIDATED, supports_tma, pl_gemm_wgmma_ws_128x224_c2},
 };
 /* users keep one bit per kernel of this table (labs/gemm_lab.c: one fallback note each) */
 _Static_assert(sizeof kernels / sizeof kernels[0] <= 64, "more than 64 BF16 kernels: widen the per-kernel masks");

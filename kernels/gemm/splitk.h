@@ -56,7 +56,8 @@ int pl_gemm_sk_split_deep(long long tiles, int k_blocks, int sms);
 #define PL_SK_WAVE_OVERHEAD_KB 4 /* a CTA's fill, fix-up and store, in k-blocks of mainloop */
 int pl_gemm_sk_split_waves(long long tiles, int k_blocks, int sms);
 
-/* The split-K kernel with TILE = `tile` (swapped: 16, 32, 64 or 128; not: 64 or 128, or 128 | PL_SK_WG2 and 256 | PL_SK_WG2 for the
+/* The split-K kernel with TILE = `tile` (swapped: 16, 32, 64 or 128, 16, 32 or 64 | PL_SK_DEEP, and
+ * 200 | PL_SK_WG2: 128 rows of N × 200 tokens; not: 64 or 128, or 128 | PL_SK_WG2 and 256 | PL_SK_WG2 for the
  * two-warpgroup 128×128 and 128×256 tiles, whose split is at most 8) and a split of `split` CTAs
  * (1-16, capped at the k-block count; over 8 a non-portable cluster; 0: pl_gemm_sk_split's). cudaErrorInvalidValue
  * for another tile, a split over 16, or a grid past 65535 tiles in a dimension. Takes B N×K, K % 8 == 0, 16-byte

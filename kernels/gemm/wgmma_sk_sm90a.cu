@@ -76,6 +76,8 @@ template <int N> __device__ __forceinline__ void sk_wgmma(float (&acc)[N / 2], u
         pl_wgmma_m64n64k16_bf16<0>(acc, dx, dy, 1);
     else if constexpr (N == 128)
         pl_wgmma_m64n128k16_bf16<0>(acc, dx, dy, 1);
+    else if constexpr (N == 200)
+        pl_wgmma_m64n200k16_bf16<0>(acc, dx, dy, 1);
     else
         pl_wgmma_m64n256k16_bf16<0>(acc, dx, dy, 1);
 }
@@ -194,7 +196,8 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
     const int split = (int)gridDim.x, rank = (int)blockIdx.x;
     const int x0 = (int)blockIdx.y * cfg::x_rows, y0 = (int)blockIdx.z * TILE;
     const int kb0 = (int)((long long)k_blocks * rank / split), kb1 = (int)((long long)k_blocks * (rank + 1) / split);
-    const bool half = TILE >= 32 && y_rows - y0 <= TILE / 2;
+    constexpr bool HAS_HALF = TILE >= 32 && (TILE & (TILE - 1)) == 0; /* n = TILE/2 is a wgmma width (not 100) */
+    const bool half = HAS_HALF && y_rows - y0 <= TILE / 2;
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x & 31;
     const int cw = warp / 4; /* the consumer warpgroup: rows 64·cw.. of X */
     const uint32_t x_off = WG == 1 ? 0u : (uint32_t)cw * PL_SK_ROWS * 128;
@@ -233,7 +236,7 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
             }
         }
     } else if (half) {
-        if constexpr (TILE >= 32)
+        if constexpr (HAS_HALF)
             sk_mainloop<TILE / 2, STAGES, cfg::stage_bytes, cfg::x_bytes>(
                 *reinterpret_cast<float(*)[TILE / 4]>(&acc[0]), base, full, empty, kb0, kb1, lane, x_off);
     } else {
@@ -452,8 +455,10 @@ extern "C" cudaError_t pl_gemm_wgmma_sk(const pl_gemm_problem *p, int tile, int 
     case 32: return launch_sk<32, 1>(p, split, 0, stream);
     case 64: return launch_sk<64, 1>(p, split, 0, stream);
     case 128: return launch_sk<128, 1>(p, split, 0, stream);
+    case 200 | PL_SK_WG2: return launch_sk<200, 1, 2>(p, split, 0, stream);
     case -64: return launch_sk<64, 0>(p, split, 0, stream);
     case -128: return launch_sk<128, 0>(p, split, 0, stream);
+    case 16 | PL_SK_DEEP: return launch_sk<16, 1, 1, 1>(p, split, 0, stream);
     case 32 | PL_SK_DEEP: return launch_sk<32, 1, 1, 1>(p, split, 0, stream);
     case 64 | PL_SK_DEEP: return launch_sk<64, 1, 1, 1>(p, split, 0, stream);
     case -(64 | PL_SK_DEEP): return launch_sk<64, 0, 1, 1>(p, split, 0, stream);
@@ -526,6 +531,25 @@ extern "C" cudaError_t pl_gemm_wgmma_sk_64x64_deep(const pl_gemm_problem *p, cud
 extern "C" cudaError_t pl_gemm_wgmma_sk_64x128_deep(const pl_gemm_problem *p, cudaStream_t stream)
 {
     return launch_sk<128, 0, 1, 1>(p, 0, 0, stream);
+}
+
+/* Swapped with a deep ring, one CTA an SM (16 stages of 64 rows of B and 16 or 32 of A): at M = 16 and N/64 tiles
+ * under the SM count, one unsplit CTA a tile streaming 160 KB ahead (cuBLAS's nvjet 64x16_64x16 on 16×4608×3584). */
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap16_deep(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<16, 1, 1, 1>(p, 0, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap32_deep(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<32, 1, 1, 1>(p, 0, 0, stream);
+}
+
+/* Swapped with two consumer warpgroups: 128 rows of B (N) × 200 of A (M) a CTA, wgmma m64n200, 5 stages, split by
+ * waves: at M ≈ 200 every tensor-core column is a token (a 128-row tile of M pads 200 to 256), and N/128 tiles. */
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap200(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<200, 1, 2>(p, 0, 0, stream);
 }
 
 /* Two consumer warpgroups (128 rows of A), one CTA an SM with as many stages as fit, split by waves (up to 8). */

@@ -137,6 +137,18 @@ static cudaError_t launch_library(const pl_gemm_problem *p, void *arg, cudaStrea
 }
 
 /* One problem against every kernel, and pl_gemm_bf16; failures are appended to `fails`. */
+/* Whether a kernel may refuse M: the decode kernels an M over their tile, the swapped small-M kernels an M over 4 of
+ * their tiles, and a swapped tile fitted to one M (a width that is no power of two: 200) an M outside (128, tile]. */
+static int may_refuse_m(const pl_gemm_kernel *k, int m)
+{
+    if (k->flags & PL_GEMM_KERNEL_SMALL_M)
+        return m > k->tile_m;
+    if (!(k->flags & PL_GEMM_KERNEL_SWAP_AB))
+        return 0;
+    const int fitted = (k->tile_m & (k->tile_m - 1)) != 0;
+    return fitted ? m <= 128 || m > k->tile_m : m > 4 * k->tile_m;
+}
+
 static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int epilogue, pl_buf *fails, int *checked)
 {
     pl_ctx *ctx = &e->ctx;
@@ -155,13 +167,11 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
             continue;
         }
         if (!kern->supports(&p, why, sizeof why)) {
-            /* only the documented fast-path conditions may refuse a shape (and the swapped small-M kernels an M
-             * over 4 of their tiles, the decode kernels an M over their one, the B K×N kernels B N×K or N % 8),
-             * and the fallback must take it */
+            /* only the documented fast-path conditions may refuse a shape (and an M outside a small-M kernel's
+             * range: may_refuse_m; the B K×N kernels B N×K or N % 8), and the fallback must take it */
             const int kn_only = (kern->flags & PL_GEMM_KERNEL_B_KN) != 0;
             ck_assert_msg((kn_only ? layout == PL_GEMM_B_NK || s->n % 8 != 0 : layout == PL_GEMM_B_KN) ||
-                              s->k % 8 != 0 || ((kern->flags & PL_GEMM_KERNEL_SWAP_AB) && s->m > 4 * kern->tile_m) ||
-                              ((kern->flags & PL_GEMM_KERNEL_SMALL_M) && s->m > kern->tile_m),
+                              s->k % 8 != 0 || may_refuse_m(kern, s->m),
                           "%s refused a shape it should take: %s", label, why);
             ck_assert(pl_gemm_kernel_fallback()->supports(&p, why, sizeof why));
             printf("n/a  %s: %s\n", label, why);
@@ -191,7 +201,8 @@ typedef struct sk_config {
 } sk_config;
 static const sk_config sk_configs[] = {{16, 1},  {32, 1},  {64, 1}, {128, 1}, {64, 0}, {128, 0},
                                        {128 | PL_SK_WG2, 0}, {256 | PL_SK_WG2, 0}, /* two warpgroups: splits <= 8 */
-                                       {64 | PL_SK_DEEP, 0}, {128 | PL_SK_DEEP, 0}}; /* deep rings: splits <= 8 */
+                                       {64 | PL_SK_DEEP, 0}, {128 | PL_SK_DEEP, 0},  /* deep rings: splits <= 8 */
+                                       {16 | PL_SK_DEEP, 1}, {32 | PL_SK_DEEP, 1},  {200 | PL_SK_WG2, 1}};
 #define SK_ONE_CTA (PL_SK_WG2 | PL_SK_DEEP)
 static const int sk_splits[] = {0, 1, 2, 3, 5, 8, 12, 16}; /* 12, 16: non-portable clusters */
 
@@ -234,7 +245,7 @@ START_TEST(split_k_every_split)
             pl_gemm_problem p = make_problem(&e, s, PL_GEMM_B_NK, epilogue, &ref);
             for (size_t ci = 0; ci < sizeof sk_configs / sizeof sk_configs[0]; ci++) {
                 const sk_config *c = &sk_configs[ci];
-                if (c->swap && s->m > 4 * c->tile)
+                if (c->swap && s->m > 4 * (c->tile & ~SK_ONE_CTA))
                     continue;
                 for (size_t k = 0; k < sizeof sk_splits / sizeof sk_splits[0]; k++) {
                     sk_launch_arg arg = {c->tile, c->swap, sk_splits[k]};
@@ -370,7 +381,7 @@ START_TEST(deterministic)
                 const sk_config *c = &sk_configs[ci];
                 if ((c->tile & SK_ONE_CTA) && split > PL_SK_PORTABLE_SPLIT)
                     continue;
-                p.m = c->swap ? 4 * c->tile - 3 : det[0].m;
+                p.m = c->swap ? 4 * (c->tile & ~SK_ONE_CTA) - 3 : det[0].m;
                 p.d = d1;
                 ck_assert(pl_gemm_wgmma_sk(&p, c->tile, c->swap, split, ctx->stream) == cudaSuccess);
                 p.d = d2;

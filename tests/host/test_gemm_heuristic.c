@@ -65,31 +65,24 @@ START_TEST(registry_opt_in)
     opt_in(0);
     const size_t all = pl_gemm_kernel_count();
     /* 11 of issues 1-14; issue 15: 6 + 4 (_w1) + 2 (deep) + 2 (two warpgroups) split-K, 2 128×192, 3 fitted tiles
-     * (192×176, 128×176, 128×224), 3 decode GEMV */
-    ck_assert_int_eq((int)all, 33);
+     * (192×176, 128×176, 128×224 in fours), 3 decode GEMV, 2 128×224 (alone, pairs), 3 swapped split-K (200 tokens,
+     * two deep rings) */
+    ck_assert_int_eq((int)all, 38);
     ck_assert_ptr_nonnull(pl_gemm_kernel_find("wgmma_ws_192x176x64_s3_c2"));
     ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 0);
     ck_assert_ptr_nonnull(pl_gemm_kernel_find(SWAP16));
     ck_assert_ptr_nonnull(pl_gemm_kernel_find("gemv_mma_t16"));
     ck_assert_ptr_null(pl_gemm_kernel_at(all));
     ck_assert_ptr_null(pl_gemm_kernel_find("wgmma_ws_128x256x64_s4_kn")); /* unvalidated: not enumerated */
-    /* the opt-in adds the B K×N kernels and the two 128×224 ones of session 13, after every validated one */
+    /* the opt-in adds the B K×N kernels, after every validated one */
     opt_in(1);
     ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 1);
-    ck_assert_int_eq((int)pl_gemm_kernel_count(), (int)all + 10);
-    int kn = 0;
+    ck_assert_int_eq((int)pl_gemm_kernel_count(), (int)all + 8);
     for (size_t i = all; i < pl_gemm_kernel_count(); i++) {
         const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
-        ck_assert_msg(k->flags & PL_GEMM_KERNEL_UNVALIDATED, "%s", k->name);
-        if (k->flags & PL_GEMM_KERNEL_B_KN) {
-            ck_assert_msg(k->flags == (PL_GEMM_KERNEL_UNVALIDATED | PL_GEMM_KERNEL_B_KN), "%s", k->name);
-            ck_assert_msg(strstr(k->name, "_kn") != NULL, "%s", k->name);
-            kn++;
-        } else {
-            ck_assert_msg(strstr(k->name, "wgmma_ws_128x224x64_s4") == k->name, "%s", k->name);
-        }
+        ck_assert_msg(k->flags == (PL_GEMM_KERNEL_UNVALIDATED | PL_GEMM_KERNEL_B_KN), "%s", k->name);
+        ck_assert_msg(strstr(k->name, "_kn") != NULL, "%s", k->name);
     }
-    ck_assert_int_eq(kn, 8);
     ck_assert_int_le((int)pl_gemm_kernel_count(), 64); /* the labs' fallback notes: one bit per kernel in 64 */
     setenv(PL_GEMM_UNVALIDATED_ENV, "yes", 1);         /* only "1" opts in */
     ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 0);
@@ -100,17 +93,19 @@ START_TEST(registry_opt_in)
         ck_assert_msg(!(k->flags & PL_GEMM_KERNEL_UNVALIDATED), "%s", k->name);
         for (size_t j = 0; j < i; j++)
             names_ok &= strcmp(pl_gemm_kernel_at(j)->name, k->name) != 0;
+        /* the consumer warpgroups' 64 rows each: of A, or swapped of B (N) */
+        const int x_rows = (k->flags & PL_GEMM_KERNEL_SWAP_AB) ? k->tile_n : k->tile_m;
         if (k->flags & PL_GEMM_KERNEL_SPLIT_WAVES) {
             /* two consumer warpgroups and the producer warp; the stages that fit 227 KB */
             ck_assert_int_eq(k->cluster_m, 0);
             ck_assert_int_eq(k->threads, 2 * 128 + 32);
-            ck_assert_int_eq(k->tile_m, 2 * PL_SK_ROWS);
+            ck_assert_int_eq(x_rows, 2 * PL_SK_ROWS);
             ck_assert_int_eq(k->stages, (232448 - 1024 - 256) / ((k->tile_m + k->tile_n) * PL_SK_BK * 2));
             ck_assert(k->flags & PL_GEMM_KERNEL_SPLIT_K);
         } else if (k->flags & PL_GEMM_KERNEL_SPLIT_DEEP) {
             /* one consumer warpgroup, one CTA an SM: the stages that fit 227 KB, at most 16 */
             ck_assert_int_eq(k->threads, PL_SK_THREADS);
-            ck_assert_int_eq(k->tile_m, PL_SK_ROWS);
+            ck_assert_int_eq(x_rows, PL_SK_ROWS);
             const int fit = (232448 - 1024 - 256) / ((k->tile_m + k->tile_n) * PL_SK_BK * 2);
             ck_assert_int_eq(k->stages, fit > 16 ? 16 : fit);
         } else if (k->flags & PL_GEMM_KERNEL_SPLIT_K) {
