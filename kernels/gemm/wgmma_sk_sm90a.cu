@@ -12,10 +12,12 @@
  *   plain:   X = A, Y = B: a 64 × TILE tile of D (TILE 64 for narrow N, 128).
  *   swapped: X = B, Y = A: Dᵀ = B·Aᵀ, a TILE × 64 tile of D (TILE 16-128 ≥ M): the wide N fills wgmma's 64 rows
  *            and the few tokens become its narrow N, so no tensor-core row is spent on padding M up to 64 or 128.
+ *            With two warpgroups (WG = 2), a 200 × 128 tile of D: M ≈ 200 with no padded token (cuBLAS's tile there).
  *
  * Deep rings (DEEP = 1, the _deep entries): the same CTA alone on its SM with every byte of shared memory a stage
- * (14 of 64×64, 9 of 64×128), for the few-tile long-K shapes where three CTAs' 4-stage rings leave HBM and L2 latency
- * exposed; like every one-CTA-an-SM kernel here its split is lowered until the clusters all run at once.
+ * (14 of 64×64, 9 of 64×128, 16 of the swapped 16- and 32-token tiles), for the few-tile long-K shapes where three
+ * CTAs' 4-6-stage rings leave HBM and L2 latency exposed; like every one-CTA-an-SM kernel here its split is lowered
+ * until the clusters all run at once.
  *
  * Split-K with a deterministic fix-up. The S CTAs of a cluster (1-8 along grid x, up to 16 in the _w1 entries'
  * non-portable clusters; S chosen so that every cluster runs in the first wave: gemm/splitk.h) take consecutive
@@ -27,7 +29,7 @@
  *
  * Edges. TMA zero-fills rows and columns past M, N and K, and stores are predicated: any M, N and K % 8 == 0.
  * Edge-aware: a tile whose Y rows (N plain, M swapped) end in its first half issues the half-width wgmma
- * (m64n(TILE/2)) and leaves the other half of the tensor-core work undone. */
+ * (m64n(TILE/2)) and leaves the other half of the tensor-core work undone (power-of-two tiles: 100 is no width). */
 #include "gemm/epilogue.cuh"
 #include "gemm/gemm.h"
 #include "gemm/heuristic.h"
