@@ -671,10 +671,11 @@ extern "C" cudaError_t pl_gemm_wgmma_ws_128x224_c4(const pl_gemm_problem *p, cud
     return launch_ws<224, 4, WS_COOPERATIVE>(p, stream);
 }
 
-/* ---- unvalidated until a GPU run verifies them (PERFLAB_GEMM_UNVALIDATED=1): 128×224 without clusters of four ----
+/* ---- 128×224 without clusters of four (written in session 13, verified in session 14) ----
  * For M ≈ 200 and N a multiple of 224 (llama3_8b_up 200×14336×4096: 2 × 64 = 128 tiles, one wave on 128 SMs, where
  * 128×256 leaves 112 tiles and 20 SMs idle; 0.80 of cuBLAS on an H200, docs/perf/gemm.md session 13). In pairs, the
- * two tile rows of a column share their B panel. */
+ * two tile rows of a column share their B panel. On the H100 2-3% over 128×256 there (the weights' stream bounds
+ * both; docs/perf/gemm.md session 14). */
 extern "C" cudaError_t pl_gemm_wgmma_ws_128x224(const pl_gemm_problem *p, cudaStream_t stream)
 {
     return launch_ws<224, 1, WS_COOPERATIVE>(p, stream);
