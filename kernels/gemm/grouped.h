@@ -30,8 +30,9 @@ typedef struct pl_grouped_gemm_problem {
      * tile row) issues no wgmma for that tile, leaving the tensor cores to the other; 0: it computes them unstored */
     int skip_idle;
     /* 2: CTAs in pairs (2-CTA clusters) that take vertically adjacent tiles of a group and share their B panel, each
-     * loading half and multicasting it (a third less L2 → SM traffic; a group with an odd tile row count pads its
-     * last pair with a tile it does not store); 1: one CTA a tile; 0: the measured choice (pl_grouped_gemm_cluster_of) */
+     * loading half and multicasting it (a third less L2 → SM traffic; a group with an odd tile row count runs its
+     * last tile row in pairs side by side that share A); 1: one CTA a tile; 0: the measured choice
+     * (pl_grouped_gemm_cluster_of) */
     int cluster;
 } pl_grouped_gemm_problem;
 

@@ -10,7 +10,9 @@
  *         the critical path (two m64n96k32 commit groups per k-block, sw_mainloop_halves in sm90_ws_halves.cuh).
  * With 2 CTAs a tile (p->cluster, pl_grouped_gemm_cluster_of) the CTAs run in pairs (2-CTA clusters) on vertically
  * adjacent tiles of one expert, each loading half of their shared B panel and multicasting it: per k-block a CTA
- * receives A + B but reads A + B/2 from L2. */
+ * receives A + B but reads A + B/2 from L2. An expert with an odd number of tile rows runs its last one in pairs
+ * side by side, which share the A panel instead (each reads A/2 + B), rather than pairing its tiles with pads wholly
+ * past the expert's end (a whole tile of an SM's time for nothing). */
 #include <stdio.h>
 
 #include "gemm/fp8.h"
@@ -65,10 +67,12 @@ static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t
     if (p->rows == 0)
         return cudaSuccess; /* no token was routed: D is empty */
     const uint32_t es = ELEM == SW_E4M3 ? 1 : 2, ke = SW_ROW_BYTES / es;
-    CUtensorMap ta, tb, td;
+    CUtensorMap ta, tb, td, ta_half;
     cudaError_t e = pl_tensor_map_2d(&ta, p->a, (uint64_t)p->rows, (uint64_t)p->k, es, SW_BM, ke);
     if (e == cudaSuccess)
         e = pl_tensor_map_2d(&tb, p->b, (uint64_t)p->groups * (uint64_t)p->n, (uint64_t)p->k, es, BN / CLUSTER, ke);
+    if (e == cudaSuccess && CLUSTER == 2) /* a pair side by side loads half of A each */
+        e = pl_tensor_map_2d(&ta_half, p->a, (uint64_t)p->rows, (uint64_t)p->k, es, SW_BM / 2, ke);
     if (e != cudaSuccess)
         return e;
     sw_params sp = {};
@@ -84,7 +88,8 @@ static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t
         td = ta; /* unused */
     /* cluster tiles: at most one partial cluster tile row per group beyond the full ones */
     const long long max_tiles = ((long long)p->rows / (CLUSTER * SW_BM) + p->groups) * sp.tile_cols;
-    return sw_launch<BN, ELEM, SCALE, CLUSTER, 1, HALVES>(ta, tb, td, sp, max_tiles, stream);
+    return sw_launch<BN, ELEM, SCALE, CLUSTER, 1, HALVES>(ta, tb, td, sp, max_tiles, stream,
+                                                          CLUSTER == 2 ? &ta_half : NULL);
 }
 
 extern "C" int pl_grouped_gemm_cluster_of(const pl_grouped_gemm_problem *p, int fp8)

@@ -28,7 +28,8 @@
  * and D and rows g·N .. g·N + N - 1 of B; inside a group its tiles go as a plain GEMM's (bands of 16 tile rows,
  * rows fastest, then columns: a large group's A panel is read from DRAM once per band, not once per wave of
  * columns; ncu at E = 8, N = 14336: 3.3 GB of DRAM reads against 4.2 GB rows first), then the next group; in 2-CTA
- * clusters the pair takes vertically adjacent tiles of one group. Every role walks it from the offsets in device
+ * clusters the pair takes vertically adjacent tiles of one group, and a group's odd last tile row in pairs side by
+ * side that multicast their shared A panel instead (no pad tiles past a group's end). Every role walks it from the offsets in device
  * memory with a cursor that only moves forward, so nothing about the group sizes comes back to the host; a group of
  * 0 rows has no tiles. A tile may read rows of the next group (TMA loads whole boxes): those rows are computed and
  * never stored. */
@@ -98,10 +99,11 @@ struct sw_tile {
     int n0;      /* first column of D */
     int b_row;   /* first row of B */
     int group;
+    int a_pair;  /* 2-CTA clusters: the pair's tiles lie side by side and share A (a group's odd last tile row) */
 };
 
-/* Where a role stands in the walk: the group it is in and that group's first tile, tile count, cluster tile rows
- * and rows. */
+/* Where a role stands in the walk: the group it is in and that group's first tile, tile count, whole cluster tile
+ * rows and rows. */
 struct sw_walk {
     int g, first, tiles, crows, start, end;
 
@@ -112,14 +114,18 @@ struct sw_walk {
     }
 
     /* Tile t (t never decreases between calls) of the walk; false once t is past the last tile. In clusters of
-     * CLUSTER CTAs, t counts cluster tiles (CLUSTER vertically adjacent tiles sharing their B panel: p.tile_rows
-     * of them over a plain GEMM's M, ⌈tile rows / CLUSTER⌉ over a group's rows) and `rank` picks this CTA's. A
-     * group's last cluster tile may hold a tile wholly past the group's end: it is computed (or skipped, skip_idle)
-     * and never stored, and its CTA still loads and multicasts its share of B for the other. */
+     * CLUSTER CTAs, t counts cluster tiles and `rank` picks this CTA's. Over a plain GEMM's M a cluster tile is
+     * CLUSTER vertically adjacent tiles sharing their B panel (p.tile_rows of them; the last may hold tiles wholly
+     * past M, computed and never stored). In a group, a pair (CLUSTER = 2) takes two vertically adjacent tiles
+     * sharing B over the group's whole pairs of tile rows; an odd last tile row goes in pairs side by side sharing
+     * its A panel (a_pair), so no CTA computes a tile wholly past the group's end. With an odd column count the last
+     * of those pairs holds a tile past N: its CTA loads its A half for the other and computes nothing. */
     template <int BN, int CLUSTER>
     __device__ __forceinline__ bool at(const sw_params &p, int t, uint32_t rank, sw_tile &tl)
     {
+        static_assert(CLUSTER == 1 || CLUSTER == 2, "single CTAs or pairs");
         int row, col;
+        tl.a_pair = 0;
         if (!p.offsets) {
             if (t >= p.tile_rows * p.tile_cols)
                 return false;
@@ -139,12 +145,20 @@ struct sw_walk {
                 return false;
             start = min(__ldg(p.offsets + g), p.o.m);
             end = min(max(__ldg(p.offsets + g + 1), start), p.o.m); /* a bad offsets array stays inside D */
-            crows = (end - start + CLUSTER * SW_BM - 1) / (CLUSTER * SW_BM);
-            tiles = crows * p.tile_cols;
+            const int trows = (end - start + SW_BM - 1) / SW_BM;
+            crows = trows / CLUSTER;
+            tiles = crows * p.tile_cols + (trows % CLUSTER ? (p.tile_cols + 1) / 2 : 0);
         }
-        tile_of(t - first, crows, p.tile_cols, SW_GROUP_ROWS / CLUSTER, row, col);
-        tl.m0 = start + (row * CLUSTER + (int)rank) * SW_BM;
-        tl.n0 = col * BN;
+        const int u = t - first;
+        if (CLUSTER == 2 && u >= crows * p.tile_cols) { /* the odd last tile row, pairs side by side */
+            tl.m0 = start + 2 * crows * SW_BM;
+            tl.n0 = (2 * (u - crows * p.tile_cols) + (int)rank) * BN;
+            tl.a_pair = 1;
+        } else {
+            tile_of(u, crows, p.tile_cols, SW_GROUP_ROWS / CLUSTER, row, col);
+            tl.m0 = start + (row * CLUSTER + (int)rank) * SW_BM;
+            tl.n0 = col * BN;
+        }
         tl.row_end = end;
         tl.b_row = g * p.n + tl.n0;
         tl.group = g;
@@ -282,7 +296,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     for (int t = cluster; w.at<BN, CLUSTER>(p, t, rank, tl); t += clusters) {
         const int row0 = tl.m0 + consumer * 64;
         const int r = row0 + warp * 16 + (lane >> 2); /* this thread's rows: r and r + 8 */
-        if (p.skip_idle && row0 >= tl.row_end) {      /* padding rows only: pass the stages on, compute nothing */
+        if ((p.skip_idle && row0 >= tl.row_end) || tl.n0 >= p.o.n) { /* padding: pass the stages on, compute nothing */
             for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
                 const int stage = (int)(kcount % STAGES);
                 mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
@@ -371,7 +385,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
         }
         /* TMA stores clip at D's edges, not at a group's last row: a consumer whose rows cross it stores from
          * registers, stopping there */
-        if (row0 >= tl.row_end)
+        if (row0 >= tl.row_end || tl.n0 >= p.o.n)
             continue;
         if (p.tma_store && (row0 + 64 <= tl.row_end || tl.row_end == p.o.m)) {
             epilogue_tma_m64<BN, SW_EPI_BUFFERS>(tma_d, acc, bufs, 0, 1 + consumer, row0, tl.n0);
@@ -388,7 +402,8 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
 template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int HALVES>
 __global__ void __launch_bounds__(SW_THREADS, 1)
     sw_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                   const __grid_constant__ CUtensorMap tma_d, const sw_params p)
+                   const __grid_constant__ CUtensorMap tma_d, const __grid_constant__ CUtensorMap tma_a_half,
+                   const sw_params p)
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     constexpr int STAGES = cfg::stages;
@@ -422,6 +437,8 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
         if (threadIdx.x == SW_PRODUCER) {
             tma_prefetch_descriptor(&tma_a);
             tma_prefetch_descriptor(&tma_b);
+            if (CLUSTER == 2 && p.offsets)
+                tma_prefetch_descriptor(&tma_a_half);
             int stage = 0;
             uint32_t phase = 0;
             sw_walk w;
@@ -433,7 +450,8 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
                     const uint32_t st = base + stage * cfg::stage_bytes, bar = full + 8 * stage;
                     /* boxes count whole, zero-filled parts too; clustered, half of B comes from the peer */
                     if constexpr (cfg::scale_bytes > 0) { /* the k-block's block scales ride along (bulk copies) */
-                        const int first = sw_scale_first(p, tl), nb = tl.n0 / 128;
+                        /* a pair's tile past N (a_pair) reads its last B block's scales: in bounds, never used */
+                        const int first = sw_scale_first(p, tl), nb = min(tl.n0 / 128, p.nblocks - 1);
                         const uint32_t a_sc = 4u * (uint32_t)min(SW_BM + 4, p.lda - first); /* lda % 4 == 0 */
                         const uint32_t sc = full + cfg::barrier_bytes + stage * SW_SC_STAGE;
                         const float *sb = p.scale_b + ((size_t)tl.group * p.nblocks + nb) * p.ldb + (kb & ~3);
@@ -444,12 +462,19 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
                     } else {
                         mbar_arrive_expect_tx(bar, cfg::stage_bytes);
                     }
-                    tma_load_2d(st, &tma_a, bar, kb * KE, tl.m0);
-                    if (CLUSTER == 1)
+                    if (CLUSTER == 1) {
+                        tma_load_2d(st, &tma_a, bar, kb * KE, tl.m0);
                         tma_load_2d(st + cfg::a_bytes, &tma_b, bar, kb * KE, tl.b_row);
-                    else
+                    } else if (!tl.a_pair) { /* A whole, half of B from each CTA into both */
+                        tma_load_2d(st, &tma_a, bar, kb * KE, tl.m0);
                         tma_load_2d_multicast(st + cfg::a_bytes + rank * (cfg::b_bytes / CLUSTER), &tma_b, bar, kb * KE,
                                               tl.b_row + (int)rank * (BN / CLUSTER), (uint16_t)((1u << CLUSTER) - 1));
+                    } else { /* side by side: half of A from each CTA into both, B whole (two half boxes) */
+                        tma_load_2d_multicast(st + rank * (cfg::a_bytes / 2), &tma_a_half, bar, kb * KE,
+                                              tl.m0 + (int)rank * (SW_BM / 2), (uint16_t)3);
+                        tma_load_2d(st + cfg::a_bytes, &tma_b, bar, kb * KE, tl.b_row);
+                        tma_load_2d(st + cfg::a_bytes + cfg::b_bytes / 2, &tma_b, bar, kb * KE, tl.b_row + BN / 2);
+                    }
                     if (++stage == STAGES) {
                         stage = 0;
                         phase ^= 1;
@@ -504,7 +529,7 @@ static int sw_max_clusters(int device, int sms)
  * no more than max_tiles work units (tiles, or cluster tiles) ask for. */
 template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE = 1, int HALVES = 1>
 static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const CUtensorMap &td, const sw_params &p,
-                             long long max_tiles, cudaStream_t stream)
+                             long long max_tiles, cudaStream_t stream, const CUtensorMap *ta_half = NULL)
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     static_assert(cfg::stages >= 3, "too few stages");
@@ -535,7 +560,8 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
     if (clusters > max_tiles)
         clusters = max_tiles < 1 ? 1 : max_tiles;
     lc.gridDim = dim3((unsigned)(clusters * CLUSTER));
-    e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>, ta, tb, td, p);
+    e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>, ta, tb, td,
+                           ta_half ? *ta_half : ta, p);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

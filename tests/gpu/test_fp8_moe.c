@@ -2,8 +2,9 @@
  * values it multiplied) at sizes that are no multiple of any tile: odd M, K not a multiple of 128, N odd (D stored
  * from registers; moe) and N % 8 == 0 (TMA stores), experts with zero tokens, odd token counts per expert, one token,
  * several tiles per CTA; and the native kernels directly (with and without clusters, odd N included, which the
- * target leaves to them where cuBLASLt cannot take it), each also run twice on the same inputs: the same bits, or a
- * race. Exits 77 without a GPU. */
+ * target leaves to them where cuBLASLt cannot take it; in pairs, experts with odd and even tile row counts over odd
+ * and even tile column counts), each also run twice on the same inputs: the same bits, or a race. Exits 77 without
+ * a GPU. */
 #include <stdio.h>
 #include <string.h>
 
@@ -269,6 +270,7 @@ START_TEST(kernels_direct)
     fp8_direct(&e, 1, 8, 16);                   /* one row, one partial k-block */
     grouped_direct(&e, 16, 700, 1.5, 520, 528); /* TMA stores except where an expert's rows end */
     grouped_direct(&e, 9, 50, 1.0, 33, 64);     /* N odd: every store from registers */
+    grouped_direct(&e, 6, 900, 1.2, 1000, 272); /* even column counts (4 and 6): a pair's odd last tile row fills them */
     cublasDestroy(e.cublas);
 }
 END_TEST
