@@ -234,6 +234,11 @@ static int run_fp8_tensor_p4(pl_ctx *ctx, void *state)
 
 static int run_fp8_block(pl_ctx *ctx, void *state)
 {
+    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws);
+}
+
+static int run_fp8_block_halves(pl_ctx *ctx, void *state)
+{
     return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_halves);
 }
 
@@ -242,14 +247,9 @@ static int run_fp8_tensor_halves(pl_ctx *ctx, void *state)
     return run_native(ctx, state, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws_halves);
 }
 
-static int run_fp8_block_one_group(pl_ctx *ctx, void *state)
-{
-    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws);
-}
-
 static int run_fp8_block_c2(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_halves_c2);
+    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_c2);
 }
 
 static int run_lt(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc)
@@ -280,7 +280,8 @@ static const pl_variant fp8_variants[] = {
     {.name = "fp8_tensor",
      .technique =
          "warp-specialized persistent wgmma m64n192k32 e4m3 (TMA producer warpgroup, 2 consumers at 232 registers, "
-         "128×192 tiles), fp32 promotion every 128 K, per-tensor scales on the accumulator",
+         "128×192 tiles), fp32 promotion every 128 K, per-tensor scales on the accumulator; a tile's first k-block "
+         "issued before the previous tile's epilogue, which runs beside it",
      .run = run_fp8_tensor,
      .req = REQ_FP8_NATIVE},
     {.name = "fp8_tensor_p4",
@@ -289,21 +290,21 @@ static const pl_variant fp8_variants[] = {
      .run = run_fp8_tensor_p4,
      .req = REQ_FP8_NATIVE},
     {.name = "fp8_block",
-     .technique = "the same kernel with the block scales (A 1×128, B 128×128, bulk-copied into each stage with A and "
-                  "B) and the promotion off the critical path: each k-block's wgmma in two commit groups (m64n96k32, "
-                  "the tile's column halves), one half promoted while the other runs, in straight-line runs of 4 "
-                  "k-blocks",
+     .technique = "fp8_tensor with the block scales (A 1×128, B 128×128, bulk-copied into each stage with A and B): "
+                  "each k-block's wgmma in one commit group, drained (wait_group 0) and promoted with its scales; the "
+                  "next tile's first k-block runs beside the epilogue, as in fp8_tensor",
      .run = run_fp8_block,
      .req = REQ_FP8_NATIVE},
-    {.name = "fp8_tensor_halves",
-     .technique = "fp8_tensor with fp8_block's two half-tile commit groups: with one scale the promotion is an add, "
-                  "and the second read of A per k-block costs what the overlap saves",
-     .run = run_fp8_tensor_halves,
+    {.name = "fp8_block_halves",
+     .technique = "fp8_block with the promotion off the critical path: each k-block's wgmma in two commit groups "
+                  "(m64n96k32, the tile's column halves), one half promoted while the other runs, in straight-line "
+                  "runs of 4 k-blocks (A read from shared memory twice per k-block)",
+     .run = run_fp8_block_halves,
      .req = REQ_FP8_NATIVE},
-    {.name = "fp8_block_one_group",
-     .technique = "fp8_block with each k-block's wgmma in one commit group, drained (wait_group 0) before the "
-                  "promotion: the promotion on the critical path",
-     .run = run_fp8_block_one_group,
+    {.name = "fp8_tensor_halves",
+     .technique = "fp8_tensor with fp8_block_halves' two half-tile commit groups: with one scale the promotion is an "
+                  "add, and the second read of A per k-block costs what the overlap saves",
+     .run = run_fp8_tensor_halves,
      .req = REQ_FP8_NATIVE},
     {.name = "fp8_block_c2",
      .technique = "fp8_block in 2-CTA clusters: vertically adjacent tiles share their B panel, each CTA loads half "

@@ -1,8 +1,9 @@
 /* The FP8 mainloops in straight-line runs of sm90_ws_scaled.cuh's kernel: the promotion off the critical path
  * (HALVES = 2, issue 14, session 3: each k-block's wgmma in two commit groups, the 128×192 tile's column halves, one
  * half promoted while the other runs, in runs of 4 k-blocks; block scales read from the stage's bulk-copied copy),
- * and the tensor-scaled promotion every PROMOTE k-blocks (session 13). Included by sm90_ws_scaled.cuh after its types
- * and promotion helpers; include only from sm_90a code. */
+ * and the tensor-scaled promotion every PROMOTE k-blocks (session 13), whose consumer overlaps a tile's epilogue with
+ * the next tile's first k-block (session 15). Included by sm90_ws_scaled.cuh after its types and promotion helpers;
+ * include only from sm_90a code. */
 #ifndef PERFLAB_GEMM_SM90_WS_HALVES_CUH
 #define PERFLAB_GEMM_SM90_WS_HALVES_CUH
 
@@ -42,57 +43,87 @@ __device__ __forceinline__ void sw_issue_kblock_e4m3(float (&d)[N / 2], uint32_t
     wgmma_commit();
 }
 
-/* The tensor-scaled FP8 mainloop of one tile promoting every PROMOTE k-blocks (issue 14, session 13): each group of
- * PROMOTE k-blocks runs in straight-line code into `part` (the first from scale-d 0), one wgmma group kept in flight
- * and each stage released as soon as the group after it is issued and its own is done; at the group's end the
- * consumer drains (wait_group 0) and adds part into acc. The k-blocks past the last whole group go one at a time,
- * each promoted. Written as a loop with the group's first and last k-block decided at run time, the wgmma sat in a
- * branch and ptxas serialized them (C7518): that build measured 1051 against 1174 TFLOP/s (docs/perf/gemm.md, FP8
- * request 3), a measurement of the serialization rather than of the interval. */
-template <int BN, int CLUSTER, int PROMOTE>
-__device__ __forceinline__ void sw_mainloop_promote(const sw_params &p, float (&acc)[BN / 2], float (&part)[BN / 2],
-                                                    uint32_t base, uint32_t full, uint32_t empty, int consumer,
-                                                    int lane, uint32_t &kcount)
+/* What a consumer's mainloop needs of the ring and of its tile: the stages' base, the block scales' copies, the full
+ * and empty barriers, its A rows' offset in a stage, its two rows' offset in a stage's A scales (sw_scale_offset),
+ * the tile's first column in its second B block (for the block scales) and its lane. */
+struct sw_stage_at {
+    uint32_t base, scales, full, empty, a_off, sc_off;
+    int split, lane;
+};
+
+/* One promotion group of the FP8 mainloop (issue 14, session 13): PROMOTE k-blocks in straight-line code into `part`
+ * (the first from scale-d 0), one wgmma group kept in flight and each stage released as soon as the group after it
+ * is issued and its own is done; at the group's end the consumer drains (wait_group 0) and adds part into acc: for
+ * tensor scaling as it is (the one scale multiplies the finished tile), for block scaling (PROMOTE = 1: its scales
+ * change every k-block) times the k-block's scale products, read from the stage before it is released (read after
+ * the wgmma are issued instead, the block kernel ran 11% slower on the H100, 2026-11-26). FIRST_ISSUED: the group's
+ * first k-block is already on the tensor cores (issued by sw_consume_overlap before the previous tile's epilogue).
+ * Written as a loop with the group's first and last k-block decided at run time, the wgmma sat in a branch and ptxas
+ * serialized them (C7518): that build measured 1051 against 1174 TFLOP/s (docs/perf/gemm.md, FP8 request 3), a
+ * measurement of the serialization rather than of the interval. */
+template <int BN, int SCALE, int CLUSTER, int PROMOTE, bool FIRST_ISSUED>
+__device__ __forceinline__ void sw_promote_group(const sw_stage_at &h, int kb, float (&acc)[BN / 2],
+                                                 float (&part)[BN / 2], uint32_t &kcount)
 {
-    typedef sw_config<BN, 0> cfg;
+    static_assert(SCALE == SW_SCALE_TENSOR || PROMOTE == 1, "block scales change every k-block");
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     constexpr int STAGES = cfg::stages;
-    static_assert(PROMOTE > 1, "PROMOTE = 1 is sw_consume's own loop");
-    const uint32_t a_off = consumer * 64 * SW_ROW_BYTES, b_off = cfg::a_bytes;
-    int kb = 0;
-    for (; kb + PROMOTE <= p.k_blocks; kb += PROMOTE) {
-        int held = 0; /* the stage of the previous k-block of the group, still read by its wgmma group */
+    sw_block_scales cur = {0.0f, 0.0f, 0.0f, 0.0f};
+    sw_block_products q = {};
+    int held = 0; /* the stage of the previous k-block of the group, still read by its wgmma group */
 #pragma unroll
-        for (int u = 0; u < PROMOTE; u++, kcount++) {
-            const int stage = (int)(kcount % STAGES);
-            const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
-            if (u == 0)
-                sw_issue_kblock_e4m3<BN, true>(part, st + a_off, st + b_off);
-            else
-                sw_issue_kblock_e4m3<BN, false>(part, st + a_off, st + b_off);
-            if (u + 1 < PROMOTE) {
-                wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
-                if (u > 0)
-                    release_stage<CLUSTER>(empty, held, lane);
-                held = stage;
-            } else {
-                wgmma_wait<0>();
-                if (u > 0)
-                    release_stage<CLUSTER>(empty, held, lane);
-                release_stage<CLUSTER>(empty, stage, lane);
-            }
-        }
-        accumulators_fence(part);
-        sw_promote_add<BN>(acc, part);
-    }
-    for (; kb < p.k_blocks; kb++, kcount++) {
+    for (int u = 0; u < PROMOTE; u++, kcount++) {
         const int stage = (int)(kcount % STAGES);
-        const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
-        sw_issue_kblock_e4m3<BN, true>(part, st + a_off, st + b_off);
-        wgmma_wait<0>();
-        release_stage<CLUSTER>(empty, stage, lane);
-        accumulators_fence(part);
-        sw_promote_add<BN>(acc, part);
+        if (!FIRST_ISSUED || u > 0) {
+            const uint32_t st = sw_wait_stage<STAGES>(h.base, h.full, kcount, cfg::stage_bytes);
+            if (SCALE == SW_SCALE_BLOCK)
+                cur = sw_stage_scales(h.scales + stage * SW_SC_STAGE, h.sc_off, kb + u);
+            if (u == 0)
+                sw_issue_kblock_e4m3<BN, true>(part, st + h.a_off, st + cfg::a_bytes);
+            else
+                sw_issue_kblock_e4m3<BN, false>(part, st + h.a_off, st + cfg::a_bytes);
+        } else if (SCALE == SW_SCALE_BLOCK) {
+            cur = sw_stage_scales(h.scales + stage * SW_SC_STAGE, h.sc_off, kb + u);
+        }
+        if (SCALE == SW_SCALE_BLOCK) /* while the wgmma run, not after them */
+            q = sw_products(cur, h.split <= 64);
+        if (u + 1 < PROMOTE) {
+            wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
+            if (u > 0)
+                release_stage<CLUSTER>(h.empty, held, h.lane);
+            held = stage;
+        } else {
+            wgmma_wait<0>();
+            if (u > 0)
+                release_stage<CLUSTER>(h.empty, held, h.lane);
+            release_stage<CLUSTER>(h.empty, stage, h.lane);
+        }
     }
+    accumulators_fence(part);
+    if constexpr (SCALE == SW_SCALE_BLOCK)
+        sw_promote_block<BN>(acc, part, q);
+    else
+        sw_promote_add<BN>(acc, part);
+}
+
+/* The FP8 mainloop of one tile promoting every PROMOTE k-blocks (1: every k-block, fp8_tensor and block scaling), its
+ * first k-block already issued (into part, from scale-d 0): whole groups, then the k-blocks past the last whole group
+ * one at a time, each promoted. acc starts at zero. */
+template <int BN, int SCALE, int CLUSTER, int PROMOTE>
+__device__ __forceinline__ void sw_mainloop_promote(const sw_params &p, const sw_stage_at &h, float (&acc)[BN / 2],
+                                                    float (&part)[BN / 2], uint32_t &kcount)
+{
+    int kb;
+    if (p.k_blocks >= PROMOTE) {
+        sw_promote_group<BN, SCALE, CLUSTER, PROMOTE, true>(h, 0, acc, part, kcount);
+        for (kb = PROMOTE; kb + PROMOTE <= p.k_blocks; kb += PROMOTE)
+            sw_promote_group<BN, SCALE, CLUSTER, PROMOTE, false>(h, kb, acc, part, kcount);
+    } else { /* fewer k-blocks than a group: the issued one alone */
+        sw_promote_group<BN, SCALE, CLUSTER, 1, true>(h, 0, acc, part, kcount);
+        kb = 1;
+    }
+    for (; kb < p.k_blocks; kb++)
+        sw_promote_group<BN, SCALE, CLUSTER, 1, false>(h, kb, acc, part, kcount);
 }
 
 /* The FP8 mainloop of one tile with the promotion off the critical path (HALVES = 2). Each k-block's wgmma go in two
@@ -102,59 +133,114 @@ __device__ __forceinline__ void sw_mainloop_promote(const sw_params &p, float (&
  * 1) runs), release kb's stage, promote hi, issue hi(kb + 1). So this consumer always has a wgmma group on the
  * tensor cores while it promotes, instead of draining (wait_group 0) and promoting with its tensor work done. The
  * price: A is read from shared memory twice per k-block (once per half): 80 KB of wgmma reads instead of 64 per
- * 128×192 k-block. The last k-block is peeled so that no wgmma sits in a branch (ptxas serializes those). */
-template <int BN, int SCALE, int CLUSTER>
-__device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_tile &tl, int r, float (&acc)[BN / 2],
-                                                   float (&lo)[BN / 4], float (&hi)[BN / 4], uint32_t base,
-                                                   uint32_t scales, uint32_t full, uint32_t empty, int consumer,
-                                                   int lane, uint32_t &kcount)
+ * 128×192 k-block. The last k-block of a run is peeled so that no wgmma sits in a branch (ptxas serializes those).
+ * Unlike the tensor-scaled consumer (sw_consume_overlap), this one does not issue a tile's first k-block before the
+ * previous tile's epilogue: tried in session 15, fp8_block ran 2% slower (H100, three processes). */
+/* sw_issue_kblock_e4m3 for both halves of the stage at st. */
+template <int BN>
+__device__ __forceinline__ void sw_issue_halves(float (&lo)[BN / 4], float (&hi)[BN / 4], uint32_t st, uint32_t a_off,
+                                                uint32_t b_off)
+{
+    sw_issue_kblock_e4m3<BN / 2>(lo, st + a_off, st + b_off);
+    sw_issue_kblock_e4m3<BN / 2>(hi, st + a_off, st + b_off + (BN / 2) * SW_ROW_BYTES);
+}
+
+/* One straight-line run of RUN k-blocks from kb. */
+template <int BN, int SCALE, int CLUSTER, int RUN>
+__device__ __forceinline__ void sw_halves_run(const sw_stage_at &h, int kb, float (&acc)[BN / 2], float (&lo)[BN / 4],
+                                              float (&hi)[BN / 4], uint32_t &kcount)
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
-    constexpr int STAGES = cfg::stages, HN = BN / 2, RUN = 4; /* k-blocks per straight-line run */
-    const int split = 128 - tl.n0 % 128;                      /* the first column of the tile in the next B block */
-    const uint32_t a_off = consumer * 64 * SW_ROW_BYTES, b_off = cfg::a_bytes, hi_off = HN * SW_ROW_BYTES;
-    const uint32_t sc_off = sw_scale_offset(p, tl, r); /* this thread's row in a stage's A scales */
-    sw_block_products q = {};                          /* the k-block's scale products (block scaling) */
-    int kb = 0;
-    for (; kb + RUN <= p.k_blocks; kb += RUN) {
-        uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
-        sw_issue_kblock_e4m3<HN>(lo, st + a_off, st + b_off);
-        sw_issue_kblock_e4m3<HN>(hi, st + a_off, st + b_off + hi_off);
+    constexpr int STAGES = cfg::stages;
+    const uint32_t b_off = cfg::a_bytes, hi_off = (BN / 2) * SW_ROW_BYTES;
+    sw_block_products q = {}; /* the k-block's scale products (block scaling) */
+    uint32_t st = sw_wait_stage<STAGES>(h.base, h.full, kcount, cfg::stage_bytes);
+    sw_issue_halves<BN>(lo, hi, st, h.a_off, b_off);
 #pragma unroll
-        for (int u = 0; u < RUN; u++, kcount++) {
-            if (SCALE == SW_SCALE_BLOCK) /* read before the stage is released */
-                q = sw_products(sw_stage_scales(scales + (kcount % STAGES) * SW_SC_STAGE, sc_off, kb + u), split <= 64);
-            wgmma_wait<1>(); /* lo(u) is done, hi(u) runs */
-            accumulators_fence(lo);
-            sw_promote_half<BN, SCALE, 0>(acc, lo, q);
-            if (u + 1 < RUN) {
-                st = sw_wait_stage<STAGES>(base, full, kcount + 1, cfg::stage_bytes);
-                sw_issue_kblock_e4m3<HN>(lo, st + a_off, st + b_off);
-                wgmma_wait<1>(); /* hi(u) is done, lo(u + 1) runs */
-            } else {
-                wgmma_wait<0>();
-            }
-            release_stage<CLUSTER>(empty, (int)(kcount % STAGES), lane);
-            accumulators_fence(hi);
-            sw_promote_half<BN, SCALE, 1>(acc, hi, q);
-            if (u + 1 < RUN)
-                sw_issue_kblock_e4m3<HN>(hi, st + a_off, st + b_off + hi_off);
-        }
-    }
-    for (; kb < p.k_blocks; kb++, kcount++) { /* the k-blocks past the last whole run, one at a time */
-        const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
-        if (SCALE == SW_SCALE_BLOCK)
-            q = sw_products(sw_stage_scales(scales + (kcount % STAGES) * SW_SC_STAGE, sc_off, kb), split <= 64);
-        sw_issue_kblock_e4m3<HN>(lo, st + a_off, st + b_off);
-        sw_issue_kblock_e4m3<HN>(hi, st + a_off, st + b_off + hi_off);
-        wgmma_wait<1>();
+    for (int u = 0; u < RUN; u++, kcount++) {
+        if (SCALE == SW_SCALE_BLOCK) /* read before the stage is released */
+            q = sw_products(sw_stage_scales(h.scales + (kcount % STAGES) * SW_SC_STAGE, h.sc_off, kb + u),
+                            h.split <= 64);
+        wgmma_wait<1>(); /* lo(u) is done, hi(u) runs */
         accumulators_fence(lo);
         sw_promote_half<BN, SCALE, 0>(acc, lo, q);
-        wgmma_wait<0>();
-        release_stage<CLUSTER>(empty, (int)(kcount % STAGES), lane);
+        if (u + 1 < RUN) {
+            st = sw_wait_stage<STAGES>(h.base, h.full, kcount + 1, cfg::stage_bytes);
+            sw_issue_kblock_e4m3<BN / 2>(lo, st + h.a_off, st + b_off);
+            wgmma_wait<1>(); /* hi(u) is done, lo(u + 1) runs */
+        } else {
+            wgmma_wait<0>();
+        }
+        release_stage<CLUSTER>(h.empty, (int)(kcount % STAGES), h.lane);
         accumulators_fence(hi);
         sw_promote_half<BN, SCALE, 1>(acc, hi, q);
+        if (u + 1 < RUN)
+            sw_issue_kblock_e4m3<BN / 2>(hi, st + h.a_off, st + b_off + hi_off);
     }
+}
+
+template <int BN, int SCALE, int CLUSTER>
+__device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_stage_at &h, float (&acc)[BN / 2],
+                                                   float (&lo)[BN / 4], float (&hi)[BN / 4], uint32_t &kcount)
+{
+    constexpr int RUN = 4; /* k-blocks per straight-line run */
+    int kb = 0;
+    for (; kb + RUN <= p.k_blocks; kb += RUN)
+        sw_halves_run<BN, SCALE, CLUSTER, RUN>(h, kb, acc, lo, hi, kcount);
+    for (; kb < p.k_blocks; kb++) /* the k-blocks past the last whole run, one at a time */
+        sw_halves_run<BN, SCALE, CLUSTER, 1>(h, kb, acc, lo, hi, kcount);
+}
+
+/* The FP8 consumer of sw_mainloop_promote (tensor scaling promoting every PROMOTE k-blocks, block scaling every
+ * k-block), every tile: its first k-block goes to the tensor cores before the previous tile's epilogue, which then
+ * runs while that k-block does (the accumulators being stored, acc, are not the ones the wgmma write, part). Without
+ * it the tensor cores idle for the epilogue: both consumers finish a tile at once, and a 128×192 tile's stores take
+ * about as long as two of its 64 k-blocks at K = 8192. Measured in session 15 (H100, three processes each):
+ * fp8_tensor +3%, fp8_tensor_p4 +1%. */
+template <int BN, int SCALE, int CLUSTER, int PROMOTE>
+__device__ __forceinline__ void sw_consume_overlap(const sw_params &p, const CUtensorMap *tma_d, float (&acc)[BN / 2],
+                                                   float (&part)[BN / 2], float tensor_scale, uint32_t base,
+                                                   uint32_t bufs, uint32_t full, uint32_t empty, uint32_t rank,
+                                                   int cluster, int clusters)
+{
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
+    constexpr int STAGES = cfg::stages;
+    const int consumer = threadIdx.x / 128, lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+    const uint32_t a_off = consumer * 64 * SW_ROW_BYTES;
+    uint32_t kcount = 0; /* k-blocks consumed: the ring position */
+    sw_walk w;
+    w.init();
+    sw_tile tl, prev;
+    bool pending = false; /* acc holds prev's finished tile, not yet stored */
+    for (int t = cluster; w.at<BN, CLUSTER>(p, t, rank, tl); t += clusters) {
+        if (sw_idle(p, tl, consumer)) {
+            if (pending)
+                sw_store<BN>(p, tma_d, prev, acc, bufs, consumer);
+            pending = false;
+            sw_pass_tile<STAGES, CLUSTER>(p, full, empty, lane, kcount);
+            continue;
+        }
+        const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
+        sw_issue_kblock_e4m3<BN, true>(part, st + a_off, st + cfg::a_bytes);
+        if (pending)
+            sw_store<BN>(p, tma_d, prev, acc, bufs, consumer);
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            acc[i] = 0.0f;
+        const int r = tl.m0 + consumer * 64 + warp * 16 + (lane >> 2); /* this thread's rows: r and r + 8 */
+        const sw_stage_at h = {
+            base, full + cfg::barrier_bytes, full, empty, a_off, sw_scale_offset(p, tl, r), 128 - tl.n0 % 128, lane};
+        sw_mainloop_promote<BN, SCALE, CLUSTER, PROMOTE>(p, h, acc, part, kcount);
+        if constexpr (SCALE == SW_SCALE_TENSOR) {
+#pragma unroll
+            for (int i = 0; i < BN / 2; i++)
+                acc[i] *= tensor_scale;
+        }
+        prev = tl;
+        pending = true;
+    }
+    if (pending)
+        sw_store<BN>(p, tma_d, prev, acc, bufs, consumer);
 }
 
 #endif

@@ -29,10 +29,10 @@
  * rows fastest, then columns: a large group's A panel is read from DRAM once per band, not once per wave of
  * columns; ncu at E = 8, N = 14336: 3.3 GB of DRAM reads against 4.2 GB rows first), then the next group; in 2-CTA
  * clusters the pair takes vertically adjacent tiles of one group, and a group's odd last tile row in pairs side by
- * side that multicast their shared A panel instead (no pad tiles past a group's end). Every role walks it from the offsets in device
- * memory with a cursor that only moves forward, so nothing about the group sizes comes back to the host; a group of
- * 0 rows has no tiles. A tile may read rows of the next group (TMA loads whole boxes): those rows are computed and
- * never stored. */
+ * side that multicast their shared A panel instead (no pad tiles past a group's end). Every role walks it from the
+ * offsets in device memory with a cursor that only moves forward, so nothing about the group sizes comes back to the
+ * host; a group of 0 rows has no tiles. A tile may read rows of the next group (TMA loads whole boxes): those rows are
+ * computed and never stored. */
 #ifndef PERFLAB_GEMM_SM90_WS_SCALED_CUH
 #define PERFLAB_GEMM_SM90_WS_SCALED_CUH
 
@@ -99,7 +99,7 @@ struct sw_tile {
     int n0;      /* first column of D */
     int b_row;   /* first row of B */
     int group;
-    int a_pair;  /* 2-CTA clusters: the pair's tiles lie side by side and share A (a group's odd last tile row) */
+    int a_pair; /* 2-CTA clusters: the pair's tiles lie side by side and share A (a group's odd last tile row) */
 };
 
 /* Where a role stands in the walk: the group it is in and that group's first tile, tile count, whole cluster tile
@@ -263,6 +263,44 @@ __device__ __forceinline__ void sw_wgmma_e4m3(float (&d)[N / 2], uint64_t desc_a
         pl_wgmma_m64n96k32_e4m3(d, desc_a, desc_b, scale_d);
 }
 
+/* Whether this consumer computes nothing of tile tl: its rows all past the group's end (skip_idle), or the tile
+ * past N (the second of a pair side by side over an odd column count). */
+__device__ __forceinline__ bool sw_idle(const sw_params &p, const sw_tile &tl, int consumer)
+{
+    return (p.skip_idle && tl.m0 + consumer * 64 >= tl.row_end) || tl.n0 >= p.o.n;
+}
+
+/* An idle consumer's tile: pass its stages on as they land. */
+template <int STAGES, int CLUSTER>
+__device__ __forceinline__ void sw_pass_tile(const sw_params &p, uint32_t full, uint32_t empty, int lane,
+                                             uint32_t &kcount)
+{
+    for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
+        const int stage = (int)(kcount % STAGES);
+        mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
+        release_stage<CLUSTER>(empty, stage, lane);
+    }
+}
+
+/* Store this consumer's 64 rows of tile tl from acc (scaled): TMA stores clip at D's edges, not at a group's last
+ * row, so a consumer whose rows cross it stores from registers, stopping there. */
+template <int BN>
+__device__ __forceinline__ void sw_store(const sw_params &p, const CUtensorMap *tma_d, const sw_tile &tl,
+                                         const float (&acc)[BN / 2], uint32_t bufs, int consumer)
+{
+    const int row0 = tl.m0 + consumer * 64;
+    if (row0 >= tl.row_end || tl.n0 >= p.o.n)
+        return;
+    if (p.tma_store && (row0 + 64 <= tl.row_end || tl.row_end == p.o.m)) {
+        epilogue_tma_m64<BN, SW_EPI_BUFFERS>(tma_d, acc, bufs, 0, 1 + consumer, row0, tl.n0);
+    } else {
+        pl_gemm_out o = p.o;
+        o.m = tl.row_end;
+        const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+        pl_gemm_store_m64<BN>(o, acc, row0 + warp * 16 + (lane >> 2), tl.n0, false);
+    }
+}
+
 #include "gemm/sm90_ws_halves.cuh" /* needs the types and helpers above */
 
 /* The consumer warpgroups: every tile's mainloop and its epilogue. FP8 promotes every PROMOTE k-blocks, or with
@@ -289,46 +327,41 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     float tensor_scale = 1.0f;
     if (SCALE == SW_SCALE_TENSOR)
         tensor_scale = (p.scale_a ? __ldg(p.scale_a) : 1.0f) * (p.scale_b ? __ldg(p.scale_b) : 1.0f);
-    uint32_t kcount = 0; /* k-blocks consumed: the ring position */
-    sw_walk w;
-    w.init();
-    sw_tile tl;
-    for (int t = cluster; w.at<BN, CLUSTER>(p, t, rank, tl); t += clusters) {
-        const int row0 = tl.m0 + consumer * 64;
-        const int r = row0 + warp * 16 + (lane >> 2); /* this thread's rows: r and r + 8 */
-        if ((p.skip_idle && row0 >= tl.row_end) || tl.n0 >= p.o.n) { /* padding: pass the stages on, compute nothing */
-            for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
-                const int stage = (int)(kcount % STAGES);
-                mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
-                release_stage<CLUSTER>(empty, stage, lane);
+    if constexpr (ELEM == SW_E4M3 && HALVES == 1) {
+        sw_consume_overlap<BN, SCALE, CLUSTER, PROMOTE>(p, tma_d, acc, part, tensor_scale, base, bufs, full, empty,
+                                                        rank, cluster, clusters);
+    } else {                 /* bf16, or the FP8 halves */
+        uint32_t kcount = 0; /* k-blocks consumed: the ring position */
+        sw_walk w;
+        w.init();
+        sw_tile tl;
+        for (int t = cluster; w.at<BN, CLUSTER>(p, t, rank, tl); t += clusters) {
+            if (sw_idle(p, tl, consumer)) { /* padding: pass the stages on, compute nothing */
+                sw_pass_tile<STAGES, CLUSTER>(p, full, empty, lane, kcount);
+                continue;
             }
-            continue;
-        }
 #pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            acc[i] = 0.0f;
-        const int split = 128 - tl.n0 % 128; /* the first column of the tile in the next B block */
-        const uint32_t a_off = sw_scale_offset(p, tl, r);
-        int held = -1; /* the stage whose wgmma group may still be reading it */
-        if constexpr (HALVES == 2)
-            sw_mainloop_halves<BN, SCALE, CLUSTER>(p, tl, r, acc, lo, hi, base, full + cfg::barrier_bytes, full, empty,
-                                                   consumer, lane, kcount);
-        else if constexpr (SCALE == SW_SCALE_TENSOR && PROMOTE > 1)
-            sw_mainloop_promote<BN, CLUSTER, PROMOTE>(p, acc, part, base, full, empty, consumer, lane, kcount);
-        else
-            for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
-                const int stage = (int)(kcount % STAGES);
-                mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
-                /* the block scales landed with the stage: read now, before it is released. Read after the wgmma are
-                 * issued instead, the block kernel ran 11% slower (H100, 2026-11-26) */
-                sw_block_scales cur = {0.0f, 0.0f, 0.0f, 0.0f};
-                if constexpr (SCALE == SW_SCALE_BLOCK)
-                    cur = sw_stage_scales(full + cfg::barrier_bytes + stage * SW_SC_STAGE, a_off, kb);
-                const uint32_t st = base + stage * cfg::stage_bytes;
-                const uint64_t da0 = wgmma_desc_k128(st + consumer * 64 * SW_ROW_BYTES),
-                               db0 = wgmma_desc_k128(st + cfg::a_bytes);
-                wgmma_fence();
-                if constexpr (ELEM == SW_BF16) {
+            for (int i = 0; i < BN / 2; i++)
+                acc[i] = 0.0f;
+            if constexpr (HALVES == 2) {
+                const int r = tl.m0 + consumer * 64 + warp * 16 + (lane >> 2); /* this thread's rows: r and r + 8 */
+                const sw_stage_at h = {base,
+                                       full + cfg::barrier_bytes,
+                                       full,
+                                       empty,
+                                       (uint32_t)consumer * 64 * SW_ROW_BYTES,
+                                       sw_scale_offset(p, tl, r),
+                                       128 - tl.n0 % 128,
+                                       lane};
+                sw_mainloop_halves<BN, SCALE, CLUSTER>(p, h, acc, lo, hi, kcount);
+            } else {
+                int held = -1; /* the stage whose wgmma group may still be reading it */
+                for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
+                    const int stage = (int)(kcount % STAGES);
+                    const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
+                    const uint64_t da0 = wgmma_desc_k128(st + consumer * 64 * SW_ROW_BYTES),
+                                   db0 = wgmma_desc_k128(st + cfg::a_bytes);
+                    wgmma_fence();
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
                         const uint64_t da = wgmma_desc_step(da0, j), db = wgmma_desc_step(db0, j);
@@ -342,57 +375,18 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
                     if (held >= 0)
                         release_stage<CLUSTER>(empty, held, lane);
                     held = stage;
-                } else {
-                    /* a promotion group of PROMOTE k-blocks starts from zero (scale-d 0) and ends in fp32 registers */
-                    const bool first = kb % PROMOTE == 0, last = kb % PROMOTE == PROMOTE - 1 || kb + 1 == p.k_blocks;
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        sw_wgmma_e4m3<BN>(part, wgmma_desc_step(da0, j), wgmma_desc_step(db0, j),
-                                          first && j == 0 ? 0 : 1);
-                    wgmma_commit();
-                    sw_block_products q = {};
-                    if constexpr (SCALE == SW_SCALE_BLOCK) /* while the wgmma run, not after them */
-                        q = sw_products(cur, split <= 64);
-                    if (!last) {
-                        wgmma_wait<1>();
-                        if (held >= 0)
-                            release_stage<CLUSTER>(empty, held, lane);
-                        held = stage;
-                        continue;
-                    }
-                    wgmma_wait<0>();
-                    if (held >= 0)
-                        release_stage<CLUSTER>(empty, held, lane);
-                    release_stage<CLUSTER>(empty, stage, lane);
-                    held = -1;
-                    accumulators_fence(part);
-                    if constexpr (SCALE == SW_SCALE_BLOCK) /* with the k-block's scales */
-                        sw_promote_block<BN>(acc, part, q);
-                    else
-                        sw_promote_add<BN>(acc, part);
                 }
+                wgmma_wait<0>();
+                if (held >= 0)
+                    release_stage<CLUSTER>(empty, held, lane);
+                accumulators_fence(acc);
             }
-        if constexpr (ELEM == SW_BF16) {
-            wgmma_wait<0>();
-            if (held >= 0)
-                release_stage<CLUSTER>(empty, held, lane);
-            accumulators_fence(acc);
-        }
-        if constexpr (SCALE == SW_SCALE_TENSOR) {
+            if constexpr (SCALE == SW_SCALE_TENSOR) {
 #pragma unroll
-            for (int i = 0; i < BN / 2; i++)
-                acc[i] *= tensor_scale;
-        }
-        /* TMA stores clip at D's edges, not at a group's last row: a consumer whose rows cross it stores from
-         * registers, stopping there */
-        if (row0 >= tl.row_end || tl.n0 >= p.o.n)
-            continue;
-        if (p.tma_store && (row0 + 64 <= tl.row_end || tl.row_end == p.o.m)) {
-            epilogue_tma_m64<BN, SW_EPI_BUFFERS>(tma_d, acc, bufs, 0, 1 + consumer, row0, tl.n0);
-        } else {
-            pl_gemm_out o = p.o;
-            o.m = tl.row_end;
-            pl_gemm_store_m64<BN>(o, acc, r, tl.n0, false);
+                for (int i = 0; i < BN / 2; i++)
+                    acc[i] *= tensor_scale;
+            }
+            sw_store<BN>(p, tma_d, tl, acc, bufs, consumer);
         }
     }
     if (p.tma_store && (threadIdx.x & 127) == 0)

@@ -265,12 +265,13 @@ START_TEST(kernels_direct)
     kenv e;
     if (!kenv_init(&e))
         return;
-    fp8_direct(&e, 129, 201, 400);              /* N odd: stores from registers; K not a multiple of 128 */
-    fp8_direct(&e, 1000, 3000, 1040);           /* several tiles per CTA, partial tiles on every edge, cuBLAS ref */
-    fp8_direct(&e, 1, 8, 16);                   /* one row, one partial k-block */
+    fp8_direct(&e, 129, 201, 400);    /* N odd: stores from registers; K not a multiple of 128 */
+    fp8_direct(&e, 1000, 3000, 1040); /* partial tiles on every edge, cuBLAS ref */
+    fp8_direct(&e, 1, 8, 16);         /* one row, one partial k-block */
+    fp8_direct(&e, 2000, 3000, 656);  /* two or more tiles per CTA: a tile's epilogue beside the next one's mainloop */
     grouped_direct(&e, 16, 700, 1.5, 520, 528); /* TMA stores except where an expert's rows end */
     grouped_direct(&e, 9, 50, 1.0, 33, 64);     /* N odd: every store from registers */
-    grouped_direct(&e, 6, 900, 1.2, 1000, 272); /* even column counts (4 and 6): a pair's odd last tile row fills them */
+    grouped_direct(&e, 6, 900, 1.2, 1000, 272); /* 4 and 6 tile columns: pairs side by side fill them */
     cublasDestroy(e.cublas);
 }
 END_TEST
