@@ -49,6 +49,7 @@ __device__ __forceinline__ void sw_issue_kblock_e4m3(float (&d)[N / 2], uint32_t
 struct sw_stage_at {
     uint32_t base, scales, full, empty, a_off, sc_off;
     int split, lane;
+    uint32_t rank; /* this CTA's in its cluster */
 };
 
 /* One promotion group of the FP8 mainloop (issue 14, session 13): PROMOTE k-blocks in straight-line code into `part`
@@ -90,13 +91,13 @@ __device__ __forceinline__ void sw_promote_group(const sw_stage_at &h, int kb, f
         if (u + 1 < PROMOTE) {
             wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
             if (u > 0)
-                release_stage<CLUSTER>(h.empty, held, h.lane);
+                sw_release<SCALE, CLUSTER>(h.empty, held, h.lane, h.rank);
             held = stage;
         } else {
             wgmma_wait<0>();
             if (u > 0)
-                release_stage<CLUSTER>(h.empty, held, h.lane);
-            release_stage<CLUSTER>(h.empty, stage, h.lane);
+                sw_release<SCALE, CLUSTER>(h.empty, held, h.lane, h.rank);
+            sw_release<SCALE, CLUSTER>(h.empty, stage, h.lane, h.rank);
         }
     }
     accumulators_fence(part);
@@ -171,7 +172,7 @@ __device__ __forceinline__ void sw_halves_run(const sw_stage_at &h, int kb, floa
         } else {
             wgmma_wait<0>();
         }
-        release_stage<CLUSTER>(h.empty, (int)(kcount % STAGES), h.lane);
+        sw_release<SCALE, CLUSTER>(h.empty, (int)(kcount % STAGES), h.lane, h.rank);
         accumulators_fence(hi);
         sw_promote_half<BN, SCALE, 1>(acc, hi, q);
         if (u + 1 < RUN)
@@ -217,7 +218,7 @@ __device__ __forceinline__ void sw_consume_overlap(const sw_params &p, const CUt
             if (pending)
                 sw_store<BN>(p, tma_d, prev, acc, bufs, consumer);
             pending = false;
-            sw_pass_tile<STAGES, CLUSTER>(p, full, empty, lane, kcount);
+            sw_pass_tile<STAGES, SCALE, CLUSTER>(p, full, empty, lane, rank, kcount);
             continue;
         }
         const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
@@ -229,7 +230,8 @@ __device__ __forceinline__ void sw_consume_overlap(const sw_params &p, const CUt
             acc[i] = 0.0f;
         const int r = tl.m0 + consumer * 64 + warp * 16 + (lane >> 2); /* this thread's rows: r and r + 8 */
         const sw_stage_at h = {
-            base, full + cfg::barrier_bytes, full, empty, a_off, sw_scale_offset(p, tl, r), 128 - tl.n0 % 128, lane};
+            base, full + cfg::barrier_bytes, full, empty, a_off, sw_scale_offset(p, tl, r), 128 - tl.n0 % 128, lane,
+            rank};
         sw_mainloop_promote<BN, SCALE, CLUSTER, PROMOTE>(p, h, acc, part, kcount);
         if constexpr (SCALE == SW_SCALE_TENSOR) {
 #pragma unroll

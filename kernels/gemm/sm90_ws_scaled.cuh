@@ -270,15 +270,37 @@ __device__ __forceinline__ bool sw_idle(const sw_params &p, const sw_tile &tl, i
     return (p.skip_idle && tl.m0 + consumer * 64 >= tl.row_end) || tl.n0 >= p.o.n;
 }
 
+/* Arrivals a stage's "empty" barrier counts: one per consumer warp of every CTA of the cluster; with block scales,
+ * whose copies in the stage every lane reads with ld.shared, one per consumer thread of this CTA (each orders its
+ * own reads before the producer's next copy) and one per consumer warp of the peer. */
+template <int SCALE, int CLUSTER> __host__ __device__ constexpr int sw_empty_count()
+{
+    return SCALE == SW_SCALE_BLOCK ? 256 + 8 * (CLUSTER - 1) : 8 * CLUSTER;
+}
+
+/* A consumer thread is done reading stage s (release_stage, or with block scales every lane's own arrival and lane
+ * 0's for the peer CTA). */
+template <int SCALE, int CLUSTER>
+__device__ __forceinline__ void sw_release(uint32_t empty, int s, int lane, uint32_t rank)
+{
+    if constexpr (SCALE == SW_SCALE_BLOCK) {
+        mbar_arrive(empty + 8 * s);
+        if (CLUSTER > 1 && lane == 0)
+            mbar_arrive_cluster(empty + 8 * s, rank ^ 1u);
+    } else {
+        release_stage<CLUSTER>(empty, s, lane);
+    }
+}
+
 /* An idle consumer's tile: pass its stages on as they land. */
-template <int STAGES, int CLUSTER>
-__device__ __forceinline__ void sw_pass_tile(const sw_params &p, uint32_t full, uint32_t empty, int lane,
+template <int STAGES, int SCALE, int CLUSTER>
+__device__ __forceinline__ void sw_pass_tile(const sw_params &p, uint32_t full, uint32_t empty, int lane, uint32_t rank,
                                              uint32_t &kcount)
 {
     for (int kb = 0; kb < p.k_blocks; kb++, kcount++) {
         const int stage = (int)(kcount % STAGES);
         mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
-        release_stage<CLUSTER>(empty, stage, lane);
+        sw_release<SCALE, CLUSTER>(empty, stage, lane, rank);
     }
 }
 
@@ -337,7 +359,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
         sw_tile tl;
         for (int t = cluster; w.at<BN, CLUSTER>(p, t, rank, tl); t += clusters) {
             if (sw_idle(p, tl, consumer)) { /* padding: pass the stages on, compute nothing */
-                sw_pass_tile<STAGES, CLUSTER>(p, full, empty, lane, kcount);
+                sw_pass_tile<STAGES, SCALE, CLUSTER>(p, full, empty, lane, rank, kcount);
                 continue;
             }
 #pragma unroll
@@ -352,7 +374,8 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
                                        (uint32_t)consumer * 64 * SW_ROW_BYTES,
                                        sw_scale_offset(p, tl, r),
                                        128 - tl.n0 % 128,
-                                       lane};
+                                       lane,
+                                       rank};
                 sw_mainloop_halves<BN, SCALE, CLUSTER>(p, h, acc, lo, hi, kcount);
             } else {
                 int held = -1; /* the stage whose wgmma group may still be reading it */
@@ -415,8 +438,8 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
-            mbar_init(full + 8 * s, 1);            /* the producer's arrive; TMA bytes complete it */
-            mbar_init(empty + 8 * s, 8 * CLUSTER); /* one arrive per consumer warp of every CTA of the cluster */
+            mbar_init(full + 8 * s, 1); /* the producer's arrive; TMA bytes complete it */
+            mbar_init(empty + 8 * s, sw_empty_count<SCALE, CLUSTER>());
         }
         mbar_fence_init();
     }
