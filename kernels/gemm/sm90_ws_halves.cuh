@@ -136,7 +136,8 @@ __device__ __forceinline__ void sw_mainloop_promote(const sw_params &p, const sw
  * price: A is read from shared memory twice per k-block (once per half): 80 KB of wgmma reads instead of 64 per
  * 128×192 k-block. The last k-block of a run is peeled so that no wgmma sits in a branch (ptxas serializes those).
  * Unlike the tensor-scaled consumer (sw_consume_overlap), this one does not issue a tile's first k-block before the
- * previous tile's epilogue: tried in session 15, fp8_block ran 2% slower (H100, three processes). */
+ * previous tile's epilogue: tried in session 15, this kernel (then fp8_block, now fp8_block_halves) ran 2% slower (H100,
+ * three processes). */
 /* sw_issue_kblock_e4m3 for both halves of the stage at st. */
 template <int BN>
 __device__ __forceinline__ void sw_issue_halves(float (&lo)[BN / 4], float (&hi)[BN / 4], uint32_t st, uint32_t a_off,
