@@ -52,6 +52,26 @@ struct sw_stage_at {
     uint32_t rank; /* this CTA's in its cluster */
 };
 
+/* The view of consumer `consumer` (thread lane `lane`) on tile tl of a kernel whose stages hold sw_config<BN, SCALE ==
+ * SW_SCALE_BLOCK>'s layout, with the barriers at `full` and `empty`. */
+template <int BN, int SCALE>
+__device__ __forceinline__ sw_stage_at sw_stage_view(const sw_params &p, const sw_tile &tl, uint32_t base,
+                                                     uint32_t full, uint32_t empty, int consumer, int lane,
+                                                     uint32_t rank)
+{
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
+    const int r = tl.m0 + consumer * 64 + ((threadIdx.x / 32) & 3) * 16 + (lane >> 2); /* rows r and r + 8 */
+    return {base,
+            full + cfg::barrier_bytes,
+            full,
+            empty,
+            (uint32_t)consumer * 64 * SW_ROW_BYTES,
+            sw_scale_offset(p, tl, r),
+            128 - tl.n0 % 128,
+            lane,
+            rank};
+}
+
 /* One promotion group of the FP8 mainloop (issue 14, session 13): PROMOTE k-blocks in straight-line code into `part`
  * (the first from scale-d 0), one wgmma group kept in flight and each stage released as soon as the group after it
  * is issued and its own is done; at the group's end the consumer drains (wait_group 0) and adds part into acc: for
@@ -136,8 +156,8 @@ __device__ __forceinline__ void sw_mainloop_promote(const sw_params &p, const sw
  * price: A is read from shared memory twice per k-block (once per half): 80 KB of wgmma reads instead of 64 per
  * 128×192 k-block. The last k-block of a run is peeled so that no wgmma sits in a branch (ptxas serializes those).
  * Unlike the tensor-scaled consumer (sw_consume_overlap), this one does not issue a tile's first k-block before the
- * previous tile's epilogue: tried in session 15, this kernel (then fp8_block, now fp8_block_halves) ran 2% slower (H100,
- * three processes). */
+ * previous tile's epilogue: tried in session 15, this kernel (then fp8_block, now fp8_block_halves) ran 2% slower
+ * (H100, three processes). */
 /* sw_issue_kblock_e4m3 for both halves of the stage at st. */
 template <int BN>
 __device__ __forceinline__ void sw_issue_halves(float (&lo)[BN / 4], float (&hi)[BN / 4], uint32_t st, uint32_t a_off,
@@ -207,7 +227,7 @@ __device__ __forceinline__ void sw_consume_overlap(const sw_params &p, const CUt
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     constexpr int STAGES = cfg::stages;
-    const int consumer = threadIdx.x / 128, lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+    const int consumer = threadIdx.x / 128, lane = threadIdx.x & 31;
     const uint32_t a_off = consumer * 64 * SW_ROW_BYTES;
     uint32_t kcount = 0; /* k-blocks consumed: the ring position */
     sw_walk w;
@@ -229,10 +249,7 @@ __device__ __forceinline__ void sw_consume_overlap(const sw_params &p, const CUt
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             acc[i] = 0.0f;
-        const int r = tl.m0 + consumer * 64 + warp * 16 + (lane >> 2); /* this thread's rows: r and r + 8 */
-        const sw_stage_at h = {
-            base, full + cfg::barrier_bytes, full, empty, a_off, sw_scale_offset(p, tl, r), 128 - tl.n0 % 128, lane,
-            rank};
+        const sw_stage_at h = sw_stage_view<BN, SCALE>(p, tl, base, full, empty, consumer, lane, rank);
         sw_mainloop_promote<BN, SCALE, CLUSTER, PROMOTE>(p, h, acc, part, kcount);
         if constexpr (SCALE == SW_SCALE_TENSOR) {
 #pragma unroll

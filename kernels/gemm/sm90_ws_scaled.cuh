@@ -335,7 +335,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     constexpr int STAGES = cfg::stages;
     regs_alloc<SW_CONSUMER_REGS>();
     const int consumer = threadIdx.x / 128;
-    const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+    const int lane = threadIdx.x & 31;
     const uint32_t bufs = epi + consumer * SW_EPI_BUFFERS * EPI_SUB_BYTES;
     float acc[BN / 2];
     constexpr int PARTS = SCALE == SW_SCALE_NONE || HALVES == 2 ? 1 : BN / 2, HALF_PARTS = HALVES == 2 ? BN / 4 : 1;
@@ -366,16 +366,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
             for (int i = 0; i < BN / 2; i++)
                 acc[i] = 0.0f;
             if constexpr (HALVES == 2) {
-                const int r = tl.m0 + consumer * 64 + warp * 16 + (lane >> 2); /* this thread's rows: r and r + 8 */
-                const sw_stage_at h = {base,
-                                       full + cfg::barrier_bytes,
-                                       full,
-                                       empty,
-                                       (uint32_t)consumer * 64 * SW_ROW_BYTES,
-                                       sw_scale_offset(p, tl, r),
-                                       128 - tl.n0 % 128,
-                                       lane,
-                                       rank};
+                const sw_stage_at h = sw_stage_view<BN, SCALE>(p, tl, base, full, empty, consumer, lane, rank);
                 sw_mainloop_halves<BN, SCALE, CLUSTER>(p, h, acc, lo, hi, kcount);
             } else {
                 int held = -1; /* the stage whose wgmma group may still be reading it */
