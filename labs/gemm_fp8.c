@@ -42,6 +42,8 @@ typedef struct fp8_state {
     uint16_t *d;              /* every variant's output */
     pl_fp8_cublaslt *lt[2];   /* NULL where cuBLASLt has no algorithm */
     cublasStatus_t lt_status[2];
+    pl_fp8_cublaslt *lt_fast; /* tensor scaling with fast accumulation */
+    cublasStatus_t lt_fast_status;
     cublasHandle_t cublas;
     cublasLtHandle_t lt_handle;
     pl_fp8_scaling last; /* the operands the last run multiplied: their reference judges it */
@@ -69,6 +71,12 @@ static const pl_param_def fp8_params[] = {
      .min = 16,
      .max = 1 << 20,
      .small_value = "656"}, /* 6 k-blocks of 128, the last partial: a whole promotion group of 4 and two past it */
+    {.name = "inputs",
+     .type = PL_PARAM_STRING,
+     .default_value = "signed",
+     .help = "the sources' signs: signed (uniform [-1, 1)) or positive (uniform [0, 1) in A and B: the sums grow with "
+             "K, the hardest case for FP8 accumulation, where the promotion intervals' errors differ)",
+     .choices = "signed|positive"},
     {.name = NULL},
 };
 
@@ -131,7 +139,9 @@ static int fp8_setup(pl_ctx *ctx, const pl_params *params, void **state)
     void *ws = pl_device_alloc(ctx, LT_WORKSPACE_BYTES);
     if (!x || !w || !s->a16 || !s->b16 || !s->d || !ws)
         return -1;
-    PL_TRY(pl_fp8_sources_fill(ctx, x, s->m, w, s->n, s->k, STREAM_A, STREAM_B));
+    const pl_fp8_inputs inputs =
+        strcmp(pl_param_str(params, "inputs"), "positive") == 0 ? PL_FP8_INPUTS_POSITIVE : PL_FP8_INPUTS_SIGNED;
+    PL_TRY(pl_fp8_sources_fill(ctx, x, s->m, w, s->n, s->k, STREAM_A, STREAM_B, inputs));
     PL_CUBLAS(ctx, cublasCreate(&s->cublas));
     if (cublasLtCreate(&s->lt_handle) != CUBLAS_STATUS_SUCCESS) {
         cublasDestroy(s->cublas);
@@ -161,6 +171,11 @@ static int fp8_setup(pl_ctx *ctx, const pl_params *params, void **state)
         pl_snprintf(s->ref[sc].how + used, sizeof s->ref[sc].how - used, " of the %s-quantized inputs", names[sc]);
         const pl_gemm_fp8_problem fp = problem_of(s, (pl_fp8_scaling)sc);
         s->lt_status[sc] = pl_fp8_cublaslt_plan(s->lt_handle, &fp, ws, LT_WORKSPACE_BYTES, &s->lt[sc]);
+        if (sc == PL_FP8_SCALING_TENSOR) {
+            pl_gemm_fp8_problem fast = fp;
+            fast.fast_accum = 1;
+            s->lt_fast_status = pl_fp8_cublaslt_plan(s->lt_handle, &fast, ws, LT_WORKSPACE_BYTES, &s->lt_fast);
+        }
     }
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     *state = s;
@@ -188,6 +203,7 @@ static void fp8_teardown(pl_ctx *ctx, void *state)
     fp8_state *s = state;
     for (int sc = 0; sc < 2; sc++)
         pl_fp8_cublaslt_free(s->lt[sc]);
+    pl_fp8_cublaslt_free(s->lt_fast);
     cublasLtDestroy(s->lt_handle);
     cublasDestroy(s->cublas);
 }
@@ -252,25 +268,36 @@ static int run_fp8_block_c2(pl_ctx *ctx, void *state)
     return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_c2);
 }
 
-static int run_lt(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc)
+static int run_lt_plan(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, const pl_fp8_cublaslt *plan,
+                       cublasStatus_t status, const char *what)
 {
     s->last = sc;
-    if (!s->lt[sc])
-        return pl_fail(ctx, "cuBLASLt planned no %s FP8 GEMM for this problem on this GPU: %s",
-                       sc == PL_FP8_SCALING_BLOCK ? "block-scaled" : "tensor-scaled",
-                       cublasGetStatusString(s->lt_status[sc]));
-    PL_CUBLAS(ctx, pl_fp8_cublaslt_run(s->lt[sc], ctx->stream));
+    if (!plan)
+        return pl_fail(ctx, "cuBLASLt planned no %s FP8 GEMM for this problem on this GPU: %s", what,
+                       cublasGetStatusString(status));
+    PL_CUBLAS(ctx, pl_fp8_cublaslt_run(plan, ctx->stream));
     return 0;
 }
 
 static int run_lt_tensor(pl_ctx *ctx, void *state)
 {
-    return run_lt(ctx, state, PL_FP8_SCALING_TENSOR);
+    fp8_state *s = state;
+    return run_lt_plan(ctx, s, PL_FP8_SCALING_TENSOR, s->lt[PL_FP8_SCALING_TENSOR],
+                       s->lt_status[PL_FP8_SCALING_TENSOR], "tensor-scaled");
 }
 
 static int run_lt_block(pl_ctx *ctx, void *state)
 {
-    return run_lt(ctx, state, PL_FP8_SCALING_BLOCK);
+    fp8_state *s = state;
+    return run_lt_plan(ctx, s, PL_FP8_SCALING_BLOCK, s->lt[PL_FP8_SCALING_BLOCK], s->lt_status[PL_FP8_SCALING_BLOCK],
+                       "block-scaled");
+}
+
+static int run_lt_fast(pl_ctx *ctx, void *state)
+{
+    fp8_state *s = state;
+    return run_lt_plan(ctx, s, PL_FP8_SCALING_TENSOR, s->lt_fast, s->lt_fast_status,
+                       "tensor-scaled fast-accumulating");
 }
 
 static const pl_variant fp8_variants[] = {
@@ -315,6 +342,12 @@ static const pl_variant fp8_variants[] = {
      .technique = "cuBLASLt FP8 GEMM, per-tensor scales, its first heuristic algorithm: the library reference",
      .run = run_lt_tensor,
      .flags = PL_VARIANT_REFERENCE,
+     .req = REQ_FP8_LT},
+    {.name = "cublaslt_fp8_fast",
+     .technique = "cublaslt_fp8 with fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM): no promotion, the tensor "
+                  "core's reduced-precision sum over all of K; the speed and the error that promotion trades "
+                  "(--inputs positive shows the error)",
+     .run = run_lt_fast,
      .req = REQ_FP8_LT},
     {.name = "cublaslt_fp8_block",
      .technique = "cuBLASLt FP8 GEMM with block scales (VEC128_32F for A, BLK128x128_32F for B; sm_90 only)",

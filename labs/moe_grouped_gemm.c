@@ -198,7 +198,7 @@ static int moe_setup(pl_ctx *ctx, const pl_params *params, void **state)
         cudaSuccess)
         rc = pl_fail(ctx, "copying the routing offsets to the device failed");
     if (rc == 0)
-        rc = pl_fp8_sources_fill(ctx, s->a, r->rows, s->b, E * s->n, s->k, STREAM_A, STREAM_B);
+        rc = pl_fp8_sources_fill(ctx, s->a, r->rows, s->b, E * s->n, s->k, STREAM_A, STREAM_B, PL_FP8_INPUTS_SIGNED);
     if (rc == 0 && cublasCreate(&s->cublas) != CUBLAS_STATUS_SUCCESS)
         rc = pl_fail(ctx, "cublasCreate failed");
     else if (rc == 0) {

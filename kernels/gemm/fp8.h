@@ -70,6 +70,9 @@ typedef struct pl_gemm_fp8_problem {
     const float *scale_a, *scale_b;
     /* tensor scaling: k-blocks of 128 per promotion to fp32, 1 or 4 (0: 1); block scaling promotes every k-block */
     int promote;
+    /* cuBLASLt only (CUBLASLT_MATMUL_DESC_FAST_ACCUM): no promotion, the tensor core's reduced-precision sum over all
+     * of K; the native kernels refuse it */
+    int fast_accum;
 } pl_gemm_fp8_problem;
 
 #define PL_GEMM_FP8_NEEDS                                                                                              \
@@ -131,7 +134,8 @@ cudaError_t pl_fp8_dequantize(const uint8_t *q, int batch, int rows, int cols, p
 cudaError_t pl_bf16_scale_blocks_pow2(uint16_t *x, int rows, int cols, int block_rows, int block_cols, int max_exp,
                                       uint64_t seed, cudaStream_t stream);
 
-/* ---- cuBLASLt FP8 (the reference): A and B e4m3, D bf16, fp32 accumulation without fast accumulation ---- */
+/* ---- cuBLASLt FP8 (the reference): A and B e4m3, D bf16, fp32 accumulation without fast accumulation (with it
+ * where p->fast_accum) ---- */
 
 typedef struct pl_fp8_cublaslt pl_fp8_cublaslt; /* descriptors and the algorithm chosen, for one problem */
 

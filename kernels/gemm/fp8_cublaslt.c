@@ -66,6 +66,10 @@ cublasStatus_t pl_fp8_cublaslt_plan(cublasLtHandle_t lt, const pl_gemm_fp8_probl
         st = cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        const int8_t fast = p->fast_accum ? 1 : 0;
+        st = cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast);
+    }
     if (p->scaling == PL_FP8_SCALING_BLOCK) {
         const int32_t mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
                       mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;

@@ -10,9 +10,10 @@
  * ahead instead, the block kernel ran 4% slower (H200, 2026-11-26). Tensor scaling may promote every 4 k-blocks
  * instead (`promote = 4`, 512 K: sw_mainloop_promote, straight-line groups with one wgmma group in flight and one drain
  * a group): 4% faster at 8192³ on an H200 (1208-1220 against 1160-1171 TFLOP/s, cuBLASLt 1217-1227), relative error
- * 1.7e-3 either way at K = 8192 (docs/perf/gemm.md, FP8 session 13). The default stays every k-block, the interval
- * DeepSeek-V3 found safe for training; the first promote = 4 build had its wgmma in a branch, serialized by ptxas,
- * and measured 1051 against 1174.
+ * 1.7e-3 either way at K = 8192 on signed inputs (docs/perf/gemm.md, FP8 session 13). The default stays every
+ * k-block: on positive inputs (sums growing with K) every 128 K keeps 1.7e-3, cuBLASLt's default too, where every
+ * 512 K gives 6.4e-3 at K = 8192 and no promotion 8.9e-2 (H100, FP8 session 16). The first promote = 4 build had
+ * its wgmma in a branch, serialized by ptxas, and measured 1051 against 1174.
  * Why 128×192: the promotion keeps two accumulators per thread, 2 × 96 registers for m64n192, which fit the consumers'
  * 232 registers (setmaxnreg), where two m64n256 ones would not; per k-block the tile reads 104 KB of shared memory (TMA
  * writes 40, wgmma reads 64) for 768 tensor-core cycles, 135 B/clk against the SM's 128: 128×128 tiles needed 160 B/clk
@@ -60,6 +61,10 @@ extern "C" int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, siz
     }
     if ((size_t)p->m * (size_t)p->n > 0xffffffffu) {
         snprintf(why, whylen, "M·N exceeds 2^32 elements");
+        return 0;
+    }
+    if (p->fast_accum) {
+        snprintf(why, whylen, "fast accumulation (no promotion) is cuBLASLt's option; the native kernels promote");
         return 0;
     }
     if (p->promote != 0 && p->promote != 1 && p->promote != FP8_TENSOR_PROMOTE_LONG) {

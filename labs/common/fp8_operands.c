@@ -7,10 +7,11 @@
 #define MAGNITUDE_EXP 3 /* source blocks scaled by 2^-3 .. 2^3 */
 
 int pl_fp8_sources_fill(pl_ctx *ctx, uint16_t *a, int rows_a, uint16_t *b, int rows_b_total, int k, uint64_t stream_a,
-                        uint64_t stream_b)
+                        uint64_t stream_b, pl_fp8_inputs inputs)
 {
-    PL_TRY(pl_fill_uniform_bf16(ctx, a, (size_t)rows_a * k, -1.0f, 1.0f, stream_a));
-    PL_TRY(pl_fill_uniform_bf16(ctx, b, (size_t)rows_b_total * k, -1.0f, 1.0f, stream_b));
+    const float lo = inputs == PL_FP8_INPUTS_POSITIVE ? 0.0f : -1.0f;
+    PL_TRY(pl_fill_uniform_bf16(ctx, a, (size_t)rows_a * k, lo, 1.0f, stream_a));
+    PL_TRY(pl_fill_uniform_bf16(ctx, b, (size_t)rows_b_total * k, lo, 1.0f, stream_b));
     PL_CUDA(ctx,
             pl_bf16_scale_blocks_pow2(a, rows_a, k, 1, PL_FP8_BLOCK, MAGNITUDE_EXP, ctx->seed ^ stream_a, ctx->stream));
     PL_CUDA(ctx, pl_bf16_scale_blocks_pow2(b, rows_b_total, k, PL_FP8_BLOCK, PL_FP8_BLOCK, MAGNITUDE_EXP,

@@ -15,11 +15,16 @@ typedef struct pl_fp8_operands {
     float *sa, *sb; /* device. tensor: one float each; block: A 1×128, B 128×128 per matrix (gemm/fp8.h) */
 } pl_fp8_operands;
 
-/* Uniform [-1, 1) bf16 (seed streams stream_a, stream_b of ctx->seed), each 1×128 block of A and 128×128 block
- * of B (counted over the whole B, batch·rows_b rows) multiplied by 2^e, e in [-3, 3]: block scales then differ by
- * up to 64×, so one applied to the wrong block shows in the error. */
+/* The sources' signs. SIGNED: uniform [-1, 1), a sum over K that grows like √K. POSITIVE: uniform [0, 1) in A and
+ * B, a sum that grows like K, the hardest case for a long FP8 accumulation (the tensor core's truncated adds lose
+ * the most against a large running sum): what tells promotion intervals apart. */
+typedef enum { PL_FP8_INPUTS_SIGNED = 0, PL_FP8_INPUTS_POSITIVE = 1 } pl_fp8_inputs;
+
+/* Uniform bf16 of the given signs (seed streams stream_a, stream_b of ctx->seed), each 1×128 block of A and
+ * 128×128 block of B (counted over the whole B, batch·rows_b rows) multiplied by 2^e, e in [-3, 3]: block scales
+ * then differ by up to 64×, so one applied to the wrong block shows in the error. */
 int pl_fp8_sources_fill(pl_ctx *ctx, uint16_t *a, int rows_a, uint16_t *b, int rows_b_total, int k, uint64_t stream_a,
-                        uint64_t stream_b);
+                        uint64_t stream_b, pl_fp8_inputs inputs);
 
 /* Quantize the bf16 sources (pl_device_alloc'd results). */
 int pl_fp8_operands_make(pl_ctx *ctx, const uint16_t *a_src, int rows_a, const uint16_t *b_src, int batch, int rows_b,

@@ -42,6 +42,51 @@ START_TEST(fp8_gemm_odd_shapes)
 }
 END_TEST
 
+static const pl_variant_result *variant_named(const pl_run *run, const char *name)
+{
+    for (size_t i = 0; i < run->n_targets; i++)
+        for (size_t k = 0; k < run->targets[i].n_variants; k++)
+            if (strcmp(run->targets[i].variants[k].name, name) == 0)
+                return &run->targets[i].variants[k];
+    ck_abort_msg("no variant %s in the run", name);
+    return NULL;
+}
+
+/* The promotion interval is what keeps a long FP8 accumulation accurate: on positive inputs (sums growing with K,
+ * where the tensor core's truncated adds lose the most) at K = 8192, every native kernel promoting every 128 K stays
+ * at the bf16 rounding of D (1.7e-3 relative L2 on an H100), while promoting every 512 K (fp8_tensor_p4) is several
+ * times worse: that difference shows that the inputs test the interval, so a kernel whose promotion broke or grew
+ * longer fails here. cuBLASLt's variants are not judged (their accuracy is its own), only printed. */
+START_TEST(fp8_promotion_accuracy)
+{
+    pl_run run;
+    pl_cmd_result r;
+    const int code = pl_test_run_and_load("fp8-positive",
+                                          "verify --targets gemm:fp8 --target-extra-arg "
+                                          "'gemm:fp8=--m 512 --n 512 --k 8192 --inputs positive'",
+                                          &run, &r);
+    printf("gemm:fp8 positive inputs, K = 8192: exit %d\n%s", code, r.out);
+    ck_assert_msg(code == 0 || code == 1, "exit %d\n%s%s", code, r.out, r.err); /* 1: cuBLASLt's fast accumulation */
+    static const char *const promote_128[] = {"fp8_tensor", "fp8_block", "fp8_block_halves", "fp8_tensor_halves",
+                                              "fp8_block_c2"};
+    const pl_variant_result *t = variant_named(&run, "fp8_tensor");
+    for (size_t i = 0; i < sizeof promote_128 / sizeof *promote_128; i++) {
+        const pl_variant_result *v = variant_named(&run, promote_128[i]);
+        ck_assert_msg(v->verification.checked && v->verification.passed && v->verification.rel_l2_error < 2.5e-3,
+                      "%s: relative L2 error %.3g on positive inputs (promotion every 128 K keeps it under 2.5e-3): "
+                      "%s",
+                      promote_128[i], v->verification.rel_l2_error, v->verification.message);
+    }
+    const pl_variant_result *p4 = variant_named(&run, "fp8_tensor_p4");
+    ck_assert_msg(p4->verification.checked && p4->verification.rel_l2_error > 2.0 * t->verification.rel_l2_error,
+                  "promoting every 512 K (%.3g) should lose accuracy against every 128 K (%.3g) on positive inputs: "
+                  "the test's inputs no longer test the interval",
+                  p4->verification.rel_l2_error, t->verification.rel_l2_error);
+    pl_cmd_result_free(&r);
+    pl_run_free(&run);
+}
+END_TEST
+
 START_TEST(moe_grouped_odd_routing)
 {
     /* 74 rows over 40 experts: most get 0, 1 or 2 tokens */
@@ -164,7 +209,7 @@ static void fp8_direct(kenv *e, int m, int n, int k)
     uint16_t *x16 = pl_device_alloc(ctx, (size_t)m * k * 2), *w16 = pl_device_alloc(ctx, (size_t)n * k * 2);
     uint16_t *d1 = pl_device_alloc(ctx, (size_t)m * n * 2), *d2 = pl_device_alloc(ctx, (size_t)m * n * 2);
     ck_assert(x && w && x16 && w16 && d1 && d2);
-    ck_assert(pl_fp8_sources_fill(ctx, x, m, w, n, k, 1, 2) == 0);
+    ck_assert(pl_fp8_sources_fill(ctx, x, m, w, n, k, 1, 2, PL_FP8_INPUTS_SIGNED) == 0);
     for (int sc = 0; sc < 2; sc++) {
         pl_fp8_operands q;
         ck_assert_msg(pl_fp8_operands_make(ctx, x, m, w, 1, n, k, (pl_fp8_scaling)sc, &q) == 0, "%s", ctx->error);
@@ -220,7 +265,7 @@ static void grouped_direct(kenv *e, int experts, int tokens, double alpha, int n
     ck_assert(offsets && a && b && a16 && b16 && g1 && g2);
     ck_assert(cudaMemcpy(offsets, r.offsets, ((size_t)experts + 1) * sizeof(int), cudaMemcpyHostToDevice) ==
               cudaSuccess);
-    ck_assert(pl_fp8_sources_fill(ctx, a, rows, b, experts * n, k, 3, 4) == 0);
+    ck_assert(pl_fp8_sources_fill(ctx, a, rows, b, experts * n, k, 3, 4, PL_FP8_INPUTS_SIGNED) == 0);
     pl_gemm_reference ref;
     ck_assert_msg(pl_grouped_reference_make(ctx, e->cublas, r.offsets, experts, n, k, a, b, &ref) == 0, "%s",
                   ctx->error);
@@ -282,6 +327,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, fp8_gemm_odd_shapes);
+    tcase_add_test(tc, fp8_promotion_accuracy);
     tcase_add_test(tc, moe_grouped_odd_routing);
     tcase_add_test(tc, kernels_direct);
     suite_add_tcase(s, tc);
