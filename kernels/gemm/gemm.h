@@ -67,6 +67,11 @@ enum pl_gemm_kernel_flags {
     PL_GEMM_KERNEL_SMALL_M = 1u << 4,
     /* Takes B K×N only (N-major for wgmma: TRANS_B = 1); B N×K goes to its N×K twin. */
     PL_GEMM_KERNEL_B_KN = 1u << 6,
+    /* Less accurate than what it would be compared with: the FP8 kernel promoting every 512 K has 4× the error of
+     * cuBLASLt's default FP8 GEMM (and of every-128-K promotion) on positive inputs (docs/perf/gemm.md, FP8 session
+     * 16). The selector leaves it out, as a teaching rung, so `perflab gemm --dtype fp8` compares like with like;
+     * gemm:fp8 times it as a variant of its own. */
+    PL_GEMM_KERNEL_LESS_ACCURATE = 1u << 9,
 };
 
 #define PL_GEMM_UNVALIDATED_ENV "PERFLAB_GEMM_UNVALIDATED"

@@ -466,7 +466,7 @@ static const pl_gemm_kernel fp8_kernels[] = {
     {"fp8_ws_128x192x128_s4_p4", "fp8_ws",
      "the FP8 kernel promoting to fp32 every 512 K (4 k-blocks, one wgmma group kept in flight inside) instead of 128 "
      "K",
-     128, 192, 128, 4, 1, 384, PL_GEMM_FP8_NEEDS, 0, supports_fp8, launch_fp8_p4},
+     128, 192, 128, 4, 1, 384, PL_GEMM_FP8_NEEDS, PL_GEMM_KERNEL_LESS_ACCURATE, supports_fp8, launch_fp8_p4},
     {"fp8_ws_128x192x128_s4_c2", "fp8_ws_cluster",
      "the FP8 kernel in 2-CTA clusters: the shared B panel TMA-multicast to both CTAs, stages released through DSMEM",
      128, 192, 128, 4, 2, 384, PL_GEMM_FP8_CLUSTER_NEEDS, 0, supports_fp8, launch_fp8_c2},

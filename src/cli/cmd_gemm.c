@@ -98,8 +98,8 @@ static int list_kernels(int fp8, int as_json)
     }
     pl_table_print(t, stdout);
     pl_table_free(t);
-    printf("%zu %s kernels; teaching rungs are left out of the search; a split-K kernel's cluster is its K split, "
-           "chosen at launch\n",
+    printf("%zu %s kernels; teaching and less_accurate kernels are left out of the search; a split-K kernel's "
+           "cluster is its K split, chosen at launch\n",
            json_array_size(list), fp8 ? "fp8" : "bf16");
     json_decref(list);
     return PL_EXIT_OK;

@@ -13,7 +13,7 @@ static json_t *flag_names(unsigned flags)
         {PL_GEMM_KERNEL_SPLIT_K, "split_k"},     {PL_GEMM_KERNEL_SWAP_AB, "swap_ab"},
         {PL_GEMM_KERNEL_SMALL_M, "small_m"},     {PL_GEMM_KERNEL_SPLIT_W1, "split_one_cta_per_sm"},
         {PL_GEMM_KERNEL_B_KN, "b_kn"},          {PL_GEMM_KERNEL_SPLIT_WAVES, "split_waves"},
-        {PL_GEMM_KERNEL_SPLIT_DEEP, "split_deep"},
+        {PL_GEMM_KERNEL_SPLIT_DEEP, "split_deep"}, {PL_GEMM_KERNEL_LESS_ACCURATE, "less_accurate"},
     };
     json_t *a = json_array();
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -33,7 +33,7 @@ json_t *pl_gemm_kernel_list(int fp8)
                             k->rung ? k->rung : "", "technique", k->technique ? k->technique : "", "tile", k->tile_m,
                             k->tile_n, k->tile_k, "stages", k->stages, "cluster", k->cluster_m, "threads", k->threads,
                             "min_cc", k->needs.min_cc, "max_cc", k->needs.max_cc, "flags", flag_names(k->flags),
-                            "searched", !(k->flags & PL_GEMM_KERNEL_TEACHING)));
+                            "searched", !(k->flags & (PL_GEMM_KERNEL_TEACHING | PL_GEMM_KERNEL_LESS_ACCURATE))));
     }
     return list;
 }
