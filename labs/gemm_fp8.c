@@ -268,6 +268,11 @@ static int run_fp8_block_c2(pl_ctx *ctx, void *state)
     return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_c2);
 }
 
+static int run_fp8_tensor_2p(pl_ctx *ctx, void *state)
+{
+    return run_native(ctx, state, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws_two_parts);
+}
+
 static int run_lt_plan(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, const pl_fp8_cublaslt *plan,
                        cublasStatus_t status, const char *what)
 {
@@ -338,6 +343,13 @@ static const pl_variant fp8_variants[] = {
                   "and TMA-multicasts it into both (L2 serves 28 KB per CTA and k-block instead of 40)",
      .run = run_fp8_block_c2,
      .req = REQ_FP8_NATIVE_CLUSTER},
+    {.name = "fp8_tensor_2p",
+     .technique = "fp8_tensor on 128×128 tiles with two promotion accumulators alternating by k-block: k-block kb on "
+                  "the tensor cores while kb - 1 is promoted (wait_group 1), so no drain inside a tile, still every "
+                  "128 K (three 64-register accumulators: the reason for the narrower tile). The drain costs 5% at this "
+                  "width; the narrower tile costs more (docs/perf/gemm.md, FP8 session 16)",
+     .run = run_fp8_tensor_2p,
+     .req = REQ_FP8_NATIVE},
     {.name = "cublaslt_fp8",
      .technique = "cuBLASLt FP8 GEMM, per-tensor scales, its first heuristic algorithm: the library reference",
      .run = run_lt_tensor,

@@ -96,6 +96,18 @@ cudaError_t pl_gemm_fp8_ws(const pl_gemm_fp8_problem *p, cudaStream_t stream);
 /* The same in 2-CTA clusters: vertically adjacent tiles share their B panel, each CTA loads half of it and
  * TMA-multicasts it into both (L2 serves 28 KB per CTA and k-block instead of 40). Needs clusters. */
 cudaError_t pl_gemm_fp8_ws_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream);
+/* The same with 128×128 tiles (6 stages), alone and in 2-CTA clusters: more tiles, fuller last waves where 128×192
+ * leaves one short (4096³); promote must be 0 or 1. */
+cudaError_t pl_gemm_fp8_ws_n128(const pl_gemm_fp8_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_fp8_ws_n128_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream);
+/* 128×176 tiles (5 stages), tensor scaling only (cudaErrorInvalidValue for block scaling): fewer rounds where N's
+ * tile columns of 192 leave a short last wave (4096³); promote must be 0 or 1. */
+cudaError_t pl_gemm_fp8_ws_n176(const pl_gemm_fp8_problem *p, cudaStream_t stream);
+/* 128×128 tiles whose consumers keep two promotion accumulators that alternate by k-block: k-block kb runs on the
+ * tensor cores while kb - 1 is promoted, so no drain inside a tile (promotion every 128 K, both scalings; promote
+ * must be 0 or 1). Alone and in 2-CTA clusters. */
+cudaError_t pl_gemm_fp8_ws_two_parts(const pl_gemm_fp8_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_fp8_ws_two_parts_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream);
 /* The same (no clusters) with the promotion off the critical path: every k-block's wgmma in two commit groups of
  * m64n96k32 (the tile's column halves, each into a half accumulator), one half promoted while the other is on the
  * tensor cores, in straight-line runs of 4 k-blocks; block scales come into each stage by bulk copy alongside A and

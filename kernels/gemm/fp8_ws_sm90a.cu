@@ -28,6 +28,14 @@
  * scaling, +4-5% for block scaling (H100, session 15). With block scales every consumer thread arrives on a stage's
  * empty barrier, each ordering its own reads of the stage's scale copies before the producer's next bulk copy.
  *
+ * The _n128 launchers (session 16) run 128×128 tiles, 6 stages: 1.5× the tiles of 128×192, so a fuller last wave where
+ * the wide tile's is short (4096³: 704 tiles of 128×192 on 132 SMs are 5.33 waves, 1024 of 128×128 are 7.76), at 160
+ * B/clk of shared memory per tensor cycle against the SM's 128 (the wide tile: 135). They promote every 128 K; the
+ * 512-K promotion and the halves are the wide tile's only. The _n176 launcher (tensor scaling only: a 176-wide tile
+ * may span three 128-wide B blocks) runs 128×176 tiles, 5 stages, its last 48 columns stored through a dense map of
+ * their own: at 4096³, 24 tile columns × 32 rows = 768 tiles, 5.8 waves of 176 columns where 128×192 runs 5.3
+ * waves (6 rounds) of 192. `perflab gemm --dtype fp8` times every width per shape.
+ *
  * The _halves launcher (issue 14, session 3) promotes every k-block off the critical path: each k-block's wgmma go
  * in two commit groups of m64n96k32, the tile's two column halves, so that a consumer promotes one half while the
  * other is still on the tensor cores (sm90_ws_halves.cuh, sw_mainloop_halves). It reads A from shared memory twice a
@@ -40,6 +48,8 @@
 
 #define FP8_BN                  192 /* tile width: two m64n192 accumulators (part and total) fit 232 registers */
 #define FP8_TENSOR_PROMOTE_LONG 4   /* promote = 4: k-blocks of 128 per promotion (512 K), tensor scaling only */
+#define FP8_BN_NARROW           128 /* the _n128 launchers' tile width: more, smaller tiles (fuller last waves) */
+#define FP8_BN_N176             176 /* the _n176 launcher's: tensor scaling, stored with a 48-column last subtile */
 
 extern "C" int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, size_t whylen)
 {
@@ -82,15 +92,18 @@ extern "C" int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, siz
     return 1;
 }
 
-template <int CLUSTER, int HALVES> static cudaError_t launch_fp8(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+template <int CLUSTER, int HALVES, int BN = FP8_BN>
+static cudaError_t launch_fp8(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
     char why[160];
     if (!pl_gemm_fp8_supports(p, why, sizeof why) || (HALVES == 2 && p->promote > 1))
         return cudaErrorInvalidValue; /* the halves promote every k-block */
-    CUtensorMap ta, tb, td;
+    if (BN % EPI_SUB != 0 && p->scaling == PL_FP8_SCALING_BLOCK)
+        return cudaErrorInvalidValue; /* a 176-wide tile may span three 128-wide B blocks */
+    CUtensorMap ta, tb, td, tt;
     cudaError_t e = pl_tensor_map_2d(&ta, p->a, (uint64_t)p->m, (uint64_t)p->k, 1, SW_BM, 128);
     if (e == cudaSuccess) /* clustered, each CTA loads half of the B panel and multicasts it */
-        e = pl_tensor_map_2d(&tb, p->b, (uint64_t)p->n, (uint64_t)p->k, 1, FP8_BN / CLUSTER, 128);
+        e = pl_tensor_map_2d(&tb, p->b, (uint64_t)p->n, (uint64_t)p->k, 1, BN / CLUSTER, 128);
     if (e != cudaSuccess)
         return e;
     sw_params sp = {};
@@ -98,21 +111,38 @@ template <int CLUSTER, int HALVES> static cudaError_t launch_fp8(const pl_gemm_f
     sp.k_blocks = pl_fp8_kblocks(p->k);
     const int tiles_m = (p->m + SW_BM - 1) / SW_BM;
     sp.tile_rows = (tiles_m + CLUSTER - 1) / CLUSTER; /* in cluster units */
-    sp.tile_cols = (p->n + FP8_BN - 1) / FP8_BN;
+    sp.tile_cols = (p->n + BN - 1) / BN;
     sw_store_map(&td, p->d, p->m, p->n, &sp.tma_store);
+    if (sp.tma_store && BN % EPI_SUB != 0) /* the tile's narrower last subtile leaves through a map of its own */
+        sp.tma_store = pl_tensor_map_bf16_dense(&tt, p->d, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, BN % EPI_SUB) ==
+                       cudaSuccess;
     if (!sp.tma_store)
         td = ta; /* unused */
+    const CUtensorMap *tail = sp.tma_store && BN % EPI_SUB != 0 ? &tt : NULL;
     const long long tiles = (long long)sp.tile_rows * sp.tile_cols;
-    if (HALVES == 2)
+    if constexpr (HALVES == SW_TWO_PARTS) {
+        if (p->promote > 1)
+            return cudaErrorInvalidValue;
         return p->scaling == PL_FP8_SCALING_BLOCK
-                   ? sw_launch<FP8_BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1, 2>(ta, tb, td, sp, tiles, stream)
-                   : sw_launch<FP8_BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1, 2>(ta, tb, td, sp, tiles, stream);
-    if (p->scaling == PL_FP8_SCALING_BLOCK)
-        return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1>(ta, tb, td, sp, tiles, stream);
-    if (p->promote == FP8_TENSOR_PROMOTE_LONG)
-        return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, FP8_TENSOR_PROMOTE_LONG>(ta, tb, td, sp, tiles,
+                   ? sw_launch<BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1, SW_TWO_PARTS>(ta, tb, td, sp, tiles, stream)
+                   : sw_launch<BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1, SW_TWO_PARTS>(ta, tb, td, sp, tiles, stream);
+    }
+    if constexpr (HALVES == 2) {
+        static_assert(BN == FP8_BN, "the halves are the 128×192 tile's");
+        return p->scaling == PL_FP8_SCALING_BLOCK
+                   ? sw_launch<BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1, 2>(ta, tb, td, sp, tiles, stream)
+                   : sw_launch<BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1, 2>(ta, tb, td, sp, tiles, stream);
+    }
+    if constexpr (BN % EPI_SUB == 0)
+        if (p->scaling == PL_FP8_SCALING_BLOCK)
+            return sw_launch<BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1>(ta, tb, td, sp, tiles, stream);
+    if constexpr (BN == FP8_BN) /* the promotion every 512 K: the 128×192 tile only */
+        if (p->promote == FP8_TENSOR_PROMOTE_LONG)
+            return sw_launch<BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, FP8_TENSOR_PROMOTE_LONG>(ta, tb, td, sp, tiles,
                                                                                              stream);
-    return sw_launch<FP8_BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1>(ta, tb, td, sp, tiles, stream);
+    if (p->promote > 1)
+        return cudaErrorInvalidValue;
+    return sw_launch<BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1>(ta, tb, td, sp, tiles, stream, NULL, tail);
 }
 
 extern "C" cudaError_t pl_gemm_fp8_ws(const pl_gemm_fp8_problem *p, cudaStream_t stream)
@@ -123,6 +153,31 @@ extern "C" cudaError_t pl_gemm_fp8_ws(const pl_gemm_fp8_problem *p, cudaStream_t
 extern "C" cudaError_t pl_gemm_fp8_ws_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
     return launch_fp8<2, 1>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_fp8_ws_n128(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+{
+    return launch_fp8<1, 1, FP8_BN_NARROW>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_fp8_ws_n128_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+{
+    return launch_fp8<2, 1, FP8_BN_NARROW>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_fp8_ws_two_parts(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+{
+    return launch_fp8<1, SW_TWO_PARTS, FP8_BN_NARROW>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_fp8_ws_two_parts_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+{
+    return launch_fp8<2, SW_TWO_PARTS, FP8_BN_NARROW>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_fp8_ws_n176(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+{
+    return launch_fp8<1, 1, FP8_BN_N176>(p, stream);
 }
 
 extern "C" cudaError_t pl_gemm_fp8_ws_halves(const pl_gemm_fp8_problem *p, cudaStream_t stream)

@@ -146,8 +146,7 @@ static int supports_sk_swap200(const pl_gemm_problem *p, char *why, size_t whyle
     if (!supports_sk(p, 200, 1, why, whylen))
         return 0;
     if (p->m <= 128 || p->m > 200) {
-        snprintf(why, whylen, "a tile fitted to M of about 200: takes 128 < M <= 200 (one tile of 200); M = %d",
-                 p->m);
+        snprintf(why, whylen, "a tile fitted to M of about 200: takes 128 < M <= 200 (one tile of 200); M = %d", p->m);
         return 0;
     }
     return 1;
@@ -270,23 +269,23 @@ static const pl_gemm_kernel kernels[] = {
     /* one CTA per SM with every byte of shared memory a stage (14 and 9 stages), split for one wave of clusters */
     {"wgmma_sk_64x64x64_deep", "wgmma_splitk",
      "the 64×64 split-K kernel with one CTA per SM and a 14-stage ring, split for one wave of whole clusters", 64, 64,
-     64, PL_SK_RING_STAGES(PL_SK_ROWS, 64), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP,
-     supports_sk_plain, pl_gemm_wgmma_sk_64x64_deep},
+     64, PL_SK_RING_STAGES(PL_SK_ROWS, 64), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER,
+     SK_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP, supports_sk_plain, pl_gemm_wgmma_sk_64x64_deep},
     {"wgmma_sk_64x128x64_deep", "wgmma_splitk",
-     "the 64×128 split-K kernel with one CTA per SM and a 9-stage ring, split for one wave of whole clusters", 64,
-     128, 64, PL_SK_RING_STAGES(PL_SK_ROWS, 128), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP,
-     supports_sk_plain, pl_gemm_wgmma_sk_64x128_deep},
+     "the 64×128 split-K kernel with one CTA per SM and a 9-stage ring, split for one wave of whole clusters", 64, 128,
+     64, PL_SK_RING_STAGES(PL_SK_ROWS, 128), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER,
+     SK_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP, supports_sk_plain, pl_gemm_wgmma_sk_64x128_deep},
     /* ---- issue 15: split-K with the cooperative kernels' 128-row tiles (two consumer warpgroups, one CTA an SM,
      * every byte of shared memory a stage), the split chosen by waves: few tiles over a long K, last waves ---- */
     {"wgmma_sk_128x128x64", "wgmma_splitk",
      "128×128 tiles, two consumer warpgroups, one CTA per SM with 7 stages, K split over a cluster (up to 8) to "
      "fill the waves, fixed-order fix-up through DSMEM",
-     128, 128, 64, PL_SK_RING_STAGES(2 * PL_SK_ROWS, 128), 0, 288, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES, supports_sk_plain,
-     pl_gemm_wgmma_sk_128x128},
+     128, 128, 64, PL_SK_RING_STAGES(2 * PL_SK_ROWS, 128), 0, 288, PL_GEMM_NEEDS_CLUSTER,
+     SK_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES, supports_sk_plain, pl_gemm_wgmma_sk_128x128},
     {"wgmma_sk_128x256x64", "wgmma_splitk",
-     "128×256 tiles (wgmma m64n256), two consumer warpgroups, one CTA per SM with 4 stages, K split by waves", 128,
-     256, 64, PL_SK_RING_STAGES(2 * PL_SK_ROWS, 256), 0, 288, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES, supports_sk_plain,
-     pl_gemm_wgmma_sk_128x256},
+     "128×256 tiles (wgmma m64n256), two consumer warpgroups, one CTA per SM with 4 stages, K split by waves", 128, 256,
+     64, PL_SK_RING_STAGES(2 * PL_SK_ROWS, 256), 0, 288, PL_GEMM_NEEDS_CLUSTER, SK_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES,
+     supports_sk_plain, pl_gemm_wgmma_sk_128x256},
     /* ---- issue 15: 128×192 tiles for tile counts that 128×256 quantizes badly ---- */
     {"wgmma_ws_128x192x64_s4", "wgmma_ws",
      "the cooperative persistent kernel with 128×192 tiles (wgmma m64n192): 3/4 of the 128×256 tile's work, for tile "
@@ -328,20 +327,17 @@ static const pl_gemm_kernel kernels[] = {
      "swapped (Dᵀ = B·Aᵀ) with two consumer warpgroups: 128 rows of N × 200 tokens (wgmma m64n200, no padded "
      "row at M = 200), 5 stages, one CTA per SM, K split by waves",
      200, 128, 64, PL_SK_RING_STAGES(2 * PL_SK_ROWS, 200), 0, 288, PL_GEMM_NEEDS_CLUSTER,
-     SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES, supports_sk_swap200,
-     pl_gemm_wgmma_sk_swap200},
+     SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_WAVES, supports_sk_swap200, pl_gemm_wgmma_sk_swap200},
     {"wgmma_sk_swap_16x64x64_deep", "wgmma_splitk",
      "the swapped split-K kernel for M ≤ 16 with one CTA per SM and a 16-stage ring, split for one wave of whole "
      "clusters (unsplit when N/64 tiles fill the SMs)",
      16, 64, 64, PL_SK_RING_STAGES(PL_SK_ROWS, 16), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER,
-     SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP, supports_sk_swap16,
-     pl_gemm_wgmma_sk_swap16_deep},
+     SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP, supports_sk_swap16, pl_gemm_wgmma_sk_swap16_deep},
     {"wgmma_sk_swap_32x64x64_deep", "wgmma_splitk",
      "the swapped split-K kernel for M ≤ 32 with one CTA per SM and a 16-stage ring, split for one wave of whole "
      "clusters",
      32, 64, 64, PL_SK_RING_STAGES(PL_SK_ROWS, 32), 0, PL_SK_THREADS, PL_GEMM_NEEDS_CLUSTER,
-     SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP, supports_sk_swap32,
-     pl_gemm_wgmma_sk_swap32_deep},
+     SK_SWAP_FLAGS | PL_GEMM_KERNEL_SPLIT_DEEP, supports_sk_swap32, pl_gemm_wgmma_sk_swap32_deep},
     /* ---- unvalidated (PERFLAB_GEMM_UNVALIDATED=1 until a GPU run verifies them): B K×N on wgmma, the
      * warp-specialized kernels above reading B N-major (TRANS_B = 1) in 64-column TMA boxes ---- */
     {"wgmma_ws_128x128x64_s6_kn", "wgmma_ws",
@@ -438,23 +434,26 @@ static int supports_fp8(const pl_gemm_problem *p, char *why, size_t whylen)
     return pl_gemm_fp8_supports(&q, why, whylen);
 }
 
-static cudaError_t launch_fp8(const pl_gemm_problem *p, cudaStream_t stream)
-{
-    const pl_gemm_fp8_problem q = fp8_problem_of(p);
-    return pl_gemm_fp8_ws(&q, stream);
-}
+/* The registry's launcher of FP8 kernel `fn` (unit scales, promotion every 128 K). */
+#define FP8_LAUNCHER(name, fn)                                                                                         \
+    static cudaError_t name(const pl_gemm_problem *p, cudaStream_t stream)                                             \
+    {                                                                                                                  \
+        const pl_gemm_fp8_problem q = fp8_problem_of(p);                                                               \
+        return fn(&q, stream);                                                                                         \
+    }
+FP8_LAUNCHER(launch_fp8, pl_gemm_fp8_ws)
+FP8_LAUNCHER(launch_fp8_c2, pl_gemm_fp8_ws_c2)
+FP8_LAUNCHER(launch_fp8_n128, pl_gemm_fp8_ws_n128)
+FP8_LAUNCHER(launch_fp8_n128_c2, pl_gemm_fp8_ws_n128_c2)
+FP8_LAUNCHER(launch_fp8_n176, pl_gemm_fp8_ws_n176)
+FP8_LAUNCHER(launch_fp8_two_parts, pl_gemm_fp8_ws_two_parts)
+FP8_LAUNCHER(launch_fp8_two_parts_c2, pl_gemm_fp8_ws_two_parts_c2)
 
 static cudaError_t launch_fp8_p4(const pl_gemm_problem *p, cudaStream_t stream)
 {
     pl_gemm_fp8_problem q = fp8_problem_of(p);
     q.promote = 4;
     return pl_gemm_fp8_ws(&q, stream);
-}
-
-static cudaError_t launch_fp8_c2(const pl_gemm_problem *p, cudaStream_t stream)
-{
-    const pl_gemm_fp8_problem q = fp8_problem_of(p);
-    return pl_gemm_fp8_ws_c2(&q, stream);
 }
 
 static const pl_gemm_kernel fp8_kernels[] = {
@@ -470,6 +469,22 @@ static const pl_gemm_kernel fp8_kernels[] = {
     {"fp8_ws_128x192x128_s4_c2", "fp8_ws_cluster",
      "the FP8 kernel in 2-CTA clusters: the shared B panel TMA-multicast to both CTAs, stages released through DSMEM",
      128, 192, 128, 4, 2, 384, PL_GEMM_FP8_CLUSTER_NEEDS, 0, supports_fp8, launch_fp8_c2},
+    {"fp8_ws_128x128x128_s6", "fp8_ws",
+     "the FP8 kernel with 128×128 tiles (wgmma m64n128k32, 6 stages): 1.5× the tiles, a fuller last wave where "
+     "128×192 leaves one short (4096³)",
+     128, 128, 128, 6, 1, 384, PL_GEMM_FP8_NEEDS, 0, supports_fp8, launch_fp8_n128},
+    {"fp8_ws_128x176x128_s5", "fp8_ws",
+     "the FP8 kernel with 128×176 tiles (wgmma m64n176k32, 5 stages, a 48-column last subtile stored through its own "
+     "TMA map): fewer rounds where 192-wide tile columns leave a short last wave (4096³)",
+     128, 176, 128, 5, 1, 384, PL_GEMM_FP8_NEEDS, 0, supports_fp8, launch_fp8_n176},
+    {"fp8_ws_128x128x128_s6_c2", "fp8_ws_cluster", "the 128×128 FP8 kernel in 2-CTA clusters (B panel multicast)", 128,
+     128, 128, 6, 2, 384, PL_GEMM_FP8_CLUSTER_NEEDS, 0, supports_fp8, launch_fp8_n128_c2},
+    {"fp8_ws_128x128x128_s6_2p", "fp8_ws",
+     "the 128×128 FP8 kernel with two promotion accumulators alternating by k-block: one k-block on the tensor cores "
+     "while the previous one is promoted, no drain inside a tile (every 128 K)",
+     128, 128, 128, 6, 1, 384, PL_GEMM_FP8_NEEDS, 0, supports_fp8, launch_fp8_two_parts},
+    {"fp8_ws_128x128x128_s6_2p_c2", "fp8_ws_cluster", "the two-accumulator 128×128 FP8 kernel in 2-CTA clusters", 128,
+     128, 128, 6, 2, 384, PL_GEMM_FP8_CLUSTER_NEEDS, 0, supports_fp8, launch_fp8_two_parts_c2},
 };
 
 size_t pl_gemm_fp8_kernel_count(void)

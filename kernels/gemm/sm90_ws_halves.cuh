@@ -147,6 +147,74 @@ __device__ __forceinline__ void sw_mainloop_promote(const sw_params &p, const sw
         sw_promote_group<BN, SCALE, CLUSTER, 1, false>(h, kb, acc, part, kcount);
 }
 
+/* The FP8 mainloop of one tile with two full-width promotion accumulators that alternate (HALVES = SW_TWO_PARTS,
+ * session 16): k-block kb goes into part[kb % 2] from scale-d 0, and while it runs the consumer waits for kb - 1's
+ * group (wait_group 1), releases its stage and promotes it. So a consumer never drains inside a tile: its tensor
+ * work stays queued while it promotes, every k-block, at the 128-K interval. The price is registers, three
+ * accumulators (64 each at 128 wide), so the tile is 128×128. The tile's first k-block is already issued into p0
+ * (sw_consume_overlap); step() is one k-block issued into `cur` with `prev` promoted, last() the drain at the end.
+ * With block scales the products of kb's scales are formed when its stage has landed and used at its promotion. */
+template <int BN, int SCALE, int CLUSTER>
+__device__ __forceinline__ void sw_two_parts_step(const sw_stage_at &h, int kb, float (&acc)[BN / 2],
+                                                  float (&cur)[BN / 2], float (&prev)[BN / 2], sw_block_products &q,
+                                                  uint32_t &kcount)
+{
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
+    constexpr int STAGES = cfg::stages;
+    const int stage = (int)(kcount % STAGES);
+    const uint32_t st = sw_wait_stage<STAGES>(h.base, h.full, kcount, cfg::stage_bytes);
+    sw_block_products next = {};
+    if (SCALE == SW_SCALE_BLOCK)
+        next = sw_products(sw_stage_scales(h.scales + stage * SW_SC_STAGE, h.sc_off, kb), h.split <= 64);
+    sw_issue_kblock_e4m3<BN, true>(cur, st + h.a_off, st + cfg::a_bytes);
+    wgmma_wait<1>(); /* k-block kb - 1 is done, kb runs */
+    sw_release<SCALE, CLUSTER>(h.empty, (int)((kcount - 1) % STAGES), h.lane, h.rank);
+    accumulators_fence(prev);
+    if constexpr (SCALE == SW_SCALE_BLOCK)
+        sw_promote_block<BN>(acc, prev, q);
+    else
+        sw_promote_add<BN>(acc, prev);
+    q = next;
+    kcount++;
+}
+
+template <int BN, int SCALE, int CLUSTER>
+__device__ __forceinline__ void sw_two_parts_last(const sw_stage_at &h, float (&acc)[BN / 2], float (&prev)[BN / 2],
+                                                  const sw_block_products &q, uint32_t kcount)
+{
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
+    wgmma_wait<0>();
+    sw_release<SCALE, CLUSTER>(h.empty, (int)((kcount - 1) % cfg::stages), h.lane, h.rank);
+    accumulators_fence(prev);
+    if constexpr (SCALE == SW_SCALE_BLOCK)
+        sw_promote_block<BN>(acc, prev, q);
+    else
+        sw_promote_add<BN>(acc, prev);
+}
+
+template <int BN, int SCALE, int CLUSTER>
+__device__ __forceinline__ void sw_mainloop_two_parts(const sw_params &p, const sw_stage_at &h, float (&acc)[BN / 2],
+                                                      float (&p0)[BN / 2], float (&p1)[BN / 2], uint32_t &kcount)
+{
+    typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
+    sw_block_products q = {}; /* k-block 0's (already issued into p0; its stage has landed) */
+    if (SCALE == SW_SCALE_BLOCK)
+        q = sw_products(sw_stage_scales(h.scales + (int)(kcount % cfg::stages) * SW_SC_STAGE, h.sc_off, 0),
+                        h.split <= 64);
+    kcount++;
+    int kb = 1;
+    for (; kb + 2 <= p.k_blocks; kb += 2) {
+        sw_two_parts_step<BN, SCALE, CLUSTER>(h, kb, acc, p1, p0, q, kcount);
+        sw_two_parts_step<BN, SCALE, CLUSTER>(h, kb + 1, acc, p0, p1, q, kcount);
+    }
+    if (kb < p.k_blocks) { /* an even count: one more into p1 */
+        sw_two_parts_step<BN, SCALE, CLUSTER>(h, kb, acc, p1, p0, q, kcount);
+        sw_two_parts_last<BN, SCALE, CLUSTER>(h, acc, p1, q, kcount);
+    } else {
+        sw_two_parts_last<BN, SCALE, CLUSTER>(h, acc, p0, q, kcount);
+    }
+}
+
 /* The FP8 mainloop of one tile with the promotion off the critical path (HALVES = 2). Each k-block's wgmma go in two
  * commit groups, the tile's left and right halves of BN/2 columns (m64n96k32 for the 128×192 tile), each into a
  * half accumulator of its own (lo, hi: BN/4 registers each, as many as the one full-width `part` they replace). The
@@ -219,9 +287,11 @@ __device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_
  * it the tensor cores idle for the epilogue: both consumers finish a tile at once, and a 128×192 tile's stores take
  * about as long as two of its 64 k-blocks at K = 8192. Measured in session 15 (H100, three processes each):
  * fp8_tensor +3%, fp8_tensor_p4 +1%. */
-template <int BN, int SCALE, int CLUSTER, int PROMOTE>
-__device__ __forceinline__ void sw_consume_overlap(const sw_params &p, const CUtensorMap *tma_d, float (&acc)[BN / 2],
-                                                   float (&part)[BN / 2], float tensor_scale, uint32_t base,
+template <int BN, int SCALE, int CLUSTER, int PROMOTE, bool TWO_PARTS, int PARTS2>
+__device__ __forceinline__ void sw_consume_overlap(const sw_params &p, const CUtensorMap *tma_d,
+                                                   const CUtensorMap *tma_tail, float (&acc)[BN / 2],
+                                                   float (&part)[BN / 2], float (&part2)[PARTS2], float tensor_scale,
+                                                   uint32_t base,
                                                    uint32_t bufs, uint32_t full, uint32_t empty, uint32_t rank,
                                                    int cluster, int clusters)
 {
@@ -237,7 +307,7 @@ __device__ __forceinline__ void sw_consume_overlap(const sw_params &p, const CUt
     for (int t = cluster; w.at<BN, CLUSTER>(p, t, rank, tl); t += clusters) {
         if (sw_idle(p, tl, consumer)) {
             if (pending)
-                sw_store<BN>(p, tma_d, prev, acc, bufs, consumer);
+                sw_store<BN>(p, tma_d, tma_tail, prev, acc, bufs, consumer);
             pending = false;
             sw_pass_tile<STAGES, SCALE, CLUSTER>(p, full, empty, lane, rank, kcount);
             continue;
@@ -245,12 +315,15 @@ __device__ __forceinline__ void sw_consume_overlap(const sw_params &p, const CUt
         const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
         sw_issue_kblock_e4m3<BN, true>(part, st + a_off, st + cfg::a_bytes);
         if (pending)
-            sw_store<BN>(p, tma_d, prev, acc, bufs, consumer);
+            sw_store<BN>(p, tma_d, tma_tail, prev, acc, bufs, consumer);
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             acc[i] = 0.0f;
         const sw_stage_at h = sw_stage_view<BN, SCALE>(p, tl, base, full, empty, consumer, lane, rank);
-        sw_mainloop_promote<BN, SCALE, CLUSTER, PROMOTE>(p, h, acc, part, kcount);
+        if constexpr (TWO_PARTS)
+            sw_mainloop_two_parts<BN, SCALE, CLUSTER>(p, h, acc, part, part2, kcount);
+        else
+            sw_mainloop_promote<BN, SCALE, CLUSTER, PROMOTE>(p, h, acc, part, kcount);
         if constexpr (SCALE == SW_SCALE_TENSOR) {
 #pragma unroll
             for (int i = 0; i < BN / 2; i++)
@@ -260,7 +333,7 @@ __device__ __forceinline__ void sw_consume_overlap(const sw_params &p, const CUt
         pending = true;
     }
     if (pending)
-        sw_store<BN>(p, tma_d, prev, acc, bufs, consumer);
+        sw_store<BN>(p, tma_d, tma_tail, prev, acc, bufs, consumer);
 }
 
 #endif

@@ -55,6 +55,10 @@
 
 enum sw_elem { SW_BF16 = 0, SW_E4M3 = 1 };
 enum sw_scale { SW_SCALE_NONE = 0, SW_SCALE_TENSOR = 1, SW_SCALE_BLOCK = 2 };
+/* The FP8 consumer's accumulators (the kernel's HALVES parameter): one promotion accumulator (1), the tile's two
+ * column halves (2: sw_mainloop_halves), or two full-width ones that alternate by k-block (3:
+ * sw_mainloop_two_parts, 128-wide tiles: three accumulators of 64 registers). */
+#define SW_TWO_PARTS 3
 
 /* The block scales a stage carries (block scaling: the producer bulk-copies them beside A and B): A's of the tile's
  * rows from the 4-aligned row at or before its first (up to SW_BM + 4 floats), then two 16-byte chunks of B's, the
@@ -257,6 +261,8 @@ __device__ __forceinline__ void sw_wgmma_e4m3(float (&d)[N / 2], uint64_t desc_a
 {
     if constexpr (N == 192)
         pl_wgmma_m64n192k32_e4m3(d, desc_a, desc_b, scale_d);
+    else if constexpr (N == 176)
+        pl_wgmma_m64n176k32_e4m3(d, desc_a, desc_b, scale_d);
     else if constexpr (N == 128)
         pl_wgmma_m64n128k32_e4m3(d, desc_a, desc_b, scale_d);
     else
@@ -305,16 +311,17 @@ __device__ __forceinline__ void sw_pass_tile(const sw_params &p, uint32_t full, 
 }
 
 /* Store this consumer's 64 rows of tile tl from acc (scaled): TMA stores clip at D's edges, not at a group's last
- * row, so a consumer whose rows cross it stores from registers, stopping there. */
+ * row, so a consumer whose rows cross it stores from registers, stopping there. A tile width BN that is not a
+ * multiple of 64 ends in a narrower subtile stored through tma_tail (a dense map of that box). */
 template <int BN>
-__device__ __forceinline__ void sw_store(const sw_params &p, const CUtensorMap *tma_d, const sw_tile &tl,
-                                         const float (&acc)[BN / 2], uint32_t bufs, int consumer)
+__device__ __forceinline__ void sw_store(const sw_params &p, const CUtensorMap *tma_d, const CUtensorMap *tma_tail,
+                                         const sw_tile &tl, const float (&acc)[BN / 2], uint32_t bufs, int consumer)
 {
     const int row0 = tl.m0 + consumer * 64;
     if (row0 >= tl.row_end || tl.n0 >= p.o.n)
         return;
     if (p.tma_store && (row0 + 64 <= tl.row_end || tl.row_end == p.o.m)) {
-        epilogue_tma_m64<BN, SW_EPI_BUFFERS>(tma_d, acc, bufs, 0, 1 + consumer, row0, tl.n0);
+        epilogue_tma_m64<BN, SW_EPI_BUFFERS>(tma_d, acc, bufs, 0, 1 + consumer, row0, tl.n0, tma_tail);
     } else {
         pl_gemm_out o = p.o;
         o.m = tl.row_end;
@@ -328,7 +335,8 @@ __device__ __forceinline__ void sw_store(const sw_params &p, const CUtensorMap *
 /* The consumer warpgroups: every tile's mainloop and its epilogue. FP8 promotes every PROMOTE k-blocks, or with
  * HALVES = 2 every k-block off the critical path (sw_mainloop_halves). */
 template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int HALVES>
-__device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap *tma_d, uint32_t base, uint32_t epi,
+__device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap *tma_d, const CUtensorMap *tma_tail,
+                                           uint32_t base, uint32_t epi,
                                            uint32_t full, uint32_t empty, uint32_t rank, int cluster, int clusters)
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
@@ -339,7 +347,11 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     const uint32_t bufs = epi + consumer * SW_EPI_BUFFERS * EPI_SUB_BYTES;
     float acc[BN / 2];
     constexpr int PARTS = SCALE == SW_SCALE_NONE || HALVES == 2 ? 1 : BN / 2, HALF_PARTS = HALVES == 2 ? BN / 4 : 1;
-    float part[PARTS], lo[HALF_PARTS], hi[HALF_PARTS];
+    constexpr int PARTS2 = HALVES == SW_TWO_PARTS ? BN / 2 : 1;
+    float part[PARTS], part2[PARTS2], lo[HALF_PARTS], hi[HALF_PARTS];
+#pragma unroll
+    for (int i = 0; i < PARTS2; i++)
+        part2[i] = 0.0f;
 #pragma unroll
     for (int i = 0; i < PARTS; i++)
         part[i] = 0.0f; /* the first wgmma of every k-block overwrites it (scale-d 0) */
@@ -349,9 +361,9 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     float tensor_scale = 1.0f;
     if (SCALE == SW_SCALE_TENSOR)
         tensor_scale = (p.scale_a ? __ldg(p.scale_a) : 1.0f) * (p.scale_b ? __ldg(p.scale_b) : 1.0f);
-    if constexpr (ELEM == SW_E4M3 && HALVES == 1) {
-        sw_consume_overlap<BN, SCALE, CLUSTER, PROMOTE>(p, tma_d, acc, part, tensor_scale, base, bufs, full, empty,
-                                                        rank, cluster, clusters);
+    if constexpr (ELEM == SW_E4M3 && (HALVES == 1 || HALVES == SW_TWO_PARTS)) {
+        sw_consume_overlap<BN, SCALE, CLUSTER, PROMOTE, HALVES == SW_TWO_PARTS>(
+            p, tma_d, tma_tail, acc, part, part2, tensor_scale, base, bufs, full, empty, rank, cluster, clusters);
     } else {                 /* bf16, or the FP8 halves */
         uint32_t kcount = 0; /* k-blocks consumed: the ring position */
         sw_walk w;
@@ -400,7 +412,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
                 for (int i = 0; i < BN / 2; i++)
                     acc[i] *= tensor_scale;
             }
-            sw_store<BN>(p, tma_d, tl, acc, bufs, consumer);
+            sw_store<BN>(p, tma_d, tma_tail, tl, acc, bufs, consumer);
         }
     }
     if (p.tma_store && (threadIdx.x & 127) == 0)
@@ -411,15 +423,19 @@ template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int HALVES>
 __global__ void __launch_bounds__(SW_THREADS, 1)
     sw_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                    const __grid_constant__ CUtensorMap tma_d, const __grid_constant__ CUtensorMap tma_a_half,
-                   const sw_params p)
+                   const __grid_constant__ CUtensorMap tma_d_tail, const sw_params p)
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     constexpr int STAGES = cfg::stages;
     constexpr int KE = ELEM == SW_E4M3 ? 128 : 64; /* elements of a k-block row */
     static_assert(ELEM == SW_E4M3 || SCALE == SW_SCALE_NONE, "bf16 takes no scales");
-    static_assert(ELEM == SW_BF16 || BN == 128 || BN == 192, "FP8 tiles are 128 or 192 wide (two accumulators)");
+    static_assert(ELEM == SW_BF16 || BN == 128 || BN == 176 || BN == 192,
+                  "FP8 tiles are 128, 176 or 192 wide (two accumulators)");
+    static_assert(SCALE != SW_SCALE_BLOCK || BN % 64 == 0, "block scales: a tile spans at most two B blocks");
     static_assert(SCALE != SW_SCALE_BLOCK || PROMOTE == 1, "block scales change every k-block");
-    static_assert(HALVES == 1 || (ELEM == SW_E4M3 && PROMOTE == 1 && BN == 192), "halves: the 128×192 FP8 tile");
+    static_assert(HALVES != 2 || (ELEM == SW_E4M3 && PROMOTE == 1 && BN == 192), "halves: the 128×192 FP8 tile");
+    static_assert(HALVES != SW_TWO_PARTS || (ELEM == SW_E4M3 && PROMOTE == 1 && BN <= 128),
+                  "two full-width parts and the total: 128-wide FP8 tiles at most");
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
     const uint32_t epi = base + STAGES * cfg::stage_bytes; /* 1024-aligned: the swizzle needs it */
@@ -490,7 +506,7 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
                 }
         }
     } else {
-        sw_consume<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>(p, &tma_d, base, epi, full, empty, rank, cluster,
+        sw_consume<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>(p, &tma_d, &tma_d_tail, base, epi, full, empty, rank, cluster,
                                                               clusters);
     }
     if (CLUSTER > 1)
@@ -537,7 +553,8 @@ static int sw_max_clusters(int device, int sms)
  * no more than max_tiles work units (tiles, or cluster tiles) ask for. */
 template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE = 1, int HALVES = 1>
 static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const CUtensorMap &td, const sw_params &p,
-                             long long max_tiles, cudaStream_t stream, const CUtensorMap *ta_half = NULL)
+                             long long max_tiles, cudaStream_t stream, const CUtensorMap *ta_half = NULL,
+                             const CUtensorMap *td_tail = NULL)
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     static_assert(cfg::stages >= 3, "too few stages");
@@ -569,7 +586,7 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
         clusters = max_tiles < 1 ? 1 : max_tiles;
     lc.gridDim = dim3((unsigned)(clusters * CLUSTER));
     e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>, ta, tb, td,
-                           ta_half ? *ta_half : ta, p);
+                           ta_half ? *ta_half : ta, td_tail ? *td_tail : td, p);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

@@ -143,6 +143,41 @@ static cudaError_t launch_fp8_c2(void *arg, uint16_t *d, cudaStream_t stream)
     return pl_gemm_fp8_ws_c2(p, stream);
 }
 
+static cudaError_t launch_fp8_n128(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    pl_gemm_fp8_problem *p = arg;
+    p->d = d;
+    return pl_gemm_fp8_ws_n128(p, stream);
+}
+
+static cudaError_t launch_fp8_n128_c2(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    pl_gemm_fp8_problem *p = arg;
+    p->d = d;
+    return pl_gemm_fp8_ws_n128_c2(p, stream);
+}
+
+static cudaError_t launch_fp8_two_parts(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    pl_gemm_fp8_problem *p = arg;
+    p->d = d;
+    return pl_gemm_fp8_ws_two_parts(p, stream);
+}
+
+static cudaError_t launch_fp8_two_parts_c2(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    pl_gemm_fp8_problem *p = arg;
+    p->d = d;
+    return pl_gemm_fp8_ws_two_parts_c2(p, stream);
+}
+
+static cudaError_t launch_fp8_n176(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    pl_gemm_fp8_problem *p = arg;
+    p->d = d;
+    return pl_gemm_fp8_ws_n176(p, stream);
+}
+
 static cudaError_t launch_fp8_halves(void *arg, uint16_t *d, cudaStream_t stream)
 {
     pl_gemm_fp8_problem *p = arg;
@@ -227,15 +262,28 @@ static void fp8_direct(kenv *e, int m, int n, int k)
                                  .scale_b = q.sb};
         char what[128];
         /* the plain kernel, 2-CTA clusters, the half-tile commit groups, both (K = 1040: two runs of 4 k-blocks and one
-         * more; 400: one run; 16: no whole run) */
-        static const char *const kinds[4] = {"", ", 2-CTA clusters", ", half-tile commit groups",
-                                             ", half-tile commit groups in 2-CTA clusters"};
-        static cudaError_t (*const launch[4])(void *, uint16_t *, cudaStream_t) = {
-            launch_fp8, launch_fp8_c2, launch_fp8_halves, launch_fp8_halves_c2};
-        for (int kind = 0; kind < 4; kind++) {
+         * more; 400: one run; 16: no whole run), the 128×128 tiles alone and in pairs */
+        static const char *const kinds[8] = {"",
+                                             ", 2-CTA clusters",
+                                             ", half-tile commit groups",
+                                             ", half-tile commit groups in 2-CTA clusters",
+                                             ", 128x128 tiles",
+                                             ", 128x128 tiles in 2-CTA clusters",
+                                             ", 128x128 tiles with two alternating accumulators",
+                                             ", 128x128 tiles with two alternating accumulators in 2-CTA clusters"};
+        static cudaError_t (*const launch[8])(void *, uint16_t *, cudaStream_t) = {
+            launch_fp8,      launch_fp8_c2,      launch_fp8_halves,    launch_fp8_halves_c2,
+            launch_fp8_n128, launch_fp8_n128_c2, launch_fp8_two_parts, launch_fp8_two_parts_c2};
+        for (int kind = 0; kind < 8; kind++) {
             pl_snprintf(what, sizeof what, "fp8 GEMM %dx%dx%d %s scales%s", m, n, k, sc ? "block" : "tensor",
                         kinds[kind]);
             check_twice(ctx, what, launch[kind], &p, &ref, 1, d1, d2, (size_t)m * n * 2);
+        }
+        if (sc == PL_FP8_SCALING_TENSOR) { /* 128×176 tiles: tensor scaling only */
+            pl_snprintf(what, sizeof what, "fp8 GEMM %dx%dx%d tensor scales, 128x176 tiles", m, n, k);
+            check_twice(ctx, what, launch_fp8_n176, &p, &ref, 1, d1, d2, (size_t)m * n * 2);
+        } else {
+            ck_assert(launch_fp8_n176(&p, d1, ctx->stream) == cudaErrorInvalidValue);
         }
         if (sc == PL_FP8_SCALING_TENSOR) /* promoting every 4 k-blocks: whole groups, and the k-blocks past them */
             for (int c = 0; c < 2; c++) {
