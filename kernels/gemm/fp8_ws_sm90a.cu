@@ -114,8 +114,8 @@ static cudaError_t launch_fp8(const pl_gemm_fp8_problem *p, cudaStream_t stream)
     sp.tile_cols = (p->n + BN - 1) / BN;
     sw_store_map(&td, p->d, p->m, p->n, &sp.tma_store);
     if (sp.tma_store && BN % EPI_SUB != 0) /* the tile's narrower last subtile leaves through a map of its own */
-        sp.tma_store = pl_tensor_map_bf16_dense(&tt, p->d, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, BN % EPI_SUB) ==
-                       cudaSuccess;
+        sp.tma_store =
+            pl_tensor_map_bf16_dense(&tt, p->d, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, BN % EPI_SUB) == cudaSuccess;
     if (!sp.tma_store)
         td = ta; /* unused */
     const CUtensorMap *tail = sp.tma_store && BN % EPI_SUB != 0 ? &tt : NULL;

@@ -288,12 +288,10 @@ __device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_
  * about as long as two of its 64 k-blocks at K = 8192. Measured in session 15 (H100, three processes each):
  * fp8_tensor +3%, fp8_tensor_p4 +1%. */
 template <int BN, int SCALE, int CLUSTER, int PROMOTE, bool TWO_PARTS, int PARTS2>
-__device__ __forceinline__ void sw_consume_overlap(const sw_params &p, const CUtensorMap *tma_d,
-                                                   const CUtensorMap *tma_tail, float (&acc)[BN / 2],
-                                                   float (&part)[BN / 2], float (&part2)[PARTS2], float tensor_scale,
-                                                   uint32_t base,
-                                                   uint32_t bufs, uint32_t full, uint32_t empty, uint32_t rank,
-                                                   int cluster, int clusters)
+__device__ __forceinline__ void
+sw_consume_overlap(const sw_params &p, const CUtensorMap *tma_d, const CUtensorMap *tma_tail, float (&acc)[BN / 2],
+                   float (&part)[BN / 2], float (&part2)[PARTS2], float tensor_scale, uint32_t base, uint32_t bufs,
+                   uint32_t full, uint32_t empty, uint32_t rank, int cluster, int clusters)
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     constexpr int STAGES = cfg::stages;

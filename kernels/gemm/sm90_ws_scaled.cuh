@@ -336,8 +336,8 @@ __device__ __forceinline__ void sw_store(const sw_params &p, const CUtensorMap *
  * HALVES = 2 every k-block off the critical path (sw_mainloop_halves). */
 template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int HALVES>
 __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap *tma_d, const CUtensorMap *tma_tail,
-                                           uint32_t base, uint32_t epi,
-                                           uint32_t full, uint32_t empty, uint32_t rank, int cluster, int clusters)
+                                           uint32_t base, uint32_t epi, uint32_t full, uint32_t empty, uint32_t rank,
+                                           int cluster, int clusters)
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     constexpr int STAGES = cfg::stages;
@@ -506,8 +506,8 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
                 }
         }
     } else {
-        sw_consume<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>(p, &tma_d, &tma_d_tail, base, epi, full, empty, rank, cluster,
-                                                              clusters);
+        sw_consume<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>(p, &tma_d, &tma_d_tail, base, epi, full, empty, rank,
+                                                              cluster, clusters);
     }
     if (CLUSTER > 1)
         cluster_sync(); /* the peer may still arrive on this CTA's barriers: stay until it is done */
