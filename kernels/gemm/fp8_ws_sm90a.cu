@@ -34,7 +34,11 @@
  * 512-K promotion and the halves are the wide tile's only. The _n176 launcher (tensor scaling only: a 176-wide tile
  * may span three 128-wide B blocks) runs 128×176 tiles, 5 stages, its last 48 columns stored through a dense map of
  * their own: at 4096³, 24 tile columns × 32 rows = 768 tiles, 5.8 waves of 176 columns where 128×192 runs 5.3
- * waves (6 rounds) of 192. `perflab gemm --dtype fp8` times every width per shape.
+ * waves (6 rounds) of 192. The _two_parts launchers run 128×128 tiles whose consumers keep two promotion
+ * accumulators alternating by k-block (sw_mainloop_two_parts): k-block kb runs while kb - 1 is promoted, so no drain
+ * inside a tile, at the 128-K interval (three 64-register accumulators, hence the narrower tile). Measured on an H100
+ * (session 16): the drain was worth 4-5% at 128 wide, and 128×128 runs 17% slower per tile than 128×192 at 8192³, so
+ * they win only at small shapes (2048³). `perflab gemm --dtype fp8` times every width per shape.
  *
  * The _halves launcher (issue 14, session 3) promotes every k-block off the critical path: each k-block's wgmma go
  * in two commit groups of m64n96k32, the tile's two column halves, so that a consumer promotes one half while the

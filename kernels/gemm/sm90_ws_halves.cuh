@@ -1,9 +1,10 @@
 /* The FP8 mainloops in straight-line runs of sm90_ws_scaled.cuh's kernel: the promotion off the critical path
  * (HALVES = 2, issue 14, session 3: each k-block's wgmma in two commit groups, the 128×192 tile's column halves, one
  * half promoted while the other runs, in runs of 4 k-blocks; block scales read from the stage's bulk-copied copy),
- * and the tensor-scaled promotion every PROMOTE k-blocks (session 13), whose consumer overlaps a tile's epilogue with
- * the next tile's first k-block (session 15). Included by sm90_ws_scaled.cuh after its types and promotion helpers;
- * include only from sm_90a code. */
+ * the tensor-scaled promotion every PROMOTE k-blocks (session 13), whose consumer overlaps a tile's epilogue with
+ * the next tile's first k-block (session 15), and two full-width promotion accumulators alternating by k-block
+ * (HALVES = SW_TWO_PARTS, session 16: 128-wide tiles, no drain inside a tile). Included by sm90_ws_scaled.cuh after
+ * its types and promotion helpers; include only from sm_90a code. */
 #ifndef PERFLAB_GEMM_SM90_WS_HALVES_CUH
 #define PERFLAB_GEMM_SM90_WS_HALVES_CUH
 
