@@ -96,12 +96,12 @@ extern "C" int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, siz
     return 1;
 }
 
-template <int CLUSTER, int HALVES, int BN = FP8_BN>
+template <int CLUSTER, int ACCS, int BN = FP8_BN>
 static cudaError_t launch_fp8(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
     char why[160];
-    if (!pl_gemm_fp8_supports(p, why, sizeof why) || (HALVES == 2 && p->promote > 1))
-        return cudaErrorInvalidValue; /* the halves promote every k-block */
+    if (!pl_gemm_fp8_supports(p, why, sizeof why) || (ACCS != SW_ONE_PART && p->promote > 1))
+        return cudaErrorInvalidValue; /* the halves and the two parts promote every k-block */
     if (BN % EPI_SUB != 0 && p->scaling == PL_FP8_SCALING_BLOCK)
         return cudaErrorInvalidValue; /* a 176-wide tile may span three 128-wide B blocks */
     CUtensorMap ta, tb, td, tt;
@@ -124,19 +124,10 @@ static cudaError_t launch_fp8(const pl_gemm_fp8_problem *p, cudaStream_t stream)
         td = ta; /* unused */
     const CUtensorMap *tail = sp.tma_store && BN % EPI_SUB != 0 ? &tt : NULL;
     const long long tiles = (long long)sp.tile_rows * sp.tile_cols;
-    if constexpr (HALVES == SW_TWO_PARTS) {
-        if (p->promote > 1)
-            return cudaErrorInvalidValue;
+    if constexpr (ACCS != SW_ONE_PART) /* the halves (128×192) or the two parts (128×128), either scaling */
         return p->scaling == PL_FP8_SCALING_BLOCK
-                   ? sw_launch<BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1, SW_TWO_PARTS>(ta, tb, td, sp, tiles, stream)
-                   : sw_launch<BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1, SW_TWO_PARTS>(ta, tb, td, sp, tiles, stream);
-    }
-    if constexpr (HALVES == 2) {
-        static_assert(BN == FP8_BN, "the halves are the 128×192 tile's");
-        return p->scaling == PL_FP8_SCALING_BLOCK
-                   ? sw_launch<BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1, 2>(ta, tb, td, sp, tiles, stream)
-                   : sw_launch<BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1, 2>(ta, tb, td, sp, tiles, stream);
-    }
+                   ? sw_launch<BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1, ACCS>(ta, tb, td, sp, tiles, stream)
+                   : sw_launch<BN, SW_E4M3, SW_SCALE_TENSOR, CLUSTER, 1, ACCS>(ta, tb, td, sp, tiles, stream);
     if constexpr (BN % EPI_SUB == 0)
         if (p->scaling == PL_FP8_SCALING_BLOCK)
             return sw_launch<BN, SW_E4M3, SW_SCALE_BLOCK, CLUSTER, 1>(ta, tb, td, sp, tiles, stream);
@@ -151,22 +142,22 @@ static cudaError_t launch_fp8(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 
 extern "C" cudaError_t pl_gemm_fp8_ws(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
-    return launch_fp8<1, 1>(p, stream);
+    return launch_fp8<1, SW_ONE_PART>(p, stream);
 }
 
 extern "C" cudaError_t pl_gemm_fp8_ws_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
-    return launch_fp8<2, 1>(p, stream);
+    return launch_fp8<2, SW_ONE_PART>(p, stream);
 }
 
 extern "C" cudaError_t pl_gemm_fp8_ws_n128(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
-    return launch_fp8<1, 1, FP8_BN_NARROW>(p, stream);
+    return launch_fp8<1, SW_ONE_PART, FP8_BN_NARROW>(p, stream);
 }
 
 extern "C" cudaError_t pl_gemm_fp8_ws_n128_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
-    return launch_fp8<2, 1, FP8_BN_NARROW>(p, stream);
+    return launch_fp8<2, SW_ONE_PART, FP8_BN_NARROW>(p, stream);
 }
 
 extern "C" cudaError_t pl_gemm_fp8_ws_two_parts(const pl_gemm_fp8_problem *p, cudaStream_t stream)
@@ -181,15 +172,15 @@ extern "C" cudaError_t pl_gemm_fp8_ws_two_parts_c2(const pl_gemm_fp8_problem *p,
 
 extern "C" cudaError_t pl_gemm_fp8_ws_n176(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
-    return launch_fp8<1, 1, FP8_BN_N176>(p, stream);
+    return launch_fp8<1, SW_ONE_PART, FP8_BN_N176>(p, stream);
 }
 
 extern "C" cudaError_t pl_gemm_fp8_ws_halves(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
-    return launch_fp8<1, 2>(p, stream);
+    return launch_fp8<1, SW_HALVES>(p, stream);
 }
 
 extern "C" cudaError_t pl_gemm_fp8_ws_halves_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream)
 {
-    return launch_fp8<2, 2>(p, stream);
+    return launch_fp8<2, SW_HALVES>(p, stream);
 }

@@ -74,6 +74,9 @@ enum pl_gemm_kernel_flags {
     PL_GEMM_KERNEL_LESS_ACCURATE = 1u << 9,
 };
 
+/* The kernels a search by measurement (perflab gemm's perflab provider) leaves out. */
+#define PL_GEMM_KERNEL_UNSEARCHED (PL_GEMM_KERNEL_TEACHING | PL_GEMM_KERNEL_LESS_ACCURATE)
+
 #define PL_GEMM_UNVALIDATED_ENV "PERFLAB_GEMM_UNVALIDATED"
 /* 1 when the environment sets PERFLAB_GEMM_UNVALIDATED=1: the unvalidated kernels are enumerated too. */
 int pl_gemm_unvalidated_enabled(void);

@@ -58,7 +58,7 @@ extern "C" int pl_grouped_gemm_supports(const pl_grouped_gemm_problem *p, int fp
     return 1;
 }
 
-template <int BN, int ELEM, int SCALE, int HALVES, int CLUSTER>
+template <int BN, int ELEM, int SCALE, int ACCS, int CLUSTER>
 static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t stream)
 {
     char why[160];
@@ -88,8 +88,8 @@ static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t
         td = ta; /* unused */
     /* cluster tiles: at most one partial cluster tile row per group beyond the full ones */
     const long long max_tiles = ((long long)p->rows / (CLUSTER * SW_BM) + p->groups) * sp.tile_cols;
-    return sw_launch<BN, ELEM, SCALE, CLUSTER, 1, HALVES>(ta, tb, td, sp, max_tiles, stream,
-                                                          CLUSTER == 2 ? &ta_half : NULL);
+    return sw_launch<BN, ELEM, SCALE, CLUSTER, 1, ACCS>(ta, tb, td, sp, max_tiles, stream,
+                                                        CLUSTER == 2 ? &ta_half : NULL);
 }
 
 extern "C" int pl_grouped_gemm_cluster_of(const pl_grouped_gemm_problem *p, int fp8)
@@ -100,11 +100,11 @@ extern "C" int pl_grouped_gemm_cluster_of(const pl_grouped_gemm_problem *p, int 
 }
 
 /* The launch of p->cluster's choice (pl_grouped_gemm_cluster_of); launch_grouped rejects values other than 0-2. */
-template <int BN, int ELEM, int SCALE, int HALVES = 1>
+template <int BN, int ELEM, int SCALE, int ACCS = SW_ONE_PART>
 static cudaError_t launch_grouped_any(const pl_grouped_gemm_problem *p, cudaStream_t stream)
 {
-    return pl_grouped_gemm_cluster_of(p, ELEM == SW_E4M3) == 2 ? launch_grouped<BN, ELEM, SCALE, HALVES, 2>(p, stream)
-                                                               : launch_grouped<BN, ELEM, SCALE, HALVES, 1>(p, stream);
+    return pl_grouped_gemm_cluster_of(p, ELEM == SW_E4M3) == 2 ? launch_grouped<BN, ELEM, SCALE, ACCS, 2>(p, stream)
+                                                               : launch_grouped<BN, ELEM, SCALE, ACCS, 1>(p, stream);
 }
 
 extern "C" cudaError_t pl_grouped_gemm_bf16(const pl_grouped_gemm_problem *p, cudaStream_t stream)
@@ -119,5 +119,5 @@ extern "C" cudaError_t pl_grouped_gemm_fp8(const pl_grouped_gemm_problem *p, cud
 
 extern "C" cudaError_t pl_grouped_gemm_fp8_halves(const pl_grouped_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_grouped_any<192, SW_E4M3, SW_SCALE_BLOCK, 2>(p, stream);
+    return launch_grouped_any<192, SW_E4M3, SW_SCALE_BLOCK, SW_HALVES>(p, stream);
 }

@@ -1,9 +1,9 @@
 /* The FP8 mainloops in straight-line runs of sm90_ws_scaled.cuh's kernel: the promotion off the critical path
- * (HALVES = 2, issue 14, session 3: each k-block's wgmma in two commit groups, the 128×192 tile's column halves, one
- * half promoted while the other runs, in runs of 4 k-blocks; block scales read from the stage's bulk-copied copy),
+ * (ACCS = SW_HALVES, issue 14, session 3: each k-block's wgmma in two commit groups, the 128×192 tile's column halves,
+ * one half promoted while the other runs, in runs of 4 k-blocks; block scales read from the stage's bulk-copied copy),
  * the tensor-scaled promotion every PROMOTE k-blocks (session 13), whose consumer overlaps a tile's epilogue with
  * the next tile's first k-block (session 15), and two full-width promotion accumulators alternating by k-block
- * (HALVES = SW_TWO_PARTS, session 16: 128-wide tiles, no drain inside a tile). Included by sm90_ws_scaled.cuh after
+ * (ACCS = SW_TWO_PARTS, session 16: 128-wide tiles, no drain inside a tile). Included by sm90_ws_scaled.cuh after
  * its types and promotion helpers; include only from sm_90a code. */
 #ifndef PERFLAB_GEMM_SM90_WS_HALVES_CUH
 #define PERFLAB_GEMM_SM90_WS_HALVES_CUH
@@ -73,6 +73,24 @@ __device__ __forceinline__ sw_stage_at sw_stage_view(const sw_params &p, const s
             rank};
 }
 
+/* The products of k-block kb's block scales (sw_products) from stage `stage`'s bulk-copied copy. */
+__device__ __forceinline__ sw_block_products sw_stage_products(const sw_stage_at &h, int stage, int kb)
+{
+    return sw_products(sw_stage_scales(h.scales + stage * SW_SC_STAGE, h.sc_off, kb), h.split <= 64);
+}
+
+/* acc += part once part's wgmma are done: times the k-block's scale products q with block scales, as it is with
+ * tensor scaling (the one scale multiplies the finished tile). */
+template <int BN, int SCALE>
+__device__ __forceinline__ void sw_promote(float (&acc)[BN / 2], float (&part)[BN / 2], const sw_block_products &q)
+{
+    accumulators_fence(part);
+    if constexpr (SCALE == SW_SCALE_BLOCK)
+        sw_promote_block<BN>(acc, part, q);
+    else
+        sw_promote_add<BN>(acc, part);
+}
+
 /* One promotion group of the FP8 mainloop (issue 14, session 13): PROMOTE k-blocks in straight-line code into `part`
  * (the first from scale-d 0), one wgmma group kept in flight and each stage released as soon as the group after it
  * is issued and its own is done; at the group's end the consumer drains (wait_group 0) and adds part into acc: for
@@ -121,11 +139,7 @@ __device__ __forceinline__ void sw_promote_group(const sw_stage_at &h, int kb, f
             sw_release<SCALE, CLUSTER>(h.empty, stage, h.lane, h.rank);
         }
     }
-    accumulators_fence(part);
-    if constexpr (SCALE == SW_SCALE_BLOCK)
-        sw_promote_block<BN>(acc, part, q);
-    else
-        sw_promote_add<BN>(acc, part);
+    sw_promote<BN, SCALE>(acc, part, q);
 }
 
 /* The FP8 mainloop of one tile promoting every PROMOTE k-blocks (1: every k-block, fp8_tensor and block scaling), its
@@ -148,7 +162,7 @@ __device__ __forceinline__ void sw_mainloop_promote(const sw_params &p, const sw
         sw_promote_group<BN, SCALE, CLUSTER, 1, false>(h, kb, acc, part, kcount);
 }
 
-/* The FP8 mainloop of one tile with two full-width promotion accumulators that alternate (HALVES = SW_TWO_PARTS,
+/* The FP8 mainloop of one tile with two full-width promotion accumulators that alternate (ACCS = SW_TWO_PARTS,
  * session 16): k-block kb goes into part[kb % 2] from scale-d 0, and while it runs the consumer waits for kb - 1's
  * group (wait_group 1), releases its stage and promotes it. So a consumer never drains inside a tile: its tensor
  * work stays queued while it promotes, every k-block, at the 128-K interval. The price is registers, three
@@ -166,15 +180,11 @@ __device__ __forceinline__ void sw_two_parts_step(const sw_stage_at &h, int kb, 
     const uint32_t st = sw_wait_stage<STAGES>(h.base, h.full, kcount, cfg::stage_bytes);
     sw_block_products next = {};
     if (SCALE == SW_SCALE_BLOCK)
-        next = sw_products(sw_stage_scales(h.scales + stage * SW_SC_STAGE, h.sc_off, kb), h.split <= 64);
+        next = sw_stage_products(h, stage, kb);
     sw_issue_kblock_e4m3<BN, true>(cur, st + h.a_off, st + cfg::a_bytes);
     wgmma_wait<1>(); /* k-block kb - 1 is done, kb runs */
     sw_release<SCALE, CLUSTER>(h.empty, (int)((kcount - 1) % STAGES), h.lane, h.rank);
-    accumulators_fence(prev);
-    if constexpr (SCALE == SW_SCALE_BLOCK)
-        sw_promote_block<BN>(acc, prev, q);
-    else
-        sw_promote_add<BN>(acc, prev);
+    sw_promote<BN, SCALE>(acc, prev, q);
     q = next;
     kcount++;
 }
@@ -186,11 +196,7 @@ __device__ __forceinline__ void sw_two_parts_last(const sw_stage_at &h, float (&
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     wgmma_wait<0>();
     sw_release<SCALE, CLUSTER>(h.empty, (int)((kcount - 1) % cfg::stages), h.lane, h.rank);
-    accumulators_fence(prev);
-    if constexpr (SCALE == SW_SCALE_BLOCK)
-        sw_promote_block<BN>(acc, prev, q);
-    else
-        sw_promote_add<BN>(acc, prev);
+    sw_promote<BN, SCALE>(acc, prev, q);
 }
 
 template <int BN, int SCALE, int CLUSTER>
@@ -200,8 +206,7 @@ __device__ __forceinline__ void sw_mainloop_two_parts(const sw_params &p, const 
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     sw_block_products q = {}; /* k-block 0's (already issued into p0; its stage has landed) */
     if (SCALE == SW_SCALE_BLOCK)
-        q = sw_products(sw_stage_scales(h.scales + (int)(kcount % cfg::stages) * SW_SC_STAGE, h.sc_off, 0),
-                        h.split <= 64);
+        q = sw_stage_products(h, (int)(kcount % cfg::stages), 0);
     kcount++;
     int kb = 1;
     for (; kb + 2 <= p.k_blocks; kb += 2) {
@@ -216,8 +221,8 @@ __device__ __forceinline__ void sw_mainloop_two_parts(const sw_params &p, const 
     }
 }
 
-/* The FP8 mainloop of one tile with the promotion off the critical path (HALVES = 2). Each k-block's wgmma go in two
- * commit groups, the tile's left and right halves of BN/2 columns (m64n96k32 for the 128×192 tile), each into a
+/* The FP8 mainloop of one tile with the promotion off the critical path (ACCS = SW_HALVES). Each k-block's wgmma go in
+ * two commit groups, the tile's left and right halves of BN/2 columns (m64n96k32 for the 128×192 tile), each into a
  * half accumulator of its own (lo, hi: BN/4 registers each, as many as the one full-width `part` they replace). The
  * order per k-block kb: wait for lo(kb) (hi(kb) still runs), promote lo, issue lo(kb + 1), wait for hi(kb) (lo(kb +
  * 1) runs), release kb's stage, promote hi, issue hi(kb + 1). So this consumer always has a wgmma group on the
@@ -250,8 +255,7 @@ __device__ __forceinline__ void sw_halves_run(const sw_stage_at &h, int kb, floa
 #pragma unroll
     for (int u = 0; u < RUN; u++, kcount++) {
         if (SCALE == SW_SCALE_BLOCK) /* read before the stage is released */
-            q = sw_products(sw_stage_scales(h.scales + (kcount % STAGES) * SW_SC_STAGE, h.sc_off, kb + u),
-                            h.split <= 64);
+            q = sw_stage_products(h, (int)(kcount % STAGES), kb + u);
         wgmma_wait<1>(); /* lo(u) is done, hi(u) runs */
         accumulators_fence(lo);
         sw_promote_half<BN, SCALE, 0>(acc, lo, q);

@@ -55,10 +55,10 @@
 
 enum sw_elem { SW_BF16 = 0, SW_E4M3 = 1 };
 enum sw_scale { SW_SCALE_NONE = 0, SW_SCALE_TENSOR = 1, SW_SCALE_BLOCK = 2 };
-/* The FP8 consumer's accumulators (the kernel's HALVES parameter): one promotion accumulator (1), the tile's two
- * column halves (2: sw_mainloop_halves), or two full-width ones that alternate by k-block (3:
- * sw_mainloop_two_parts, 128-wide tiles: three accumulators of 64 registers). */
-#define SW_TWO_PARTS 3
+/* The FP8 consumer's promotion accumulators (the kernel's ACCS parameter): one (sw_mainloop_promote), the tile's two
+ * column halves (sw_mainloop_halves), or two full-width ones that alternate by k-block (sw_mainloop_two_parts,
+ * 128-wide tiles: three accumulators of 64 registers). bf16 takes SW_ONE_PART and promotes nothing. */
+enum sw_accs { SW_ONE_PART = 1, SW_HALVES = 2, SW_TWO_PARTS = 3 };
 
 /* The block scales a stage carries (block scaling: the producer bulk-copies them beside A and B): A's of the tile's
  * rows from the 4-aligned row at or before its first (up to SW_BM + 4 floats), then two 16-byte chunks of B's, the
@@ -333,8 +333,8 @@ __device__ __forceinline__ void sw_store(const sw_params &p, const CUtensorMap *
 #include "gemm/sm90_ws_halves.cuh" /* needs the types and helpers above */
 
 /* The consumer warpgroups: every tile's mainloop and its epilogue. FP8 promotes every PROMOTE k-blocks, or with
- * HALVES = 2 every k-block off the critical path (sw_mainloop_halves). */
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int HALVES>
+ * ACCS = SW_HALVES every k-block off the critical path (sw_mainloop_halves). */
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int ACCS>
 __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap *tma_d, const CUtensorMap *tma_tail,
                                            uint32_t base, uint32_t epi, uint32_t full, uint32_t empty, uint32_t rank,
                                            int cluster, int clusters)
@@ -346,8 +346,9 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     const int lane = threadIdx.x & 31;
     const uint32_t bufs = epi + consumer * SW_EPI_BUFFERS * EPI_SUB_BYTES;
     float acc[BN / 2];
-    constexpr int PARTS = SCALE == SW_SCALE_NONE || HALVES == 2 ? 1 : BN / 2, HALF_PARTS = HALVES == 2 ? BN / 4 : 1;
-    constexpr int PARTS2 = HALVES == SW_TWO_PARTS ? BN / 2 : 1;
+    constexpr int PARTS = SCALE == SW_SCALE_NONE || ACCS == SW_HALVES ? 1 : BN / 2,
+                  HALF_PARTS = ACCS == SW_HALVES ? BN / 4 : 1;
+    constexpr int PARTS2 = ACCS == SW_TWO_PARTS ? BN / 2 : 1;
     float part[PARTS], part2[PARTS2], lo[HALF_PARTS], hi[HALF_PARTS];
 #pragma unroll
     for (int i = 0; i < PARTS2; i++)
@@ -361,8 +362,8 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     float tensor_scale = 1.0f;
     if (SCALE == SW_SCALE_TENSOR)
         tensor_scale = (p.scale_a ? __ldg(p.scale_a) : 1.0f) * (p.scale_b ? __ldg(p.scale_b) : 1.0f);
-    if constexpr (ELEM == SW_E4M3 && (HALVES == 1 || HALVES == SW_TWO_PARTS)) {
-        sw_consume_overlap<BN, SCALE, CLUSTER, PROMOTE, HALVES == SW_TWO_PARTS>(
+    if constexpr (ELEM == SW_E4M3 && (ACCS == SW_ONE_PART || ACCS == SW_TWO_PARTS)) {
+        sw_consume_overlap<BN, SCALE, CLUSTER, PROMOTE, ACCS == SW_TWO_PARTS>(
             p, tma_d, tma_tail, acc, part, part2, tensor_scale, base, bufs, full, empty, rank, cluster, clusters);
     } else {                 /* bf16, or the FP8 halves */
         uint32_t kcount = 0; /* k-blocks consumed: the ring position */
@@ -377,7 +378,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
 #pragma unroll
             for (int i = 0; i < BN / 2; i++)
                 acc[i] = 0.0f;
-            if constexpr (HALVES == 2) {
+            if constexpr (ACCS == SW_HALVES) {
                 const sw_stage_at h = sw_stage_view<BN, SCALE>(p, tl, base, full, empty, consumer, lane, rank);
                 sw_mainloop_halves<BN, SCALE, CLUSTER>(p, h, acc, lo, hi, kcount);
             } else {
@@ -419,7 +420,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
         bulk_wait<0>(); /* the last stores are done before the shared memory they read goes away */
 }
 
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int HALVES>
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int ACCS>
 __global__ void __launch_bounds__(SW_THREADS, 1)
     sw_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                    const __grid_constant__ CUtensorMap tma_d, const __grid_constant__ CUtensorMap tma_a_half,
@@ -433,8 +434,8 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
                   "FP8 tiles are 128, 176 or 192 wide (two accumulators)");
     static_assert(SCALE != SW_SCALE_BLOCK || BN % 64 == 0, "block scales: a tile spans at most two B blocks");
     static_assert(SCALE != SW_SCALE_BLOCK || PROMOTE == 1, "block scales change every k-block");
-    static_assert(HALVES != 2 || (ELEM == SW_E4M3 && PROMOTE == 1 && BN == 192), "halves: the 128×192 FP8 tile");
-    static_assert(HALVES != SW_TWO_PARTS || (ELEM == SW_E4M3 && PROMOTE == 1 && BN <= 128),
+    static_assert(ACCS != SW_HALVES || (ELEM == SW_E4M3 && PROMOTE == 1 && BN == 192), "halves: the 128×192 FP8 tile");
+    static_assert(ACCS != SW_TWO_PARTS || (ELEM == SW_E4M3 && PROMOTE == 1 && BN <= 128),
                   "two full-width parts and the total: 128-wide FP8 tiles at most");
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
@@ -506,8 +507,8 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
                 }
         }
     } else {
-        sw_consume<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>(p, &tma_d, &tma_d_tail, base, epi, full, empty, rank,
-                                                              cluster, clusters);
+        sw_consume<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>(p, &tma_d, &tma_d_tail, base, epi, full, empty, rank,
+                                                            cluster, clusters);
     }
     if (CLUSTER > 1)
         cluster_sync(); /* the peer may still arrive on this CTA's barriers: stay until it is done */
@@ -535,7 +536,7 @@ static inline void sw_store_map(CUtensorMap *td, uint16_t *d, int rows, int n, i
 }
 
 /* Clusters of the kernel the GPU holds at once (the GPCs decide, not only the SM count), cached per device. */
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int HALVES>
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int ACCS>
 static int sw_max_clusters(int device, int sms)
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
@@ -544,14 +545,14 @@ static int sw_max_clusters(int device, int sms)
         return sms / CLUSTER;
     if (cached[device] == 0)
         cached[device] =
-            max_active_clusters((const void *)sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>, SW_THREADS,
+            max_active_clusters((const void *)sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>, SW_THREADS,
                                 cfg::smem_bytes, CLUSTER, CLUSTER * (sms / CLUSTER), sms / CLUSTER);
     return cached[device];
 }
 
-/* Launch persistent CTAs of the kernel for (BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES): one per SM (whole clusters),
+/* Launch persistent CTAs of the kernel for (BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS): one per SM (whole clusters),
  * no more than max_tiles work units (tiles, or cluster tiles) ask for. */
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE = 1, int HALVES = 1>
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE = 1, int ACCS = SW_ONE_PART>
 static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const CUtensorMap &td, const sw_params &p,
                              long long max_tiles, cudaStream_t stream, const CUtensorMap *ta_half = NULL,
                              const CUtensorMap *td_tail = NULL)
@@ -559,7 +560,7 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     static_assert(cfg::stages >= 3, "too few stages");
     static_assert(cfg::smem_bytes <= SW_SMEM_LIMIT, "shared memory over the limit");
-    cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>,
+    cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
     int device = 0, sms = 0;
     if (e == cudaSuccess)
@@ -581,11 +582,11 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
         lc.attrs = attr;
         lc.numAttrs = 1;
     }
-    long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>(device, sms);
+    long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>(device, sms);
     if (clusters > max_tiles)
         clusters = max_tiles < 1 ? 1 : max_tiles;
     lc.gridDim = dim3((unsigned)(clusters * CLUSTER));
-    e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, HALVES>, ta, tb, td,
+    e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>, ta, tb, td,
                            ta_half ? *ta_half : ta, td_tail ? *td_tail : td, p);
     return e != cudaSuccess ? e : cudaGetLastError();
 }

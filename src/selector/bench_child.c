@@ -264,7 +264,7 @@ static int run_perflab(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_
     for (size_t j = 0; rc == 0 && j < count; j++) {
         const size_t i = j == 0 ? first : j <= first ? j - 1 : j; /* first, then the rest in table order */
         const pl_gemm_kernel *k = fp8 ? pl_gemm_fp8_kernel_at(i) : pl_gemm_kernel_at(i);
-        if (k->flags & (PL_GEMM_KERNEL_TEACHING | PL_GEMM_KERNEL_LESS_ACCURATE))
+        if (k->flags & PL_GEMM_KERNEL_UNSEARCHED)
             continue;
         const pl_requirements kreq = pl_requirements_of_kernel(k->needs);
         char no[256];

@@ -38,7 +38,7 @@ json_t *pl_gemm_kernel_list(int fp8)
                             k->rung ? k->rung : "", "technique", k->technique ? k->technique : "", "tile", k->tile_m,
                             k->tile_n, k->tile_k, "stages", k->stages, "cluster", k->cluster_m, "threads", k->threads,
                             "min_cc", k->needs.min_cc, "max_cc", k->needs.max_cc, "flags", flag_names(k->flags),
-                            "searched", !(k->flags & (PL_GEMM_KERNEL_TEACHING | PL_GEMM_KERNEL_LESS_ACCURATE))));
+                            "searched", !(k->flags & PL_GEMM_KERNEL_UNSEARCHED)));
     }
     return list;
 }

@@ -3,8 +3,9 @@
  * from registers; moe) and N % 8 == 0 (TMA stores), experts with zero tokens, odd token counts per expert, one token,
  * several tiles per CTA; and the native kernels directly (with and without clusters, odd N included, which the
  * target leaves to them where cuBLASLt cannot take it; in pairs, experts with odd and even tile row counts over odd
- * and even tile column counts), each also run twice on the same inputs: the same bits, or a race. Exits 77 without
- * a GPU. */
+ * and even tile column counts; the 128×128, 128×176 and two-accumulator widths), each also run twice on the same
+ * inputs: the same bits, or a race; and the promotion interval's accuracy on positive inputs. Exits 77 without a
+ * GPU. */
 #include <stdio.h>
 #include <string.h>
 
@@ -129,89 +130,26 @@ static void check_twice(pl_ctx *ctx, const char *what, cudaError_t (*launch)(voi
     ck_assert_msg(memcmp(h1, h2, bytes) == 0, "%s gives different results on the same inputs", what);
 }
 
-static cudaError_t launch_fp8(void *arg, uint16_t *d, cudaStream_t stream)
-{
-    pl_gemm_fp8_problem *p = arg;
-    p->d = d;
-    return pl_gemm_fp8_ws(p, stream);
-}
-
-static cudaError_t launch_fp8_c2(void *arg, uint16_t *d, cudaStream_t stream)
-{
-    pl_gemm_fp8_problem *p = arg;
-    p->d = d;
-    return pl_gemm_fp8_ws_c2(p, stream);
-}
-
-static cudaError_t launch_fp8_n128(void *arg, uint16_t *d, cudaStream_t stream)
-{
-    pl_gemm_fp8_problem *p = arg;
-    p->d = d;
-    return pl_gemm_fp8_ws_n128(p, stream);
-}
-
-static cudaError_t launch_fp8_n128_c2(void *arg, uint16_t *d, cudaStream_t stream)
-{
-    pl_gemm_fp8_problem *p = arg;
-    p->d = d;
-    return pl_gemm_fp8_ws_n128_c2(p, stream);
-}
-
-static cudaError_t launch_fp8_two_parts(void *arg, uint16_t *d, cudaStream_t stream)
-{
-    pl_gemm_fp8_problem *p = arg;
-    p->d = d;
-    return pl_gemm_fp8_ws_two_parts(p, stream);
-}
-
-static cudaError_t launch_fp8_two_parts_c2(void *arg, uint16_t *d, cudaStream_t stream)
-{
-    pl_gemm_fp8_problem *p = arg;
-    p->d = d;
-    return pl_gemm_fp8_ws_two_parts_c2(p, stream);
-}
-
-static cudaError_t launch_fp8_n176(void *arg, uint16_t *d, cudaStream_t stream)
-{
-    pl_gemm_fp8_problem *p = arg;
-    p->d = d;
-    return pl_gemm_fp8_ws_n176(p, stream);
-}
-
-static cudaError_t launch_fp8_halves(void *arg, uint16_t *d, cudaStream_t stream)
-{
-    pl_gemm_fp8_problem *p = arg;
-    p->d = d;
-    return pl_gemm_fp8_ws_halves(p, stream);
-}
-
-static cudaError_t launch_fp8_halves_c2(void *arg, uint16_t *d, cudaStream_t stream)
-{
-    pl_gemm_fp8_problem *p = arg;
-    p->d = d;
-    return pl_gemm_fp8_ws_halves_c2(p, stream);
-}
-
-static cudaError_t launch_grouped_bf16(void *arg, uint16_t *d, cudaStream_t stream)
-{
-    pl_grouped_gemm_problem *p = arg;
-    p->d = d;
-    return pl_grouped_gemm_bf16(p, stream);
-}
-
-static cudaError_t launch_grouped_fp8(void *arg, uint16_t *d, cudaStream_t stream)
-{
-    pl_grouped_gemm_problem *p = arg;
-    p->d = d;
-    return pl_grouped_gemm_fp8(p, stream);
-}
-
-static cudaError_t launch_grouped_fp8_halves(void *arg, uint16_t *d, cudaStream_t stream)
-{
-    pl_grouped_gemm_problem *p = arg;
-    p->d = d;
-    return pl_grouped_gemm_fp8_halves(p, stream);
-}
+/* check_twice's launcher of `fn` on the problem `arg` points at (a TYPE), writing into d. */
+#define LAUNCHER(name, TYPE, fn)                                                                                       \
+    static cudaError_t name(void *arg, uint16_t *d, cudaStream_t stream)                                               \
+    {                                                                                                                  \
+        TYPE *p = arg;                                                                                                 \
+        p->d = d;                                                                                                      \
+        return fn(p, stream);                                                                                          \
+    }
+LAUNCHER(launch_fp8, pl_gemm_fp8_problem, pl_gemm_fp8_ws)
+LAUNCHER(launch_fp8_c2, pl_gemm_fp8_problem, pl_gemm_fp8_ws_c2)
+LAUNCHER(launch_fp8_n128, pl_gemm_fp8_problem, pl_gemm_fp8_ws_n128)
+LAUNCHER(launch_fp8_n128_c2, pl_gemm_fp8_problem, pl_gemm_fp8_ws_n128_c2)
+LAUNCHER(launch_fp8_two_parts, pl_gemm_fp8_problem, pl_gemm_fp8_ws_two_parts)
+LAUNCHER(launch_fp8_two_parts_c2, pl_gemm_fp8_problem, pl_gemm_fp8_ws_two_parts_c2)
+LAUNCHER(launch_fp8_n176, pl_gemm_fp8_problem, pl_gemm_fp8_ws_n176)
+LAUNCHER(launch_fp8_halves, pl_gemm_fp8_problem, pl_gemm_fp8_ws_halves)
+LAUNCHER(launch_fp8_halves_c2, pl_gemm_fp8_problem, pl_gemm_fp8_ws_halves_c2)
+LAUNCHER(launch_grouped_bf16, pl_grouped_gemm_problem, pl_grouped_gemm_bf16)
+LAUNCHER(launch_grouped_fp8, pl_grouped_gemm_problem, pl_grouped_gemm_fp8)
+LAUNCHER(launch_grouped_fp8_halves, pl_grouped_gemm_problem, pl_grouped_gemm_fp8_halves)
 
 typedef struct kenv {
     pl_ctx ctx;
