@@ -16,7 +16,7 @@
  * its wgmma in a branch, serialized by ptxas, and measured 1051 against 1174.
  * Why 128×192: the promotion keeps two accumulators per thread, 2 × 96 registers for m64n192, which fit the consumers'
  * 232 registers (setmaxnreg), where two m64n256 ones would not; per k-block the tile reads 104 KB of shared memory (TMA
- * writes 40, wgmma reads 64) for 768 tensor-core cycles, 135 B/clk against the SM's 128: 128×128 tiles needed 160 B/clk
+ * writes 40, wgmma reads 64) for 768 tensor-core cycles, 139 B/clk against the SM's 128: 128×128 tiles needed 160 B/clk
  * (80 KB for 512). Any M and N; K % 16 == 0 (TMA row pitch); D by TMA when N % 8 == 0.
  *
  * The _c2 launcher runs it in 2-CTA clusters (as the BF16 ladder's rung 6): the two CTAs take vertically adjacent
@@ -30,7 +30,7 @@
  *
  * The _n128 launchers (session 16) run 128×128 tiles, 6 stages: 1.5× the tiles of 128×192, so a fuller last wave where
  * the wide tile's is short (4096³: 704 tiles of 128×192 on 132 SMs are 5.33 waves, 1024 of 128×128 are 7.76), at 160
- * B/clk of shared memory per tensor cycle against the SM's 128 (the wide tile: 135). They promote every 128 K; the
+ * B/clk of shared memory per tensor cycle against the SM's 128 (the wide tile: 139). They promote every 128 K; the
  * 512-K promotion and the halves are the wide tile's only. The _n176 launcher (tensor scaling only: a 176-wide tile
  * may span three 128-wide B blocks) runs 128×176 tiles, 5 stages, its last 48 columns stored through a dense map of
  * their own: at 4096³, 24 tile columns × 32 rows = 768 tiles, 5.8 waves of 176 columns where 128×192 runs 5.3
