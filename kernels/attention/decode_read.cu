@@ -12,6 +12,7 @@
  *              (hb · 256 contiguous bytes of each token). The difference between a pattern and the stream is what
  *              it costs the DRAM, whatever the arithmetic. */
 #include "attention/attention.h"
+#include "common/ld_global.cuh"
 
 #define DR_READ_THREADS 256
 #define DR_READ_UNROLL  4
@@ -19,15 +20,6 @@
 __device__ __forceinline__ uint32_t dr_xor4(uint4 v)
 {
     return v.x ^ v.y ^ v.z ^ v.w;
-}
-
-__device__ __forceinline__ uint4 dr_ld_stream(const uint4 *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
 }
 
 __device__ __forceinline__ void dr_flush(uint32_t acc, uint32_t *out)
@@ -50,13 +42,13 @@ __global__ void __launch_bounds__(DR_READ_THREADS)
             uint4 r[2 * DR_READ_UNROLL];
 #pragma unroll
             for (int u = 0; u < 2 * DR_READ_UNROLL; u++)
-                r[u] = dr_ld_stream(a + i + u * stride);
+                r[u] = ld_stream16(a + i + u * stride);
 #pragma unroll
             for (int u = 0; u < 2 * DR_READ_UNROLL; u++)
                 acc ^= dr_xor4(r[u]);
         }
         for (; i < n16; i += stride)
-            acc ^= dr_xor4(dr_ld_stream(a + i));
+            acc ^= dr_xor4(ld_stream16(a + i));
     }
     dr_flush(acc, out);
 }
@@ -79,8 +71,8 @@ __global__ void __launch_bounds__(DR_READ_THREADS)
 #pragma unroll
         for (int u = 0; u < DR_READ_UNROLL; u++) {
             const long long w = ((r + u * per_pass) * blocks + h) * rw + ch;
-            a[u] = dr_ld_stream(k + w);
-            b[u] = dr_ld_stream(v + w);
+            a[u] = ld_stream16(k + w);
+            b[u] = ld_stream16(v + w);
         }
 #pragma unroll
         for (int u = 0; u < DR_READ_UNROLL; u++)
@@ -88,7 +80,7 @@ __global__ void __launch_bounds__(DR_READ_THREADS)
     }
     for (; r < r1; r += per_pass) {
         const long long w = (r * blocks + h) * rw + ch;
-        acc ^= dr_xor4(dr_ld_stream(k + w)) ^ dr_xor4(dr_ld_stream(v + w));
+        acc ^= dr_xor4(ld_stream16(k + w)) ^ dr_xor4(ld_stream16(v + w));
     }
     dr_flush(acc, out);
 }

@@ -187,6 +187,10 @@ cudaError_t pl_gemm_wgmma_sk_128x256(const pl_gemm_problem *p, cudaStream_t stre
 cudaError_t pl_gemm_gemv_mma_t8(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_gemv_mma_t16(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_gemv_mma_t32(const pl_gemm_problem *p, cudaStream_t stream);
+/* Decode with B K×N: a streaming GEMV on mma.sync for M <= 16, 32 tokens, K split over a cluster of 1-8 CTAs
+ * (gemv_kn_sm90a.cu; sm_90a, K % 8 == 0, N % 8 == 0, A and B 16-byte aligned). */
+cudaError_t pl_gemm_gemv_kn_t16(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_gemv_kn_t32(const pl_gemm_problem *p, cudaStream_t stream);
 
 /* ---- helpers around the kernels ---- */
 /* out[i] = GELU(d[i] + bias[col]) + residual[i] over M×N bf16 (bias, residual may be NULL; gelu 0 skips it):

@@ -23,6 +23,7 @@
  *
  * Edges: B rows past N and tokens past M read as zeros (predicated loads), K % 8 == 0 (a 16-byte piece is wholly
  * inside or wholly past K); stores are predicated. Needs A and B 16-byte aligned. */
+#include "common/ld_global.cuh"
 #include "common/ptx.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/gemm.h"
@@ -31,25 +32,6 @@
 #define GV_THREADS (GV_WARPS * 32)
 #define GV_ROWS    16 /* rows of N per CTA: the mma's M */
 #define GV_CHUNK   64 /* k per chunk: two 32-k pieces */
-
-/* 16 bytes of B, read once: not kept in L1. volatile, as the mma.sync wrapper is: the loads of a batch stay ahead
- * of its arithmetic, all in flight together (ptxas otherwise interleaves them and keeps fewer in flight). */
-__device__ __forceinline__ uint4 ld_stream16(const uint16_t *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
-/* 16 bytes of A, read by every CTA: through L1. */
-__device__ __forceinline__ uint4 ld_reuse16(const uint16_t *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    return v;
-}
 
 /* UNROLL: chunks whose loads are issued before their mma. */
 template <int NT, int UNROLL>
@@ -92,14 +74,14 @@ __global__ void __launch_bounds__(GV_THREADS)
                  * that no branch separates them and all are in flight at once */
                 int kk = (c0 + u * GV_WARPS) * GV_CHUNK + 32 * h; /* + 8q: the lane's piece */
                 const bool kin = kk + 8 * q < k;
-                kk = kin ? kk : 0;
-                rb[u][h][0] = ld_stream16(b0 + kk);
-                rb[u][h][1] = ld_stream16(b1 + kk);
+                kk = kin ? kk : -8 * q; /* the row's first 16 bytes: inside the row even when K < 32 */
+                rb[u][h][0] = ld_stream16((const uint4 *)(b0 + kk));
+                rb[u][h][1] = ld_stream16((const uint4 *)(b1 + kk));
                 rb[u][h][0] = kin && row0_in ? rb[u][h][0] : zero;
                 rb[u][h][1] = kin && row1_in ? rb[u][h][1] : zero;
 #pragma unroll
                 for (int j = 0; j < NT; j++) {
-                    ra[u][h][j] = ld_reuse16(at[j] + kk);
+                    ra[u][h][j] = ld_reuse16((const uint4 *)(at[j] + kk));
                     ra[u][h][j] = kin && tok_in[j] ? ra[u][h][j] : zero;
                 }
             }

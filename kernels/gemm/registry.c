@@ -157,11 +157,12 @@ static int supports_sk_plain(const pl_gemm_problem *p, char *why, size_t whylen)
     return supports_sk(p, PL_SK_ROWS, 0, why, whylen);
 }
 
-/* The decode GEMV (gemv_mma.cu): the TMA kernels' conditions on the operands (16-byte loads of B N×K and of A)
- * and at most tile_m tokens. */
-static int supports_gemv(const pl_gemm_problem *p, int tokens, char *why, size_t whylen)
+/* The decode GEMVs (gemv_mma.cu for B N×K, gemv_kn_sm90a.cu for B K×N): the TMA kernels' conditions on the
+ * operands (16-byte loads of B's rows and of A's) and at most `tokens` tokens. */
+static int supports_gemv_layout(const pl_gemm_problem *p, int tokens, pl_gemm_b_layout layout, char *why,
+                                size_t whylen)
 {
-    if (!supports_tma(p, why, whylen))
+    if (!supports_tma_layout(p, layout, why, whylen))
         return 0;
     if (p->m > tokens) {
         snprintf(why, whylen, "a decode kernel: takes M <= %d; M = %d", tokens, p->m);
@@ -172,17 +173,27 @@ static int supports_gemv(const pl_gemm_problem *p, int tokens, char *why, size_t
 
 static int supports_gemv8(const pl_gemm_problem *p, char *why, size_t whylen)
 {
-    return supports_gemv(p, 8, why, whylen);
+    return supports_gemv_layout(p, 8, PL_GEMM_B_NK, why, whylen);
 }
 
 static int supports_gemv16(const pl_gemm_problem *p, char *why, size_t whylen)
 {
-    return supports_gemv(p, 16, why, whylen);
+    return supports_gemv_layout(p, 16, PL_GEMM_B_NK, why, whylen);
 }
 
 static int supports_gemv32(const pl_gemm_problem *p, char *why, size_t whylen)
 {
-    return supports_gemv(p, 32, why, whylen);
+    return supports_gemv_layout(p, 32, PL_GEMM_B_NK, why, whylen);
+}
+
+static int supports_gemv_kn16(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return supports_gemv_layout(p, 16, PL_GEMM_B_KN, why, whylen);
+}
+
+static int supports_gemv_kn32(const pl_gemm_problem *p, char *why, size_t whylen)
+{
+    return supports_gemv_layout(p, 32, PL_GEMM_B_KN, why, whylen);
 }
 
 #define SK_FLAGS      PL_GEMM_KERNEL_SPLIT_K
@@ -363,6 +374,14 @@ static const pl_gemm_kernel kernels[] = {
     {"wgmma_pp_128x128x64_s5_c2_kn", "wgmma_ws_cluster",
      "the ping-pong kernel in 2-CTA clusters with B K×N: each CTA multicasts one 64-column box", 128, 128, 64, 5, 2,
      384, PL_GEMM_NEEDS_CLUSTER, KN_FLAGS, supports_tma_kn, pl_gemm_wgmma_pp_128x128_c2_kn},
+    {"gemv_kn_t16", "gemv_mma",
+     "the streaming GEMV for B K×N and M <= 16: mma.sync fed from global memory, a byte permute pairing two rows' "
+     "columns into each B fragment, K split over a cluster of 1-8 CTAs added in rank order through DSMEM",
+     16, 64, 32, 1, 0, 256, PL_GEMM_NEEDS_CLUSTER, KN_FLAGS | PL_GEMM_KERNEL_SMALL_M, supports_gemv_kn16,
+     pl_gemm_gemv_kn_t16},
+    {"gemv_kn_t32", "gemv_mma", "the B K×N streaming GEMV for M <= 32 (two m16 token tiles share each B fragment)", 32,
+     64, 32, 1, 0, 256, PL_GEMM_NEEDS_CLUSTER, KN_FLAGS | PL_GEMM_KERNEL_SMALL_M, supports_gemv_kn32,
+     pl_gemm_gemv_kn_t32},
 };
 /* users keep one bit per kernel of this table (labs/gemm_lab.c: one fallback note each) */
 _Static_assert(sizeof kernels / sizeof kernels[0] <= 64, "more than 64 BF16 kernels: widen the per-kernel masks");

@@ -63,23 +63,33 @@ __device__ __forceinline__ uint64_t wgmma_desc_k128(uint32_t smem_addr)
     return desc;
 }
 
+/* The launch of a 1-D grid of `grid` CTAs of `threads` (`smem` bytes of dynamic shared memory) in clusters of
+ * `cluster` CTAs along x, on `stream`; its one attribute lives in *attr. Host code. */
+static inline cudaLaunchConfig_t cluster_launch_config(unsigned grid, unsigned threads, size_t smem, unsigned cluster,
+                                                       cudaStream_t stream, cudaLaunchAttribute *attr)
+{
+    cudaLaunchConfig_t lc = {};
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = cluster;
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = 1;
+    lc.gridDim = dim3(grid);
+    lc.blockDim = dim3(threads);
+    lc.dynamicSmemBytes = smem;
+    lc.stream = stream;
+    lc.attrs = attr;
+    lc.numAttrs = 1;
+    return lc;
+}
+
 /* Clusters of `cluster` CTAs of `kernel` (`threads` a CTA, `smem` bytes of dynamic shared memory, asked for a grid of
  * `grid` CTAs) the current GPU holds at once: the GPCs decide, not only the SM count. `fallback` when the runtime
  * cannot tell. Host code. */
 static inline int max_active_clusters(const void *kernel, unsigned threads, size_t smem, unsigned cluster,
                                       unsigned grid, int fallback)
 {
-    cudaLaunchConfig_t lc = {};
     cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = cluster;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    lc.gridDim = dim3(grid);
-    lc.blockDim = dim3(threads);
-    lc.dynamicSmemBytes = smem;
-    lc.attrs = &attr;
-    lc.numAttrs = 1;
+    const cudaLaunchConfig_t lc = cluster_launch_config(grid, threads, smem, cluster, 0, &attr);
     int n = 0;
     if (cudaOccupancyMaxActiveClusters(&n, kernel, &lc) != cudaSuccess || n < 1) {
         (void)cudaGetLastError();

@@ -432,8 +432,8 @@ START_TEST(b_kn_wgmma)
                 const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
                 const pl_requirements kreq = pl_requirements_of_kernel(kern->needs);
                 char why[256], label[160];
-                if (!(kern->flags & PL_GEMM_KERNEL_B_KN))
-                    continue;
+                if (!(kern->flags & PL_GEMM_KERNEL_B_KN) || (kern->flags & PL_GEMM_KERNEL_SMALL_M))
+                    continue; /* the B K×N decode GEMVs take M <= 32: decode_gemv checks them */
                 kernels++;
                 if (!pl_requirements_met(&kreq, &e.dev, e.ctx.device_count, NULL, why, sizeof why)) {
                     printf("skip %s: %s\n", kern->name, why);
@@ -473,13 +473,15 @@ START_TEST(b_kn_wgmma)
 }
 END_TEST
 
-/* The decode GEMV kernels (gemv_mma.cu) on M from 1 to 64 (each kernel on the Ms it takes), N not a multiple of
- * their 16 rows, K from one 8-element piece to 14336 and not a multiple of their 64-k chunks (nor of the 512 k of
- * a CTA's 8 warps), the fused epilogue on every other shape; each run twice for the same bits. */
+/* The decode GEMV kernels (gemv_mma.cu for B N×K; gemv_kn_sm90a.cu for B K×N, under the opt-in while unvalidated)
+ * on M from 1 to 64 (each kernel on the Ms it takes), N not a multiple of their 16 rows or 64 columns, K from one
+ * 8-element piece to 14336 and not a multiple of their 64-k or 32-k chunks (nor of a CTA's 8 warps), the fused
+ * epilogue on every other shape; each run twice for the same bits. B K×N takes the shapes whose N % 8 == 0; among
+ * them narrow N over long K (576 × 7176, 8 × 2056) splits K over clusters of 4-8 CTAs. */
 static const shape gemv_shapes[] = {
-    {1, 4104, 4104},  {13, 1000, 520}, {31, 3000, 2056}, {8, 17, 8},   {16, 4096, 14336},
-    {32, 520, 1032},  {2, 8, 4096},    {9, 7, 64},       {24, 33, 72}, {1, 129, 24},
-    {64, 1000, 4104}, {57, 4100, 520}, {40, 3, 136},
+    {1, 4104, 4104},  {13, 1000, 520}, {31, 3000, 2056}, {8, 17, 8},   {16, 4096, 14336}, {32, 520, 1032},
+    {2, 8, 4096},     {9, 7, 64},      {24, 33, 72},     {1, 129, 24}, {64, 1000, 4104},  {57, 4100, 520},
+    {40, 3, 136},     {3, 584, 8},     {32, 576, 7176},  {17, 8, 2056},
 };
 
 START_TEST(decode_gemv)
@@ -487,37 +489,44 @@ START_TEST(decode_gemv)
     env e;
     env_init(&e);
     pl_buf fails = {0};
-    int checked = 0;
-    for (size_t si = 0; si < sizeof gemv_shapes / sizeof gemv_shapes[0]; si++) {
-        const shape *s = &gemv_shapes[si];
-        const int epilogue = si % 2 ? 0 : EPI_ALL;
-        pl_gemm_reference ref;
-        pl_gemm_problem p = make_problem(&e, s, PL_GEMM_B_NK, epilogue, &ref);
-        uint16_t *h1 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2),
-                 *h2 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2);
-        ck_assert(h1 && h2);
-        for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
-            const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
-            char why[256], label[160];
-            if (!(kern->flags & PL_GEMM_KERNEL_SMALL_M))
+    int checked = 0, checked_kn = 0;
+    for (int kn = 0; kn < 2; kn++)
+        for (size_t si = 0; si < sizeof gemv_shapes / sizeof gemv_shapes[0]; si++) {
+            const shape *s = &gemv_shapes[si];
+            if (kn && s->n % 8 != 0) /* B K×N rows of 16-byte multiples; the refusal is b_kn_wgmma's to check */
                 continue;
-            if (s->m > kern->tile_m) {
-                ck_assert(!kern->supports(&p, why, sizeof why));
-                ck_assert_msg(strstr(why, "takes M <=") != NULL, "%s", why);
-                ck_assert_int_eq(kern->launch(&p, e.ctx.stream), cudaErrorInvalidValue);
-                continue;
+            const int epilogue = si % 2 ? 0 : EPI_ALL;
+            pl_gemm_reference ref;
+            pl_gemm_problem p = make_problem(&e, s, kn ? PL_GEMM_B_KN : PL_GEMM_B_NK, epilogue, &ref);
+            uint16_t *h1 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2),
+                     *h2 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2);
+            ck_assert(h1 && h2);
+            const int before = checked;
+            for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
+                const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
+                char why[256], label[160];
+                if (!(kern->flags & PL_GEMM_KERNEL_SMALL_M) || !(kern->flags & PL_GEMM_KERNEL_B_KN) != !kn)
+                    continue;
+                if (s->m > kern->tile_m) {
+                    ck_assert(!kern->supports(&p, why, sizeof why));
+                    ck_assert_msg(strstr(why, "takes M <=") != NULL, "%s", why);
+                    ck_assert_int_eq(kern->launch(&p, e.ctx.stream), cudaErrorInvalidValue);
+                    continue;
+                }
+                ck_assert_msg(kern->supports(&p, why, sizeof why), "%s refused %dx%dx%d: %s", kern->name, s->m, s->n,
+                              s->k, why);
+                pl_snprintf(label, sizeof label, "%s %dx%dx%d %s%s", kern->name, s->m, s->n, s->k, kn ? "kn" : "nk",
+                            epilogue ? " +epilogue" : "");
+                verify_twice(&e, kern, &p, &ref, label, h1, h2, &fails, &checked);
             }
-            ck_assert_msg(kern->supports(&p, why, sizeof why), "%s refused %dx%dx%d: %s", kern->name, s->m, s->n, s->k,
-                          why);
-            pl_snprintf(label, sizeof label, "%s %dx%dx%d%s", kern->name, s->m, s->n, s->k,
-                        epilogue ? " +epilogue" : "");
-            verify_twice(&e, kern, &p, &ref, label, h1, h2, &fails, &checked);
+            if (kn)
+                checked_kn += checked - before;
+            pl_free_all(&e.ctx);
         }
-        pl_free_all(&e.ctx);
-    }
-    printf("%d decode GEMV kernel/problem pairs checked\n", checked);
+    printf("%d decode GEMV kernel/problem pairs checked (%d of them B K×N)\n", checked, checked_kn);
     ck_assert_msg(fails.len == 0, "failed:\n%s", fails.data);
     ck_assert(checked > 0);
+    ck_assert(checked_kn > 0 || !pl_gemm_unvalidated_enabled()); /* the B K×N GEMVs ran where they are enumerated */
     pl_buf_free(&fails);
     cublasDestroy(e.cublas);
 }
