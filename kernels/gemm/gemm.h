@@ -191,6 +191,9 @@ cudaError_t pl_gemm_gemv_mma_t32(const pl_gemm_problem *p, cudaStream_t stream);
  * (gemv_kn_sm90a.cu; sm_90a, K % 8 == 0, N % 8 == 0, A and B 16-byte aligned). */
 cudaError_t pl_gemm_gemv_kn_t16(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_gemv_kn_t32(const pl_gemm_problem *p, cudaStream_t stream);
+/* gemv_kn_t16 with 4 panels of 64 columns a CTA side by side (warp w on panel w % 4): 512 contiguous bytes of each B
+ * row read together. */
+cudaError_t pl_gemm_gemv_kn_t16_p4(const pl_gemm_problem *p, cudaStream_t stream);
 
 /* ---- helpers around the kernels ---- */
 /* out[i] = GELU(d[i] + bias[col]) + residual[i] over M×N bf16 (bias, residual may be NULL; gelu 0 skips it):

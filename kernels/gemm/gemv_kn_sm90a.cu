@@ -18,7 +18,13 @@
  * through shared memory; then, across the cluster, each output element is added by one thread over the CTAs in rank
  * order through distributed shared memory (the same bits every run), and the epilogue (bias, GELU, residual) runs on
  * the sum. S puts about RESIDENT CTAs on every SM (S · ⌈N/64⌉ ≈ RESIDENT · SMs), at most 8 (a portable cluster) and
- * at least two chunks a warp: narrow N (576 columns are 9 CTAs) then still spreads over the GPU.
+ * at least two chunks a warp: narrow N (576 columns are 9 CTAs) then still spreads over the GPU. With P panels
+ * (gemv_kn_t16_p4: P = 4) a CTA owns 64·P columns and warp w works on panel w % P, its 8/P warps splitting that
+ * panel's K: the P warps of a chunk read 128·P contiguous bytes of each row together.
+ *
+ * Measured (session 17, H200, P = 1): correct, but bound by load latency, at 2.55 TB/s of B on the largest shapes and
+ * under the wgmma `_kn` kernels except on narrow N (docs/perf/gemm.md). Every CTA walking a 128-byte strip down K
+ * opens a DRAM row per access: the suspect, and the reason for the panels (not yet timed).
  *
  * Edges: N % 8 == 0 (16-byte loads of B rows; a lane's 8 columns are wholly inside or past N), K % 8 == 0 (a 16-byte
  * piece of A is wholly inside or past K); rows past K, columns past N and tokens past M read as zeros (loads at
@@ -65,18 +71,23 @@ __device__ __forceinline__ float dsmem_load_f32(uint32_t addr, uint32_t rank)
     return v;
 }
 
-/* NT token tiles of 16 (16·NT tokens), UNROLL chunks whose loads are issued before their mma. */
-template <int NT, int UNROLL>
+/* NT token tiles of 16 (16·NT tokens); P panels of 64 columns side by side, warp w on panel w % P (P = 1: the
+ * CTA's 8 warps split its 64 columns' K; 4: four warps read 512 contiguous bytes of each row); UNROLL chunks whose
+ * loads are issued before their mma. */
+template <int NT, int P, int UNROLL>
 __global__ void __launch_bounds__(GK_THREADS, NT == 1 ? 2 : 1)
     gemv_kn_kernel(const uint16_t *__restrict__ a, const uint16_t *__restrict__ b, pl_gemm_out o, int k, int split)
 {
+    static_assert(GK_WARPS % P == 0, "whole warps per panel");
+    constexpr int COLS = GK_COLS * P, WP = GK_WARPS / P;           /* the CTA's columns; warps per panel */
+    constexpr int PAD = P >= 4 ? 32 : GK_PAD, PANEL = 8 * 4 * PAD; /* static shared memory stays within 48 KB */
     __shared__ float partial[GK_WARPS][GK_ITEMS];
-    __shared__ float sum[8 * 4 * GK_PAD]; /* the CTA's tile, [mma][register][lane] */
+    __shared__ float sum[P * PANEL]; /* the CTA's tile, [panel][mma][register][lane] */
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x & 31;
-    const int g = lane >> 2, q = lane & 3;
-    const int rank = (int)blockIdx.x % split, n0 = (int)blockIdx.x / split * GK_COLS;
-    const bool col_in = n0 + 8 * g < o.n;
-    const uint16_t *bl = b + (col_in ? n0 + 8 * g : 0);
+    const int g = lane >> 2, q = lane & 3, panel = warp % P, kw = warp / P;
+    const int rank = (int)blockIdx.x % split, n0 = (int)blockIdx.x / split * COLS;
+    const bool col_in = n0 + GK_COLS * panel + 8 * g < o.n;
+    const uint16_t *bl = b + (col_in ? n0 + GK_COLS * panel + 8 * g : 0);
     const uint16_t *at[NT][2];
     bool tok_in[NT][2];
 #pragma unroll
@@ -99,8 +110,8 @@ __global__ void __launch_bounds__(GK_THREADS, NT == 1 ? 2 : 1)
 
     /* ---- mainloop: this warp's chunks, UNROLL at a time, every load of a batch issued before its mma ---- */
     const uint4 zero = make_uint4(0, 0, 0, 0);
-    const int chunks = (k + GK_CHUNK - 1) / GK_CHUNK, stride = GK_WARPS * split;
-    for (int c0 = rank * GK_WARPS + warp; c0 < chunks; c0 += stride * UNROLL) {
+    const int chunks = (k + GK_CHUNK - 1) / GK_CHUNK, stride = WP * split;
+    for (int c0 = rank * WP + kw; c0 < chunks; c0 += stride * UNROLL) {
         uint4 rb[UNROLL][8];     /* [chunk][row 8q + r] */
         uint4 ra[UNROLL][NT][2]; /* [chunk][token tile][token g, g + 8] */
 #pragma unroll
@@ -155,23 +166,25 @@ __global__ void __launch_bounds__(GK_THREADS, NT == 1 ? 2 : 1)
             for (int i = 0; i < 4; i++)
                 partial[warp][(c * 4 + i) * 32 + lane] = acc[j][c][i];
         __syncthreads();
-        for (int e = (int)threadIdx.x; e < GK_ITEMS; e += GK_THREADS) {
+        for (int e = (int)threadIdx.x; e < P * GK_ITEMS; e += GK_THREADS) {
+            const int pn = P == 1 ? 0 : e / GK_ITEMS, item = P == 1 ? e : e % GK_ITEMS;
             float v = 0.0f;
 #pragma unroll
-            for (int w = 0; w < GK_WARPS; w++)
-                v += partial[w][e];
-            sum[(e / 32) * GK_PAD + e % 32] = v;
+            for (int w = 0; w < WP; w++) /* the panel's warps in order */
+                v += partial[pn + P * w][item];
+            sum[pn * PANEL + (item / 32) * PAD + item % 32] = v;
         }
         if (split > 1)
             cluster_sync(); /* every CTA's sum is written (release) and visible to the cluster (acquire) */
         else
             __syncthreads();
-        /* output (token t of the tile, column col of the 64): mma col % 8, its column col / 8, which is register
-         * 2·(t / 8) + (col / 8) % 2 of lane 4·(t % 8) + col / 16; columns fastest, so that neighbours store
-         * neighbours. With a cluster, rank r adds the elements e % split == r. */
-        for (int e = (int)threadIdx.x * split + rank; e < 16 * GK_COLS; e += GK_THREADS * split) {
-            const int t = e / GK_COLS, col = e % GK_COLS, c = col % 8, oc = col / 8;
-            const int item = (c * 4 + 2 * (t / 8) + (oc & 1)) * GK_PAD + 4 * (t % 8) + oc / 2;
+        /* output (token t of the tile, column col of the CTA's): panel col / 64; in it (cp = col % 64) mma cp % 8,
+         * its column cp / 8, which is register 2·(t / 8) + (cp / 8) % 2 of lane 4·(t % 8) + cp / 16; columns
+         * fastest, so that neighbours store neighbours. With a cluster, rank r adds the elements e % split == r. */
+        for (int e = (int)threadIdx.x * split + rank; e < 16 * COLS; e += GK_THREADS * split) {
+            const int t = e / COLS, col = e % COLS, cp = P == 1 ? col : col % GK_COLS, c = cp % 8, oc = cp / 8;
+            const int item =
+                (P == 1 ? 0 : col / GK_COLS * PANEL) + (c * 4 + 2 * (t / 8) + (oc & 1)) * PAD + 4 * (t % 8) + oc / 2;
             float v = 0.0f;
             if (split > 1)
                 for (int r = 0; r < split; r++)
@@ -187,17 +200,18 @@ __global__ void __launch_bounds__(GK_THREADS, NT == 1 ? 2 : 1)
     }
 }
 
-/* The split S for ⌈N/64⌉ column blocks of `chunks` warp-chunks on `sms` SMs holding `resident` CTAs each. */
-static int gemv_kn_split(int blocks, int chunks, int sms, int resident)
+/* The split S for `blocks` column blocks of `chunks` warp-chunks, each chunk read by one of `wp` warps of a CTA, on
+ * `sms` SMs holding `resident` CTAs each. */
+static int gemv_kn_split(int blocks, int chunks, int wp, int sms, int resident)
 {
     int s = (resident * sms + blocks / 2) / blocks;
-    const int most = chunks / (2 * GK_WARPS); /* at least two chunks a warp */
+    const int most = chunks / (2 * wp); /* at least two chunks a warp */
     s = s > most ? most : s;
     s = s > GK_MAX_S ? GK_MAX_S : s;
     return s < 1 ? 1 : s;
 }
 
-template <int NT, int UNROLL> static cudaError_t launch_gemv_kn(const pl_gemm_problem *p, cudaStream_t stream)
+template <int NT, int P, int UNROLL> static cudaError_t launch_gemv_kn(const pl_gemm_problem *p, cudaStream_t stream)
 {
     if (p->m > 16 * NT || p->b_layout != PL_GEMM_B_KN || p->k % 8 != 0 || p->n % 8 != 0)
         return cudaErrorInvalidValue;
@@ -207,21 +221,26 @@ template <int NT, int UNROLL> static cudaError_t launch_gemv_kn(const pl_gemm_pr
         e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (e != cudaSuccess)
         return e;
-    const int blocks = (p->n + GK_COLS - 1) / GK_COLS, chunks = (p->k + GK_CHUNK - 1) / GK_CHUNK;
-    const int split = gemv_kn_split(blocks, chunks, sms, NT == 1 ? 2 : 1);
+    const int blocks = (p->n + GK_COLS * P - 1) / (GK_COLS * P), chunks = (p->k + GK_CHUNK - 1) / GK_CHUNK;
+    const int split = gemv_kn_split(blocks, chunks, GK_WARPS / P, sms, NT == 1 ? 2 : 1);
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t lc =
         cluster_launch_config((unsigned)(blocks * split), GK_THREADS, 0, (unsigned)split, stream, &attr);
-    e = cudaLaunchKernelEx(&lc, gemv_kn_kernel<NT, UNROLL>, p->a, p->b, pl_gemm_out_of(p), p->k, split);
+    e = cudaLaunchKernelEx(&lc, gemv_kn_kernel<NT, P, UNROLL>, p->a, p->b, pl_gemm_out_of(p), p->k, split);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 extern "C" cudaError_t pl_gemm_gemv_kn_t16(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_gemv_kn<1, 2>(p, stream);
+    return launch_gemv_kn<1, 1, 2>(p, stream);
 }
 
 extern "C" cudaError_t pl_gemm_gemv_kn_t32(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    return launch_gemv_kn<2, 2>(p, stream);
+    return launch_gemv_kn<2, 1, 2>(p, stream);
+}
+
+extern "C" cudaError_t pl_gemm_gemv_kn_t16_p4(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_gemv_kn<1, 4, 2>(p, stream);
 }

@@ -382,6 +382,11 @@ static const pl_gemm_kernel kernels[] = {
     {"gemv_kn_t32", "gemv_mma", "the B K×N streaming GEMV for M <= 32 (two m16 token tiles share each B fragment)", 32,
      64, 32, 1, 0, 256, PL_GEMM_NEEDS_CLUSTER, KN_FLAGS | PL_GEMM_KERNEL_SMALL_M, supports_gemv_kn32,
      pl_gemm_gemv_kn_t32},
+    {"gemv_kn_t16_p4", "gemv_mma",
+     "gemv_kn_t16 with 256 columns a CTA, four warps side by side reading 512 contiguous bytes of each row (written "
+     "after session 17's measurement of gemv_kn_t16, whose 128-byte row pieces are the suspect; not yet timed)",
+     16, 256, 32, 1, 0, 256, PL_GEMM_NEEDS_CLUSTER, KN_FLAGS | PL_GEMM_KERNEL_SMALL_M, supports_gemv_kn16,
+     pl_gemm_gemv_kn_t16_p4},
 };
 /* users keep one bit per kernel of this table (labs/gemm_lab.c: one fallback note each) */
 _Static_assert(sizeof kernels / sizeof kernels[0] <= 64, "more than 64 BF16 kernels: widen the per-kernel masks");
