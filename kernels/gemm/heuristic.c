@@ -56,6 +56,7 @@ typedef struct model_params {
     double eff;     /* fraction of the per-SM tensor rate its mainloop reaches with enough tiles */
     int resident;   /* CTAs per SM */
     int persistent; /* loops over tiles: its epilogue is per tile, its fill once */
+    double mem_eff; /* fraction of the HBM rate its reads reach */
 } model_params;
 
 /* Measured (H200, docs/perf/gemm.md, against 132 · 4096 · 1.5 GHz = 811 TFLOP/s): cooperative 128×256 0.83,
@@ -69,7 +70,7 @@ typedef struct model_params {
  * take it. */
 static model_params params_of(const pl_gemm_kernel *k, int fused)
 {
-    model_params m = {0.05, 1, 0};
+    model_params m = {0.05, 1, 0, 1.0};
     if (strcmp(k->rung, "mma_sync") == 0) {
         m.eff = 0.39;
         m.resident = 2;
@@ -96,6 +97,10 @@ static model_params params_of(const pl_gemm_kernel *k, int fused)
     } else if (strcmp(k->rung, "gemv_mma") == 0) {
         m.eff = 0.39; /* mma.sync's measured fraction; the padded tokens (tile_m) count as work */
         m.resident = 8;
+        /* the B K×N GEMVs read B at 2.55 TB/s at best on an H200 (t16; t32, one CTA an SM, 1.33), 0.55 and 0.30 of
+         * what a stream reads (session 17: 128-byte row pieces, docs/perf/gemm.md) */
+        if (k->flags & PL_GEMM_KERNEL_B_KN)
+            m.mem_eff = k->tile_m > 16 ? 0.30 : 0.55;
     } else if (strcmp(k->rung, "wgmma_splitk") == 0 && (k->flags & PL_GEMM_KERNEL_SPLIT_WAVES)) {
         /* the cooperative kernels' tiles and consumers (predicted); swapped, the tokens are wgmma's width */
         const int w = (k->flags & PL_GEMM_KERNEL_SWAP_AB) ? k->tile_m : k->tile_n;
@@ -157,7 +162,7 @@ double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const
     const double busy = ctas < g->sms ? (double)ctas : (double)g->sms;
     const double share = busy / (0.5 * g->sms); /* half the SMs can draw the whole bandwidth */
     const double bw = (g->hbm_gbps > 0 ? g->hbm_gbps : PL_GEMM_MODEL_HBM_GBPS) * 1e9 * (share < 1 ? share : 1);
-    const double memory_us = bytes / bw * 1e6;
+    const double memory_us = bytes / (bw * mp.mem_eff) * 1e6;
 
     const double l2_us = pl_gemm_l2_bytes(k, p) / (PL_GEMM_MODEL_L2_GBPS * 1e9) * 1e6;
     double bound_us = compute_us > memory_us ? compute_us : memory_us;
