@@ -221,7 +221,7 @@ static int run_baseline(pl_ctx *ctx, void *state)
 
 typedef cudaError_t (*fp8_launcher)(const pl_gemm_fp8_problem *p, cudaStream_t stream);
 
-static int run_native_promoting(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, fp8_launcher launch, int promote)
+static int run_native(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, fp8_launcher launch, int promote)
 {
     s->last = sc;
     pl_gemm_fp8_problem p = problem_of(s, sc);
@@ -233,45 +233,16 @@ static int run_native_promoting(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, fp
     return 0;
 }
 
-static int run_native(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, fp8_launcher launch)
-{
-    return run_native_promoting(ctx, s, sc, launch, 0);
-}
-
-static int run_fp8_tensor(pl_ctx *ctx, void *state)
-{
-    return run_native(ctx, state, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws);
-}
-
-static int run_fp8_tensor_p4(pl_ctx *ctx, void *state)
-{
-    return run_native_promoting(ctx, state, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws, 4);
-}
-
-static int run_fp8_block(pl_ctx *ctx, void *state)
-{
-    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws);
-}
-
-static int run_fp8_block_halves(pl_ctx *ctx, void *state)
-{
-    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_halves);
-}
-
-static int run_fp8_tensor_halves(pl_ctx *ctx, void *state)
-{
-    return run_native(ctx, state, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws_halves);
-}
-
-static int run_fp8_block_c2(pl_ctx *ctx, void *state)
-{
-    return run_native(ctx, state, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_c2);
-}
-
-static int run_fp8_tensor_2p(pl_ctx *ctx, void *state)
-{
-    return run_native(ctx, state, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws_two_parts);
-}
+/* The variant `name` runs native kernel `launch` with scaling `sc`, promoting every `promote` k-blocks (0: every
+ * k-block). */
+#define NATIVE_VARIANT(name, sc, launch, promote)                                                                          static int name(pl_ctx *ctx, void *state)                                                                              {                                                                                                                          return run_native(ctx, state, sc, launch, promote);                                                                }
+NATIVE_VARIANT(run_fp8_tensor, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws, 0)
+NATIVE_VARIANT(run_fp8_tensor_p4, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws, 4)
+NATIVE_VARIANT(run_fp8_block, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws, 0)
+NATIVE_VARIANT(run_fp8_block_halves, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_halves, 0)
+NATIVE_VARIANT(run_fp8_tensor_halves, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws_halves, 0)
+NATIVE_VARIANT(run_fp8_block_c2, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_c2, 0)
+NATIVE_VARIANT(run_fp8_tensor_2p, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws_two_parts, 0)
 
 static int run_lt_plan(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, const pl_fp8_cublaslt *plan,
                        cublasStatus_t status, const char *what)

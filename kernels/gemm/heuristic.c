@@ -97,8 +97,8 @@ static model_params params_of(const pl_gemm_kernel *k, int fused)
     } else if (strcmp(k->rung, "gemv_mma") == 0) {
         m.eff = 0.39; /* mma.sync's measured fraction; the padded tokens (tile_m) count as work */
         m.resident = 8;
-        /* the B K×N GEMVs read B at 2.55 TB/s at best on an H200 (t16; t32, one CTA an SM, 1.33), 0.55 and 0.30 of
-         * what a stream reads (session 17: 128-byte row pieces, docs/perf/gemm.md) */
+        /* the B K×N GEMVs read B at 2.55 TB/s at best on an H200 (t16; t32, one CTA an SM, 1.33), 0.55 and 0.29 of
+         * its HBM read rate, 4.62 TB/s by `perflab peak` (session 17: 128-byte row pieces, docs/perf/gemm.md) */
         if (k->flags & PL_GEMM_KERNEL_B_KN)
             m.mem_eff = k->tile_m > 16 ? 0.30 : 0.55;
     } else if (strcmp(k->rung, "wgmma_splitk") == 0 && (k->flags & PL_GEMM_KERNEL_SPLIT_WAVES)) {
