@@ -5,10 +5,13 @@
     perflab gemm --shapes wide --layout kn --rounds 5 ...   ->  artifacts/gemm-<id>/comparison.json
     scripts/gemm_heuristic_table.py artifacts/gemm-*/comparison.json
 
-One entry per measured (layout, M, N, K): the best verified native configuration (the perflab column's best), with
-the GPU's SM count so that pl_gemm_bf16 uses it only on a GPU of that size (--any-gpu writes 0: every GPU). A
-problem then runs the entry nearest it within a factor sqrt(2) in each of M, N and K (gemm/heuristic.h), if that
-kernel is enumerated, runs on the GPU and takes the problem; the model decides the rest. A shape measured in more
+One entry per measured (layout, M, N, K) and GPU: the best verified native configuration (the perflab column's best),
+with the GPU's SM count and L2 size so that pl_gemm_bf16 uses it only on a GPU like it (GPUs of one SM count differ in
+memory: the H100 SXM and the H200 have 132 SMs both, 50 and 60 MiB of L2, 3.35 and 4.8 TB/s of HBM). --any-l2 writes
+the L2 size 0 (any GPU of that SM count: runs on both judge together), --any-gpu both 0 (every GPU). On a GPU, the
+entries of its L2 size come first and those of any L2 size serve where none does; a problem runs the entry nearest it
+within a factor sqrt(2) in each of M, N and K (gemm/heuristic.h), if that kernel is enumerated, runs on the GPU and
+takes the problem; the model decides the rest. A shape measured in more
 than one file keeps the run where its best configuration was fastest. --min-gain G writes only the shapes where the
 model's pick was more than G (e.g. 0.03) slower than the best, so that the table holds only what the rule gets wrong.
 Only kernels whose names are C identifiers are accepted (they are written into C source).
@@ -16,13 +19,14 @@ Only kernels whose names are C identifiers are accepted (they are written into C
 --robust reads every configuration's record (the perflab.json beside each comparison.json) and picks, per shape,
 the configuration whose worst time over the runs, each relative to that run's fastest configuration, is the least
 (the least regret): in one run the configurations within noise of each other trade places, and a table written from
-one run's winners misses on the next run's. Runs on GPUs of the same SM count (an H100 SXM and an H200 both have
-132) judge together, so the pick serves both. A configuration not timed in every run of its shape is left out; with
+one run's winners misses on the next run's. Runs on GPUs of the same SM count and L2 size judge together (with
+--any-l2, of the same SM count). A configuration not timed in every run of its shape is left out; with
 --min-runs N, one timed in at least N of them is judged over the runs that timed it (a kernel added after the older
 runs).
 
---keep-from TABLE carries over the entries of an earlier table (a file this script wrote) for the shapes that none of
-the comparisons measured, so that a sweep of one shape group does not drop what other runs measured. Each kept entry
+--keep-from TABLE carries over the entries of an earlier table (a file this script wrote) for the (shape, GPU) pairs
+that none of the comparisons measured, so that a sweep of one shape group, or on one GPU, does not drop what other
+runs measured (an entry for any L2 size stays beside a new one for one L2 size). Each kept entry
 says so in its comment, and the header names the kept shapes (TABLE's header named the runs they came from).
 
 --kernels FILE (the JSON of `perflab gemm --list-kernels --json`) drops the records of kernels the registry no longer
@@ -33,6 +37,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gemm_comparison import ComparisonError, load, ok_cell  # noqa: E402
@@ -40,9 +45,18 @@ from gemm_comparison import ComparisonError, load, ok_cell  # noqa: E402
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def entries_of(doc, path, any_gpu, min_gain):
-    """(key, entry) pairs of one comparison: key (layout, m, n, k), entry a dict."""
-    sms = 0 if any_gpu else int(((doc.get("gpu") or {}).get("sm_count")) or 0)
+def gpu_key(doc, any_gpu, any_l2):
+    """(SM count, L2 MiB rounded) of the comparison's GPU; 0 for what the entries leave open (or the run did not
+    record)."""
+    gpu = doc.get("gpu") or {}
+    sms = 0 if any_gpu else int(gpu.get("sm_count") or 0)
+    l2 = gpu.get("l2_mib")
+    return sms, (0 if any_gpu or any_l2 or not isinstance(l2, (int, float)) else int(round(l2)))
+
+
+def entries_of(doc, path, any_gpu, any_l2, min_gain):
+    """(key, entry) pairs of one comparison: key (layout, m, n, k, sms, l2_mib), entry a dict."""
+    sms, l2 = gpu_key(doc, any_gpu, any_l2)
     for row in doc.get("shapes", []):
         cell = ok_cell(row, "perflab")
         if not cell:
@@ -54,8 +68,8 @@ def entries_of(doc, path, any_gpu, min_gain):
         ratio = h.get("pick_over_best")
         if min_gain > 0 and isinstance(ratio, (int, float)) and ratio <= 1 + min_gain:
             continue  # the rule already gets this one right
-        yield (doc["layout"], int(row["m"]), int(row["n"]), int(row["k"])), {
-            "sms": sms, "kernel": kernel, "best_ms": float(cell["median_ms"]), "shape": row.get("shape", ""),
+        yield (doc["layout"], int(row["m"]), int(row["n"]), int(row["k"]), sms, l2), {
+            "kernel": kernel, "best_ms": float(cell["median_ms"]), "shape": row.get("shape", ""),
             "pick": h.get("pick"), "ratio": ratio}
 
 
@@ -83,20 +97,18 @@ def records_of(path, keep=None, rename=None):
     return out
 
 
-def robust_table(docs_and_paths, any_gpu, keep=None, rename=None, min_runs=0):
-    """The least-regret configuration per shape over every run (see --robust); min_runs > 0: over the runs that timed
-    it, if at least min_runs did."""
-    runs = {}  # key -> list of {kernel: ms}, one per run
-    meta = {}  # key -> (sms, shape name)
+def robust_table(docs_and_paths, any_gpu, any_l2, keep=None, rename=None, min_runs=0):
+    """The least-regret configuration per shape and GPU over every run (see --robust); min_runs > 0: over the runs
+    that timed it, if at least min_runs did."""
+    runs = {}  # key (layout, m, n, k, sms, l2) -> list of {kernel: ms}, one per run
+    meta = {}  # key -> shape name
     for doc, path in docs_and_paths:
-        sms = 0 if any_gpu else int(((doc.get("gpu") or {}).get("sm_count")) or 0)
+        gk = gpu_key(doc, any_gpu, any_l2)
         names = {(doc["layout"], int(r["m"]), int(r["n"]), int(r["k"])): r.get("shape", "") for r in doc["shapes"]}
         for key, times in records_of(path, keep, rename).items():
             if key in names:
-                runs.setdefault(key, []).append(times)
-                if key in meta and meta[key][0] != sms:
-                    raise ComparisonError(f"{path}: runs of {names[key]} on GPUs of different SM counts")
-                meta[key] = (sms, names[key])
+                runs.setdefault(key + gk, []).append(times)
+                meta[key + gk] = names[key]
     table = {}
     for key, per_run in runs.items():
         need = min(min_runs, len(per_run)) if min_runs > 0 else len(per_run)
@@ -110,40 +122,49 @@ def robust_table(docs_and_paths, any_gpu, keep=None, rename=None, min_runs=0):
         def regret(kernel):
             return max(t[kernel] / min(t.values()) for t in per_run if kernel in t)
         kernel = min(sorted(common), key=regret)
-        table[key] = {"sms": meta[key][0], "kernel": kernel, "shape": meta[key][1],
+        table[key] = {"kernel": kernel, "shape": meta[key],
                       "best_ms": min(t[kernel] for t in per_run if kernel in t), "pick": None, "ratio": None,
                       "regret": regret(kernel), "runs": timed[kernel]}
     return table
 
 
 KEPT = re.compile(r'^    /\* (?:kept from the earlier table: )?(.*) \*/\n'
-                  r'    \{"(nk|kn)", (\d+), (\d+), (\d+), (\d+), "([A-Za-z_][A-Za-z0-9_]*)"\},$', re.M)
+                  r'    \{"(nk|kn)", (\d+), (\d+), (\d+), (\d+), "([A-Za-z_][A-Za-z0-9_]*)"(?:, (\d+))?\},$', re.M)
 
 
 def kept_entries(path, table):
-    """The entries of an earlier table (written by this script) whose shapes `table` has not, keyed as `table`."""
+    """The entries of an earlier table (written by this script) whose (shape, GPU) pairs `table` has not, keyed as
+    `table`."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     if "Generated by scripts/gemm_heuristic_table.py" not in text:
         raise ComparisonError(f"{path}: not a table written by gemm_heuristic_table.py")
     kept = {}
     for m in KEPT.finditer(text):
-        key = (m[2], int(m[4]), int(m[5]), int(m[6]))
+        key = (m[2], int(m[4]), int(m[5]), int(m[6]), int(m[3]), int(m[8] or 0))
         if key not in table:
-            kept[key] = {"kept": m[1], "sms": int(m[3]), "kernel": m[7]}
+            kept[key] = {"kept": m[1], "kernel": m[7]}
     return kept
+
+
+def gpu_words(sms, l2):
+    """The GPU an entry's key names, as the header writes it."""
+    return (f", {sms} SMs" if sms else ", any GPU") + (f" {l2} MiB L2" if l2 else "")
 
 
 def render(table, sources):
     out = ["/* Generated by scripts/gemm_heuristic_table.py: do not edit by hand.",
-           " * Source: " + "; ".join(sources) + ".",
-           " * One entry per measured shape: the best verified native configuration there (pl_gemm_bf16 runs it for",
-           " * problems within a factor sqrt(2) of the shape in M, N and K on a GPU with that SM count). */",
+           *textwrap.wrap("Source: " + "; ".join(sources) + ".", 116, initial_indent=" * ", subsequent_indent=" * ",
+                          break_on_hyphens=False),
+           " * One entry per measured shape and GPU: the best verified native configuration there (pl_gemm_bf16 runs it",
+           " * for problems within a factor sqrt(2) of the shape in M, N and K on a GPU with that SM count and, where the",
+           " * entry names one, L2 size in MiB: those entries come first). */",
            '#include "gemm/heuristic.h"', "", "static const pl_gemm_heuristic_entry entries[] = {"]
-    for (layout, m, n, k), e in sorted(table.items()):
+    for (layout, m, n, k, sms, l2), e in sorted(table.items()):
+        line = f'    {{"{layout}", {sms}, {m}, {n}, {k}, "{e["kernel"]}", {l2}}},'
         if "kept" in e:
             out.append(f"    /* kept from the earlier table: {e['kept']} */")
-            out.append(f'    {{"{layout}", {e["sms"]}, {m}, {n}, {k}, "{e["kernel"]}"}},')
+            out.append(line)
             continue
         note = f"{e['shape']}: {e['best_ms']:.4f} ms"
         if "regret" in e:
@@ -151,8 +172,8 @@ def render(table, sources):
         if isinstance(e["ratio"], (int, float)):
             note += f"; the model's pick {e['pick']} took {e['ratio']:.3f}x"
         out.append(f"    /* {note} */")
-        out.append(f'    {{"{layout}", {e["sms"]}, {m}, {n}, {k}, "{e["kernel"]}"}},')
-    out += ["    {NULL, 0, 0, 0, 0, NULL}, /* the end (C11 has no empty arrays) */", "};", "",
+        out.append(line)
+    out += ["    {NULL, 0, 0, 0, 0, NULL, 0}, /* the end (C11 has no empty arrays) */", "};", "",
             "const pl_gemm_heuristic_entry *pl_gemm_heuristic_table(size_t *n)", "{",
             "    *n = sizeof entries / sizeof entries[0] - 1;", "    return entries;", "}", ""]
     return "\n".join(out)
@@ -162,7 +183,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("comparisons", nargs="+", help="comparison.json files of perflab gemm runs (bf16)")
     ap.add_argument("--out", default="kernels/gemm/heuristic_table.c", help="where to write (default %(default)s)")
-    ap.add_argument("--any-gpu", action="store_true", help="entries for every GPU (SM count 0)")
+    ap.add_argument("--any-gpu", action="store_true", help="entries for every GPU (SM count and L2 size 0)")
+    ap.add_argument("--any-l2", action="store_true",
+                    help="entries for every GPU of the runs' SM count (L2 size 0): runs on both judge together")
     ap.add_argument("--min-gain", type=float, default=0.0,
                     help="only shapes where the model's pick was more than this fraction slower than the best")
     ap.add_argument("--robust", action="store_true",
@@ -170,7 +193,7 @@ def main(argv=None):
     ap.add_argument("--min-runs", type=int, default=0,
                     help="--robust: judge a configuration timed in at least this many runs of a shape (default: all)")
     ap.add_argument("--keep-from", metavar="TABLE",
-                    help="carry over TABLE's entries for the shapes none of the comparisons measured")
+                    help="carry over TABLE's entries for the (shape, GPU) pairs none of the comparisons measured")
     ap.add_argument("--kernels", help="--robust: the registry (perflab gemm --list-kernels --json): others dropped")
     ap.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
                     help="--robust: read OLD's records as NEW's (repeatable; all at once)")
@@ -208,16 +231,16 @@ def main(argv=None):
             docs.append((doc, path))
             if a.robust:
                 continue
-            for key, e in entries_of(doc, path, a.any_gpu, a.min_gain):
+            for key, e in entries_of(doc, path, a.any_gpu, a.any_l2, a.min_gain):
                 if key not in table or e["best_ms"] < table[key]["best_ms"]:
                     table[key] = e
         if a.robust:
-            table = robust_table(docs, a.any_gpu, keep, rename, a.min_runs)
+            table = robust_table(docs, a.any_gpu, a.any_l2, keep, rename, a.min_runs)
         if a.keep_from:
             kept = kept_entries(a.keep_from, table)
             table.update(kept)
-            shapes = ", ".join(f"{m}x{n}x{k} ({layout})" for layout, m, n, k in sorted(kept))
-            sources.append(f"and entries kept from the earlier table for shapes these runs did not measure: "
+            shapes = ", ".join(f"{m}x{n}x{k} ({layout}{gpu_words(sms, l2)})" for layout, m, n, k, sms, l2 in sorted(kept))
+            sources.append(f"and entries kept from the earlier table for shapes (and GPUs) these runs did not measure: "
                            f"{shapes or 'none'}")
     except (ComparisonError, OSError) as e:
         print(f"gemm_heuristic_table.py: {e}", file=sys.stderr)

@@ -27,7 +27,11 @@ cudaError_t pl_gemm_gpu_query(pl_gemm_gpu *g)
         e = cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev);
     if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(&g->clusters, cudaDevAttrClusterLaunch, dev);
+    int l2_bytes = 0;
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, dev);
     g->cc = major * 10 + minor;
+    g->l2_mib = (l2_bytes + (1 << 19)) >> 20;
     return e;
 }
 
@@ -182,16 +186,17 @@ static int eligible(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_
            k->supports(p, why, sizeof why);
 }
 
-/* The table's entry nearest p (sum of |log2| ratios), within PL_GEMM_TABLE_MAX_LOG2 in each dimension; -1 if
- * none. */
-static long nearest_entry(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *t, size_t n)
+/* The table's entry nearest p (sum of |log2| ratios), within PL_GEMM_TABLE_MAX_LOG2 in each dimension, among the
+ * entries of g's SM count (or any) whose L2 size is l2_mib; -1 if none. */
+static long nearest_entry(const pl_gemm_problem *p, const pl_gemm_gpu *g, int l2_mib, const pl_gemm_heuristic_entry *t,
+                          size_t n)
 {
     long best = -1;
     double best_d = INFINITY;
     const char *layout = pl_gemm_layout_name(p->b_layout);
     for (size_t i = 0; i < n; i++) {
-        if (!t[i].layout || strcmp(t[i].layout, layout) != 0 || (t[i].sms && t[i].sms != g->sms) || t[i].m < 1 ||
-            t[i].n < 1 || t[i].k < 1)
+        if (!t[i].layout || strcmp(t[i].layout, layout) != 0 || (t[i].sms && t[i].sms != g->sms) ||
+            t[i].l2_mib != l2_mib || t[i].m < 1 || t[i].n < 1 || t[i].k < 1)
             continue;
         const double dm = fabs(log2((double)p->m / t[i].m)), dn = fabs(log2((double)p->n / t[i].n)),
                      dk = fabs(log2((double)p->k / t[i].k));
@@ -215,14 +220,18 @@ int pl_gemm_bf16_pick_from(const pl_gemm_problem *p, const pl_gemm_gpu *g, const
         snprintf(out->why, sizeof out->why, "%s", why);
         return -1;
     }
-    const long e = nearest_entry(p, g, table, n);
-    if (e >= 0) {
-        const pl_gemm_kernel *k = pl_gemm_kernel_find(table[e].kernel);
+    /* the entries measured on a GPU like this one (its L2 size), then those of any L2 size */
+    for (int tier = 0; tier < 2; tier++) {
+        const int l2_mib = tier == 0 ? g->l2_mib : 0;
+        if (tier == 0 && l2_mib <= 0)
+            continue;
+        const long e = nearest_entry(p, g, l2_mib, table, n);
+        const pl_gemm_kernel *k = e >= 0 ? pl_gemm_kernel_find(table[e].kernel) : NULL;
         if (eligible(k, p, g)) {
             out->kernel = k;
             out->from_table = 1;
-            snprintf(out->why, sizeof out->why, "table: measured best near %dx%dx%d %s", table[e].m, table[e].n,
-                     table[e].k, table[e].layout);
+            snprintf(out->why, sizeof out->why, "table: measured best near %dx%dx%d %s%s", table[e].m, table[e].n,
+                     table[e].k, table[e].layout, l2_mib ? " on a GPU of this L2 size" : "");
             return 0;
         }
     }

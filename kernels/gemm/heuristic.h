@@ -5,9 +5,11 @@
  *
  * The pick, in order:
  *   1. the table measured by a sweep (heuristic_table.c, written by scripts/gemm_heuristic_table.py from a
- *      `perflab gemm --shapes wide` comparison.json): the entry of the same layout (and SM count, when it names one)
- *      nearest the problem, within a factor √2 in each of M, N and K, if its kernel is enumerated now, runs on this
- *      GPU and takes the problem;
+ *      `perflab gemm --shapes wide` comparison.json): the entry of the same layout (and SM count and L2 size, when it
+ *      names them) nearest the problem, within a factor √2 in each of M, N and K, if its kernel is enumerated now,
+ *      runs on this GPU and takes the problem. Entries that name this GPU's L2 size come first: GPUs of one SM count
+ *      differ in their memory (the H100 SXM and the H200: 132 SMs both, 50 and 60 MiB of L2, 3.35 and 4.8 TB/s of
+ *      HBM), and a decode shape's best configuration with them; entries of any L2 size serve where none does;
  *   2. otherwise the rule: the kernel with the smallest time by a roofline model with wave quantization
  *      (pl_gemm_model_us); among those within 3% of it, the one that pads the least work (whole tiles), then the
  *      one that loads the fewest bytes from L2, then the registry's order.
@@ -32,6 +34,7 @@ typedef struct pl_gemm_gpu {
     int clusters;         /* thread-block clusters can be launched */
     double hbm_gbps;      /* the model's HBM bandwidth; 0: PL_GEMM_MODEL_HBM_GBPS */
     double tensor_tflops; /* the model's dense bf16 rate at a GEMM's clock; 0: sms · 4096 FLOP/clk · 1.5 GHz */
+    int l2_mib;           /* L2 size in MiB, rounded; with sms it tells the table's GPUs apart (0: unknown) */
 } pl_gemm_gpu;
 
 #define PL_GEMM_MODEL_HBM_GBPS  3000.0  /* the H100's measured copy rate; the H200 measures ~4200 (docs/perf) */
@@ -40,17 +43,18 @@ typedef struct pl_gemm_gpu {
 #define PL_GEMM_MODEL_L2_GBPS   10000.0 /* L2 to SMs: the 128×128 kernel drew ~9.8 TB/s at 628 TFLOP/s (docs/perf) */
 #define PL_GEMM_MODEL_TIE       0.03    /* model times this close count as a tie */
 
-/* The current device's (cc, SM count, clusters); rates left 0 (the model's defaults). */
+/* The current device's (cc, SM count, clusters, L2 size); rates left 0 (the model's defaults). */
 cudaError_t pl_gemm_gpu_query(pl_gemm_gpu *g);
 /* 1 when the kernel's needs (compute capability, features) are met by g. */
 int pl_gemm_kernel_runs_on(const pl_gemm_kernel *k, const pl_gemm_gpu *g);
 
-/* One measured decision: problems near (m, n, k) with this layout run `kernel`. sms 0: any GPU. */
+/* One measured decision: problems near (m, n, k) with this layout run `kernel` on the GPU it was measured on. */
 typedef struct pl_gemm_heuristic_entry {
     const char *layout; /* "nk" | "kn" */
-    int sms;
+    int sms;            /* that GPU's SM count; 0: any GPU */
     int m, n, k;
     const char *kernel; /* a registry name */
+    int l2_mib;         /* that GPU's L2 size (MiB); 0: any GPU of `sms` SMs (consulted after the entries that match) */
 } pl_gemm_heuristic_entry;
 
 /* The committed table (heuristic_table.c, generated); n entries. */

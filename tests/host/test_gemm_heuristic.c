@@ -16,8 +16,8 @@
 
 #define SWAP16 "wgmma_sk_swap_16x64x64"
 
-static const pl_gemm_gpu h200 = {90, 132, 1, 0, 0};
-static const pl_gemm_gpu a100 = {80, 108, 0, 0, 0};
+static const pl_gemm_gpu h200 = {90, 132, 1, 0, 0, 0};
+static const pl_gemm_gpu a100 = {80, 108, 0, 0, 0, 0};
 
 static void opt_in(int on)
 {
@@ -310,7 +310,7 @@ START_TEST(issue15_choices)
     expect_pick(8192, 8192, 8192, PL_GEMM_B_NK, &h200, "wgmma_ws_128x256x64_s4");
     expect_pick(16, 4096, 4096, PL_GEMM_B_KN, &h200, "mma_sync_128x128x32_s4");
     /* without clusters the split-K kernels cannot run; past M = 64 neither the GEMV: the 128-row tiles */
-    const pl_gemm_gpu no_clusters = {90, 132, 0, 0, 0};
+    const pl_gemm_gpu no_clusters = {90, 132, 0, 0, 0, 0};
     expect_pick(100, 4096, 4096, PL_GEMM_B_NK, &no_clusters, "wgmma_ws_128x128x64_s6");
     /* the model: memory-bound decode is faster at the H200's bandwidth; compute grows with K */
     const pl_gemm_kernel *k = pl_gemm_kernel_find(SWAP16);
@@ -399,10 +399,10 @@ START_TEST(table_precedence)
 {
     opt_in(0);
     const pl_gemm_heuristic_entry t[] = {
-        {"nk", 0, 16, 4096, 4096, "wgmma_ws_128x256x64_s4"},     {"nk", 0, 16, 4096, 8192, "wgmma_pp_128x128x64_s5"},
-        {"kn", 0, 64, 4096, 4096, "wgmma_ws_128x128x64_s6"},     /* cannot take B K×N: ignored */
-        {"nk", 114, 128, 4096, 4096, "wgmma_tma_128x128x64_s3"}, /* another GPU's (114 SMs) */
-        {"nk", 0, 1024, 1024, 1024, "no_such_kernel"},           {"nk", 0, 2048, 2048, 2048, SWAP16},
+        {"nk", 0, 16, 4096, 4096, "wgmma_ws_128x256x64_s4", 0},     {"nk", 0, 16, 4096, 8192, "wgmma_pp_128x128x64_s5", 0},
+        {"kn", 0, 64, 4096, 4096, "wgmma_ws_128x128x64_s6", 0},     /* cannot take B K×N: ignored */
+        {"nk", 114, 128, 4096, 4096, "wgmma_tma_128x128x64_s3", 0}, /* another GPU's (114 SMs) */
+        {"nk", 0, 1024, 1024, 1024, "no_such_kernel", 0},           {"nk", 0, 2048, 2048, 2048, SWAP16, 0},
     };
     const size_t n = sizeof t / sizeof t[0];
     pl_gemm_pick pick;
@@ -426,7 +426,7 @@ START_TEST(table_precedence)
     p = problem(128, 4096, 4096, PL_GEMM_B_NK);
     ck_assert(pl_gemm_bf16_pick_from(&p, &h200, t, n, &pick) == 0);
     ck_assert(!pick.from_table); /* the 114-SM entry is not this GPU's */
-    const pl_gemm_gpu other = {90, 114, 1, 0, 0};
+    const pl_gemm_gpu other = {90, 114, 1, 0, 0, 0};
     ck_assert(pl_gemm_bf16_pick_from(&p, &other, t, n, &pick) == 0);
     ck_assert(pick.from_table && strcmp(pick.kernel->name, "wgmma_tma_128x128x64_s3") == 0);
     p = problem(1024, 1024, 1024, PL_GEMM_B_NK);
@@ -436,12 +436,32 @@ START_TEST(table_precedence)
     p = problem(2048, 2048, 2048, PL_GEMM_B_NK);
     ck_assert(pl_gemm_bf16_pick_from(&p, &h200, t, n, &pick) == 0);
     ck_assert(!pick.from_table);
-    const pl_gemm_heuristic_entry u[] = {{"nk", 0, 16, 4096, 4096, SWAP16}};
+    const pl_gemm_heuristic_entry u[] = {{"nk", 0, 16, 4096, 4096, SWAP16, 0}};
     p = problem(16, 4096, 4096, PL_GEMM_B_NK);
     ck_assert(pl_gemm_bf16_pick_from(&p, &h200, u, 1, &pick) == 0);
     ck_assert(pick.from_table && strcmp(pick.kernel->name, SWAP16) == 0);
+    /* an entry measured on a GPU of this L2 size comes before one of any L2 size, even a nearer one; on a GPU of
+     * another L2 size (or one that does not say), the one of any L2 size decides */
+    const pl_gemm_heuristic_entry w[] = {{"nk", 132, 16, 4096, 4096, "wgmma_ws_128x256x64_s4", 0},
+                                         {"nk", 132, 20, 4096, 4096, SWAP16, 60},
+                                         {"nk", 132, 16, 4096, 4096, "wgmma_pp_128x128x64_s5", 50}};
+    pl_gemm_gpu g60 = h200, g40 = h200;
+    g60.l2_mib = 60;
+    g40.l2_mib = 40;
+    ck_assert(pl_gemm_bf16_pick_from(&p, &g60, w, 3, &pick) == 0);
+    ck_assert(pick.from_table && strcmp(pick.kernel->name, SWAP16) == 0);
+    ck_assert_msg(strstr(pick.why, "L2 size") != NULL, "%s", pick.why);
+    ck_assert(pl_gemm_bf16_pick_from(&p, &g40, w, 3, &pick) == 0);
+    ck_assert(pick.from_table && strcmp(pick.kernel->name, "wgmma_ws_128x256x64_s4") == 0);
+    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, w, 3, &pick) == 0);
+    ck_assert(pick.from_table && strcmp(pick.kernel->name, "wgmma_ws_128x256x64_s4") == 0);
+    /* this L2 size's entry naming a kernel that refuses the problem: the one of any L2 size decides */
+    const pl_gemm_heuristic_entry v[] = {{"nk", 132, 16, 4096, 4096, "wgmma_ws_128x256x64_s4", 0},
+                                         {"nk", 132, 16, 4096, 4096, "no_such_kernel", 60}};
+    ck_assert(pl_gemm_bf16_pick_from(&p, &g60, v, 2, &pick) == 0);
+    ck_assert(pick.from_table && strcmp(pick.kernel->name, "wgmma_ws_128x256x64_s4") == 0);
     /* nor on a GPU it cannot run on (no clusters): the model decides */
-    const pl_gemm_gpu no_clusters = {90, 132, 0, 0, 0};
+    const pl_gemm_gpu no_clusters = {90, 132, 0, 0, 0, 0};
     ck_assert(pl_gemm_bf16_pick_from(&p, &no_clusters, u, 1, &pick) == 0);
     ck_assert(!pick.from_table);
 }
@@ -462,7 +482,7 @@ START_TEST(committed_table_is_valid)
     ck_assert_ptr_null(t[n].layout); /* the terminator */
     /* on the GPU it was measured on, each entry decides its own shape */
     for (size_t i = 0; i < n; i++) {
-        const pl_gemm_gpu g = {90, t[i].sms ? t[i].sms : 132, 1, 0, 0};
+        const pl_gemm_gpu g = {90, t[i].sms ? t[i].sms : 132, 1, 0, 0, t[i].l2_mib};
         const pl_gemm_problem p =
             problem(t[i].m, t[i].n, t[i].k, (pl_gemm_b_layout)pl_gemm_layout_from_name(t[i].layout));
         pl_gemm_pick pick;

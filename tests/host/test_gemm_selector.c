@@ -734,9 +734,9 @@ START_TEST(sweep_scripts)
     system_ok(cmd);
     char *text = pl_read_file(out, NULL, err, sizeof err);
     ck_assert_msg(text, "%s", err);
-    ck_assert_msg(strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"wgmma_ws_128x128x64_s6\"}") &&
-                      strstr(text, "{\"nk\", 132, 256, 4096, 4096, \"wgmma_sk_64x128x64\"}") &&
-                      !strstr(text, "no_native") && strstr(text, "{NULL, 0, 0, 0, 0, NULL}") &&
+    ck_assert_msg(strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"wgmma_ws_128x128x64_s6\", 0}") &&
+                      strstr(text, "{\"nk\", 132, 256, 4096, 4096, \"wgmma_sk_64x128x64\", 0}") &&
+                      !strstr(text, "no_native") && strstr(text, "{NULL, 0, 0, 0, 0, NULL, 0}") &&
                       strstr(text, "NVIDIA H200"),
                   "%s", text);
     free(text);
@@ -745,7 +745,7 @@ START_TEST(sweep_scripts)
                     cmp, out);
     system_ok(cmd);
     text = pl_read_file(out, NULL, err, sizeof err);
-    ck_assert_msg(text && strstr(text, "{\"nk\", 0, 256, 4096, 4096, \"wgmma_sk_64x128x64\"}") &&
+    ck_assert_msg(text && strstr(text, "{\"nk\", 0, 256, 4096, 4096, \"wgmma_sk_64x128x64\", 0}") &&
                       !strstr(text, ", 16, 4096, 4096,"),
                   "%s", text ? text : err);
     free(text);
@@ -764,11 +764,33 @@ START_TEST(sweep_scripts)
     system_ok(cmd);
     text = pl_read_file(out, NULL, err, sizeof err);
     ck_assert_msg(text && strstr(text, "/* kept from the earlier table: m99_n104_k128: 0.0010 ms */") &&
-                      strstr(text, "{\"nk\", 132, 99, 104, 128, \"wgmma_sk_swap_16x64x64\"}") &&
-                      strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"wgmma_ws_128x128x64_s6\"}") &&
-                      !strstr(text, "gemv_mma_t16") && strstr(text, "did not measure: 99x104x128 (nk)"),
+                      strstr(text, "{\"nk\", 132, 99, 104, 128, \"wgmma_sk_swap_16x64x64\", 0}") &&
+                      strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"wgmma_ws_128x128x64_s6\", 0}") &&
+                      !strstr(text, "gemv_mma_t16") && strstr(text, "did not measure: 99x104x128 (nk, 132 SMs)"),
                   "%s", text ? text : err);
     free(text);
+    /* a run that recorded its GPU's L2 size (60 MiB): its entries name it, and the earlier table's entry for the
+     * same shape, of any L2 size, stays beside it (another GPU of 132 SMs still runs it); --any-l2 leaves it out */
+    char *cmp60 = pl_path_join(dir, "comparison60.json");
+    cmd = pl_strfmt("python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d[\"gpu\"][\"l2_mib\"]=60.0; "
+                    "json.dump(d, open(sys.argv[2], \"w\"))' %s %s && python3 %s/scripts/gemm_heuristic_table.py %s "
+                    "--keep-from %s --out %s 2>/dev/null",
+                    cmp, cmp60, src, cmp60, earlier, out);
+    system_ok(cmd);
+    text = pl_read_file(out, NULL, err, sizeof err);
+    ck_assert_msg(text && strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"wgmma_ws_128x128x64_s6\", 60}") &&
+                      strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"gemv_mma_t16\", 0}") &&
+                      strstr(text, "16x4096x4096 (nk, 132 SMs)"),
+                  "%s", text ? text : err);
+    free(text);
+    cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s --any-l2 --out %s 2>/dev/null", src, cmp60, out);
+    system_ok(cmd);
+    text = pl_read_file(out, NULL, err, sizeof err);
+    ck_assert_msg(text && strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"wgmma_ws_128x128x64_s6\", 0}") &&
+                      !strstr(text, ", 60},"),
+                  "%s", text ? text : err);
+    free(text);
+    free(cmp60);
     cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s --keep-from %s --out %s/bad.c 2>/dev/null; "
                     "test $? = 2 && test ! -e %s/bad.c",
                     src, cmp, cmp, dir, dir);
@@ -785,8 +807,8 @@ START_TEST(sweep_scripts)
                     src, cmp, cmp, out, reg);
     system_ok(cmd);
     text = pl_read_file(out, NULL, err, sizeof err);
-    ck_assert_msg(text && strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"wgmma_renamed\"}") &&
-                      strstr(text, "{\"nk\", 132, 256, 4096, 4096, \"wgmma_renamed\"}") &&
+    ck_assert_msg(text && strstr(text, "{\"nk\", 132, 16, 4096, 4096, \"wgmma_renamed\", 0}") &&
+                      strstr(text, "{\"nk\", 132, 256, 4096, 4096, \"wgmma_renamed\", 0}") &&
                       !strstr(text, "wgmma_ws_128x128x64_s6") && strstr(text, "over 2 run(s)"),
                   "%s", text ? text : err);
     free(text);
