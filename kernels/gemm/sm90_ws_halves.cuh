@@ -31,17 +31,24 @@ __device__ __forceinline__ uint32_t sw_wait_stage(uint32_t base, uint32_t full, 
     return base + stage * stage_bytes;
 }
 
-/* One k-block of 128 e4m3 (four k32 steps) of width N into d as one commit group: from scale-d 0 (FROM_ZERO), or
- * adding to what d holds. */
+/* One k-block of 128 e4m3 (four k32 steps) of width N into d as one commit group, from the descriptors of its A rows
+ * and B: from scale-d 0 (FROM_ZERO), or adding to what d holds. The caller fences d (wgmma_fence). */
+template <int N, bool FROM_ZERO = true>
+__device__ __forceinline__ void sw_wgmma_kblock(float (&d)[N / 2], uint64_t da, uint64_t db)
+{
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        sw_wgmma_e4m3<N>(d, wgmma_desc_step(da, j), wgmma_desc_step(db, j), FROM_ZERO && j == 0 ? 0 : 1);
+    wgmma_commit();
+}
+
+/* The same from the stage's A rows' and B's shared-memory addresses, fenced first. */
 template <int N, bool FROM_ZERO = true>
 __device__ __forceinline__ void sw_issue_kblock_e4m3(float (&d)[N / 2], uint32_t a_st, uint32_t b_st)
 {
     wgmma_fence(); /* d was read (promoted) since its last wgmma */
     const uint64_t da = wgmma_desc_k128(a_st), db = wgmma_desc_k128(b_st);
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-        sw_wgmma_e4m3<N>(d, wgmma_desc_step(da, j), wgmma_desc_step(db, j), FROM_ZERO && j == 0 ? 0 : 1);
-    wgmma_commit();
+    sw_wgmma_kblock<N, FROM_ZERO>(d, da, db);
 }
 
 /* What a consumer's mainloop needs of the ring and of its tile: the stages' base, the block scales' copies, the full
@@ -115,13 +122,30 @@ __device__ __forceinline__ void sw_promote_group(const sw_stage_at &h, int kb, f
     for (int u = 0; u < PROMOTE; u++, kcount++) {
         const int stage = (int)(kcount % STAGES);
         if (!FIRST_ISSUED || u > 0) {
+            /* Block scaling takes the descriptors as stage 0's (loop-invariant) plus the stage's offset, one add
+             * each. From the stage's address, ptxas rebuilt it from the shared window's base (S2R SR_CgaCtaId and a
+             * chain of dependent ALU ops) every k-block on the way to the first wgmma (ncu source counters). Measured
+             * A/B on an H200 (session 18, three processes each, 8192³): fp8_block 1.031-1.033 -> 1.005-1.006 ms;
+             * fp8_tensor 0.927-0.939 -> 0.948-0.958 ms (ptxas then spilled in its loop: 364 LDL against 17), so
+             * tensor scaling keeps the address form; fp8_tensor_p4 and the grouped FP8 kernels within noise. */
             const uint32_t st = sw_wait_stage<STAGES>(h.base, h.full, kcount, cfg::stage_bytes);
             if (SCALE == SW_SCALE_BLOCK)
                 cur = sw_stage_scales(h.scales + stage * SW_SC_STAGE, h.sc_off, kb + u);
-            if (u == 0)
-                sw_issue_kblock_e4m3<BN, true>(part, st + h.a_off, st + cfg::a_bytes);
-            else
-                sw_issue_kblock_e4m3<BN, false>(part, st + h.a_off, st + cfg::a_bytes);
+            if constexpr (SCALE == SW_SCALE_BLOCK) {
+                const uint32_t at = (uint32_t)stage * (cfg::stage_bytes / 16);
+                const uint64_t da = wgmma_desc_k128_from_lo(wgmma_desc_k128_lo(h.base + h.a_off) + at),
+                               db = wgmma_desc_k128_from_lo(wgmma_desc_k128_lo(h.base + cfg::a_bytes) + at);
+                wgmma_fence(); /* part was read (promoted) since its last wgmma */
+                if (u == 0)
+                    sw_wgmma_kblock<BN, true>(part, da, db);
+                else
+                    sw_wgmma_kblock<BN, false>(part, da, db);
+            } else {
+                if (u == 0)
+                    sw_issue_kblock_e4m3<BN, true>(part, st + h.a_off, st + cfg::a_bytes);
+                else
+                    sw_issue_kblock_e4m3<BN, false>(part, st + h.a_off, st + cfg::a_bytes);
+            }
         } else if (SCALE == SW_SCALE_BLOCK) {
             cur = sw_stage_scales(h.scales + stage * SW_SC_STAGE, h.sc_off, kb + u);
         }
