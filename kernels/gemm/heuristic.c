@@ -31,7 +31,7 @@ cudaError_t pl_gemm_gpu_query(pl_gemm_gpu *g)
     if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, dev);
     g->cc = major * 10 + minor;
-    g->l2_mib = (l2_bytes + (1 << 19)) >> 20;
+    g->l2_mib = pl_gemm_l2_mib(l2_bytes > 0 ? (size_t)l2_bytes : 0);
     return e;
 }
 

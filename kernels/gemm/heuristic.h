@@ -43,6 +43,12 @@ typedef struct pl_gemm_gpu {
 #define PL_GEMM_MODEL_L2_GBPS   10000.0 /* L2 to SMs: the 128×128 kernel drew ~9.8 TB/s at 628 TFLOP/s (docs/perf) */
 #define PL_GEMM_MODEL_TIE       0.03    /* model times this close count as a tie */
 
+/* An L2 size in bytes as pl_gemm_gpu.l2_mib and the table's entries give it: MiB, rounded. */
+static inline int pl_gemm_l2_mib(size_t l2_bytes)
+{
+    return (int)((l2_bytes + ((size_t)1 << 19)) >> 20);
+}
+
 /* The current device's (cc, SM count, clusters, L2 size); rates left 0 (the model's defaults). */
 cudaError_t pl_gemm_gpu_query(pl_gemm_gpu *g);
 /* 1 when the kernel's needs (compute capability, features) are met by g. */

@@ -231,7 +231,7 @@ static void heuristic_pick(pl_gemm_bench *b, pl_gemm_bench_shape *s, const pl_ge
     g.cc = b->dev.cc_major * 10 + b->dev.cc_minor;
     g.sms = b->dev.sm_count;
     g.clusters = b->dev.cluster_launch;
-    g.l2_mib = (int)((b->dev.l2_bytes + (1u << 19)) >> 20);
+    g.l2_mib = pl_gemm_l2_mib(b->dev.l2_bytes);
     pl_gemm_pick pick;
     if (pl_gemm_bf16_pick(p, &g, &pick) == 0)
         pl_snprintf(s->pick, sizeof s->pick, "%s", pick.kernel->name);

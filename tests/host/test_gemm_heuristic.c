@@ -445,6 +445,10 @@ START_TEST(table_precedence)
     const pl_gemm_heuristic_entry w[] = {{"nk", 132, 16, 4096, 4096, "wgmma_ws_128x256x64_s4", 0},
                                          {"nk", 132, 20, 4096, 4096, SWAP16, 60},
                                          {"nk", 132, 16, 4096, 4096, "wgmma_pp_128x128x64_s5", 50}};
+    /* the L2 sizes the devices report (bytes) as the table keys them: H200 60 MiB, H100 SXM 50 MiB, unknown 0 */
+    ck_assert_int_eq(pl_gemm_l2_mib(62914560), 60);
+    ck_assert_int_eq(pl_gemm_l2_mib(52428800), 50);
+    ck_assert_int_eq(pl_gemm_l2_mib(0), 0);
     pl_gemm_gpu g60 = h200, g40 = h200;
     g60.l2_mib = 60;
     g40.l2_mib = 40;
