@@ -53,7 +53,7 @@ template <int REGS> __device__ __forceinline__ void regs_alloc()
  * layout (1 by convention), swizzle mode 1 = 128 B in bits 62-63. The tile must start 1024-byte aligned; a
  * k-step of 16 elements inside the 128-byte row is a plain +32 B on the start address, since the hardware
  * applies the swizzle to the final address bits. */
-__device__ __forceinline__ uint64_t wgmma_desc_k128(uint32_t smem_addr)
+__host__ __device__ __forceinline__ uint64_t wgmma_desc_k128(uint32_t smem_addr)
 {
     uint64_t desc = 0;
     desc |= (uint64_t)((smem_addr & 0x3FFFF) >> 4);
@@ -108,7 +108,7 @@ __device__ __forceinline__ uint64_t wgmma_desc_add(uint64_t desc, uint32_t bytes
 
 /* The low word of wgmma_desc_k128(addr) (the address field and the leading byte offset; the high word is the same for
  * every address), and the descriptor back from it: a ring's stage-0 descriptor kept in one register. */
-__device__ __forceinline__ uint32_t wgmma_desc_k128_lo(uint32_t smem_addr)
+__host__ __device__ __forceinline__ uint32_t wgmma_desc_k128_lo(uint32_t smem_addr)
 {
     return (uint32_t)wgmma_desc_k128(smem_addr);
 }

@@ -57,7 +57,8 @@ __device__ __forceinline__ void sw_issue_kblock_e4m3(float (&d)[N / 2], uint32_t
 struct sw_stage_at {
     uint32_t base, scales, full, empty, a_off, sc_off;
     int split, lane;
-    uint32_t rank; /* this CTA's in its cluster */
+    uint32_t rank;     /* this CTA's in its cluster */
+    uint32_t desc_lo0; /* sw_params.desc_lo0: stage 0's descriptor low word, from the constant bank */
 };
 
 /* The view of consumer `consumer` (thread lane `lane`) on tile tl of a kernel whose stages hold sw_config<BN, SCALE ==
@@ -77,7 +78,8 @@ __device__ __forceinline__ sw_stage_at sw_stage_view(const sw_params &p, const s
             sw_scale_offset(p, tl, r),
             128 - tl.n0 % 128,
             lane,
-            rank};
+            rank,
+            p.desc_lo0};
 }
 
 /* The products of k-block kb's block scales (sw_products) from stage `stage`'s bulk-copied copy. */
@@ -140,11 +142,16 @@ __device__ __forceinline__ void sw_promote_group(const sw_stage_at &h, int kb, f
                     sw_wgmma_kblock<BN, true>(part, da, db);
                 else
                     sw_wgmma_kblock<BN, false>(part, da, db);
-            } else {
+            } else { /* tensor scaling: the same, from stage 0's descriptor as a kernel parameter (see above) */
+                (void)st;
+                const uint32_t at = h.desc_lo0 + (uint32_t)stage * (cfg::stage_bytes / 16);
+                wgmma_fence();
+                const uint64_t da = wgmma_desc_k128_from_lo(at + h.a_off / 16),
+                               db = wgmma_desc_k128_from_lo(at + cfg::a_bytes / 16);
                 if (u == 0)
-                    sw_issue_kblock_e4m3<BN, true>(part, st + h.a_off, st + cfg::a_bytes);
+                    sw_wgmma_kblock<BN, true>(part, da, db);
                 else
-                    sw_issue_kblock_e4m3<BN, false>(part, st + h.a_off, st + cfg::a_bytes);
+                    sw_wgmma_kblock<BN, false>(part, da, db);
             }
         } else if (SCALE == SW_SCALE_BLOCK) {
             cur = sw_stage_scales(h.scales + stage * SW_SC_STAGE, h.sc_off, kb + u);

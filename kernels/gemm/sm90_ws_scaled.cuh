@@ -95,6 +95,10 @@ struct sw_params {
      * scale_a[kb · lda + row], B at scale_b[(g · nblocks + nb) · ldb + kb] */
     const float *scale_a, *scale_b;
     int lda, ldb, nblocks;
+    /* wgmma_desc_k128_lo of the ring's stage 0, the 1024-aligned start of the dynamic shared memory (sw_launch: from
+     * the reserved and static shared memory; the tensor-scaled FP8 kernels check it and read their descriptors from
+     * it: a kernel parameter sits in the constant bank, which costs the consumers no register) */
+    uint32_t desc_lo0;
 };
 
 struct sw_tile {
@@ -443,6 +447,9 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
     const uint32_t full = epi + cfg::epi_bytes, empty = full + 8 * STAGES;
     const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
     const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+    if constexpr (ELEM == SW_E4M3 && SCALE == SW_SCALE_TENSOR && ACCS == SW_ONE_PART)
+        if (threadIdx.x == 0 && wgmma_desc_k128_lo(base) != p.desc_lo0)
+            __trap(); /* the host's idea of where the dynamic shared memory starts is wrong: never compute with it */
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
@@ -550,6 +557,30 @@ static int sw_max_clusters(int device, int sms)
     return cached[device];
 }
 
+/* sw_params.desc_lo0 for the kernel on `device`: its dynamic shared memory starts after the reserved shared memory
+ * (cudaDevAttrReservedSharedMemoryPerBlock, 1 KB on sm_90) and its static shared memory, rounded up to 1024 as the
+ * kernel rounds it. Cached per device. */
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int ACCS>
+static cudaError_t sw_desc_lo0(int device, uint32_t *lo0)
+{
+    static uint32_t cached[64];
+    if (device >= 0 && device < 64 && cached[device]) {
+        *lo0 = cached[device];
+        return cudaSuccess;
+    }
+    int reserved = 0;
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device);
+    if (e == cudaSuccess)
+        e = cudaFuncGetAttributes(&fa, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>);
+    if (e != cudaSuccess)
+        return e;
+    *lo0 = wgmma_desc_k128_lo(((uint32_t)reserved + (uint32_t)fa.sharedSizeBytes + 1023u) & ~1023u);
+    if (device >= 0 && device < 64)
+        cached[device] = *lo0;
+    return cudaSuccess;
+}
+
 /* Launch persistent CTAs of the kernel for (BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS): one per SM (whole clusters),
  * no more than max_tiles work units (tiles, or cluster tiles) ask for. */
 template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE = 1, int ACCS = SW_ONE_PART>
@@ -582,12 +613,16 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
         lc.attrs = attr;
         lc.numAttrs = 1;
     }
+    sw_params q = p;
+    e = sw_desc_lo0<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>(device, &q.desc_lo0);
+    if (e != cudaSuccess)
+        return e;
     long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>(device, sms);
     if (clusters > max_tiles)
         clusters = max_tiles < 1 ? 1 : max_tiles;
     lc.gridDim = dim3((unsigned)(clusters * CLUSTER));
     e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>, ta, tb, td,
-                           ta_half ? *ta_half : ta, td_tail ? *td_tail : td, p);
+                           ta_half ? *ta_half : ta, td_tail ? *td_tail : td, q);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
