@@ -124,12 +124,14 @@ __device__ __forceinline__ void sw_promote_group(const sw_stage_at &h, int kb, f
     for (int u = 0; u < PROMOTE; u++, kcount++) {
         const int stage = (int)(kcount % STAGES);
         if (!FIRST_ISSUED || u > 0) {
-            /* Block scaling takes the descriptors as stage 0's (loop-invariant) plus the stage's offset, one add
-             * each. From the stage's address, ptxas rebuilt it from the shared window's base (S2R SR_CgaCtaId and a
-             * chain of dependent ALU ops) every k-block on the way to the first wgmma (ncu source counters). Measured
-             * A/B on an H200 (session 18, three processes each, 8192³): fp8_block 1.031-1.033 -> 1.005-1.006 ms;
-             * fp8_tensor 0.927-0.939 -> 0.948-0.958 ms (ptxas then spilled in its loop: 364 LDL against 17), so
-             * tensor scaling keeps the address form; fp8_tensor_p4 and the grouped FP8 kernels within noise. */
+            /* The descriptors are stage 0's plus the stage's offset, one add each. Built from the stage's address,
+             * ptxas rebuilt that address from the shared window's base (S2R SR_CgaCtaId and a chain of dependent ALU
+             * ops) every k-block on the way to the first wgmma (ncu source counters). Measured A/B on an H200
+             * (session 18, 8192³):
+             * - block scaling, stage 0's taken from h.base: fp8_block 1.031-1.033 -> 1.005-1.006 ms;
+             * - tensor scaling the same way spilled in its loop (364 LDL against 17) and lost 1.8%, so it reads stage
+             *   0's descriptor from the constant bank (sw_params.desc_lo0, no register held): fp8_tensor 923-929 ->
+             *   906-916 µs. The block kernels, whose form of it won as measured, keep theirs. */
             const uint32_t st = sw_wait_stage<STAGES>(h.base, h.full, kcount, cfg::stage_bytes);
             if (SCALE == SW_SCALE_BLOCK)
                 cur = sw_stage_scales(h.scales + stage * SW_SC_STAGE, h.sc_off, kb + u);
@@ -142,7 +144,7 @@ __device__ __forceinline__ void sw_promote_group(const sw_stage_at &h, int kb, f
                     sw_wgmma_kblock<BN, true>(part, da, db);
                 else
                     sw_wgmma_kblock<BN, false>(part, da, db);
-            } else { /* tensor scaling: the same, from stage 0's descriptor as a kernel parameter (see above) */
+            } else { /* tensor scaling: stage 0's descriptor from the kernel parameter */
                 (void)st;
                 const uint32_t at = h.desc_lo0 + (uint32_t)stage * (cfg::stage_bytes / 16);
                 wgmma_fence();
