@@ -132,7 +132,7 @@ __device__ __forceinline__ void sw_promote_group(const sw_stage_at &h, int kb, f
              * - tensor scaling the same way spilled in its loop (364 LDL against 17) and lost 1.8%, so it reads stage
              *   0's descriptor from the constant bank (sw_params.desc_lo0, no register held): fp8_tensor 923-929 ->
              *   906-916 µs. The block kernels, whose form of it won as measured, keep theirs. */
-            const uint32_t st = sw_wait_stage<STAGES>(h.base, h.full, kcount, cfg::stage_bytes);
+            sw_wait_stage<STAGES>(h.base, h.full, kcount, cfg::stage_bytes); /* its address is not needed */
             if (SCALE == SW_SCALE_BLOCK)
                 cur = sw_stage_scales(h.scales + stage * SW_SC_STAGE, h.sc_off, kb + u);
             if constexpr (SCALE == SW_SCALE_BLOCK) {
@@ -145,7 +145,6 @@ __device__ __forceinline__ void sw_promote_group(const sw_stage_at &h, int kb, f
                 else
                     sw_wgmma_kblock<BN, false>(part, da, db);
             } else { /* tensor scaling: stage 0's descriptor from the kernel parameter */
-                (void)st;
                 const uint32_t at = h.desc_lo0 + (uint32_t)stage * (cfg::stage_bytes / 16);
                 wgmma_fence();
                 const uint64_t da = wgmma_desc_k128_from_lo(at + h.a_off / 16),

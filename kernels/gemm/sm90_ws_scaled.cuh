@@ -60,6 +60,13 @@ enum sw_scale { SW_SCALE_NONE = 0, SW_SCALE_TENSOR = 1, SW_SCALE_BLOCK = 2 };
  * 128-wide tiles: three accumulators of 64 registers). bf16 takes SW_ONE_PART and promotes nothing. */
 enum sw_accs { SW_ONE_PART = 1, SW_HALVES = 2, SW_TWO_PARTS = 3 };
 
+/* The kernels whose consumers read their wgmma descriptors from sw_params.desc_lo0 (sw_promote_group's tensor path):
+ * tensor-scaled FP8 with one promotion accumulator. sw_launch sets it, the kernel checks it, for these only. */
+template <int ELEM, int SCALE, int ACCS> __host__ __device__ constexpr bool sw_reads_desc_lo0()
+{
+    return ELEM == SW_E4M3 && SCALE == SW_SCALE_TENSOR && ACCS == SW_ONE_PART;
+}
+
 /* The block scales a stage carries (block scaling: the producer bulk-copies them beside A and B): A's of the tile's
  * rows from the 4-aligned row at or before its first (up to SW_BM + 4 floats), then two 16-byte chunks of B's, the
  * four k-blocks around this one of the tile's first B block and of the next. */
@@ -96,8 +103,8 @@ struct sw_params {
     const float *scale_a, *scale_b;
     int lda, ldb, nblocks;
     /* wgmma_desc_k128_lo of the ring's stage 0, the 1024-aligned start of the dynamic shared memory (sw_launch: from
-     * the reserved and static shared memory; the tensor-scaled FP8 kernels check it and read their descriptors from
-     * it: a kernel parameter sits in the constant bank, which costs the consumers no register) */
+     * the reserved and static shared memory, for the kernels of sw_reads_desc_lo0, which check it and read their
+     * descriptors from it: a kernel parameter sits in the constant bank, which costs the consumers no register) */
     uint32_t desc_lo0;
 };
 
@@ -447,7 +454,7 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
     const uint32_t full = epi + cfg::epi_bytes, empty = full + 8 * STAGES;
     const uint32_t rank = CLUSTER > 1 ? cluster_cta_rank() : 0;
     const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
-    if constexpr (ELEM == SW_E4M3 && SCALE == SW_SCALE_TENSOR && ACCS == SW_ONE_PART)
+    if constexpr (sw_reads_desc_lo0<ELEM, SCALE, ACCS>())
         if (threadIdx.x == 0 && wgmma_desc_k128_lo(base) != p.desc_lo0)
             __trap(); /* the host's idea of where the dynamic shared memory starts is wrong: never compute with it */
 
@@ -600,27 +607,20 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
         e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (e != cudaSuccess)
         return e;
-    cudaLaunchConfig_t lc = {};
-    cudaLaunchAttribute attr[1];
-    lc.blockDim = dim3(SW_THREADS);
-    lc.dynamicSmemBytes = cfg::smem_bytes;
-    lc.stream = stream;
-    if (CLUSTER > 1) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = CLUSTER;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        lc.attrs = attr;
-        lc.numAttrs = 1;
-    }
     sw_params q = p;
-    e = sw_desc_lo0<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>(device, &q.desc_lo0);
-    if (e != cudaSuccess)
-        return e;
+    if constexpr (sw_reads_desc_lo0<ELEM, SCALE, ACCS>()) {
+        e = sw_desc_lo0<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>(device, &q.desc_lo0);
+        if (e != cudaSuccess)
+            return e;
+    }
     long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>(device, sms);
     if (clusters > max_tiles)
         clusters = max_tiles < 1 ? 1 : max_tiles;
-    lc.gridDim = dim3((unsigned)(clusters * CLUSTER));
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t lc =
+        cluster_launch_config((unsigned)(clusters * CLUSTER), SW_THREADS, cfg::smem_bytes, CLUSTER, stream, &attr);
+    if (CLUSTER == 1)
+        lc.numAttrs = 0; /* a plain launch */
     e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>, ta, tb, td,
                            ta_half ? *ta_half : ta, td_tail ? *td_tail : td, q);
     return e != cudaSuccess ? e : cudaGetLastError();
