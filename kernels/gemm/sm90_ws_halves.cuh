@@ -332,7 +332,7 @@ sw_consume_overlap(const sw_params &p, const CUtensorMap *tma_d, const CUtensorM
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     constexpr int STAGES = cfg::stages;
-    const int consumer = threadIdx.x / 128, lane = threadIdx.x & 31;
+    const int consumer = sw_consumer_index(), lane = threadIdx.x & 31;
     const uint32_t a_off = consumer * 64 * SW_ROW_BYTES;
     uint32_t kcount = 0; /* k-blocks consumed: the ring position */
     sw_walk w;

@@ -287,6 +287,16 @@ __device__ __forceinline__ bool sw_idle(const sw_params &p, const sw_tile &tl, i
     return (p.skip_idle && tl.m0 + consumer * 64 >= tl.row_end) || tl.n0 >= p.o.n;
 }
 
+/* This thread's consumer warpgroup (0 or 1), broadcast from lane 0 of its warp. threadIdx.x / 128 is the same across a
+ * warp, but ptxas cannot tell; broadcast, it knows, and keeps what derives from the index (the A rows' offset in a
+ * stage, hence the wgmma descriptors) in uniform registers. As threadIdx.x / 128, the FP8 consumers rebuilt their
+ * descriptors in ordinary registers and moved them over (R2UR) every k-block, and ptxas spilled around the
+ * 128×192 mainloop (fp8_tensor 20 bytes of spill loads, its 2-CTA pairs 1828): none now (issue 14, session 19). */
+__device__ __forceinline__ int sw_consumer_index()
+{
+    return __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
+}
+
 /* Arrivals a stage's "empty" barrier counts: one per consumer warp of every CTA of the cluster; with block scales,
  * whose copies in the stage every lane reads with ld.shared, one per consumer thread of this CTA (each orders its
  * own reads before the producer's next copy) and one per consumer warp of the peer. */
@@ -353,7 +363,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     constexpr int STAGES = cfg::stages;
     regs_alloc<SW_CONSUMER_REGS>();
-    const int consumer = threadIdx.x / 128;
+    const int consumer = sw_consumer_index();
     const int lane = threadIdx.x & 31;
     const uint32_t bufs = epi + consumer * SW_EPI_BUFFERS * EPI_SUB_BYTES;
     float acc[BN / 2];
