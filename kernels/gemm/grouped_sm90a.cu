@@ -3,7 +3,8 @@
  * offsets in device memory (each CTA role keeps a cursor that only moves forward), an expert's tiles in bands of 16
  * tile rows, rows fastest, so that the tile rows sharing a B panel run at once. A tile's rows past its expert's end
  * (the next expert's tokens, loaded with the box) are computed and not stored: the consumer whose 64 rows cross the
- * end stores from registers and stops there; all other output goes through TMA stores.
+ * end stores through shared memory and ordinary 16-byte stores that stop there; all other output goes through TMA
+ * stores.
  *   bf16: 128×256 tiles, wgmma m64n256k16, k-blocks of 64, 4 stages (the BF16 ladder's best tile).
  *   fp8:  128×192 tiles, wgmma m64n192k32 e4m3, k-blocks of 128 promoted into fp32 with sa[token][kb] ·
  *         sb[expert][n-block][kb] (see fp8_ws_sm90a.cu for the tile), 4 stages. The _halves launcher promotes off
@@ -88,8 +89,8 @@ static cudaError_t launch_grouped(const pl_grouped_gemm_problem *p, cudaStream_t
         td = ta; /* unused */
     /* cluster tiles: at most one partial cluster tile row per group beyond the full ones */
     const long long max_tiles = ((long long)p->rows / (CLUSTER * SW_BM) + p->groups) * sp.tile_cols;
-    return sw_launch<BN, ELEM, SCALE, CLUSTER, 1, ACCS>(ta, tb, td, sp, max_tiles, stream,
-                                                        CLUSTER == 2 ? &ta_half : NULL);
+    return sw_launch<BN, ELEM, SCALE, CLUSTER, 1, ACCS, true>(ta, tb, td, sp, max_tiles, stream,
+                                                              CLUSTER == 2 ? &ta_half : NULL);
 }
 
 extern "C" int pl_grouped_gemm_cluster_of(const pl_grouped_gemm_problem *p, int fp8)

@@ -210,6 +210,43 @@ __device__ __forceinline__ void epilogue_tma_m64(const CUtensorMap *tma_d, const
     }
 }
 
+/* A warpgroup's 64 rows of an m64nN accumulator (N a multiple of 64) to D through shared memory and ordinary
+ * stores, for D whose rows end where a TMA box cannot (a group's last row inside D): each 64×64 subtile goes into
+ * one of two buffers of `bufs` (stmatrix, swizzled as epilogue_tma_m64's), then every thread copies four 16-byte
+ * chunks of it out to D, whole 128-byte lines, rows row0 .. row0 + rows - 1 and columns below o.n only (o.n % 8 ==
+ * 0, D 16-byte aligned). Nothing waits for a store. A buffer is written again two subtiles later, after the barrier
+ * of the subtile between, which orders every thread's reads of it; the next call's first two subtiles likewise. */
+template <int N>
+__device__ __forceinline__ void epilogue_lines_m64(const pl_gemm_out &o, const float (&acc)[N / 2], uint32_t bufs,
+                                                   uint32_t barrier_id, int row0, int n0, int rows)
+{
+    static_assert(N % EPI_SUB == 0, "whole subtiles");
+    const int t = threadIdx.x & 127, lane = t & 31, warp = t >> 5;
+    const int srow = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8; /* the row it addresses for stmatrix */
+    if (t == 0)
+        bulk_wait_read<0>(); /* TMA stores of an earlier tile (epilogue_tma_m64) have read the buffers */
+    named_barrier_sync(barrier_id, 128);
+#pragma unroll
+    for (int sub = 0; sub < N / EPI_SUB; sub++) {
+        const uint32_t buf = bufs + (sub & 1) * EPI_SUB_BYTES;
+        float v[32];
+        subtile_values<N>(acc, sub, v);
+        plain_subtile_to_smem(v, buf, srow);
+        named_barrier_sync(barrier_id, 128);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int q = t + 128 * i, r = q >> 3, c = q & 7, col = n0 + sub * EPI_SUB + 8 * c;
+            if (r < rows && col < o.n) {
+                uint4 w;
+                asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                             : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                             : "r"(buf + r * 128 + ((c ^ (r & 7)) << 4)));
+                *reinterpret_cast<uint4 *>(o.d + (size_t)(row0 + r) * o.n + col) = w;
+            }
+        }
+    }
+}
+
 /* The fused epilogue of one call (rows row0 .. row0 + 63, first subtile `first` of the tile), its operands loaded
  * by epilogue_fused_prefetch. Not unrolled over the subtiles: four copies of the arithmetic would fill the
  * instruction cache. */

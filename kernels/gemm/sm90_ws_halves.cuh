@@ -324,7 +324,7 @@ __device__ __forceinline__ void sw_mainloop_halves(const sw_params &p, const sw_
  * it the tensor cores idle for the epilogue: both consumers finish a tile at once, and a 128×192 tile's stores take
  * about as long as two of its 64 k-blocks at K = 8192. Measured in session 15 (H100, three processes each):
  * fp8_tensor +3%, fp8_tensor_p4 +1%. */
-template <int BN, int SCALE, int CLUSTER, int PROMOTE, bool TWO_PARTS, int PARTS2>
+template <int BN, int SCALE, int CLUSTER, int PROMOTE, bool TWO_PARTS, bool GROUPED, int PARTS2>
 __device__ __forceinline__ void
 sw_consume_overlap(const sw_params &p, const CUtensorMap *tma_d, const CUtensorMap *tma_tail, float (&acc)[BN / 2],
                    float (&part)[BN / 2], float (&part2)[PARTS2], float tensor_scale, uint32_t base, uint32_t bufs,
@@ -342,7 +342,7 @@ sw_consume_overlap(const sw_params &p, const CUtensorMap *tma_d, const CUtensorM
     for (int t = cluster; w.at<BN, CLUSTER>(p, t, rank, tl); t += clusters) {
         if (sw_idle(p, tl, consumer)) {
             if (pending)
-                sw_store<BN>(p, tma_d, tma_tail, prev, acc, bufs, consumer);
+                sw_store<BN, GROUPED>(p, tma_d, tma_tail, prev, acc, bufs, consumer);
             pending = false;
             sw_pass_tile<STAGES, SCALE, CLUSTER>(p, full, empty, lane, rank, kcount);
             continue;
@@ -350,7 +350,7 @@ sw_consume_overlap(const sw_params &p, const CUtensorMap *tma_d, const CUtensorM
         const uint32_t st = sw_wait_stage<STAGES>(base, full, kcount, cfg::stage_bytes);
         sw_issue_kblock_e4m3<BN, true>(part, st + a_off, st + cfg::a_bytes);
         if (pending)
-            sw_store<BN>(p, tma_d, tma_tail, prev, acc, bufs, consumer);
+            sw_store<BN, GROUPED>(p, tma_d, tma_tail, prev, acc, bufs, consumer);
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             acc[i] = 0.0f;
@@ -368,7 +368,7 @@ sw_consume_overlap(const sw_params &p, const CUtensorMap *tma_d, const CUtensorM
         pending = true;
     }
     if (pending)
-        sw_store<BN>(p, tma_d, tma_tail, prev, acc, bufs, consumer);
+        sw_store<BN, GROUPED>(p, tma_d, tma_tail, prev, acc, bufs, consumer);
 }
 
 #endif

@@ -10,8 +10,8 @@
  * layout with a producer warp cannot have more than 168 (an SM sub-partition then holds three of the nine warps).
  * A stage holds one k-block of 128 bytes per row (64 bf16 or 128 e4m3 elements, one 128-byte swizzle row), so the
  * wgmma descriptors are the same for both types: a k-step is +32 bytes (k16 bf16, k32 e4m3). Results leave through
- * shared memory and TMA stores (sm90_epilogue.cuh), or from registers where a store must stop at a group's last
- * row (or N % 8 != 0).
+ * shared memory and TMA stores (sm90_epilogue.cuh); where a store must stop at a group's last row, through shared
+ * memory and ordinary 16-byte stores; from registers only where N % 8 != 0.
  *
  * FP8 accumulation. Hopper's FP8 wgmma adds its products into the accumulator with a reduced precision (about 14
  * mantissa bits, by DeepSeek-V3's measurements), so a long K loses accuracy. The consumers therefore run each
@@ -92,7 +92,7 @@ struct sw_params {
     int k_blocks;  /* ⌈K / elements per k-block⌉ */
     int tile_rows; /* plain: tile rows over M */
     int tile_cols; /* ⌈N / BN⌉ */
-    int tma_store; /* D through TMA (N % 8 == 0, D aligned) */
+    int tma_store; /* D through TMA and whole 16-byte chunks (N % 8 == 0, D aligned) */
     /* grouped: groups + 1 row offsets in device memory; NULL for one plain GEMM */
     const int *offsets;
     int groups;
@@ -331,10 +331,13 @@ __device__ __forceinline__ void sw_pass_tile(const sw_params &p, uint32_t full, 
     }
 }
 
-/* Store this consumer's 64 rows of tile tl from acc (scaled): TMA stores clip at D's edges, not at a group's last
- * row, so a consumer whose rows cross it stores from registers, stopping there. A tile width BN that is not a
- * multiple of 64 ends in a narrower subtile stored through tma_tail (a dense map of that box). */
-template <int BN>
+/* Store this consumer's 64 rows of tile tl from acc (scaled). TMA stores clip at D's edges, not at a group's last
+ * row, so a consumer whose rows cross it stores through shared memory and ordinary 16-byte stores that stop there
+ * (epilogue_lines_m64; session 20: from registers, as before, that tile cost 1-5% of a whole grouped launch at E = 64,
+ * where 40% of the tiles cross). Where D cannot take 16-byte rows (N % 8 != 0), everything goes from registers. A
+ * tile width BN that is not a multiple of 64 ends in a narrower subtile stored through tma_tail (a dense map of
+ * that box; plain GEMMs only, whose tiles never cross a group's end). */
+template <int BN, bool GROUPED>
 __device__ __forceinline__ void sw_store(const sw_params &p, const CUtensorMap *tma_d, const CUtensorMap *tma_tail,
                                          const sw_tile &tl, const float (&acc)[BN / 2], uint32_t bufs, int consumer)
 {
@@ -343,19 +346,25 @@ __device__ __forceinline__ void sw_store(const sw_params &p, const CUtensorMap *
         return;
     if (p.tma_store && (row0 + 64 <= tl.row_end || tl.row_end == p.o.m)) {
         epilogue_tma_m64<BN, SW_EPI_BUFFERS>(tma_d, acc, bufs, 0, 1 + consumer, row0, tl.n0, tma_tail);
-    } else {
-        pl_gemm_out o = p.o;
-        o.m = tl.row_end;
-        const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
-        pl_gemm_store_m64<BN>(o, acc, row0 + warp * 16 + (lane >> 2), tl.n0, false);
+        return;
     }
+    if constexpr (GROUPED && BN % EPI_SUB == 0) {
+        if (p.tma_store) {
+            epilogue_lines_m64<BN>(p.o, acc, bufs, 1 + consumer, row0, tl.n0, tl.row_end - row0);
+            return;
+        }
+    }
+    pl_gemm_out o = p.o;
+    o.m = tl.row_end;
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+    pl_gemm_store_m64<BN>(o, acc, row0 + warp * 16 + (lane >> 2), tl.n0, false);
 }
 
 #include "gemm/sm90_ws_halves.cuh" /* needs the types and helpers above */
 
 /* The consumer warpgroups: every tile's mainloop and its epilogue. FP8 promotes every PROMOTE k-blocks, or with
  * ACCS = SW_HALVES every k-block off the critical path (sw_mainloop_halves). */
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int ACCS>
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int ACCS, bool GROUPED>
 __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap *tma_d, const CUtensorMap *tma_tail,
                                            uint32_t base, uint32_t epi, uint32_t full, uint32_t empty, uint32_t rank,
                                            int cluster, int clusters)
@@ -384,7 +393,7 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
     if (SCALE == SW_SCALE_TENSOR)
         tensor_scale = (p.scale_a ? __ldg(p.scale_a) : 1.0f) * (p.scale_b ? __ldg(p.scale_b) : 1.0f);
     if constexpr (ELEM == SW_E4M3 && (ACCS == SW_ONE_PART || ACCS == SW_TWO_PARTS)) {
-        sw_consume_overlap<BN, SCALE, CLUSTER, PROMOTE, ACCS == SW_TWO_PARTS>(
+        sw_consume_overlap<BN, SCALE, CLUSTER, PROMOTE, ACCS == SW_TWO_PARTS, GROUPED>(
             p, tma_d, tma_tail, acc, part, part2, tensor_scale, base, bufs, full, empty, rank, cluster, clusters);
     } else {                 /* bf16, or the FP8 halves */
         uint32_t kcount = 0; /* k-blocks consumed: the ring position */
@@ -434,14 +443,14 @@ __device__ __forceinline__ void sw_consume(const sw_params &p, const CUtensorMap
                 for (int i = 0; i < BN / 2; i++)
                     acc[i] *= tensor_scale;
             }
-            sw_store<BN>(p, tma_d, tma_tail, tl, acc, bufs, consumer);
+            sw_store<BN, GROUPED>(p, tma_d, tma_tail, tl, acc, bufs, consumer);
         }
     }
     if (p.tma_store && (threadIdx.x & 127) == 0)
         bulk_wait<0>(); /* the last stores are done before the shared memory they read goes away */
 }
 
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int ACCS>
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int ACCS, bool GROUPED>
 __global__ void __launch_bounds__(SW_THREADS, 1)
     sw_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                    const __grid_constant__ CUtensorMap tma_d, const __grid_constant__ CUtensorMap tma_a_half,
@@ -531,8 +540,8 @@ __global__ void __launch_bounds__(SW_THREADS, 1)
                 }
         }
     } else {
-        sw_consume<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>(p, &tma_d, &tma_d_tail, base, epi, full, empty, rank,
-                                                            cluster, clusters);
+        sw_consume<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS, GROUPED>(p, &tma_d, &tma_d_tail, base, epi, full, empty,
+                                                                     rank, cluster, clusters);
     }
     if (CLUSTER > 1)
         cluster_sync(); /* the peer may still arrive on this CTA's barriers: stay until it is done */
@@ -560,7 +569,7 @@ static inline void sw_store_map(CUtensorMap *td, uint16_t *d, int rows, int n, i
 }
 
 /* Clusters of the kernel the GPU holds at once (the GPCs decide, not only the SM count), cached per device. */
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int ACCS>
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int ACCS, bool GROUPED>
 static int sw_max_clusters(int device, int sms)
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
@@ -569,15 +578,15 @@ static int sw_max_clusters(int device, int sms)
         return sms / CLUSTER;
     if (cached[device] == 0)
         cached[device] =
-            max_active_clusters((const void *)sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>, SW_THREADS,
-                                cfg::smem_bytes, CLUSTER, CLUSTER * (sms / CLUSTER), sms / CLUSTER);
+            max_active_clusters((const void *)sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS, GROUPED>,
+                                SW_THREADS, cfg::smem_bytes, CLUSTER, CLUSTER * (sms / CLUSTER), sms / CLUSTER);
     return cached[device];
 }
 
 /* sw_params.desc_lo0 for the kernel on `device`: its dynamic shared memory starts after the reserved shared memory
  * (cudaDevAttrReservedSharedMemoryPerBlock, 1 KB on sm_90) and its static shared memory, rounded up to 1024 as the
  * kernel rounds it. Cached per device. */
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int ACCS>
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE, int ACCS, bool GROUPED>
 static cudaError_t sw_desc_lo0(int device, uint32_t *lo0)
 {
     static uint32_t cached[64];
@@ -589,7 +598,7 @@ static cudaError_t sw_desc_lo0(int device, uint32_t *lo0)
     cudaFuncAttributes fa;
     cudaError_t e = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device);
     if (e == cudaSuccess)
-        e = cudaFuncGetAttributes(&fa, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>);
+        e = cudaFuncGetAttributes(&fa, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS, GROUPED>);
     if (e != cudaSuccess)
         return e;
     *lo0 = wgmma_desc_k128_lo(((uint32_t)reserved + (uint32_t)fa.sharedSizeBytes + 1023u) & ~1023u);
@@ -599,8 +608,10 @@ static cudaError_t sw_desc_lo0(int device, uint32_t *lo0)
 }
 
 /* Launch persistent CTAs of the kernel for (BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS): one per SM (whole clusters),
- * no more than max_tiles work units (tiles, or cluster tiles) ask for. */
-template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE = 1, int ACCS = SW_ONE_PART>
+ * no more than max_tiles work units (tiles, or cluster tiles) ask for. GROUPED: the grouped launches' instantiation,
+ * the only one with sw_store's path for a group's crossing rows (in the plain FP8 GEMM's kernels, which never take it,
+ * its registers alone made ptxas spill: fp8_tensor 0 -> 16 bytes). */
+template <int BN, int ELEM, int SCALE, int CLUSTER, int PROMOTE = 1, int ACCS = SW_ONE_PART, bool GROUPED = false>
 static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const CUtensorMap &td, const sw_params &p,
                              long long max_tiles, cudaStream_t stream, const CUtensorMap *ta_half = NULL,
                              const CUtensorMap *td_tail = NULL)
@@ -608,7 +619,7 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     static_assert(cfg::stages >= 3, "too few stages");
     static_assert(cfg::smem_bytes <= SW_SMEM_LIMIT, "shared memory over the limit");
-    cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>,
+    cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS, GROUPED>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
     int device = 0, sms = 0;
     if (e == cudaSuccess)
@@ -619,11 +630,11 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
         return e;
     sw_params q = p;
     if constexpr (sw_reads_desc_lo0<ELEM, SCALE, ACCS>()) {
-        e = sw_desc_lo0<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>(device, &q.desc_lo0);
+        e = sw_desc_lo0<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS, GROUPED>(device, &q.desc_lo0);
         if (e != cudaSuccess)
             return e;
     }
-    long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>(device, sms);
+    long long clusters = sw_max_clusters<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS, GROUPED>(device, sms);
     if (clusters > max_tiles)
         clusters = max_tiles < 1 ? 1 : max_tiles;
     cudaLaunchAttribute attr;
@@ -631,7 +642,7 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
         cluster_launch_config((unsigned)(clusters * CLUSTER), SW_THREADS, cfg::smem_bytes, CLUSTER, stream, &attr);
     if (CLUSTER == 1)
         lc.numAttrs = 0; /* a plain launch */
-    e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS>, ta, tb, td,
+    e = cudaLaunchKernelEx(&lc, sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS, GROUPED>, ta, tb, td,
                            ta_half ? *ta_half : ta, td_tail ? *td_tail : td, q);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
