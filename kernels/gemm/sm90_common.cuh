@@ -98,14 +98,6 @@ static inline int max_active_clusters(const void *kernel, unsigned threads, size
     return n;
 }
 
-/* wgmma_desc_k128(addr + bytes) from desc = wgmma_desc_k128(addr), bytes a multiple of 16 (a later stage of a ring,
- * a k-step): the 14-bit address field moves by bytes / 16, and shared-memory addresses stay below 2^18, so the field
- * never carries into the rest: one 32-bit add instead of the mask, shift and merge. */
-__device__ __forceinline__ uint64_t wgmma_desc_add(uint64_t desc, uint32_t bytes)
-{
-    return (desc & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)desc + (bytes >> 4));
-}
-
 /* The low word of wgmma_desc_k128(addr) (the address field and the leading byte offset; the high word is the same for
  * every address), and the descriptor back from it: a ring's stage-0 descriptor kept in one register. */
 __host__ __device__ __forceinline__ uint32_t wgmma_desc_k128_lo(uint32_t smem_addr)
@@ -118,10 +110,12 @@ __device__ __forceinline__ uint64_t wgmma_desc_k128_from_lo(uint32_t lo)
     return (wgmma_desc_k128(0) & 0xFFFFFFFF00000000ull) | lo;
 }
 
-/* wgmma_desc_k128(addr + 32·j) from desc = wgmma_desc_k128(addr): a k-step inside a 128-byte row. */
+/* wgmma_desc_k128(addr + 32·j) from desc = wgmma_desc_k128(addr): a k-step inside a 128-byte row moves the 14-bit
+ * address field by 2·j, and shared-memory addresses stay below 2^18, so the field never carries into the rest:
+ * one 32-bit add instead of the mask, shift and merge for every wgmma. */
 __device__ __forceinline__ uint64_t wgmma_desc_step(uint64_t desc, int j)
 {
-    return wgmma_desc_add(desc, 32u * (uint32_t)j);
+    return (desc & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)desc + 2u * (uint32_t)j);
 }
 
 /* Shared-memory matrix descriptor of an MN-major operand (B given K×N: wgmma's TRANS_B = 1) written by TMA with

@@ -34,6 +34,13 @@ template <int N> __device__ __forceinline__ void subtile_values(const float (&ac
         }
 }
 
+/* The subtile row this lane addresses for stmatrix/ldmatrix of its warp's 16 rows (warp = its warp in the
+ * warpgroup): lanes 0-7 and 16-23 rows 0-7, lanes 8-15 and 24-31 rows 8-15. */
+__device__ __forceinline__ int subtile_srow(int warp, int lane)
+{
+    return warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+}
+
 /* The shared-memory address this lane gives stmatrix/ldmatrix for column chunks (c, c + 1) of a subtile: lanes
  * 0-7 rows 0-7 of chunk c, 8-15 rows 8-15 of chunk c, 16-23 and 24-31 the same of chunk c + 1, in the 128-byte
  * swizzle (16-byte chunk index XOR row % 8). */
@@ -179,7 +186,7 @@ __device__ __forceinline__ void epilogue_tma_m64(const CUtensorMap *tma_d, const
     constexpr int WHOLE = N / EPI_SUB, SUBS = WHOLE + (N % EPI_SUB ? 1 : 0);
     const int t = threadIdx.x & 127, lane = t & 31, warp = t >> 5;
     const bool leader = t == 0;
-    const int srow = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8; /* the row it addresses for stmatrix */
+    const int srow = subtile_srow(warp, lane);
     if (first == 0) {
         if (leader)
             bulk_wait_read<0>();
@@ -222,7 +229,7 @@ __device__ __forceinline__ void epilogue_lines_m64(const pl_gemm_out &o, const f
 {
     static_assert(N % EPI_SUB == 0, "whole subtiles");
     const int t = threadIdx.x & 127, lane = t & 31, warp = t >> 5;
-    const int srow = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8; /* the row it addresses for stmatrix */
+    const int srow = subtile_srow(warp, lane);
     if (t == 0)
         bulk_wait_read<0>(); /* TMA stores of an earlier tile (epilogue_tma_m64) have read the buffers */
     named_barrier_sync(barrier_id, 128);
@@ -256,7 +263,7 @@ __device__ __forceinline__ void epilogue_fused_m64(const pl_gemm_out &o, const C
                                                    epi_fused_smem &s, int first, uint32_t barrier_id, int row0, int n0)
 {
     const int t = threadIdx.x & 127, lane = t & 31, warp = t >> 5;
-    const int srow = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+    const int srow = subtile_srow(warp, lane);
 #pragma unroll 1
     for (int sub = 0; sub < N / EPI_SUB; sub++) {
         const int b = (first + sub) % RING;

@@ -49,7 +49,7 @@ __device__ __forceinline__ void ew_hand_over(const float (&acc)[N / 2], const ew
                                              uint32_t &handed)
 {
     const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;
-    const int srow = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+    const int srow = subtile_srow(warp, lane);
 #pragma unroll
     for (int sub = 0; sub < N / EPI_SUB; sub++, handed++) {
         const int slot = consumer * NB + (int)(handed % NB);

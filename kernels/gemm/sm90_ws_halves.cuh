@@ -131,29 +131,26 @@ __device__ __forceinline__ void sw_promote_group(const sw_stage_at &h, int kb, f
              * - block scaling, stage 0's taken from h.base: fp8_block 1.031-1.033 -> 1.005-1.006 ms;
              * - tensor scaling the same way spilled in its loop (364 LDL against 17) and lost 1.8%, so it reads stage
              *   0's descriptor from the constant bank (sw_params.desc_lo0, no register held): fp8_tensor 923-929 ->
-             *   906-916 µs. The block kernels, whose form of it won as measured, keep theirs. */
+             *   906-916 µs. The block kernels, whose form of it won as measured, keep theirs. With the consumer
+             *   index warp-uniform (session 19), the tensor kernels in the block form no longer spilled, and measured
+             *   fp8_tensor level but fp8_tensor_p4 1.1% slower (session 20, H200): the parameter stays. */
             sw_wait_stage<STAGES>(h.base, h.full, kcount, cfg::stage_bytes); /* its address is not needed */
             if (SCALE == SW_SCALE_BLOCK)
                 cur = sw_stage_scales(h.scales + stage * SW_SC_STAGE, h.sc_off, kb + u);
+            const uint32_t at = (uint32_t)stage * (cfg::stage_bytes / 16);
+            uint64_t da, db;
             if constexpr (SCALE == SW_SCALE_BLOCK) {
-                const uint32_t at = (uint32_t)stage * (cfg::stage_bytes / 16);
-                const uint64_t da = wgmma_desc_k128_from_lo(wgmma_desc_k128_lo(h.base + h.a_off) + at),
-                               db = wgmma_desc_k128_from_lo(wgmma_desc_k128_lo(h.base + cfg::a_bytes) + at);
-                wgmma_fence(); /* part was read (promoted) since its last wgmma */
-                if (u == 0)
-                    sw_wgmma_kblock<BN, true>(part, da, db);
-                else
-                    sw_wgmma_kblock<BN, false>(part, da, db);
+                da = wgmma_desc_k128_from_lo(wgmma_desc_k128_lo(h.base + h.a_off) + at);
+                db = wgmma_desc_k128_from_lo(wgmma_desc_k128_lo(h.base + cfg::a_bytes) + at);
             } else { /* tensor scaling: stage 0's descriptor from the kernel parameter */
-                const uint32_t at = h.desc_lo0 + (uint32_t)stage * (cfg::stage_bytes / 16);
-                wgmma_fence();
-                const uint64_t da = wgmma_desc_k128_from_lo(at + h.a_off / 16),
-                               db = wgmma_desc_k128_from_lo(at + cfg::a_bytes / 16);
-                if (u == 0)
-                    sw_wgmma_kblock<BN, true>(part, da, db);
-                else
-                    sw_wgmma_kblock<BN, false>(part, da, db);
+                da = wgmma_desc_k128_from_lo(h.desc_lo0 + at + h.a_off / 16);
+                db = wgmma_desc_k128_from_lo(h.desc_lo0 + at + cfg::a_bytes / 16);
             }
+            wgmma_fence(); /* part was read (promoted) since its last wgmma */
+            if (u == 0)
+                sw_wgmma_kblock<BN, true>(part, da, db);
+            else
+                sw_wgmma_kblock<BN, false>(part, da, db);
         } else if (SCALE == SW_SCALE_BLOCK) {
             cur = sw_stage_scales(h.scales + stage * SW_SC_STAGE, h.sc_off, kb + u);
         }

@@ -333,10 +333,11 @@ __device__ __forceinline__ void sw_pass_tile(const sw_params &p, uint32_t full, 
 
 /* Store this consumer's 64 rows of tile tl from acc (scaled). TMA stores clip at D's edges, not at a group's last
  * row, so a consumer whose rows cross it stores through shared memory and ordinary 16-byte stores that stop there
- * (epilogue_lines_m64; session 20: from registers, as before, that tile cost 1-5% of a whole grouped launch at E = 64,
- * where 40% of the tiles cross). Where D cannot take 16-byte rows (N % 8 != 0), everything goes from registers. A
- * tile width BN that is not a multiple of 64 ends in a narrower subtile stored through tma_tail (a dense map of
- * that box; plain GEMMs only, whose tiles never cross a group's end). */
+ * (epilogue_lines_m64). From registers, as before session 20, those stores cost grouped, grouped_c2 and the FP8
+ * grouped kernels 2-5% of a whole launch at E = 64, where 58 of the 155 tile rows hold a crossing consumer. Where D
+ * cannot take 16-byte rows (N % 8 != 0), everything goes from registers. A tile width BN that is not a multiple of
+ * 64 ends in a narrower subtile stored through tma_tail (a dense map of that box; plain GEMMs only, whose tiles
+ * never cross a group's end). */
 template <int BN, bool GROUPED>
 __device__ __forceinline__ void sw_store(const sw_params &p, const CUtensorMap *tma_d, const CUtensorMap *tma_tail,
                                          const sw_tile &tl, const float (&acc)[BN / 2], uint32_t bufs, int consumer)
