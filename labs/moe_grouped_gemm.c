@@ -327,6 +327,18 @@ static int run_grouped_c2(pl_ctx *ctx, void *state)
     return run_native(ctx, state, 0, 0, 1, 2);
 }
 
+static int run_grouped_t(pl_ctx *ctx, void *state)
+{
+    moe_state *s = state;
+    s->last = OUT_BF16;
+    pl_grouped_gemm_problem p = problem_of(s, 0);
+    char why[200];
+    if (!pl_grouped_gemm_supports(&p, 0, why, sizeof why))
+        return pl_fail(ctx, "the native grouped GEMM cannot take this problem: %s", why);
+    PL_CUDA(ctx, pl_grouped_gemm_bf16_t(&p, ctx->stream));
+    return 0;
+}
+
 static int run_grouped_fp8(pl_ctx *ctx, void *state)
 {
     return run_native(ctx, state, 1, 0, 0, 1);
@@ -364,6 +376,12 @@ static const pl_variant moe_variants[] = {
      .technique = "grouped_skip in 2-CTA clusters: two vertically adjacent tiles of an expert share their B panel, "
                   "each CTA loading half and multicasting it (a third less L2 → SM traffic)",
      .run = run_grouped_c2,
+     .req = REQ_GROUPED},
+    {.name = "grouped_t",
+     .technique = "the tokens as wgmma's N: 256-weight × up-to-192-token tiles computed as Dᵀ, an expert's tokens cut "
+                  "into tiles of nearly equal width in steps of 8 (fewer than 8 rows past its end computed), CTA "
+                  "pairs sharing the weights",
+     .run = run_grouped_t,
      .req = REQ_GROUPED},
     {.name = "grouped_fp8",
      .technique = "the same in e4m3 with block scales (tokens 1×128, weights 128×128), 128×192 tiles, fp32 "

@@ -160,6 +160,23 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
                  : "memory");
 }
 
+/* The same, each matrix transposed on the way: lane l's register holds elements (l/4, 2·(l%4)) and (l/4, 2·(l%4) + 1)
+ * of matrix l/8's fragment, which land in rows 2·(l%4) and 2·(l%4) + 1 of it, at position l/4 (a tile computed as Dᵀ
+ * stored as D). */
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
+                 "r"(r1), "r"(r2), "r"(r3)
+                 : "memory");
+}
+
+/* Two matrices, transposed: lanes 0-15 give the row addresses. */
+__device__ __forceinline__ void stmatrix_x2_trans(uint32_t addr, uint32_t r0, uint32_t r1)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};\n" ::"r"(addr), "r"(r0), "r"(r1)
+                 : "memory");
+}
+
 /* ---- clusters ---- */
 
 __device__ __forceinline__ uint32_t cluster_cta_rank()

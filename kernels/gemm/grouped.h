@@ -32,7 +32,8 @@ typedef struct pl_grouped_gemm_problem {
     /* 2: CTAs in pairs (2-CTA clusters) that take vertically adjacent tiles of a group and share their B panel, each
      * loading half and multicasting it (a third less L2 → SM traffic; a group with an odd tile row count runs its
      * last tile row in pairs side by side that share A); 1: one CTA a tile; 0: the measured choice
-     * (pl_grouped_gemm_cluster_of) */
+     * (pl_grouped_gemm_cluster_of; where it picks pairs for bf16 and D takes TMA stores, pl_grouped_gemm_bf16 runs
+     * the tokens-as-N kernel, pl_grouped_gemm_bf16_t, whose CTAs also go in pairs) */
     int cluster;
 } pl_grouped_gemm_problem;
 
@@ -61,6 +62,14 @@ cudaError_t pl_grouped_gemm_bf16(const pl_grouped_gemm_problem *p, cudaStream_t 
 cudaError_t pl_grouped_gemm_fp8(const pl_grouped_gemm_problem *p, cudaStream_t stream);
 /* fp8 with the promotion off the critical path (gemm/fp8.h, pl_gemm_fp8_ws_halves). */
 cudaError_t pl_grouped_gemm_fp8_halves(const pl_grouped_gemm_problem *p, cudaStream_t stream);
+
+/* The tokens as wgmma's N (grouped_t_sm90a.cu): tiles of 256 weights × up to 192 tokens computed as Dᵀ, an expert's
+ * tokens cut into an even number of tiles of nearly equal width in steps of 8, so that fewer than 8 rows past an
+ * expert's end are computed (the 128-row tiles above compute up to 127), and the tile count chosen on the device to
+ * fill the last wave; CTA pairs share the weights (p->cluster and p->skip_idle are not read). Takes what
+ * pl_grouped_gemm_supports takes for bf16; where N % 8 != 0 or D is not 16-byte aligned (no TMA stores) it runs
+ * pl_grouped_gemm_bf16 instead. */
+cudaError_t pl_grouped_gemm_bf16_t(const pl_grouped_gemm_problem *p, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,14 @@ __device__ __forceinline__ void tile_of(int t, int rows, int cols, int group, in
     col = r / size;
 }
 
+/* Rows start .. end - 1 of group g of a grouped GEMM of `rows` rows, from its groups + 1 offsets in device memory,
+ * clamped so that a bad offsets array stays inside D. */
+__device__ __forceinline__ void group_rows(const int *offsets, int g, int rows, int &start, int &end)
+{
+    start = min(__ldg(offsets + g), rows);
+    end = min(max(__ldg(offsets + g + 1), start), rows);
+}
+
 /* A consumer warp is done reading stage `s` of a ring whose "empty" barriers start at `empty` (8 bytes apart): lane r
  * tells CTA r of the cluster, whose producer may write into this CTA's stage (multicast). */
 template <int CLUSTER> __device__ __forceinline__ void release_stage(uint32_t empty, int s, int lane)
@@ -96,6 +104,31 @@ static inline int max_active_clusters(const void *kernel, unsigned threads, size
         return fallback;
     }
     return n;
+}
+
+/* max_active_clusters for a grid of whole clusters over `sms` SMs, cached per device in cache[64] (a kernel's own
+ * static array): sms / cluster where the runtime cannot tell or the device number is past 64. Host code. */
+static inline int max_active_clusters_cached(int *cache, const void *kernel, unsigned threads, size_t smem,
+                                             unsigned cluster, int device, int sms)
+{
+    const int whole = sms / (int)cluster;
+    if (device < 0 || device >= 64)
+        return whole;
+    if (cache[device] == 0)
+        cache[device] = max_active_clusters(kernel, threads, smem, cluster, cluster * (unsigned)whole, whole);
+    return cache[device];
+}
+
+/* Opts `kernel` into `smem` bytes of dynamic shared memory and reads the current device and its SM count: what every
+ * persistent launch asks first. Host code. */
+static inline cudaError_t kernel_launch_prepare(const void *kernel, size_t smem, int *device, int *sms)
+{
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e == cudaSuccess)
+        e = cudaGetDevice(device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, *device);
+    return e;
 }
 
 /* The low word of wgmma_desc_k128(addr) (the address field and the leading byte offset; the high word is the same for

@@ -158,8 +158,7 @@ struct sw_walk {
             first += tiles;
             if (++g >= p.groups)
                 return false;
-            start = min(__ldg(p.offsets + g), p.o.m);
-            end = min(max(__ldg(p.offsets + g + 1), start), p.o.m); /* a bad offsets array stays inside D */
+            group_rows(p.offsets, g, p.o.m, start, end);
             const int trows = (end - start + SW_BM - 1) / SW_BM;
             crows = trows / CLUSTER;
             tiles = crows * p.tile_cols + (trows % CLUSTER ? (p.tile_cols + 1) / 2 : 0);
@@ -575,13 +574,11 @@ static int sw_max_clusters(int device, int sms)
 {
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     static int cached[64];
-    if (CLUSTER == 1 || device < 0 || device >= 64)
-        return sms / CLUSTER;
-    if (cached[device] == 0)
-        cached[device] =
-            max_active_clusters((const void *)sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS, GROUPED>,
-                                SW_THREADS, cfg::smem_bytes, CLUSTER, CLUSTER * (sms / CLUSTER), sms / CLUSTER);
-    return cached[device];
+    if (CLUSTER == 1)
+        return sms;
+    return max_active_clusters_cached(cached,
+                                      (const void *)sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS, GROUPED>,
+                                      SW_THREADS, cfg::smem_bytes, CLUSTER, device, sms);
 }
 
 /* sw_params.desc_lo0 for the kernel on `device`: its dynamic shared memory starts after the reserved shared memory
@@ -620,13 +617,9 @@ static cudaError_t sw_launch(const CUtensorMap &ta, const CUtensorMap &tb, const
     typedef sw_config<BN, SCALE == SW_SCALE_BLOCK> cfg;
     static_assert(cfg::stages >= 3, "too few stages");
     static_assert(cfg::smem_bytes <= SW_SMEM_LIMIT, "shared memory over the limit");
-    cudaError_t e = cudaFuncSetAttribute(sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS, GROUPED>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
     int device = 0, sms = 0;
-    if (e == cudaSuccess)
-        e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    cudaError_t e = kernel_launch_prepare(
+        (const void *)sw_gemm_kernel<BN, ELEM, SCALE, CLUSTER, PROMOTE, ACCS, GROUPED>, cfg::smem_bytes, &device, &sms);
     if (e != cudaSuccess)
         return e;
     sw_params q = p;

@@ -53,10 +53,10 @@
 #include "gemm/sm90_epilogue_warps.cuh"
 #include "gemm/tensor_map.h"
 
-#define WS_BM         128
-#define WS_BK         64
-#define GROUP_ROWS    16     /* tile rows per raster group of the scheduler */
-#define SMEM_LIMIT    232448 /* the largest dynamic shared memory a block may ask for on sm_90 (227 KB) */
+#define WS_BM      128
+#define WS_BK      64
+#define GROUP_ROWS 16     /* tile rows per raster group of the scheduler */
+#define SMEM_LIMIT 232448 /* the largest dynamic shared memory a block may ask for on sm_90 (227 KB) */
 /* B K×N (BKN = 1): a stage's B panel is BN/64 TMA boxes of 64 columns (128 B, the 128-byte swizzle's width) ×
  * WS_BK rows of K, one after another */
 #define KN_BOX_COLS  64
@@ -135,8 +135,8 @@ __device__ __forceinline__ ws_item ws_item_of(int i, int cluster, int clusters, 
 
 /* Items in a cluster's walk: with the split tail, the whole rounds and, for the first 2·(last round's pairs)
  * clusters, one half pair (none where that half lies wholly past M: both CTAs skip it alike). */
-__device__ __forceinline__ int ws_items(int cluster, int clusters, int tiles, int rounds, int tail_split,
-                                        int tile_rows, int tile_cols, int group, int m)
+__device__ __forceinline__ int ws_items(int cluster, int clusters, int tiles, int rounds, int tail_split, int tile_rows,
+                                        int tile_cols, int group, int m)
 {
     if (!tail_split)
         return (tiles - cluster + clusters - 1) / clusters;
@@ -152,8 +152,8 @@ __device__ __forceinline__ int ws_items(int cluster, int clusters, int tiles, in
  * producer alone wrote them), then stored. The ring position `kcount` advances as in the main loop. */
 template <int BN, int BKN, int STAGES, int STAGE_BYTES, int A_BYTES, int NB>
 __device__ __forceinline__ void ws_split_item(const pl_gemm_out &o, const CUtensorMap *tma_d, int tma_store,
-                                              uint32_t base, uint32_t full, uint32_t empty, uint32_t bufs,
-                                              int consumer, int k_blocks, uint32_t &kcount, int m0, int n0)
+                                              uint32_t base, uint32_t full, uint32_t empty, uint32_t bufs, int consumer,
+                                              int k_blocks, uint32_t &kcount, int m0, int n0)
 {
     constexpr int H = BN / 2;
     static_assert(H == 128, "a split item is 128 columns wide");
@@ -204,7 +204,8 @@ __global__ void __launch_bounds__(ws_shape<CONS>::threads, 1)
     typedef ws_config<BN, SCHED, NB, CONS> cfg;
     typedef ws_shape<CONS> shape;
     constexpr bool TMA_FUSED = cfg::tma_fused;
-    static_assert(SCHED == WS_COOPERATIVE || (CONS == 2 && BN == 128), "ping-pong pairs two consumers of 128×128 tiles");
+    static_assert(SCHED == WS_COOPERATIVE || (CONS == 2 && BN == 128),
+                  "ping-pong pairs two consumers of 128×128 tiles");
     constexpr int STAGES = cfg::stages;
     constexpr int KN_BOXES = BN / KN_BOX_COLS;
     static_assert(!BKN || BN % (KN_BOX_COLS * CLUSTER) == 0, "B K×N: each CTA of a cluster loads whole boxes");
@@ -276,8 +277,8 @@ __global__ void __launch_bounds__(ws_shape<CONS>::threads, 1)
                         if constexpr (BKN) {
 #pragma unroll
                             for (int box = 0; box < KN_BOXES / 2; box++)
-                                tma_load_2d(st + cfg::a_bytes + box * KN_BOX_BYTES, &tma_b, bar,
-                                            n0 + box * KN_BOX_COLS, kb * WS_BK);
+                                tma_load_2d(st + cfg::a_bytes + box * KN_BOX_BYTES, &tma_b, bar, n0 + box * KN_BOX_COLS,
+                                            kb * WS_BK);
                         } else {
                             tma_load_2d(st + cfg::a_bytes, &tma_b, bar, kb * WS_BK, n0); /* its box: BN/2 rows */
                         }
@@ -380,7 +381,8 @@ __global__ void __launch_bounds__(ws_shape<CONS>::threads, 1)
                     const uint64_t db = BKN ? wgmma_desc_mn128(st + cfg::a_bytes + j * 16 * 128, KN_BOX_BYTES)
                                             : wgmma_desc_k128(st + cfg::a_bytes + j * 32);
                     if constexpr (SCHED == WS_PINGPONG) {
-                        const int scale_d = kb > 0 || j > 0; /* 0: overwrite, no zeroing pass (0.987×: gemm.md, session 10) */
+                        const int scale_d =
+                            kb > 0 || j > 0; /* 0: overwrite, no zeroing pass (0.987×: gemm.md, session 10) */
                         pl_wgmma_m64n128k16_bf16<BKN>(acc, wgmma_desc_k128(st + j * 32), db, scale_d);
                         pl_wgmma_m64n128k16_bf16<BKN>(acc_hi, wgmma_desc_k128(st + 64 * 128 + j * 32), db, scale_d);
                     } else if constexpr (BN == 256) {
@@ -478,13 +480,9 @@ static void ws_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr,
 template <int BN, int CLUSTER, int SCHED, int NB, int BKN, int CONS> static int ws_max_clusters(int device, int sms)
 {
     static int cached[64];
-    if (device < 0 || device >= 64)
-        return sms / CLUSTER;
-    if (cached[device] == 0)
-        cached[device] = max_active_clusters((const void *)gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN, CONS>,
-                                             ws_shape<CONS>::threads, ws_config<BN, SCHED, NB, CONS>::smem_bytes,
-                                             CLUSTER, CLUSTER * (sms / CLUSTER), sms / CLUSTER);
-    return cached[device];
+    return max_active_clusters_cached(cached, (const void *)gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN, CONS>,
+                                      ws_shape<CONS>::threads, ws_config<BN, SCHED, NB, CONS>::smem_bytes, CLUSTER,
+                                      device, sms);
 }
 
 /* The split tail (see the top), for a kernel that splits (ws_tail): a plain D (the fused epilogue's warps walk whole
@@ -530,14 +528,10 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
          pl_tensor_map_bf16_dense(&tt, p->d, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, BN % EPI_SUB) == cudaSuccess) &&
         (!p->epi.residual ||
          pl_tensor_map_bf16(&tr, p->epi.residual, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, EPI_SUB) == cudaSuccess);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN, CONS>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, cfg::smem_bytes);
     int device = 0, sms = 0;
     if (e == cudaSuccess)
-        e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+        e = kernel_launch_prepare((const void *)gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN, CONS>,
+                                  cfg::smem_bytes, &device, &sms);
     if (e != cudaSuccess)
         return e;
 
@@ -552,8 +546,8 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute attr;
     ws_launch_config(&lc, &attr, clusters * CLUSTER, shape::threads, CLUSTER, cfg::smem_bytes, stream);
-    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN, CONS>, ta, tb, td, tr, tt,
-                           tma_store, out, (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols, tail_split);
+    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, BKN, CONS>, ta, tb, td, tr, tt, tma_store,
+                           out, (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols, tail_split);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

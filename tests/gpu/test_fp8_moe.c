@@ -150,6 +150,7 @@ LAUNCHER(launch_fp8_halves_c2, pl_gemm_fp8_problem, pl_gemm_fp8_ws_halves_c2)
 LAUNCHER(launch_grouped_bf16, pl_grouped_gemm_problem, pl_grouped_gemm_bf16)
 LAUNCHER(launch_grouped_fp8, pl_grouped_gemm_problem, pl_grouped_gemm_fp8)
 LAUNCHER(launch_grouped_fp8_halves, pl_grouped_gemm_problem, pl_grouped_gemm_fp8_halves)
+LAUNCHER(launch_grouped_bf16_t, pl_grouped_gemm_problem, pl_grouped_gemm_bf16_t)
 
 typedef struct kenv {
     pl_ctx ctx;
@@ -268,6 +269,11 @@ static void grouped_direct(kenv *e, int experts, int tokens, double alpha, int n
         check_twice(ctx, what, launch_grouped_bf16, &gp, &ref, 0, g1, g2, (size_t)rows * n * 2);
     }
     gp.skip_idle = 0;
+    /* the tokens as wgmma's N: tiles of every width in steps of 8, an expert's end inside a group of 8 rows (N odd: the
+     * 128-row kernel in its place) */
+    pl_snprintf(what, sizeof what, "grouped bf16 tokens-as-N E=%d rows=%d (%d empty) N=%d K=%d", experts, rows, r.empty,
+                n, k);
+    check_twice(ctx, what, launch_grouped_bf16_t, &gp, &ref, 0, g1, g2, (size_t)rows * n * 2);
     pl_fp8_operands q;
     ck_assert(pl_fp8_operands_make(ctx, a, rows, b, experts, n, k, PL_FP8_SCALING_BLOCK, &q) == 0);
     ck_assert(pl_fp8_operands_dequantize(ctx, &q, a16, b16) == 0);
@@ -303,6 +309,7 @@ START_TEST(kernels_direct)
     grouped_direct(&e, 16, 700, 1.5, 520, 528); /* TMA stores except where an expert's rows end */
     grouped_direct(&e, 9, 50, 1.0, 33, 64);     /* N odd: every store from registers */
     grouped_direct(&e, 6, 900, 1.2, 1000, 272); /* 4 and 6 tile columns: pairs side by side fill them */
+    grouped_direct(&e, 8, 3000, 1.0, 264, 208); /* experts of 300-2400 rows: token tiles of many widths */
     cublasDestroy(e.cublas);
 }
 END_TEST
