@@ -409,8 +409,8 @@ static cudaError_t launch_t(const pl_grouped_gemm_problem *p, cudaStream_t strea
         return e;
     static int cached[64];
     int clusters = max_active_clusters_cached(cached, kernel, GT_THREADS, cfg::smem, 2, device, sms);
-    /* cluster tiles: an expert has at most ⌈(c/8 + 1) / (2·units)⌉ pair rows */
-    const long long max_tiles = ((long long)p->rows / (2 * TMAX) + 2LL * p->groups) * gp.cols;
+    /* cluster tiles: an expert has at most ⌈(c/8 + 1) / (2·units)⌉ pair rows, and gt_plan adds GT_PLAN_EXTRA at most */
+    const long long max_tiles = ((long long)p->rows / (2 * TMAX) + 2LL * p->groups + GT_PLAN_EXTRA) * gp.cols;
     if (clusters > max_tiles)
         clusters = (int)(max_tiles < 1 ? 1 : max_tiles);
     cudaLaunchAttribute attr;
