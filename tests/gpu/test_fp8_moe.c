@@ -274,6 +274,11 @@ static void grouped_direct(kenv *e, int experts, int tokens, double alpha, int n
     pl_snprintf(what, sizeof what, "grouped bf16 tokens-as-N E=%d rows=%d (%d empty) N=%d K=%d", experts, rows, r.empty,
                 n, k);
     check_twice(ctx, what, launch_grouped_bf16_t, &gp, &ref, 0, g1, g2, (size_t)rows * n * 2);
+    gp.cluster = 0; /* the measured choice: one CTA a tile, or (1024 rows an expert or more) grouped_t or the pairs */
+    pl_snprintf(what, sizeof what, "grouped bf16 measured choice (%s) E=%d rows=%d (%d empty) N=%d K=%d",
+                pl_grouped_gemm_cluster_of(&gp, 0) == 2 ? (n % 8 == 0 ? "tokens-as-N" : "pairs") : "one CTA a tile",
+                experts, rows, r.empty, n, k);
+    check_twice(ctx, what, launch_grouped_bf16, &gp, &ref, 0, g1, g2, (size_t)rows * n * 2);
     pl_fp8_operands q;
     ck_assert(pl_fp8_operands_make(ctx, a, rows, b, experts, n, k, PL_FP8_SCALING_BLOCK, &q) == 0);
     ck_assert(pl_fp8_operands_dequantize(ctx, &q, a16, b16) == 0);
@@ -310,6 +315,8 @@ START_TEST(kernels_direct)
     grouped_direct(&e, 9, 50, 1.0, 33, 64);     /* N odd: every store from registers */
     grouped_direct(&e, 6, 900, 1.2, 1000, 272); /* 4 and 6 tile columns: pairs side by side fill them */
     grouped_direct(&e, 8, 3000, 1.0, 264, 208); /* experts of 300-2400 rows: token tiles of many widths */
+    grouped_direct(&e, 4, 2500, 1.0, 264, 208); /* 1250 rows an expert: the measured choice is grouped_t */
+    grouped_direct(&e, 2, 1100, 1.0, 33, 64);   /* and with N odd, grouped_t hands it to the pairs */
     cublasDestroy(e.cublas);
 }
 END_TEST
