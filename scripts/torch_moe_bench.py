@@ -15,7 +15,16 @@ give the short measurement of sessions before 15, whose first tens of millisecon
 
     python3 scripts/torch_moe_bench.py --experts 64 --n 1536 --k 4096 --tokens 8192 --topk 2
     python3 scripts/torch_moe_bench.py --experts 8 --n 14336 --fp8-shape 8192x8192x8192
+
+Same process, same inputs (--perflab-lib): perflab's grouped GEMMs (grouped_c2 and grouped_t), loaded from the shared
+library `cmake --build build --target perflab_grouped` makes, called through ctypes on PyTorch's stream beside the
+torch.mm loop and torch._grouped_mm, in --rounds interleaved rounds (each row the median of the rounds' medians), after
+checking their output against the loop's: under the power limit a measurement's place in the run and its inputs' bits
+move it by several per cent, so only an interleaved comparison on the same tensors is even.
+
+    python3 scripts/torch_moe_bench.py --experts 8 --n 14336 --perflab-lib build/libperflab_grouped.so --rounds 5
 """
+import ctypes
 import argparse
 import math
 import statistics
@@ -118,6 +127,31 @@ def row(rows, name, shape, ms, flops, note=""):
     rows.append((name, shape, ms, flops / (ms * 1e9) if ms == ms else float("nan"), note))
 
 
+class GroupedProblem(ctypes.Structure):
+    """pl_grouped_gemm_problem (kernels/gemm/grouped.h)."""
+    _fields_ = [("groups", ctypes.c_int), ("n", ctypes.c_int), ("k", ctypes.c_int), ("rows", ctypes.c_int),
+                ("offsets", ctypes.c_void_p), ("a", ctypes.c_void_p), ("b", ctypes.c_void_p), ("d", ctypes.c_void_p),
+                ("scale_a", ctypes.c_void_p), ("scale_b", ctypes.c_void_p), ("skip_idle", ctypes.c_int),
+                ("cluster", ctypes.c_int)]
+
+
+def perflab_grouped(path, name, counts, a, b, d, cluster=0):
+    """A callable that runs perflab's `name` (pl_grouped_gemm_bf16 or pl_grouped_gemm_bf16_t) on PyTorch's stream."""
+    fn = getattr(ctypes.CDLL(path), name)
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.POINTER(GroupedProblem), ctypes.c_void_p]
+    offsets = torch.tensor([0] + counts, device=a.device, dtype=torch.int32).cumsum(0, dtype=torch.int32)
+    p = GroupedProblem(len(counts), b.shape[1], a.shape[1], a.shape[0], offsets.data_ptr(), a.data_ptr(),
+                       b.data_ptr(), d.data_ptr(), None, None, 1, cluster)
+    keep = (offsets, p)
+
+    def run():
+        err = fn(ctypes.byref(keep[1]), ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if err:
+            raise RuntimeError(f"{name}: CUDA error {err}")
+    return run
+
+
 def to_e4m3(x):
     """Per-tensor power-of-two scale as perflab's quantizer: 2^ceil(log2(amax/448))."""
     amax = x.abs().max().float().item()
@@ -146,6 +180,26 @@ def bench_moe(args, rows):
             if counts[i]:
                 torch.mm(a[starts[i]:starts[i + 1]], b[i].t(), out=d[starts[i]:starts[i + 1]])
 
+    if args.perflab_lib:
+        ops = [("moe torch.mm loop (bf16)", loop),
+               ("moe torch._grouped_mm (bf16)", lambda: torch._grouped_mm(a, b.transpose(-2, -1), offs=offs))]
+        for name, cluster, label in (("pl_grouped_gemm_bf16", 2, "grouped_c2"), ("pl_grouped_gemm_bf16_t", 0, "grouped_t")):
+            out = torch.full_like(d, float("nan"))  # poisoned: a row not written fails the check
+            run = perflab_grouped(args.perflab_lib, name, counts, a, b, out, cluster)
+            run()
+            loop()
+            err = ((out.float() - d.float()).norm() / d.float().norm()).item()
+            if not err < 1e-2:
+                raise RuntimeError(f"{name}: rel L2 {err:.2e} against the torch.mm loop")
+            ops.append((f"moe perflab {label} (bf16)", run))
+        per = {name: [] for name, _ in ops}
+        for _ in range(args.rounds):
+            for name, fn in ops:
+                per[name].append(time_ms(fn, args.iters))
+        for name, _ in ops:
+            row(rows, name, shape, statistics.median(per[name]), flops,
+                f"rounds {' '.join(f'{x:.4f}' for x in per[name])}")
+        return
     row(rows, "moe torch.mm loop (bf16)", shape, time_ms(loop, args.iters), flops)
     try:
         ref = torch._grouped_mm(a, b.transpose(-2, -1), offs=offs)
@@ -213,6 +267,9 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup-s", type=float, default=1.0, help="seconds of warm-up per measurement (power steady state)")
     ap.add_argument("--min-time-s", type=float, default=1.0, help="sample for at least this long per measurement")
+    ap.add_argument("--perflab-lib", default="", help="a shared library of perflab's grouped GEMMs: time them beside "
+                    "PyTorch's in the same process, interleaved")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds with --perflab-lib")
     args = ap.parse_args()
     TIMING["warmup_s"], TIMING["min_time_s"] = args.warmup_s, args.min_time_s
     torch.manual_seed(0)
