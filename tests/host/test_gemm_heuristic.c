@@ -224,27 +224,35 @@ START_TEST(split_rule)
     ck_assert_int_eq(pl_gemm_sk_split_w1(4, 64, 132), 16);  /* the router 128×8×4096: a non-portable cluster */
     ck_assert_int_eq(pl_gemm_sk_split_w1(200, 64, 132), 1);
     /* by waves (the two-warpgroup tiles): few tiles split up to 8; a last wave nearly empty split to fill it */
-    ck_assert_int_eq(pl_gemm_sk_split_waves(16, 56, 132), 8);   /* 512×512×3584 in 128×128: 128 CTAs */
-    ck_assert_int_eq(pl_gemm_sk_split_waves(28, 296, 132), 4);  /* 128×3584×18944: 112 CTAs */
-    ck_assert_int_eq(pl_gemm_sk_split_waves(168, 64, 132), 3);  /* 384×14336×4096 in 128×256: 4 waves of thirds */
-    ck_assert_int_eq(pl_gemm_sk_split_waves(561, 17, 132), 1);  /* 4104²×1032: splitting would not pay */
-    ck_assert_int_eq(pl_gemm_sk_split_waves(4, 12, 132), 3);    /* at least 4 k-blocks a split */
+    ck_assert_int_eq(pl_gemm_sk_split_waves(16, 56, 132), 8);  /* 512×512×3584 in 128×128: 128 CTAs */
+    ck_assert_int_eq(pl_gemm_sk_split_waves(28, 296, 132), 4); /* 128×3584×18944: 112 CTAs */
+    ck_assert_int_eq(pl_gemm_sk_split_waves(168, 64, 132), 3); /* 384×14336×4096 in 128×256: 4 waves of thirds */
+    ck_assert_int_eq(pl_gemm_sk_split_waves(561, 17, 132), 1); /* 4104²×1032: splitting would not pay */
+    ck_assert_int_eq(pl_gemm_sk_split_waves(4, 12, 132), 3);   /* at least 4 k-blocks a split */
     ck_assert_int_eq(pl_gemm_sk_split_waves(0, 64, 132), 1);
+    /* the rules' bounds over 20163 (tiles, k-blocks) pairs, judged here and asserted once: a passing ck_assert still
+     * sends Check a message, and 180,000 of them took this test past two minutes under ASan (CI, session 21) */
+    long long bad = 0, bad_tiles = 0;
+    int bad_kb = 0;
     for (long long tiles = 1; tiles < 3000; tiles += 7)
         for (int kb = 1; kb < 600; kb += 13) {
             const int s = pl_gemm_sk_split(tiles, kb, 132);
-            ck_assert(s >= 1 && s <= PL_SK_PORTABLE_SPLIT);
             const int w1 = pl_gemm_sk_split_w1(tiles, kb, 132), deep = pl_gemm_sk_split_deep(tiles, kb, 132);
-            ck_assert(deep >= 1 && deep <= PL_SK_PORTABLE_SPLIT && (deep == 1 || tiles * deep <= 132LL));
-            ck_assert(w1 >= 1 && w1 <= PL_SK_MAX_SPLIT);
-            ck_assert(w1 == 1 || tiles * w1 <= 132LL);
-            ck_assert(w1 == 1 || kb / w1 >= PL_SK_MIN_KBLOCKS);
-            ck_assert(s == 1 || tiles * s <= 132LL * PL_SK_SPLIT_CTAS_PER_SM + tiles / 2);
-            ck_assert(s == 1 || kb / s >= PL_SK_MIN_KBLOCKS);
             const int wv = pl_gemm_sk_split_waves(tiles, kb, 132);
-            ck_assert(wv >= 1 && wv <= PL_SK_PORTABLE_SPLIT);
-            ck_assert(wv == 1 || kb / wv >= PL_SK_MIN_KBLOCKS);
+            const int ok = s >= 1 && s <= PL_SK_PORTABLE_SPLIT &&
+                           (deep >= 1 && deep <= PL_SK_PORTABLE_SPLIT && (deep == 1 || tiles * deep <= 132LL)) &&
+                           w1 >= 1 && w1 <= PL_SK_MAX_SPLIT && (w1 == 1 || tiles * w1 <= 132LL) &&
+                           (w1 == 1 || kb / w1 >= PL_SK_MIN_KBLOCKS) &&
+                           (s == 1 || tiles * s <= 132LL * PL_SK_SPLIT_CTAS_PER_SM + tiles / 2) &&
+                           (s == 1 || kb / s >= PL_SK_MIN_KBLOCKS) && wv >= 1 && wv <= PL_SK_PORTABLE_SPLIT &&
+                           (wv == 1 || kb / wv >= PL_SK_MIN_KBLOCKS);
+            if (!ok && bad++ == 0) {
+                bad_tiles = tiles;
+                bad_kb = kb;
+            }
         }
+    ck_assert_msg(bad == 0, "%lld (tiles, k-blocks) pairs out of the rules' bounds; the first: %lld tiles, %d k-blocks",
+                  bad, bad_tiles, bad_kb);
 }
 END_TEST
 
@@ -268,21 +276,32 @@ START_TEST(validated_choices)
     p.epi.gelu = 1;
     ck_assert_str_eq(pick_name(&p, &h200), "wgmma_ws_128x256x64_s3");
 
-    /* never a teaching rung nor an unvalidated kernel, always one that takes the problem */
+    /* never a teaching rung nor an unvalidated kernel, always one that takes the problem: the 384 problems judged here
+     * and asserted once (a passing ck_assert still sends Check a message, as in split_rule) */
     const int ms[] = {1, 16, 64, 128, 256, 1000, 4096, 8192}, ns[] = {8, 256, 576, 4096, 28672, 128256},
               ks[] = {64, 520, 4096, 16384};
+    int bad = 0;
+    char first[256] = "";
     for (size_t a = 0; a < 8; a++)
         for (size_t b = 0; b < 6; b++)
             for (size_t c = 0; c < 4; c++)
                 for (int l = 0; l < 2; l++) {
                     p = problem(ms[a], ns[b], ks[c], (pl_gemm_b_layout)l);
                     pl_gemm_pick pick;
-                    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, NULL, 0, &pick) == 0);
                     char why[256];
-                    ck_assert(!(pick.kernel->flags & (PL_GEMM_KERNEL_TEACHING | PL_GEMM_KERNEL_UNVALIDATED)));
-                    ck_assert(pick.kernel->supports(&p, why, sizeof why));
-                    ck_assert(!pick.from_table && isfinite(pick.model_us) && pick.model_us > 0);
+                    const char *wrong = NULL;
+                    if (pl_gemm_bf16_pick_from(&p, &h200, NULL, 0, &pick) != 0)
+                        wrong = "no pick";
+                    else if (pick.kernel->flags & (PL_GEMM_KERNEL_TEACHING | PL_GEMM_KERNEL_UNVALIDATED))
+                        wrong = "a teaching or unvalidated kernel";
+                    else if (!pick.kernel->supports(&p, why, sizeof why))
+                        wrong = "a kernel that does not take the problem";
+                    else if (pick.from_table || !isfinite(pick.model_us) || pick.model_us <= 0)
+                        wrong = "no modelled time";
+                    if (wrong && bad++ == 0)
+                        snprintf(first, sizeof first, "%dx%dx%d (B layout %d): %s", ms[a], ns[b], ks[c], l, wrong);
                 }
+    ck_assert_msg(bad == 0, "%d of 384 problems picked wrongly; the first: %s", bad, first);
     /* a bad problem has no pick, and says why */
     p = problem(0, 16, 16, PL_GEMM_B_NK);
     pl_gemm_pick pick;
@@ -368,8 +387,14 @@ START_TEST(grouped_problem_checks)
     char why[200];
     const void *dev = (const void *)(uintptr_t)0x100000;
     const int *offsets = (const int *)dev;
-    pl_grouped_gemm_problem p = {.groups = 8, .n = 14336, .k = 4096, .rows = 16384, .offsets = offsets, .a = dev,
-                                 .b = dev, .d = (uint16_t *)(uintptr_t)0x200000};
+    pl_grouped_gemm_problem p = {.groups = 8,
+                                 .n = 14336,
+                                 .k = 4096,
+                                 .rows = 16384,
+                                 .offsets = offsets,
+                                 .a = dev,
+                                 .b = dev,
+                                 .d = (uint16_t *)(uintptr_t)0x200000};
     for (int c = 0; c <= 2; c++) {
         p.cluster = c;
         ck_assert_msg(pl_grouped_gemm_supports(&p, 0, why, sizeof why), "cluster %d: %s", c, why);
@@ -399,10 +424,12 @@ START_TEST(table_precedence)
 {
     opt_in(0);
     const pl_gemm_heuristic_entry t[] = {
-        {"nk", 0, 16, 4096, 4096, "wgmma_ws_128x256x64_s4", 0},     {"nk", 0, 16, 4096, 8192, "wgmma_pp_128x128x64_s5", 0},
+        {"nk", 0, 16, 4096, 4096, "wgmma_ws_128x256x64_s4", 0},
+        {"nk", 0, 16, 4096, 8192, "wgmma_pp_128x128x64_s5", 0},
         {"kn", 0, 64, 4096, 4096, "wgmma_ws_128x128x64_s6", 0},     /* cannot take B K×N: ignored */
         {"nk", 114, 128, 4096, 4096, "wgmma_tma_128x128x64_s3", 0}, /* another GPU's (114 SMs) */
-        {"nk", 0, 1024, 1024, 1024, "no_such_kernel", 0},           {"nk", 0, 2048, 2048, 2048, SWAP16, 0},
+        {"nk", 0, 1024, 1024, 1024, "no_such_kernel", 0},
+        {"nk", 0, 2048, 2048, 2048, SWAP16, 0},
     };
     const size_t n = sizeof t / sizeof t[0];
     pl_gemm_pick pick;
@@ -501,6 +528,7 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("gemm_heuristic");
     TCase *tc = tcase_create("host");
+    tcase_set_timeout(tc, 60); /* room for ASan on a loaded 2-core machine; a hang is a failure too */
     tcase_add_test(tc, registry_opt_in);
     tcase_add_test(tc, kn_kernels);
     tcase_add_test(tc, split_rule);
