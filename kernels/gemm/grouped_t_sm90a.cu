@@ -13,9 +13,10 @@
  * the 256 weight rows (32 KB) and the tile's T token rows (up to 24 KB), both K-major in the 128-byte swizzle, so the
  * wgmma descriptors are those of the other sm_90a kernels with the roles swapped. CTA pairs (2-CTA clusters) take two
  * token tiles of one expert with the same weights: each CTA loads half of the weights and multicasts it (L2 → SM
- * bytes per output and k-block: (128 + T) / (256·T), 0.0052 at T = 192 against the 128-row pairs' 0.0078), and its
- * own tokens in boxes of 128/64/32/16/8 rows (T's binary digits). Three stages of 1536 tensor cycles each hold as
- * much ahead as the 128-row kernel's four of 1024.
+ * bytes per output and k-block: 128·(128 + T) / (256·T), 0.83 at T = 192 against the 128-row pairs' 1.0), and its
+ * own tokens in boxes of 128/64/32/16/8 rows (T's binary digits). Three stages of 56 KB: a 192-token k-block is
+ * 1536 tensor cycles (256·192·64 MACs at 2048 a cycle), so the ring holds about what the 128-row kernel's four
+ * stages of 1024 cycles hold (measured: calls 3-4 of session 21, docs/perf/moe.md).
  *
  * Walk. Per expert, pair rows (two token tiles) × weight columns in bands of GT_BAND pair rows, rows fastest, as the
  * other grouped kernels; every role walks it from the row offsets in device memory with a cursor that only moves
@@ -33,6 +34,7 @@
 #include "gemm/epilogue.cuh"
 #include "gemm/grouped.h"
 #include "gemm/sm90_common.cuh"
+#include "gemm/sm90_epilogue.cuh"
 #include "gemm/sm90_wgmma_steps.cuh" /* widths up to 192 */
 #include "gemm/tensor_map.h"
 
@@ -156,7 +158,7 @@ __device__ __forceinline__ void gt_store_block(const gt_params &p, const CUtenso
         for (int jj = 0; jj < gn; jj += 2) {
             const int j = c0 + jj; /* token group: registers 4j .. 4j + 3 */
             const int q = lane >> 3, trow = 8 * (jj + (q >> 1)) + (lane & 7), c16 = 2 * warp + (q & 1);
-            const uint32_t addr = buf + trow * 128 + ((c16 ^ (trow & 7)) << 4);
+            const uint32_t addr = swizzle128(buf, trow, c16);
             const uint32_t r0 = pl_pack_bf16x2(acc[4 * j], acc[4 * j + 1]),
                            r1 = pl_pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
             if (jj + 1 < gn) {
@@ -181,13 +183,9 @@ __device__ __forceinline__ void gt_store_block(const gt_params &p, const CUtenso
         }
         if (rows > whole && t < 8 * (rows - whole)) { /* the group that holds the expert's end */
             const int r = whole + (t >> 3), c = t & 7, col = n0 + 8 * c;
-            if (col < p.n) {
-                uint4 w;
-                asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                             : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
-                             : "r"(buf + r * 128 + ((c ^ (r & 7)) << 4)));
-                *reinterpret_cast<uint4 *>(p.d + (size_t)(x0 + r0 + r) * p.n + col) = w;
-            }
+            if (col < p.n)
+                *reinterpret_cast<uint4 *>(p.d + (size_t)(x0 + r0 + r) * p.n + col) =
+                    ld_shared_v4(swizzle128(buf, r, c));
         }
         chunk++;
     }

@@ -34,6 +34,21 @@ template <int N> __device__ __forceinline__ void subtile_values(const float (&ac
         }
 }
 
+/* The address of 16-byte chunk `chunk` of row `row` of a buffer of 128-byte rows in the 128-byte swizzle (chunk index
+ * XOR row % 8): the layout TMA reads and writes with CU_TENSOR_MAP_SWIZZLE_128B and stmatrix writes conflict-free. */
+__device__ __forceinline__ uint32_t swizzle128(uint32_t buf, int row, int chunk)
+{
+    return buf + row * 128 + ((chunk ^ (row & 7)) << 4);
+}
+
+/* 16 bytes from shared memory. */
+__device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+    return v;
+}
+
 /* The subtile row this lane addresses for stmatrix/ldmatrix of its warp's 16 rows (warp = its warp in the
  * warpgroup): lanes 0-7 and 16-23 rows 0-7, lanes 8-15 and 24-31 rows 8-15. */
 __device__ __forceinline__ int subtile_srow(int warp, int lane)
@@ -47,7 +62,7 @@ __device__ __forceinline__ int subtile_srow(int warp, int lane)
 __device__ __forceinline__ uint32_t subtile_addr(uint32_t buf, int srow, int c)
 {
     const int chunk = c + ((threadIdx.x & 31) >> 4);
-    return buf + srow * 128 + ((chunk ^ (srow & 7)) << 4);
+    return swizzle128(buf, srow, chunk);
 }
 
 /* The first CHUNKS 8-column chunks of a subtile's values (v[4·chunk ..]) as bf16 into `buf`, a pair of chunks per
@@ -65,8 +80,8 @@ __device__ __forceinline__ void chunks_to_smem(const float (&v)[32], uint32_t bu
             const int k = 4 * (c + (q >> 1)) + 2 * (q & 1);
             r[q] = pl_pack_bf16x2(v[k], v[k + 1]);
         }
-        const uint32_t addr = SWIZZLED ? subtile_addr(buf, srow, c)
-                                       : buf + srow * ROW_BYTES + (c + ((threadIdx.x & 31) >> 4)) * 16;
+        const uint32_t addr =
+            SWIZZLED ? subtile_addr(buf, srow, c) : buf + srow * ROW_BYTES + (c + ((threadIdx.x & 31) >> 4)) * 16;
         stmatrix_x4(addr, r[0], r[1], r[2], r[3]);
     }
 }
@@ -243,13 +258,8 @@ __device__ __forceinline__ void epilogue_lines_m64(const pl_gemm_out &o, const f
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int q = t + 128 * i, r = q >> 3, c = q & 7, col = n0 + sub * EPI_SUB + 8 * c;
-            if (r < rows && col < o.n) {
-                uint4 w;
-                asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                             : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
-                             : "r"(buf + r * 128 + ((c ^ (r & 7)) << 4)));
-                *reinterpret_cast<uint4 *>(o.d + (size_t)(row0 + r) * o.n + col) = w;
-            }
+            if (r < rows && col < o.n)
+                *reinterpret_cast<uint4 *>(o.d + (size_t)(row0 + r) * o.n + col) = ld_shared_v4(swizzle128(buf, r, c));
         }
     }
 }

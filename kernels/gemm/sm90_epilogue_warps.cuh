@@ -27,15 +27,6 @@ struct ew_smem {
     uint32_t bufs, full, free, bias, bias_bars;
 };
 
-__device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr)
-{
-    uint4 v;
-    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(addr));
-    return v;
-}
-
 __device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 v)
 {
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
@@ -69,8 +60,8 @@ __device__ __forceinline__ uint4 ew_chunk(const pl_gemm_out &o, uint4 p, uint4 b
     uint32_t out[4];
 #pragma unroll
     for (int j = 0; j < 4; j++)
-        out[j] = pl_gemm_epilogue_pair(__uint_as_float(pi[j] << 16), __uint_as_float(pi[j] & 0xFFFF0000u), bi[j],
-                                       ri[j], o.bias != nullptr, o.gelu, o.residual != nullptr);
+        out[j] = pl_gemm_epilogue_pair(__uint_as_float(pi[j] << 16), __uint_as_float(pi[j] & 0xFFFF0000u), bi[j], ri[j],
+                                       o.bias != nullptr, o.gelu, o.residual != nullptr);
     return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
@@ -87,7 +78,7 @@ __device__ __forceinline__ void ew_subtile(const pl_gemm_out &o, uint32_t buf, u
         for (int h = 0; h < 2; h++) {
             const int c = i + h * EW_THREADS, r = c >> 3, ch = c & 7;
             const int row = row0 + r, col = col0 + ch * 8;
-            addr[h] = buf + r * 128 + ((ch ^ (r & 7)) << 4);
+            addr[h] = swizzle128(buf, r, ch);
             res[h] = make_uint4(0u, 0u, 0u, 0u);
             if (o.residual && c < 512 && row < o.m && col < o.n) /* n % 8 == 0: a chunk is all in or all out */
                 res[h] = __ldg(reinterpret_cast<const uint4 *>(o.residual + (size_t)row * o.n + col));
