@@ -297,8 +297,13 @@ static pl_grouped_gemm_problem problem_of(const moe_state *s, int fp8)
     return p;
 }
 
-static int run_native(pl_ctx *ctx, moe_state *s, int fp8, int halves, int skip_idle, int cluster)
+/* The native kernels: the 128-row kernels in BF16 and FP8 (one CTA a tile or pairs), FP8 with the halves mainloop,
+ * and grouped_t (the tokens as wgmma's N). */
+typedef enum { NATIVE_BF16, NATIVE_BF16_T, NATIVE_FP8, NATIVE_FP8_HALVES } native_kernel;
+
+static int run_native(pl_ctx *ctx, moe_state *s, native_kernel kernel, int skip_idle, int cluster)
 {
+    const int fp8 = kernel == NATIVE_FP8 || kernel == NATIVE_FP8_HALVES;
     s->last = fp8 ? OUT_FP8 : OUT_BF16;
     pl_grouped_gemm_problem p = problem_of(s, fp8);
     p.skip_idle = skip_idle;
@@ -306,52 +311,46 @@ static int run_native(pl_ctx *ctx, moe_state *s, int fp8, int halves, int skip_i
     char why[200];
     if (!pl_grouped_gemm_supports(&p, fp8, why, sizeof why))
         return pl_fail(ctx, "the native grouped GEMM cannot take this problem: %s", why);
-    PL_CUDA(ctx, !fp8     ? pl_grouped_gemm_bf16(&p, ctx->stream)
-                 : halves ? pl_grouped_gemm_fp8_halves(&p, ctx->stream)
-                          : pl_grouped_gemm_fp8(&p, ctx->stream));
+    PL_CUDA(ctx, kernel == NATIVE_BF16     ? pl_grouped_gemm_bf16(&p, ctx->stream)
+                 : kernel == NATIVE_BF16_T ? pl_grouped_gemm_bf16_t(&p, ctx->stream)
+                 : kernel == NATIVE_FP8    ? pl_grouped_gemm_fp8(&p, ctx->stream)
+                                           : pl_grouped_gemm_fp8_halves(&p, ctx->stream));
     return 0;
 }
 
 static int run_grouped(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, 0, 0, 0, 1);
+    return run_native(ctx, state, NATIVE_BF16, 0, 1);
 }
 
 static int run_grouped_skip(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, 0, 0, 1, 1);
+    return run_native(ctx, state, NATIVE_BF16, 1, 1);
 }
 
 static int run_grouped_c2(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, 0, 0, 1, 2);
+    return run_native(ctx, state, NATIVE_BF16, 1, 2);
 }
 
 static int run_grouped_t(pl_ctx *ctx, void *state)
 {
-    moe_state *s = state;
-    s->last = OUT_BF16;
-    pl_grouped_gemm_problem p = problem_of(s, 0);
-    char why[200];
-    if (!pl_grouped_gemm_supports(&p, 0, why, sizeof why))
-        return pl_fail(ctx, "the native grouped GEMM cannot take this problem: %s", why);
-    PL_CUDA(ctx, pl_grouped_gemm_bf16_t(&p, ctx->stream));
-    return 0;
+    return run_native(ctx, state, NATIVE_BF16_T, 0, 0); /* its own pairs and tile ends: neither field is read */
 }
 
 static int run_grouped_fp8(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, 1, 0, 0, 1);
+    return run_native(ctx, state, NATIVE_FP8, 0, 1);
 }
 
 static int run_grouped_fp8_halves(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, 1, 1, 0, 1);
+    return run_native(ctx, state, NATIVE_FP8_HALVES, 0, 1);
 }
 
 static int run_grouped_fp8_c2(pl_ctx *ctx, void *state)
 {
-    return run_native(ctx, state, 1, 0, 0, 2);
+    return run_native(ctx, state, NATIVE_FP8, 0, 2);
 }
 
 static const pl_variant moe_variants[] = {
