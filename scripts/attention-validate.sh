@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a GPU machine, with a build made elsewhere (carried in build/): the attention targets' GPU test, memcheck of
-# their small sizes, perflab on every shape of issue 13 (both wgmma schedules where they differ) and PyTorch SDPA
+# their small sizes, perflab on every attention shape of docs/perf/attention.md (both wgmma schedules where they differ) and PyTorch SDPA
 # on the same shapes. Logs go to $OUT (or ./attention-validate-out); a summary table is printed last.
 set -uo pipefail
 out=${OUT:-attention-validate-out}

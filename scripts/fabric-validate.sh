@@ -12,7 +12,7 @@ O=${OUT:-$PWD/fabric-out}
 W="$O/work"
 mkdir -p "$W"
 ITERS=${ITERS:-100}
-export NCCL_NVLS_ENABLE=0 # the lent multi-GPU machines keep NVLink multicast off
+export NCCL_NVLS_ENABLE=0 # NVLink multicast (NVLS) off, as on the H200 machines every figure in docs/perf/comm.md came from
 G=$(nvidia-smi -L | wc -l)
 LOG="$O/validate.log"
 : >"$LOG"

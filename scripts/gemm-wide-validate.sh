@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Issue 15 on a GPU machine (run it once on an H200 and once on an H100), with a build made elsewhere (build/):
+# The wide GEMM shapes (the `wide` group) on a GPU machine (run it once on an H200 and once on an H100), with a build made elsewhere (build/):
 #   1. the GEMM GPU tests (every kernel on odd shapes, the split-K kernels with every split, the decode GEMV kernels,
 #      pl_gemm_bf16, perflab gemm --rounds 3);
 #   2. kn: the B K×N wgmma kernels (unvalidated until this step passes, so run under PERFLAB_GEMM_UNVALIDATED=1):
 #      the GEMM GPU test with them enumerated (b_kn_wgmma: each on odd K×N shapes, with and without the epilogue,
 #      twice for the same bits; and every other test with them in), then compute-sanitizer memcheck and racecheck
 #      over them through the selector on odd K×N shapes;
-#   3. compute-sanitizer (memcheck, racecheck, synccheck) over the issue-15 kernels through the selector on odd shapes;
+#   3. compute-sanitizer (memcheck, racecheck, synccheck) over the split-K, decode GEMV and tile-fitted kernels through the selector on odd shapes;
 #   4. perflab gemm --shapes wide --rounds 3, B N×K and B K×N (K×N with the opt-in when the kn step is asked for);
-#   5. the issue's table and bars (scripts/gemm_wide_table.py) and the heuristic's table written from the sweep
+#   5. the wide table and its bars (scripts/gemm_wide_table.py) and the heuristic's table written from the sweep
 #      (scripts/gemm_heuristic_table.py: review it and commit it as kernels/gemm/heuristic_table.c).
 # Every step has a time limit; a summary comes last. Logs and the comparison files go to $OUT (or
 # ./gemm-wide-validate-out). Measured on an H200 (2026-11-23): the tests ~5 s, memcheck ~3 s, the N×K sweep 181 s at

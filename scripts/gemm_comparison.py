@@ -1,5 +1,5 @@
 """Reading perflab gemm's comparison.json (schema perflab.gemm.comparison/1) for the scripts that turn a sweep into
-the heuristic's table (gemm_heuristic_table.py) and into the table of issue 15's bars (gemm_wide_table.py)."""
+the heuristic's table (gemm_heuristic_table.py) and into the wide-shape table and its bars (gemm_wide_table.py)."""
 import json
 import math
 

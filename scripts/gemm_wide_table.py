@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The table of issue 15 from perflab gemm runs, and its bars.
+"""The wide-shape table from perflab gemm runs, and its bars.
 
     scripts/gemm_wide_table.py artifacts/gemm-<id>/comparison.json [more.json ...] [--strict]
 

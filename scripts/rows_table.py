@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The row targets' figures from perflab results.csv files, as the issue's bars read them: median, TB/s counted
+"""The row targets' figures from perflab results.csv files, as the row targets' bars read them: median, TB/s counted
 (x read + y written once), % of the cuda_memcpy reference variant of the same run, speedup over the baseline.
 
     python3 scripts/rows_table.py ART/*/results.csv

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The memory-hierarchy chapter (issue 11: memory:transpose, reduce:sum, memory:async_prefetch, occupancy:ilp,
+# The memory-hierarchy chapter (memory:transpose, reduce:sum, memory:async_prefetch, occupancy:ilp,
 # atomics:histogram, memory:l2_persistence) on a GPU machine, with a build made elsewhere (carried in build/): its GPU
 # test (odd and edge sizes, the skewed histogram), memcheck at the small sizes, the timed runs at the default sizes
 # (fp32 and bf16 sums, uniform and Zipf keys), and a summary table. Logs go to $OUT (or ./suite1-memory-out).

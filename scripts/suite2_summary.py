@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Technique suite II: the bars of issue 12, judged from one request's artifacts.
+"""Technique suite II: its bars, judged from one request's artifacts.
 
 usage: suite2_summary.py [--peak PEAK_JSON] RUN_JSON...
 
@@ -54,7 +54,7 @@ def table(targets):
 
 
 def bars(targets, peak):
-    print("\nbars (issue 12, same request):")
+    print("\nbars (technique suite II, same request):")
     ok_all = True
     for t in targets:
         if t["name"] == "transfer:pinned" and t["params"].get("direction") == "h2d" and peak:

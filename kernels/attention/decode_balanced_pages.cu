@@ -21,8 +21,8 @@
  * The loader: a thread keeps one head and 16-byte chunk of the token row for the whole stage and steps the token's
  * page by increments (a full block; the general loop with three divisions per copy is kept for blocks smaller
  * than the warps). With that general loop on every copy (~70 instructions per 16 bytes) this variant measured
- * 2.97 TB/s in session 3; with the stepping loader, 4.28-4.30 TB/s (session 4, run A: 0.500-0.503 ms at the decode
- * shape, 0.96× cuDNN), above the device-to-device copy, while the per-head balanced_mma stays at 3.89.
+ * 2.97 TB/s; with the stepping loader, 4.28-4.30 TB/s (H200, 2026-11-23, commit 0d4f56f: 0.500-0.503 ms at the
+ * decode shape, 0.96× cuDNN), above the device-to-device copy, while the per-head balanced_mma stays at 3.89.
  *
  * rows_deep is the same kernel in CTAs of four warps (two CTAs an SM, blocks of up to four kv heads: 1 KB of each
  * token row) or of eight, with an early refill: each stage is refilled as soon as the warps are done with it,

@@ -16,7 +16,7 @@
  * so 0 · V adds nothing. Every stage is refilled as soon as the four warps are done with it (rows_deep's early
  * refill): three stages, 97 KB a CTA, two CTAs an SM, all six stages in flight while the warps wait.
  *
- * Measured (H200, session 4, run A): 4.02-4.04 TB/s at the decode shape, 4% slower than rows_deep (4.16-4.20), with
+ * Measured (H200, 2026-11-23, commit 0d4f56f): 4.02-4.04 TB/s at the decode shape, 4% slower than rows_deep (4.16-4.20), with
  * 19% of the SM's issue busy against rows_deep's 46%: the instructions saved were not the limit, and one warp's 32
  * bulk copies a stage, each behind its page lookup, keep fewer bytes in flight early in a stage than 128 threads'
  * cp.async do. It stays as the lesson's negative result. */

@@ -9,7 +9,7 @@
 #include "core/util.h"
 
 /* The built-in shapes. `default` (what a plain `perflab gemm` runs) is the prefill and decode groups: transformer
- * GEMMs of Llama-3 8B/70B-like widths. `wide` (issue 15) covers what inference and training meet, each shape's
+ * GEMMs of Llama-3 8B/70B-like widths. `wide` covers what inference and training meet, each shape's
  * origin stated: decode (M = 1-128), small prefill (M = 256-2048), sizes that are no multiple of 64/128, short K
  * (≤ 1024) and long K (≥ 16384), narrow N (≤ 512), vocabulary projections (N 32000-152064), from the published
  * configurations of Llama-3 8B (hidden 4096, MLP 14336, 32 query and 8 key/value heads of 128, vocabulary 128256)

@@ -27,7 +27,7 @@ typedef struct pl_gemm_builtin {
 /* The built-in shapes, in their listing order. */
 const pl_gemm_builtin *pl_gemm_builtins(size_t *n);
 /* Named groups of built-ins: "default" (prefill + decode: what a plain `perflab gemm` runs), "prefill" (the large
- * ones), "decode" (M = 16, 64, 128), "wide" (every class of shape inference and training meet, issue 15). */
+ * ones), "decode" (M = 16, 64, 128), "wide" (every class of shape inference and training meet). */
 const char *const *pl_gemm_shape_groups(size_t *n);
 /* 1 when the built-in belongs to the group (a name of pl_gemm_shape_groups). */
 int pl_gemm_group_has(const char *group, const pl_gemm_builtin *b);

@@ -1,4 +1,4 @@
-/* On a GPU: the memory-hierarchy chapter (issue 11) verified at sizes that are no multiple of any tile, block or
+/* On a GPU: the memory-hierarchy chapter verified at sizes that are no multiple of any tile, block or
  * vector width, at edge sizes, and on the skewed histogram; and one short timed run that checks what run.json says
  * of the occupancy and the references. Exits 77 (skipped) without a GPU. */
 #include <string.h>

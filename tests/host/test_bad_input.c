@@ -1,4 +1,4 @@
-/* Bad input fed to every parser (issue 10): each case here overflowed a buffer or an integer, cast an
+/* Bad input fed to every parser: each case here overflowed a buffer or an integer, cast an
  * out-of-range float, wrote outside its folder, took minutes, leaked, or echoed raw control bytes before its fix.
  * Unit checks on the parsers, and the real binary for exit codes and messages (under the sanitizer build a report or
  * a leak in it turns exit 2 into 1, so the CLI checks also catch those). */

@@ -1,4 +1,4 @@
-/* Host side of the memory-hierarchy chapter (issue 11): the sum reference and its tolerance, the Zipf law of the
+/* Host side of the memory-hierarchy chapter: the sum reference and its tolerance, the Zipf law of the
  * histogram input, the targets' declarations (parameters, small sizes, counters, variant requirements). */
 #include <math.h>
 #include <string.h>
