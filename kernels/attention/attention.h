@@ -40,8 +40,7 @@ typedef enum pl_attn_layout {
     PL_ATTN_BSHD = 1, /* [batch][seq][heads][head_dim] (the layout of a fused QKV projection's output) */
 } pl_attn_layout;
 
-const char *pl_attn_layout_name(pl_attn_layout l); /* "bhsd" | "bshd" */
-int pl_attn_layout_from_name(const char *name);    /* -1 when unknown */
+int pl_attn_layout_from_name(const char *name); /* "bhsd" | "bshd"; -1 when unknown */
 
 typedef struct pl_attn_problem {
     int batch, heads, kv_heads, seq, head_dim;
@@ -77,8 +76,6 @@ int pl_attn_problem_valid(const pl_attn_problem *p, char *why, size_t whylen);
 
 /* ---- baseline (unfused.cu): three passes, S and P materialised in device memory ---- */
 
-/* Bytes of scratch the unfused forward needs: S in fp32 and P in bf16 for every (batch, head). */
-size_t pl_attn_unfused_workspace_bytes(const pl_attn_problem *p);
 /* S[b][h] = Q·Kᵀ (fp32, [batch·heads][seq][seq]) with strided-batched cublasGemmEx calls (a loop over the GQA
  * group, and over the batch for the bshd layout). */
 cublasStatus_t pl_attn_unfused_scores(cublasHandle_t h, const pl_attn_problem *p, float *s);
@@ -98,12 +95,10 @@ cudaError_t pl_attn_bf16_to_f32(const uint16_t *in, float *out, size_t n, cudaSt
 cudaError_t pl_attn_flash_mma(const pl_attn_problem *p, cudaStream_t stream);
 
 /* ---- flash_wgmma_sm90a.cu (sm_90a only; the caller checks the requirements) ---- */
-cudaError_t pl_attn_flash_wgmma(const pl_attn_problem *p, cudaStream_t stream);
-/* The same with the consumer warpgroups' schedule chosen: pingpong 1 makes them take turns issuing their GEMMs
- * (named barriers), 0 leaves the interleaving to the warp schedulers. pl_attn_flash_wgmma uses the default, 0:
- * measured on an H200 (docs/perf/attention.md), 0 is 3.5% faster at head_dim 128 without the causal mask, 1 is 3%
- * faster with it and 6% faster at head_dim 64. */
-#define PL_ATTN_WGMMA_PINGPONG_DEFAULT 0
+/* pingpong 1 makes the consumer warpgroups take turns issuing their GEMMs (named barriers), 0 leaves the
+ * interleaving to the warp schedulers. Measured on an H200 (docs/perf/attention.md), 0 is 3.5% faster at head_dim
+ * 128 without the causal mask, 1 is 3% faster with it and 6% faster at head_dim 64; attention:flash_fwd's
+ * --wgmma-schedule picks it and defaults to 0 ("overlap"). */
 cudaError_t pl_attn_flash_wgmma_schedule(const pl_attn_problem *p, int pingpong, cudaStream_t stream);
 
 /* ---- paged decode ---- */

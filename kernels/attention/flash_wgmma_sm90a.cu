@@ -429,8 +429,3 @@ extern "C" cudaError_t pl_attn_flash_wgmma_schedule(const pl_attn_problem *p, in
         return pingpong ? launch_flash_wgmma<64, 1>(p, stream) : launch_flash_wgmma<64, 0>(p, stream);
     return pingpong ? launch_flash_wgmma<128, 1>(p, stream) : launch_flash_wgmma<128, 0>(p, stream);
 }
-
-extern "C" cudaError_t pl_attn_flash_wgmma(const pl_attn_problem *p, cudaStream_t stream)
-{
-    return pl_attn_flash_wgmma_schedule(p, PL_ATTN_WGMMA_PINGPONG_DEFAULT, stream);
-}

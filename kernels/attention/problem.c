@@ -1,13 +1,8 @@
-/* The attention problems' shared host logic: layout names, strides and the argument checks every kernel makes. */
+/* The attention problems' shared host logic: layout parsing, strides and the argument checks every kernel makes. */
 #include "attention/attention.h"
 
 #include <stdio.h>
 #include <string.h>
-
-const char *pl_attn_layout_name(pl_attn_layout l)
-{
-    return l == PL_ATTN_BSHD ? "bshd" : "bhsd";
-}
 
 int pl_attn_layout_from_name(const char *name)
 {

@@ -21,12 +21,6 @@
 #define LOG2E           1.4426950408889634f
 #define LN2             0.6931471805599453f
 
-size_t pl_attn_unfused_workspace_bytes(const pl_attn_problem *p)
-{
-    const size_t scores = (size_t)p->batch * p->heads * p->seq * p->seq;
-    return scores * sizeof(float) + scores * sizeof(uint16_t) + 256;
-}
-
 /* One strided-batched call's operands: element offsets of its first matrices and the strides between batches. */
 typedef struct call_plan {
     long long q0, kv0, s0, o0;
