@@ -318,7 +318,7 @@ static const pl_variant fp8_variants[] = {
      .technique = "fp8_tensor on 128×128 tiles with two promotion accumulators alternating by k-block: k-block kb on "
                   "the tensor cores while kb - 1 is promoted (wait_group 1), so no drain inside a tile, still every "
                   "128 K (three 64-register accumulators: the reason for the narrower tile). The drain costs 5% at this "
-                  "width; the narrower tile costs more (docs/perf/gemm.md, FP8 session 16)",
+                  "width; the narrower tile costs more (docs/perf/gemm.md, FP8: other tile widths)",
      .run = run_fp8_tensor_2p,
      .req = REQ_FP8_NATIVE},
     {.name = "cublaslt_fp8",

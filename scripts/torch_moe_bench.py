@@ -11,7 +11,7 @@ comparison in the same request.
 
 Timing as perflab's hot mode: CUDA events around each call after --warmup-s seconds of warm-up, the median of at
 least --iters samples over at least --min-time-s seconds (the power limit's steady state, as perflab measures; 0 and 0
-give the short measurement of sessions before 15, whose first tens of milliseconds ran at boost clocks).
+give the short measurement this script made before 2026-11-27, whose first tens of milliseconds ran at boost clocks).
 
     python3 scripts/torch_moe_bench.py --experts 64 --n 1536 --k 4096 --tokens 8192 --topk 2
     python3 scripts/torch_moe_bench.py --experts 8 --n 14336 --fp8-shape 8192x8192x8192

@@ -85,7 +85,7 @@ static Suite *suite(void)
     Suite *s = suite_create("attention");
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 900);
-    /* PL_TEST_ATTENTION=fwd or decode runs one target's cases only (a short device session); unset: both */
+    /* PL_TEST_ATTENTION=fwd or decode runs one target's cases only (to spend less GPU time); unset: both */
     const char *only = getenv("PL_TEST_ATTENTION");
     if (!only || strcmp(only, "decode") != 0)
         tcase_add_loop_test(tc, flash_fwd_edges, 0, COUNT(fwd_cases));
