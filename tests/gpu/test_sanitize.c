@@ -4,7 +4,8 @@
  * does not follow: the tools checked the runner alone (it runs no kernel) and reported "0 errors" whatever the
  * kernels did. So the test proves, for each run, that the tool looked:
  *  - planted: selftest:sanitizer_defects holds an out-of-bounds write, a shared-memory race and a bad __syncwarp;
- *    memcheck, racecheck and synccheck must each report theirs (a non-zero summary naming the planted kernel);
+ *    memcheck, racecheck and synccheck must each report theirs (a non-zero summary and a report naming the planted
+ *    kernel), each run keeping its own defect alone (--defect);
  *  - followed: each run's logs (--log-file cs.%p.log: one per process the tool followed) must number one per
  *    target's process plus the runner's;
  *  - the label: memcheck, racecheck, synccheck and initcheck over every target at --small, every summary clean and
@@ -30,9 +31,11 @@
 #include "selftest/sanitizer_defects.h"
 #include "testutil.h"
 
-/* A target's process under the slowest tool at --small. The whole test stays within CTest's TIMEOUT of 3600 s
+/* A target's process under the slowest tool at --small, and the planted defects' (seconds: a hang becomes a timeout
+ * status within the planted test's Check limit). The whole test stays within CTest's TIMEOUT of 3600 s
  * (tests/CMakeLists.txt): 240 s for each planted run, 2700 s for the label (its tools at once by default). */
 #define TARGET_TIMEOUT_S 600
+#define PLANTED_TIMEOUT_S 120
 
 /* Targets initcheck does not apply to, each with the reason (none so far: initcheck runs on every target). */
 static const struct {
@@ -76,15 +79,18 @@ typedef struct tool_run {
     int children;     /* targets whose process started (run.json names its log) */
 } tool_run;
 
-static void tool_start(tool_run *r, const char *tool, const char *tag, const char *targets)
+/* compute-sanitizer --tool TOOL over `perflab verify --exec-children --small --targets TARGETS EXTRA`, started in
+ * the background. */
+static void tool_start(tool_run *r, const char *tool, const char *tag, const char *targets, const char *extra,
+                       int timeout_s)
 {
     memset(r, 0, sizeof *r);
     r->tool = tool;
     r->dir = pl_test_tmpdir(tag);
     char *cmd = pl_strfmt("exec '%s' --tool %s --target-processes all --log-file '%s/cs.%%p.log' '%s' verify "
-                          "--exec-children --targets '%s' --small --quiet --timeout-s %d --artifacts-dir '%s/art' "
+                          "--exec-children --targets '%s' %s --small --quiet --timeout-s %d --artifacts-dir '%s/art' "
                           ">'%s/perflab.out' 2>&1",
-                          sanitizer, tool, r->dir, PERFLAB_BIN, targets, TARGET_TIMEOUT_S, r->dir, r->dir);
+                          sanitizer, tool, r->dir, PERFLAB_BIN, targets, extra, timeout_s, r->dir, r->dir);
     fflush(stdout);
     r->t0 = pl_now_s();
     r->pid = fork();
@@ -213,7 +219,8 @@ static void expect_followed(const tool_run *r)
 
 /* ---- planted: each tool reports its defect ---- */
 
-static void planted(const char *tool, pl_defect d)
+/* Each tool's run keeps its own defect alone (--defect VARIANT; the other variants run the clean kernel). */
+static void planted(const char *tool, const char *variant, pl_defect d)
 {
     if (!chosen(tool)) {
         printf("%s: not chosen by PERFLAB_SANITIZE_TOOLS\n", tool);
@@ -221,7 +228,8 @@ static void planted(const char *tool, pl_defect d)
     }
     tool_run r;
     char *tag = pl_strfmt("sanitize-planted-%s", tool);
-    tool_start(&r, tool, tag, "selftest:sanitizer_defects");
+    char *extra = pl_strfmt("--target-extra-arg 'selftest:sanitizer_defects=--defect %s'", variant);
+    tool_start(&r, tool, tag, "selftest:sanitizer_defects", extra, PLANTED_TIMEOUT_S);
     tools_wait(&r, 1);
     tool_report(&r, "planted");
     /* the defects may fail the target (a memcheck error ends its CUDA context), never the runner */
@@ -233,24 +241,25 @@ static void planted(const char *tool, pl_defect d)
     ck_assert_msg(strstr(r.text.data, pl_defect_kernel_name(d)) != NULL,
                   "%s's reports do not name %s, the kernel with its planted defect", tool, pl_defect_kernel_name(d));
     tool_free(&r);
+    free(extra);
     free(tag);
 }
 
 START_TEST(memcheck_reports_the_out_of_bounds_write)
 {
-    planted("memcheck", PL_DEFECT_OOB_WRITE);
+    planted("memcheck", "oob_write", PL_DEFECT_OOB_WRITE);
 }
 END_TEST
 
 START_TEST(racecheck_reports_the_shared_memory_race)
 {
-    planted("racecheck", PL_DEFECT_SHARED_RACE);
+    planted("racecheck", "shared_race", PL_DEFECT_SHARED_RACE);
 }
 END_TEST
 
 START_TEST(synccheck_reports_the_bad_syncwarp)
 {
-    planted("synccheck", PL_DEFECT_SYNCWARP_MASK);
+    planted("synccheck", "syncwarp_mask", PL_DEFECT_SYNCWARP_MASK);
 }
 END_TEST
 
@@ -298,7 +307,7 @@ START_TEST(every_target_is_clean_under_every_tool)
         if (!chosen(tools[i]))
             continue;
         char *targets = label_targets(tools[i]), *tag = pl_strfmt("sanitize-label-%s", tools[i]);
-        tool_start(&runs[n], tools[i], tag, targets);
+        tool_start(&runs[n], tools[i], tag, targets, "", TARGET_TIMEOUT_S);
         if (serial)
             tools_wait(&runs[n], 1);
         n++;
