@@ -16,7 +16,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=cs
 
 ./build/tests/test_attention >"$out/gpu-test.log" 2>&1
 echo "gpu test: exit $?" | tee -a "$out/summary.txt"
-compute-sanitizer --tool memcheck --target-processes all $B verify --targets attention --small --quiet \
+compute-sanitizer --tool memcheck --target-processes all $B verify --exec-children --targets attention --small --quiet \
   --artifacts-dir "$out/san" >"$out/memcheck.log" 2>&1
 echo "memcheck: exit $? ($(grep -h 'ERROR SUMMARY' "$out/memcheck.log" | sort | uniq -c | tr '\n' ' '))" | tee -a "$out/summary.txt"
 

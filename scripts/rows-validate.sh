@@ -17,10 +17,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=cs
 ./build/tests/test_suite1_rows >"$out/gpu-test.log" 2>&1
 echo "test_suite1_rows: exit $?" | tee -a "$out/summary.txt"
 
-compute-sanitizer --tool memcheck --target-processes all ./build/perflab verify --small --quiet --targets $T \
+compute-sanitizer --tool memcheck --target-processes all ./build/perflab verify --exec-children --small --quiet --targets $T \
   --artifacts-dir "$out/san" >"$out/memcheck.log" 2>&1
 echo "memcheck --small: exit $? ($(grep -h 'ERROR SUMMARY' "$out/memcheck.log" | tail -1))" | tee -a "$out/summary.txt"
-compute-sanitizer --tool racecheck --target-processes all ./build/perflab verify --quiet --targets $T \
+compute-sanitizer --tool racecheck --target-processes all ./build/perflab verify --exec-children --quiet --targets $T \
   --artifacts-dir "$out/san" --target-extra-arg 'norm:rmsnorm=--rows 5 --cols 4001' \
   --target-extra-arg 'norm:layernorm=--rows 3 --cols 70001' --target-extra-arg 'softmax:rows=--rows 5 --cols 8001' \
   --target-extra-arg 'fusion:elementwise_chain=--rows 5 --cols 1001' >"$out/racecheck.log" 2>&1

@@ -20,7 +20,7 @@ echo "gpu test: exit $?" | tee -a "$out/summary.txt"
 grep -E "Checks|:F:|:E:" "$out/gpu-test.log" | head -10
 
 if command -v compute-sanitizer >/dev/null; then
-  compute-sanitizer --tool memcheck --target-processes all ./build/perflab verify --targets "$targets" --small \
+  compute-sanitizer --tool memcheck --target-processes all ./build/perflab verify --exec-children --targets "$targets" --small \
     --quiet >"$out/memcheck.log" 2>&1
   echo "memcheck: exit $?; $(grep -h 'ERROR SUMMARY' "$out/memcheck.log" | sort | uniq -c | tr -s ' ')" |
     tee -a "$out/summary.txt"

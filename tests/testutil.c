@@ -1,5 +1,6 @@
 #include "testutil.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,28 @@ char *pl_test_tmpdir(const char *tag)
     return dir;
 }
 
+char *pl_test_run_json_in(const char *artifacts_dir)
+{
+    DIR *d = opendir(artifacts_dir);
+    if (!d)
+        return NULL;
+    char *found = NULL;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *sub = pl_path_join(artifacts_dir, e->d_name);
+        char *file = pl_path_join(sub, "run.json");
+        if (pl_path_exists(file))
+            found = file;
+        else
+            free(file);
+        free(sub);
+    }
+    closedir(d);
+    return found;
+}
+
 int pl_test_run_and_load(const char *tag, const char *verb_and_args, pl_run *out, pl_cmd_result *r)
 {
     char *dir = pl_test_tmpdir(tag);
@@ -66,18 +89,12 @@ int pl_test_run_and_load(const char *tag, const char *verb_and_args, pl_run *out
                         : pl_strfmt("%s --quiet --artifacts-dir '%s' --expectations-dir '%s'", verb_and_args, dir, dir);
     *r = pl_run_perflab(NULL, full);
     free(full);
-    char *cmd = pl_strfmt("ls -d '%s'/*/run.json 2>/dev/null", dir);
-    FILE *f = popen(cmd, "r");
-    char path[1024] = "";
-    if (!fgets(path, sizeof path, f))
-        path[0] = '\0';
-    pclose(f);
-    free(cmd);
+    char *path = pl_test_run_json_in(dir);
     free(dir);
-    path[strcspn(path, "\n")] = '\0';
     char err[512];
-    ck_assert_msg(path[0], "no run.json written; stdout: %s stderr: %s", r->out, r->err);
+    ck_assert_msg(path, "no run.json written; stdout: %s stderr: %s", r->out, r->err);
     ck_assert_msg(pl_run_load(path, out, err, sizeof err) == 0, "%s", err);
+    free(path);
     return r->exit_code;
 }
 

@@ -22,6 +22,9 @@ void pl_cmd_result_free(pl_cmd_result *r);
 struct pl_run;
 int pl_test_run_and_load(const char *tag, const char *verb_and_args, struct pl_run *out, pl_cmd_result *r);
 
+/* The run.json of the one run folder under an artifacts directory (malloc'd), NULL while there is none. */
+char *pl_test_run_json_in(const char *artifacts_dir);
+
 /* Every target and variant of the run is ok and verified; timed (samples, a sane median) or, for `perflab
  * verify` runs (timed = 0), not. Targets skipped for unmet requirements pass if they say why. Returns the
  * number of targets that ran. */

@@ -160,6 +160,10 @@ typedef struct pl_run_settings {
     int rounds;      /* 0: the target's way (interleaved for power-bound targets); 1: one variant after another;
                         N: N interleaved rounds */
     int small;       /* every target at its parameters' small values (verify --small) */
+    /* --exec-children: each target's process executes perflab afresh (`perflab __run-target`) instead of being a
+     * plain fork of the runner, so that tools which follow only processes that exec (compute-sanitizer, nsys) see
+     * the targets. Isolation, timeout and kill are the same either way (not stored). */
+    int exec_children;
 } pl_run_settings;
 
 typedef enum pl_expect_verdict {

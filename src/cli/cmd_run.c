@@ -16,7 +16,7 @@
 
 typedef struct run_args {
     const char *targets, *profile, *artifacts_dir, *expectations_dir;
-    int graph, skip_verify, update_expectations, accept_regressions, small;
+    int graph, skip_verify, update_expectations, accept_regressions, small, exec_children;
     int rounds;
     int json, quiet, help;
     double timeout_s;
@@ -52,6 +52,7 @@ static void fill_settings(const run_args *a, int verify_only, pl_run_settings *s
     s->timeout_s = a->timeout_s;
     s->skip_verify = a->skip_verify;
     s->verify_only = verify_only;
+    s->exec_children = a->exec_children;
 }
 
 /* verify runs each variant once, untimed: the timing, profile and expectations options mean nothing to it, and
@@ -105,6 +106,10 @@ static int run_main(const char *verb, int verify_only, int argc, char **argv)
          "set a target's parameters, e.g. 'memory:coalescing=--n 16m' (repeatable)", 0, 0},
         {"small", 0, PL_OPT_FLAG, &a.small, NULL,
          "every target at its small sizes (quick, edges included: what the sanitize tests run)", 0, 0},
+        {"exec-children", 0, PL_OPT_FLAG, &a.exec_children, NULL,
+         "start each target's process by executing perflab afresh, not by a plain fork: compute-sanitizer and nsys "
+         "follow only such processes (what the sanitize tests run)",
+         0, 0},
         {"skip-verify", 0, PL_OPT_FLAG, &a.skip_verify, NULL, "time without verifying (results are marked unverified)",
          0, 0},
         {"expectations-dir", 0, PL_OPT_STRING, &a.expectations_dir, "D",

@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "core/child.h"
 #include "core/ncu.h"
 #include "core/util.h"
 #include "labs.h"
@@ -74,6 +75,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(name, "__ncu-replay") == 0) /* perflab's own: the process a profiler launches (core/ncu.h) */
         return pl_ncu_replay_main(argc - 2, argv + 2);
+    if (strcmp(name, "__run-target") == 0) /* perflab's own: a target's process under --exec-children (core/child.h) */
+        return pl_child_target_main(argc - 2, argv + 2);
     const char *names[sizeof verbs / sizeof verbs[0]];
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
         if (strcmp(name, verbs[i].name) == 0)

@@ -46,12 +46,13 @@ static pl_status failure_status(child *c)
     return PL_STATUS_ERROR;
 }
 
-static void send_target_failure(child *c, pl_status st, const char *reason)
+void pl_child_send_target_failure(int fd, pl_status st, const char *reason)
 {
     json_t *m = json_pack("{s:s, s:s, s:s}", "t", "target", "status", pl_status_name(st), "reason", reason);
-    pl_child_send(c->fd, m);
+    pl_child_send(fd, m);
     json_decref(m);
 }
+
 
 static void send_variant(child *c, pl_variant_result *r)
 {
@@ -174,7 +175,7 @@ static void run_interleaved(child *c, pl_measure_env *env, void *state, int roun
     if (!r || !tm) {
         free(r);
         free(tm);
-        send_target_failure(c, PL_STATUS_ERROR, "out of host memory");
+        pl_child_send_target_failure(c->fd, PL_STATUS_ERROR, "out of host memory");
         return;
     }
     int stop = 0;
@@ -275,11 +276,11 @@ void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_se
     if ((t->flags & PL_TARGET_POWER_BOUND) && !s->throttle_given && own.throttle_threshold > PL_POWER_BOUND_THROTTLE)
         own.throttle_threshold = PL_POWER_BOUND_THROTTLE;
     if ((!c.host && init_gpu(&c) != 0) || pl_measure_env_init(&env, &c.ctx, &own, c.host) != 0) {
-        send_target_failure(&c, failure_status(&c), c.ctx.error);
+        pl_child_send_target_failure(c.fd, failure_status(&c), c.ctx.error);
         return;
     }
     if (t->setup && (t->setup(&c.ctx, p, &state) != 0 || sync_and_check(&c) != 0)) {
-        send_target_failure(&c, failure_status(&c), c.ctx.error[0] ? c.ctx.error : "setup failed");
+        pl_child_send_target_failure(c.fd, failure_status(&c), c.ctx.error[0] ? c.ctx.error : "setup failed");
         return;
     }
     c.ncu = pl_ncu_replays_new(t, s, run_dir);

@@ -139,29 +139,58 @@ static char *log_name(const pl_target *t)
     return pl_strfmt("logs/%s_%s.log", t->group, t->name);
 }
 
+/* What the forked process executes with --exec-children (both NULL without): perflab itself and the job. 0, or -1
+ * with the reason in r. */
+static int prepare_exec(const pl_runner_input *in, size_t index, pl_target_result *r, char **exe, char **job)
+{
+    *exe = *job = NULL;
+    if (!in->settings->exec_children)
+        return 0;
+    *job = pl_child_job_encode(in->targets[index], &in->params[index], in->settings, in->caps, in->run_dir);
+    if (!*job) {
+        r->status = PL_STATUS_ERROR;
+        r->reason = pl_strdup("a parameter's value holds both kinds of quote: it cannot be passed to a process "
+                              "started by --exec-children (run without it, or change the value)");
+        return -1;
+    }
+    *exe = pl_self_exe(); /* NULL: pl_child_exec reports it as the target's failure */
+    return 0;
+}
+
 /* Run one target in a child; returns -2 when the user interrupted. */
 static int run_one(const pl_runner_input *in, size_t index, pl_target_result *r)
 {
     const pl_target *t = in->targets[index];
     const pl_run_settings *s = in->settings;
     double t0 = pl_now_s();
-    r->log_file = log_name(t);
-    char *log_path = in->run_dir ? pl_path_join(in->run_dir, r->log_file) : NULL;
-    pl_child c;
-    if (pl_child_spawn(&c, log_path) != 0) {
-        r->status = PL_STATUS_ERROR;
-        r->reason = pl_strdup("cannot start a child process (fork failed)");
-        free(log_path);
+    char *exe, *job;
+    if (prepare_exec(in, index, r, &exe, &job) != 0) {
         complete_variants(r, t, NULL, PL_STATUS_ERROR, NULL);
         return 0;
     }
+    r->log_file = log_name(t);
+    char *log_path = in->run_dir ? pl_path_join(in->run_dir, r->log_file) : NULL;
+    pl_child c;
+    int spawned = pl_child_spawn(&c, log_path);
     free(log_path);
+    if (spawned != 0) {
+        r->status = PL_STATUS_ERROR;
+        r->reason = pl_strdup("cannot start a child process (fork failed)");
+        free(exe);
+        free(job);
+        complete_variants(r, t, NULL, PL_STATUS_ERROR, NULL);
+        return 0;
+    }
     if (c.pid == 0) {
+        if (job)
+            pl_child_exec(exe, job, c.fd);
         pl_child_run_target(t, &in->params[index], s, in->caps, in->run_dir, c.fd);
         fflush(stdout);
         fflush(stderr);
         _exit(0);
     }
+    free(exe);
+    free(job);
 
     collected col = {0};
     double deadline = t0 + (s->timeout_s > 0 ? s->timeout_s : 1e9);

@@ -1,5 +1,6 @@
 /* Nothing lost, nothing left behind: a `perflab run` killed with SIGKILL leaves a valid, incomplete run.json that
- * holds every target that had finished, and no target process outlives it. `compare` reads such a run and says so. */
+ * holds every target that had finished, and no target process outlives it, forked or exec'd (--exec-children).
+ * `compare` reads such a run and says so. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <errno.h>
@@ -60,29 +61,6 @@ static int process_gone(pid_t pid)
     return close_paren && sscanf(close_paren + 1, " %c", &state) == 1 && (state == 'Z' || state == 'X');
 }
 
-/* The one run folder under dir (NULL until it exists). */
-static char *run_json_in(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return NULL;
-    char *found = NULL;
-    struct dirent *e;
-    while (!found && (e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char *sub = pl_path_join(dir, e->d_name);
-        char *file = pl_path_join(sub, "run.json");
-        if (pl_path_exists(file))
-            found = file;
-        else
-            free(file);
-        free(sub);
-    }
-    closedir(d);
-    return found;
-}
-
 static int run_has_target(const char *file, const char *name)
 {
     pl_run r;
@@ -94,9 +72,27 @@ static int run_has_target(const char *file, const char *name)
     return has;
 }
 
-START_TEST(kill_9_keeps_finished_targets_and_leaves_no_process)
+/* Whether the process runs `perflab __run-target` (a target's process under --exec-children), from its command
+ * line; -1 when it is gone. */
+static int runs_target_command(pid_t pid)
 {
-    char *dir = pl_test_tmpdir("kill9");
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    const char *second = memchr(buf, '\0', len) ? buf + strlen(buf) + 1 : NULL; /* NUL-separated arguments */
+    return second && second < buf + len && strcmp(second, "__run-target") == 0;
+}
+
+/* `perflab run` of a finished target and a hanging one, killed with SIGKILL while the second runs; the target's
+ * process forked (exec_children 0) or exec'd (--exec-children). */
+static void kill_9_keeps_finished_targets_and_leaves_no_process(const char *tag, int exec_children)
+{
+    char *dir = pl_test_tmpdir(tag);
     char *art = pl_path_join(dir, "art"), *exp = pl_path_join(dir, "exp");
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
@@ -105,7 +101,8 @@ START_TEST(kill_9_keeps_finished_targets_and_leaves_no_process)
         dup2(null, 1);
         dup2(null, 2);
         execl(PERFLAB_BIN, PERFLAB_BIN, "run", "--targets", "selftest:sleep,selftest:hang", "--artifacts-dir", art,
-              "--expectations-dir", exp, "--iterations", "5", "--timeout-s", "600", "--quiet", (char *)NULL);
+              "--expectations-dir", exp, "--iterations", "5", "--timeout-s", "600", "--quiet",
+              exec_children ? "--exec-children" : (char *)NULL, (char *)NULL);
         _exit(127);
     }
     /* wait until the first target is on disk and the hanging one's process runs */
@@ -115,7 +112,7 @@ START_TEST(kill_9_keeps_finished_targets_and_leaves_no_process)
     for (int i = 0; i < 600 && (n_kids == 0 || !file || !run_has_target(file, "selftest:sleep")); i++) {
         usleep(50 * 1000);
         if (!file)
-            file = run_json_in(art);
+            file = pl_test_run_json_in(art);
         n_kids = children_of(pid, kids, 16);
     }
     ck_assert_msg(file && run_has_target(file, "selftest:sleep"), "no run.json with the first target after 30 s");
@@ -123,6 +120,11 @@ START_TEST(kill_9_keeps_finished_targets_and_leaves_no_process)
     /* past its baseline and into the variant that never returns (it writes nothing more to its pipe, so only the
      * parent's death can end it) */
     usleep(1500 * 1000);
+    n_kids = children_of(pid, kids, 16); /* the hanging target's process, the finished one's long reaped */
+    ck_assert_msg(n_kids > 0, "the hanging target's process is gone before the kill");
+    for (size_t k = 0; k < n_kids; k++)
+        ck_assert_msg(runs_target_command(kids[k]) == exec_children, "target process %d: %s", (int)kids[k],
+                      exec_children ? "not exec'd as perflab __run-target" : "exec'd without --exec-children");
 
     ck_assert_int_eq(kill(pid, SIGKILL), 0);
     int status;
@@ -166,6 +168,17 @@ START_TEST(kill_9_keeps_finished_targets_and_leaves_no_process)
     free(art);
     free(exp);
     free(dir);
+}
+
+START_TEST(kill_9_of_forked_targets)
+{
+    kill_9_keeps_finished_targets_and_leaves_no_process("kill9", 0);
+}
+END_TEST
+
+START_TEST(kill_9_of_execd_targets)
+{
+    kill_9_keeps_finished_targets_and_leaves_no_process("kill9-exec", 1);
 }
 END_TEST
 
@@ -228,7 +241,8 @@ int main(void)
     Suite *s = suite_create("lifecycle");
     TCase *tc = tcase_create("runs");
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, kill_9_keeps_finished_targets_and_leaves_no_process);
+    tcase_add_test(tc, kill_9_of_forked_targets);
+    tcase_add_test(tc, kill_9_of_execd_targets);
     tcase_add_test(tc, a_finished_run_is_complete);
     tcase_add_test(tc, a_missed_gate_is_a_failure_with_its_reason);
     tcase_add_test(tc, verify_through_the_test_helper);
