@@ -12,8 +12,8 @@
 #include "core/capabilities.h"
 #include "core/ceilings.h"
 #include "hw/datasheet.h"
-#include "report/peak_report.h"
-#include "report/run_report.h"
+#include "hw/peak_report.h"
+#include "core/run_report.h"
 #include "testutil.h"
 
 static int near(double a, double b, double rel)
