@@ -1,5 +1,5 @@
 /* What the chart kinds (chart_xy.c, chart_bars.c, chart_heatmap.c) share: the SVG document, text, scales that map
- * data to pixels, ticks and their labels, axes, grids and legends (chart.c). Internal to src/report. */
+ * data to pixels, ticks and their labels, axes, grids and legends (chart.c). Internal to the chart module. */
 #ifndef PERFLAB_CORE_CHART_IMPL_H
 #define PERFLAB_CORE_CHART_IMPL_H
 
