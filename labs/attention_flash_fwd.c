@@ -12,7 +12,6 @@
 #include "attention/attention.h"
 #include "common/attention_host.h"
 #include "common/gemm_host.h"
-#include "core/util.h"
 
 #define STREAM_Q 31 /* per-buffer seed streams of the inputs */
 #define STREAM_K 32

@@ -5,7 +5,7 @@
  * panel's L2-to-SM traffic halves (A+B per CTA and k-step: 48 KB -> 32 KB). */
 #include <stdio.h>
 
-#include "gemm_lab.h"
+#include "common/gemm_lab.h"
 #include "labs.h"
 
 static const pl_param_def cluster_params[] = {

@@ -4,7 +4,7 @@
  * producer warpgroup's spare warps, while the consumers go on with the next tile's multiplies). Three
  * variants separate the two effects: cuBLAS + a separate pass (what a framework does), the native kernel + the
  * same pass, and the native kernel with the epilogue fused. */
-#include "gemm_lab.h"
+#include "common/gemm_lab.h"
 #include "labs.h"
 
 #define FUSION_FLAGS (GEMM_LAB_EPILOGUE | GEMM_LAB_UNFUSED)

@@ -1,7 +1,7 @@
 /* gemm:bf16 — the GEMM ladder: D = A·B in bf16 with fp32 accumulation, from one thread per output to a
  * warp-specialized persistent WGMMA+TMA kernel with 2-CTA clusters, each rung verified against the same
  * reference and timed beside cuBLAS (the reference variant, so the table shows each rung's % of cuBLAS). */
-#include "gemm_lab.h"
+#include "common/gemm_lab.h"
 #include "labs.h"
 
 static const pl_param_def bf16_params[] = {

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "common/fp8_operands.h"
-#include "core/util.h"
 #include "common/gemm_host.h"
 #include "labs.h"
 #include "perflab/perflab.h"

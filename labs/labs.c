@@ -1,6 +1,6 @@
 /* The targets of labs/targets.def: declared and registered from the one list. */
 #include "labs.h"
-#include "perflab/registry.h"
+#include "perflab/target_registry.h"
 
 #define PL_TARGET(sym) extern const pl_target pl_target_##sym;
 #include "targets.def"

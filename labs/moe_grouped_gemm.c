@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "common/fp8_operands.h"
-#include "core/util.h"
 #include "common/gemm_host.h"
 #include "common/grouped_ref.h"
 #include "common/moe_routing.h"

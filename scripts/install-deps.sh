@@ -9,6 +9,7 @@ command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 [ -f /usr/include/check.h ] && ls /usr/lib/*/libcheck.a >/dev/null 2>&1 || missing+=(check)
 ls /usr/lib/*/libsubunit.a >/dev/null 2>&1 || missing+=(libsubunit-dev)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v python3 >/dev/null 2>&1 || missing+=(python3) # scripts/check_layout.py, a host test
 # the report's tests: expat parses every HTML/SVG file, zlib reads the headless-Chromium screenshot (chromium itself
 # is optional: that test skips without it)
 [ -f /usr/include/expat.h ] && ls /usr/lib/*/libexpat.a >/dev/null 2>&1 || missing+=(libexpat1-dev)

@@ -256,3 +256,11 @@ void pl_test_make_run(pl_run *r)
                                  0.1,
                                  pl_strdup("slower beyond the tolerance and the noise")};
 }
+
+int pl_test_save_run(const pl_run *r, const char *path, char *err, size_t errlen)
+{
+    json_t *j = pl_run_to_json(r);
+    int rc = pl_json_save_file(j, path, err, errlen);
+    json_decref(j);
+    return rc;
+}

@@ -35,6 +35,8 @@ int pl_test_expect_all_ok(const struct pl_run *run, int timed);
  * selftest:crash, a selftest:wrong that failed verification, and an expectations report (one met, one regressed).
  * Free with pl_run_free. */
 void pl_test_make_run(struct pl_run *r);
+/* r as run.json at path (written atomically, as perflab writes it); -1 with the reason in err. */
+int pl_test_save_run(const struct pl_run *r, const char *path, char *err, size_t errlen);
 
 /* A fresh empty directory under PERFLAB_TEST_TMP, named after `tag`. malloc'd. */
 char *pl_test_tmpdir(const char *tag);

@@ -5,8 +5,9 @@
 #include "perflab/ctx.h"
 #include "perflab/device.h"
 #include "perflab/params.h"
-#include "perflab/registry.h"
 #include "perflab/target.h"
+#include "perflab/target_registry.h"
+#include "perflab/text.h"
 #include "perflab/verify.h"
 
 #endif

@@ -177,7 +177,6 @@ typedef enum pl_expect_verdict {
 
 extern const char *const pl_expect_verdict_names[PL_EXPECT_COUNT];
 const char *pl_expect_verdict_name(pl_expect_verdict v);
-int pl_expect_verdict_from_name(const char *name); /* -1 when unknown */
 
 typedef struct pl_expect_row {
     char *target;

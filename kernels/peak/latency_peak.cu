@@ -2,18 +2,6 @@
  * previous load's value, so nothing overlaps) over local or peer memory. */
 #include "peak/peak_kernels.h"
 
-extern "C" cudaError_t pl_current_cc(int *cc)
-{
-    int device = 0, major = 0, minor = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-    *cc = major * 10 + minor;
-    return e;
-}
-
 __global__ void empty_kernel(void)
 {
 }

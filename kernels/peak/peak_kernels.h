@@ -9,15 +9,13 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
+#include "common/device_cc.h" /* pl_current_cc */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define PL_PEAK_BLOCK 256 /* threads per block of the streaming kernels */
-
-/* The current device's compute capability, major * 10 + minor: launchers of architecture-specific kernels gate
- * on it (sm_90a code runs on 9.0 alone, sm_100a code on 10.0 alone). */
-cudaError_t pl_current_cc(int *cc);
 
 /* ---- device memory: n floats (16-byte aligned buffers; n need not be a multiple of 4) ---- */
 typedef struct pl_stream_config {

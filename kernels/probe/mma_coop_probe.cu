@@ -1,6 +1,6 @@
 /* FP8 tensor cores through the warp-level mma.sync (sm_89+), and cooperative launch with a grid-wide barrier. */
 #include <cooperative_groups.h>
-#include "peak/peak_kernels.h"
+#include "common/device_cc.h"
 #include "probe/probe_kernels.h"
 
 namespace cg = cooperative_groups;

@@ -3,7 +3,7 @@
  * shared memory), each warp stores salt ^ thread into its own quarter of the 128 lanes (warp w may touch lanes
  * 32w..32w+31 only) with tcgen05.st, loads it back with tcgen05.ld, and warp 0 frees the columns. This proves
  * that the tcgen05 instructions run and that TMEM holds data; it does not exercise tcgen05.mma itself. */
-#include "peak/peak_kernels.h"
+#include "common/device_cc.h"
 #include "probe/probe_kernels.h"
 
 #define TMEM_COLUMNS 32u

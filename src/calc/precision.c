@@ -357,11 +357,6 @@ int pl_prec_op_from_name(const char *name)
     return pl_index_of(op_names, 4, name);
 }
 
-const char *pl_prec_op_name(pl_prec_op op)
-{
-    return pl_name_of(op_names, 4, (int)op);
-}
-
 int pl_prec_parse_shape(pl_prec_op op, const char *text, long long dims[3], char *err, size_t errlen)
 {
     const int want = op == PL_PREC_GEMM ? 3 : 2;

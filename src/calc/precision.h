@@ -49,7 +49,6 @@ typedef struct pl_prec_row {
 /* Parse "MxNxK" (gemm) or "AxB" (the others) into req->dims. -1 with one line. */
 int pl_prec_parse_shape(pl_prec_op op, const char *text, long long dims[3], char *err, size_t errlen);
 int pl_prec_op_from_name(const char *name); /* -1 when unknown */
-const char *pl_prec_op_name(pl_prec_op op);
 
 /* Runs every variant (or those in req->only). *rows is malloc'd. -1 with one line on bad input. */
 int pl_precision_run(const pl_prec_request *req, pl_prec_row **rows, size_t *n, char *err, size_t errlen);

@@ -7,10 +7,10 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "core/compare.h"
+#include "core/run_compare.h"
 #include "core/results_json.h"
 #include "core/util.h"
-#include "report/table.h"
+#include "core/table.h"
 
 static json_t *result_json(const pl_compare_result *c, const pl_run *a, const pl_run *b, double threshold)
 {

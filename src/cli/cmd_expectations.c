@@ -10,9 +10,9 @@
 #include "core/expectations.h"
 #include "core/results_json.h"
 #include "core/util.h"
-#include "report/artifacts.h"
-#include "report/run_report.h"
-#include "report/table.h"
+#include "core/artifacts.h"
+#include "core/run_report.h"
+#include "core/table.h"
 
 typedef struct exp_args {
     const char *dir, *key;

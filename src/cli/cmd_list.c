@@ -7,7 +7,7 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "core/util.h"
-#include "perflab/registry.h"
+#include "perflab/target_registry.h"
 
 const char *pl_requirements_text(const pl_requirements *r, char *buf, size_t len)
 {

@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 #include "cli/fabric_options.h"
 #include "cli/options.h"
-#include "report/comm_report.h"
+#include "comm/comm_report.h"
 #include "comm/session.h"
 #include "core/provenance.h"
 #include "core/results_json.h"

@@ -17,7 +17,7 @@
 #include "core/results_json.h"
 #include "core/util.h"
 #include "core/ceilings.h"
-#include "report/peak_report.h"
+#include "hw/peak_report.h"
 
 typedef struct peak_progress {
     json_t *doc;

@@ -16,7 +16,7 @@
 #include "core/capabilities.h"
 #include "hw/probes.h"
 #include "perflab_build_info.h"
-#include "report/table.h"
+#include "core/table.h"
 
 #define PL_PROBE_TASK_TIMEOUT_S 60.0
 

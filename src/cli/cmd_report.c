@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "core/util.h"
-#include "report/files.h"
+#include "core/files.h"
 #include "report/html.h"
 
 static const char *kind_name(pl_report_kind k)

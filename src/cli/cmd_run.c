@@ -12,7 +12,7 @@
 #include "core/results_json.h"
 #include "core/suite.h"
 #include "core/util.h"
-#include "report/run_report.h"
+#include "core/run_report.h"
 
 typedef struct run_args {
     const char *targets, *profile, *artifacts_dir, *expectations_dir;

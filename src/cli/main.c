@@ -4,7 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "core/child.h"
+#include "core/target_child.h"
 #include "core/ncu.h"
 #include "core/util.h"
 #include "labs.h"

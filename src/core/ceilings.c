@@ -13,11 +13,6 @@ static const char *const names[PL_CEIL_COUNT] = {
     "fp16_tflops", "tf32_tflops", "fp8_tflops", "h2d_gbps",    "d2h_gbps",
 };
 
-const char *pl_ceiling_name(pl_ceiling_id id)
-{
-    return pl_name_of(names, PL_CEIL_COUNT, (int)id);
-}
-
 void pl_ceilings_init(pl_ceilings *c)
 {
     memset(c, 0, sizeof *c);

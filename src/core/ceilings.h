@@ -26,8 +26,6 @@ typedef enum pl_ceiling_id {
     PL_CEIL_COUNT
 } pl_ceiling_id;
 
-const char *pl_ceiling_name(pl_ceiling_id id); /* "hbm_gbps", ... */
-
 typedef struct pl_ceilings {
     char *hardware_key;
     char *gpu_name;

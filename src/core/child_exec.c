@@ -15,11 +15,11 @@
 #include <unistd.h>
 
 #include "core/capabilities.h"
-#include "core/child.h"
+#include "core/target_child.h"
 #include "core/exit.h"
 #include "core/results_json.h"
 #include "core/util.h"
-#include "perflab/registry.h"
+#include "perflab/target_registry.h"
 
 /* The parameters the user set, as arguments pl_params_init reads back (each value quoted); the rest come from the
  * defaults or the small values again, as in the runner. NULL when a value holds both kinds of quote. */

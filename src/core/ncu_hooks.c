@@ -10,7 +10,7 @@
 #include "core/childproc.h"
 #include "core/ncu.h"
 #include "core/results_json.h"
-#include "perflab/registry.h"
+#include "perflab/target_registry.h"
 
 struct pl_ncu_replays {
     const pl_target *t;

@@ -10,7 +10,7 @@
 #include "core/exit.h"
 #include "core/ncu.h"
 #include "core/util.h"
-#include "perflab/registry.h"
+#include "perflab/target_registry.h"
 
 typedef struct replay_args {
     const char *target, *variant, *params;

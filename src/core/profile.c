@@ -15,8 +15,8 @@
 #include "core/provenance.h"
 #include "core/results_json.h"
 #include "core/util.h"
-#include "perflab/registry.h"
-#include "report/files.h"
+#include "perflab/target_registry.h"
+#include "core/files.h"
 
 #define PROBE_TIMEOUT_S 60.0
 

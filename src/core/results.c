@@ -55,11 +55,6 @@ const char *pl_expect_verdict_name(pl_expect_verdict v)
     return pl_name_of(pl_expect_verdict_names, PL_EXPECT_COUNT, (int)v);
 }
 
-int pl_expect_verdict_from_name(const char *name)
-{
-    return pl_index_of(pl_expect_verdict_names, PL_EXPECT_COUNT, name);
-}
-
 static int has_timing(const pl_variant_result *v)
 {
     return v->n_samples > 0 && (v->status == PL_STATUS_OK || v->status == PL_STATUS_UNVERIFIED);

@@ -133,10 +133,3 @@ int pl_run_load(const char *path, pl_run *out, char *err, size_t errlen)
     return rc;
 }
 
-int pl_run_save(const pl_run *r, const char *path, char *err, size_t errlen)
-{
-    json_t *j = pl_run_to_json(r);
-    int rc = pl_json_save_file(j, path, err, errlen);
-    json_decref(j);
-    return rc;
-}

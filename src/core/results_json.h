@@ -11,7 +11,6 @@ json_t *pl_provenance_to_json(const pl_provenance *p);
 int pl_run_from_json(json_t *j, pl_run *out, char *err, size_t errlen);
 /* Accepts a run directory or the path of its run.json. */
 int pl_run_load(const char *path, pl_run *out, char *err, size_t errlen);
-int pl_run_save(const pl_run *r, const char *path, char *err, size_t errlen);
 
 /* Each struct to JSON and back (results_schema.c: one field table per struct drives these and the frees of
  * perflab/results.h). *_from_json zeroes *out first; after an error, free it. */

@@ -1,4 +1,5 @@
-/* The interleaved schedule: perflab run's power-bound targets (child.c) and perflab gemm --rounds (bench_child.c). */
+/* The interleaved schedule: perflab run's power-bound targets (target_child.c) and perflab gemm --rounds
+ * (bench_child.c). */
 #include "core/measure.h"
 
 #include <string.h>

@@ -5,12 +5,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/child.h"
+#include "core/target_child.h"
 #include "core/childproc.h"
 #include "core/ncu.h"
 #include "core/results_json.h"
 #include "core/util.h"
-#include "perflab/registry.h"
+#include "perflab/target_registry.h"
 
 void pl_target_result_init(pl_target_result *r, const pl_target *t, const pl_params *p)
 {

@@ -13,8 +13,8 @@
 #include "core/ncu.h"
 #include "core/provenance.h"
 #include "core/util.h"
-#include "perflab/registry.h"
-#include "report/artifacts.h"
+#include "perflab/target_registry.h"
+#include "core/artifacts.h"
 
 #define PL_PROBE_TIMEOUT_S 60.0
 

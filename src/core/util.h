@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "perflab/text.h" /* pl_snprintf */
+
 /* Abort with a message on out-of-memory: there is no sensible way on for a benchmark harness. */
 void *pl_xmalloc(size_t n);
 void *pl_xcalloc(size_t count, size_t size);
@@ -13,8 +15,6 @@ void *pl_xrealloc(void *p, size_t n);
 char *pl_strdup(const char *s); /* NULL stays NULL */
 char *pl_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *pl_vstrfmt(const char *fmt, va_list ap);
-/* snprintf that, when it has to cut, cuts at a UTF-8 character boundary. */
-void pl_snprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Make room for `need` elements of `size` bytes in *arr (capacity *cap, doubled as needed). */
 void pl_reserve(void *arr, size_t *cap, size_t need, size_t size);

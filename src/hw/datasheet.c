@@ -54,12 +54,6 @@ static const pl_datasheet table[] = {
      "only the LPDDR5x bandwidth and the FP4 figure (1 PFLOP with sparsity) are published; the others are unknown"},
 };
 
-const pl_datasheet *pl_datasheet_table(size_t *count)
-{
-    *count = sizeof table / sizeof table[0];
-    return table;
-}
-
 const pl_datasheet *pl_datasheet_find(const char *gpu_name, double memory_gib)
 {
     if (!gpu_name || !*gpu_name)

@@ -27,8 +27,6 @@ typedef struct pl_datasheet {
 
 /* The entry for a GPU, from its name (as CUDA or NVML report it) and its memory size; NULL when unknown. */
 const pl_datasheet *pl_datasheet_find(const char *gpu_name, double memory_gib);
-/* The whole table, for tests and docs. */
-const pl_datasheet *pl_datasheet_table(size_t *count);
 
 /* Shared memory serves 32 banks x 4 bytes per clock per SM on every architecture in the table: a derived
  * ceiling (sm_count x 128 B x the maximum SM clock), not a published one. */

@@ -8,7 +8,7 @@
 #include "core/util.h"
 #include "hw/inventory.h"
 #include "hw/topology.h"
-#include "report/table.h"
+#include "core/table.h"
 
 /* The value at "a.b.c" (NULL when any part is missing). */
 static json_t *at(json_t *o, const char *path)

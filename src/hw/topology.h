@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "report/table.h"
+#include "core/table.h"
 
 typedef struct pl_pair_link {
     int known;     /* NVML answered for both GPUs */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/results_json.h"
-#include "report/comm_report.h"
+#include "core/moe_heatmap.h"
 #include "report/html_impl.h"
 
 static const char *str(json_t *o, const char *key)

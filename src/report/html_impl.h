@@ -4,9 +4,9 @@
 #define PERFLAB_REPORT_HTML_IMPL_H
 
 #include "core/util.h"
-#include "report/chart.h"
+#include "core/chart.h"
 #include "report/html.h"
-#include "report/table.h"
+#include "core/table.h"
 
 /* <tag attrs>escaped text</tag> */
 void pl_html_elem(pl_buf *b, const char *tag, const char *attrs, const char *text);

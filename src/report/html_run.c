@@ -5,10 +5,10 @@
 #include <string.h>
 
 #include "core/ceilings.h"
-#include "core/compare.h"
+#include "core/run_compare.h"
 #include "core/ncu.h"
 #include "report/html_impl.h"
-#include "report/run_report.h"
+#include "core/run_report.h"
 
 #define COMPARE_SEED 20261121u
 

@@ -12,7 +12,7 @@
 #include "gemm/gemm.h"
 #include "common/gemm_host.h"
 #include "perflab/results.h"
-#include "selector/comparison.h"
+#include "selector/provider_comparison.h"
 
 typedef struct pl_gemm_bench_request {
     const pl_gemm_shape *shapes;

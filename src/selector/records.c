@@ -250,16 +250,11 @@ json_t *pl_gemm_records_to_json(const char *provider, const pl_gemm_record_list 
     return json_pack("{s:s, s:s, s:o}", "schema", PL_GEMM_RECORDS_SCHEMA, "provider", provider, "records", arr);
 }
 
-const pl_gemm_record *pl_gemm_records_best(const pl_gemm_record_list *l, long long m, long long n, long long k,
-                                           const char *dtype, const char *layout, int *any_match)
+const pl_gemm_record *pl_gemm_records_fastest(const pl_gemm_record_list *l)
 {
     const pl_gemm_record *best = NULL;
-    *any_match = 0;
     for (size_t i = 0; i < l->n; i++) {
         const pl_gemm_record *r = &l->items[i];
-        if (r->m != m || r->n != n || r->k != k || strcmp(r->dtype, dtype) != 0 || strcmp(r->layout, layout) != 0)
-            continue;
-        *any_match = 1;
         if (r->status == PL_GEMM_OK && r->verified && r->median_ms > 0 && (!best || r->median_ms < best->median_ms))
             best = r;
     }

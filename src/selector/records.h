@@ -57,9 +57,7 @@ void pl_gemm_record_list_free(pl_gemm_record_list *l);
 int pl_gemm_records_load(const char *path, pl_gemm_record_list *out, char *err, size_t errlen);
 json_t *pl_gemm_records_to_json(const char *provider, const pl_gemm_record_list *l);
 
-/* The best (fastest verified, ok) record of the list for a problem; NULL if none. *any_match says whether any
- * record was for it at all (verified or not). */
-const pl_gemm_record *pl_gemm_records_best(const pl_gemm_record_list *l, long long m, long long n, long long k,
-                                           const char *dtype, const char *layout, int *any_match);
+/* The fastest verified, ok record of the list (records of one problem); NULL if none. */
+const pl_gemm_record *pl_gemm_records_fastest(const pl_gemm_record_list *l);
 
 #endif

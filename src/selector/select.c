@@ -1,6 +1,6 @@
 /* perflab gemm's work below its CLI: find the GPU, give the run an id and provenance, fill the comparison from
  * records in files, run cutlass_profiler, time cuBLAS/cuBLASLt/perflab through the harness in child processes
- * (bench_run.c), and write the report (report/gemm_report.c). */
+ * (bench_run.c), and write the report (gemm_report.c). */
 #include "selector/select.h"
 
 #include <stdio.h>
@@ -11,8 +11,8 @@
 #include "core/exit.h"
 #include "core/provenance.h"
 #include "core/util.h"
-#include "report/artifacts.h"
-#include "report/gemm_report.h"
+#include "core/artifacts.h"
+#include "selector/gemm_report.h"
 #include "selector/bench.h"
 #include "selector/cutlass.h"
 

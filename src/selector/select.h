@@ -6,7 +6,7 @@
 #include <jansson.h>
 
 #include "perflab/results.h"
-#include "selector/comparison.h"
+#include "selector/provider_comparison.h"
 
 typedef struct pl_gemm_select_request {
     const pl_gemm_shape *shapes;

@@ -27,7 +27,7 @@
 #include "core/results_json.h"
 #include "core/util.h"
 #include "labs.h"
-#include "perflab/registry.h"
+#include "perflab/target_registry.h"
 #include "selftest/sanitizer_defects.h"
 #include "testutil.h"
 

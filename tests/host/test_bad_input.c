@@ -16,9 +16,9 @@
 #include "core/results_json.h"
 #include "core/util.h"
 #include "perflab/params.h"
-#include "perflab/registry.h"
+#include "perflab/target_registry.h"
 #include "labs.h"
-#include "selector/comparison.h"
+#include "selector/provider_comparison.h"
 #include "selector/cutlass.h"
 #include "testutil.h"
 

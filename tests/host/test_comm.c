@@ -8,11 +8,11 @@
 #include "comm/coll.h"
 #include "comm/job.h"
 #include "comm/kernels.h"
-#include "report/comm_report.h"
+#include "comm/comm_report.h"
 #include "comm/result.h"
 #include "comm/skew.h"
 #include "comm/slo.h"
-#include "report/svg.h"
+#include "core/chart.h"
 #include "core/util.h"
 #include "testutil.h"
 
@@ -463,9 +463,10 @@ END_TEST
 
 START_TEST(xml_escape)
 {
-    char *e = pl_xml_escape("a<b & \"c\">");
-    ck_assert_str_eq(e, "a&lt;b &amp; &quot;c&quot;&gt;");
-    free(e);
+    pl_buf e = {0};
+    pl_xml_escape_into(&e, "a<b & \"c\">");
+    ck_assert_str_eq(e.data, "a&lt;b &amp; &quot;c&quot;&gt;");
+    pl_buf_free(&e);
 }
 END_TEST
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/compare.h"
+#include "core/run_compare.h"
 #include "core/util.h"
 #include "testutil.h"
 

@@ -17,15 +17,15 @@
 
 #include "cli/options.h"
 #include "comm/job.h"
-#include "core/compare.h"
+#include "core/run_compare.h"
 #include "core/expectations.h"
 #include "core/results_json.h"
 #include "core/util.h"
 #include "fuzz.h"
 #include "labs.h"
 #include "perflab/params.h"
-#include "perflab/registry.h"
-#include "selector/comparison.h"
+#include "perflab/target_registry.h"
+#include "selector/provider_comparison.h"
 #include "selector/cutlass.h"
 #include "selector/shapes.h"
 #include "testutil.h"
@@ -412,13 +412,13 @@ static void make_seeds(seeds *s)
     pl_run *r = &s->run;
     pl_test_make_run(r);
     char err[1024], *path = pl_strfmt("%s/run.json", s->dir);
-    ck_assert_msg(pl_run_save(r, path, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(pl_test_save_run(r, path, err, sizeof err) == 0, "%s", err);
     pl_fuzz_add_file(&s->runs, path);
     pl_run bare;
     ck_assert_msg(pl_run_load(path, &bare, err, sizeof err) == 0, "%s", err);
     pl_provenance_free(&bare.prov);
     pl_expect_report_free(&bare.expectations);
-    ck_assert_msg(pl_run_save(&bare, path, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(pl_test_save_run(&bare, path, err, sizeof err) == 0, "%s", err);
     pl_run_free(&bare);
     pl_fuzz_add_file(&s->runs, path);
     free(path);

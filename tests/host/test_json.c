@@ -130,7 +130,7 @@ START_TEST(files_load_with_positions_and_save_atomically)
 
     pl_run a, b;
     pl_test_make_run(&a);
-    ck_assert_int_eq(pl_run_save(&a, path, err, sizeof err), 0);
+    ck_assert_int_eq(pl_test_save_run(&a, path, err, sizeof err), 0);
     ck_assert_int_eq(pl_run_load(path, &b, err, sizeof err), 0);
     ck_assert_str_eq(b.run_id, a.run_id);
     pl_run_free(&b);

@@ -11,7 +11,7 @@
 #include "core/ncu.h"
 #include "core/results_json.h"
 #include "core/util.h"
-#include "report/run_report.h"
+#include "core/run_report.h"
 #include "testutil.h"
 
 #define NEAR(a, b)                                                                                                     \

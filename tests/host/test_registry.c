@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "labs.h"
-#include "perflab/registry.h"
+#include "perflab/target_registry.h"
 #include "testutil.h"
 
 static char err[512];
@@ -27,7 +27,6 @@ static int select_names(const char *spec, char *out, size_t len)
 
 static void setup(void)
 {
-    pl_registry_clear();
     pl_labs_register_all();
 }
 

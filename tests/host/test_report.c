@@ -10,7 +10,7 @@
 
 #include "core/results_json.h"
 #include "core/util.h"
-#include "report/chart.h"
+#include "core/chart.h"
 #include "testutil.h"
 
 #define FIXTURES PERFLAB_SOURCE_DIR "/docs/results"
@@ -321,7 +321,7 @@ START_TEST(standalone_heatmap)
                     .values = v,
                     .flagged = f,
                     .flag_label = "SLO missed"};
-    char *svg = pl_svg_heatmap(&h);
+    char *svg = pl_chart_heatmap(&h, 1);
     parse_xml(svg, "the heatmap");
     ck_assert(strstr(svg, ">0.0220<") && strstr(svg, ">n/a<") && strstr(svg, "url(#scale"));
     free(svg);

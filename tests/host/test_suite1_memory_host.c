@@ -17,7 +17,6 @@ static char err[512];
 
 static void setup(void)
 {
-    pl_registry_clear();
     pl_labs_register_all();
 }
 
