@@ -6,8 +6,10 @@
  *  - planted: selftest:sanitizer_defects holds an out-of-bounds write, a shared-memory race and a bad __syncwarp;
  *    memcheck, racecheck and synccheck must each report theirs (a non-zero summary and a report naming the planted
  *    kernel), each run keeping its own defect alone (--defect);
- *  - followed: each run's logs (--log-file cs.%p.log: one per process the tool followed) must number one per
- *    target's process plus the runner's;
+ *  - followed: the tool's log (--log-file cs.%p.log --print-session-details: compute-sanitizer 2025.3 writes one
+ *    log for the whole process tree, named after its first process, with a "Process ID:" block for each process it
+ *    followed) must list one process per target's process plus the runner's, each target's process being a
+ *    `perflab __run-target`;
  *  - the label: memcheck, racecheck, synccheck and initcheck over every target at --small, every summary clean and
  *    every variant verified.
  * Exits 77 with the reason where there is no GPU or no compute-sanitizer.
@@ -69,8 +71,10 @@ typedef struct tool_run {
     pid_t pid;
     double t0, seconds;
     int exit_code;    /* perflab's, through compute-sanitizer */
-    int logs;         /* processes the tool followed */
+    int logs;         /* log files the tool wrote */
     int summaries;    /* logs that end with the tool's summary */
+    int processes;    /* processes the tool followed (a "Process ID:" block each in the session details) */
+    int target_procs; /* of those, the targets' processes (`perflab __run-target`) */
     long findings;    /* errors and hazards, summed over the summaries */
     pl_buf text;      /* every log, each under its name */
     pl_buf dirty;     /* the logs whose summary is not clean, or that have none */
@@ -87,7 +91,7 @@ static void tool_start(tool_run *r, const char *tool, const char *tag, const cha
     memset(r, 0, sizeof *r);
     r->tool = tool;
     r->dir = pl_test_tmpdir(tag);
-    char *cmd = pl_strfmt("exec '%s' --tool %s --target-processes all --log-file '%s/cs.%%p.log' '%s' verify "
+    char *cmd = pl_strfmt("exec '%s' --tool %s --target-processes all --print-session-details --log-file '%s/cs.%%p.log' '%s' verify "
                           "--exec-children --targets '%s' %s --small --quiet --timeout-s %d --artifacts-dir '%s/art' "
                           ">'%s/perflab.out' 2>&1",
                           sanitizer, tool, r->dir, PERFLAB_BIN, targets, extra, timeout_s, r->dir, r->dir);
@@ -137,6 +141,22 @@ static int add_summary(tool_run *r, const char *name, const char *log)
     return found;
 }
 
+/* The processes a log's session details name: every "Process ID:" block, and those whose target application is
+ * a target's exec'd process. */
+static void count_processes(tool_run *r, const char *log)
+{
+    for (const char *p = strstr(log, "Process ID:"); p; p = strstr(p + 1, "Process ID:")) {
+        r->processes++;
+        const char *app = strstr(p, "Target application:");
+        const char *next = strstr(p + 1, "Process ID:");
+        if (app && (!next || app < next)) {
+            const char *eol = strchr(app, '\n');
+            const char *run = strstr(app, "__run-target");
+            r->target_procs += run && (!eol || run < eol);
+        }
+    }
+}
+
 static void read_logs(tool_run *r)
 {
     DIR *d = opendir(r->dir);
@@ -152,6 +172,7 @@ static void read_logs(tool_run *r)
         ck_assert_msg(log != NULL, "%s", err);
         r->logs++;
         r->summaries += add_summary(r, e->d_name, log);
+        count_processes(r, log);
         pl_buf_printf(&r->text, "---- %s ----\n%s\n", e->d_name, log);
         free(log);
         free(path);
@@ -179,7 +200,7 @@ static void tool_report(tool_run *r, const char *what)
     read_run(r);
     printf("sanitize %s: %s: %zu targets (%d in a process of their own), %d processes followed, %ld errors, %.1f s "
            "(perflab exit %d)\n",
-           what, r->tool, r->has_run ? r->run.n_targets : 0, r->children, r->logs, r->findings, r->seconds,
+           what, r->tool, r->has_run ? r->run.n_targets : 0, r->children, r->processes, r->findings, r->seconds,
            r->exit_code);
     if (r->exit_code != 0 || r->dirty.len || !r->has_run) {
         char err[256];
@@ -209,10 +230,11 @@ static void expect_followed(const tool_run *r)
     ck_assert_msg(r->has_run, "%s: no run.json: the runner did not finish (see perflab's output above)", r->tool);
     ck_assert_msg(r->run.complete, "%s: the run is incomplete", r->tool);
     ck_assert_msg(r->children > 0, "%s: no target's process started", r->tool);
-    ck_assert_msg(r->logs == r->children + 1,
-                  "%s followed %d processes: the runner and %d targets' processes make %d (are the targets' "
-                  "processes exec'd? --exec-children)",
-                  r->tool, r->logs, r->children, r->children + 1);
+    ck_assert_msg(r->logs > 0, "%s wrote no log", r->tool);
+    ck_assert_msg(r->processes == r->children + 1 && r->target_procs == r->children,
+                  "%s followed %d processes, %d of them targets': the runner and %d targets' processes make %d "
+                  "(are the targets' processes exec'd? --exec-children)",
+                  r->tool, r->processes, r->target_procs, r->children, r->children + 1);
     ck_assert_msg(r->summaries == r->logs, "%s: %d of %d logs have no summary (above)", r->tool,
                   r->logs - r->summaries, r->logs);
 }
