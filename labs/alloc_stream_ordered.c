@@ -176,12 +176,12 @@ static const pl_variant alloc_variants[] = {
      .technique = "cudaMalloc + cudaFree of both temporaries every step: driver calls, page mapping and cudaFree's "
                   "implicit device synchronisation inside the region (host-bound)",
      .run = run_malloc_free,
-     .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH},
+     .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED},
     {.name = "stream_ordered",
      .technique = "cudaMallocFromPoolAsync + cudaFreeAsync from a pool with release threshold UINT64_MAX: freed "
                   "blocks are reused in stream order, nothing synchronises (host-bound)",
      .run = run_pool,
-     .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH},
+     .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED},
     {.name = "allocated_once",
      .technique = "both temporaries allocated once at setup: the step is its three launches alone (host-bound)",
      .run = run_once,

@@ -148,8 +148,38 @@ static void decode_counters(const pl_params *p, pl_counters *c)
     c->elements = batch * h * d;
 }
 
+/* The shapes the kernels take, before any work (in the parent, and again by the setup). */
+static int decode_check_params(const pl_params *params, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    (void)gpu;
+    const int head_dim = (int)pl_param_int(params, "head-dim"), heads = (int)pl_param_int(params, "heads");
+    const int kv_heads = kv_heads_of(params), page_size = (int)pl_param_int(params, "page-size");
+    const int chunk = (int)pl_param_int(params, "chunk"), rows_warps = (int)pl_param_int(params, "rows-warps");
+    const int read_heads = (int)pl_param_int(params, "read-heads");
+    if (head_dim != 64 && head_dim != 128)
+        return pl_params_refuse(err, errlen, "--head-dim %d is not supported: use 64 or 128", head_dim);
+    if (heads % kv_heads != 0 || heads / kv_heads > 8)
+        return pl_params_refuse(err, errlen,
+                                "--heads %d over --kv-heads %d: kv heads must divide the heads, with at most 8 "
+                                "query heads each",
+                                heads, kv_heads);
+    if (page_size % 8 != 0)
+        return pl_params_refuse(err, errlen, "--page-size %d is not a multiple of 8: use 16 or 64", page_size);
+    if (chunk % 64 != 0)
+        return pl_params_refuse(err, errlen, "--chunk %d is not a multiple of 64: use 0 (chosen) or e.g. 1024", chunk);
+    if (rows_warps != 4 && rows_warps != 8)
+        return pl_params_refuse(err, errlen, "--rows-warps %d: use 4 (two CTAs an SM) or 8 (one)", rows_warps);
+    if (kv_heads % read_heads != 0)
+        return pl_params_refuse(err, errlen, "--read-heads %d does not divide --kv-heads %d: use a divisor",
+                                read_heads, kv_heads);
+    return 0;
+}
+
 static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
 {
+    char refused[256];
+    if (decode_check_params(params, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "attention:decode_paged: %s", refused);
     decode_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
@@ -162,16 +192,6 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     const int kv_len = (int)pl_param_int(params, "kv-len");
     const double scale = pl_param_float(params, "scale");
     p->scale = scale > 0 ? (float)scale : (float)(1.0 / sqrt((double)p->head_dim));
-    if (p->head_dim != 64 && p->head_dim != 128)
-        return pl_fail(ctx, "attention:decode_paged: --head-dim %d is not supported: use 64 or 128", p->head_dim);
-    if (p->heads % p->kv_heads != 0 || p->heads / p->kv_heads > 8)
-        return pl_fail(ctx,
-                       "attention:decode_paged: --heads %d over --kv-heads %d: kv heads must divide the heads, with "
-                       "at most 8 query heads each",
-                       p->heads, p->kv_heads);
-    if (p->page_size % 8 != 0)
-        return pl_fail(ctx, "attention:decode_paged: --page-size %d is not a multiple of 8: use 16 or 64",
-                       p->page_size);
     p->max_pages = (kv_len + p->page_size - 1) / p->page_size;
 
     s->lens_host = pl_host_alloc(ctx, (size_t)p->batch * sizeof(int));
@@ -188,21 +208,12 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->cache_elems = (size_t)s->pages * p->page_size * p->kv_heads * p->head_dim;
     s->o_elems = (size_t)p->batch * p->heads * p->head_dim;
     const int chunk = (int)pl_param_int(params, "chunk");
-    if (chunk % 64 != 0)
-        return pl_fail(ctx, "attention:decode_paged: --chunk %d is not a multiple of 64: use 0 (chosen) or e.g. 1024",
-                       chunk);
     s->chunk = chunk > 0 ? chunk : pl_decode_split_chunk(p, s->max_len, ctx->device->sm_count);
     s->evict_first = (int)pl_param_int(params, "evict-first");
     s->ctas = pl_decode_balanced_ctas(p, ctx->device->sm_count);
     s->pages_ctas = pl_decode_pages_ctas(p, ctx->device->sm_count);
     s->rows_warps = (int)pl_param_int(params, "rows-warps");
-    if (s->rows_warps != 4 && s->rows_warps != 8)
-        return pl_fail(ctx, "attention:decode_paged: --rows-warps %d: use 4 (two CTAs an SM) or 8 (one)",
-                       s->rows_warps);
     s->read_heads = (int)pl_param_int(params, "read-heads");
-    if (p->kv_heads % s->read_heads != 0)
-        return pl_fail(ctx, "attention:decode_paged: --read-heads %d does not divide --kv-heads %d: use a divisor",
-                       s->read_heads, p->kv_heads);
     s->rows_ctas = pl_decode_rows_ctas(p, s->rows_warps, ctx->device->sm_count);
     s->bulk_ctas = pl_decode_rows_bulk_ctas(p, ctx->device->sm_count);
     s->read_ctas = 8 * (ctx->device->sm_count > 0 ? ctx->device->sm_count : 1);
@@ -449,4 +460,5 @@ const pl_target pl_target_attention_decode_paged = {
     .setup = decode_setup,
     .poison = decode_poison,
     .check = decode_check,
+    .check_params = decode_check_params,
 };

@@ -151,6 +151,20 @@ static int make_reference(pl_ctx *ctx, fwd_state *s)
     return 0;
 }
 
+/* Before any work, in the parent: the shapes the kernels take, and the unfused baseline's S and P (batch·heads·
+ * seq² · 6 bytes) with Q, K, V and O within the GPU's memory. */
+static int fwd_check_params(const pl_params *params, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    const int batch = (int)pl_param_int(params, "batch"), heads = (int)pl_param_int(params, "heads");
+    const int kv = kv_heads_of(params), seq = (int)pl_param_int(params, "seq");
+    const int d = (int)pl_param_int(params, "head-dim");
+    if (pl_attn_fwd_params_check(batch, heads, kv, seq, d, err, errlen) != 0)
+        return -1;
+    const double scores = (double)batch * heads * seq * (double)seq;
+    const double qkvo = 2.0 * 2.0 * (double)seq * d * batch * (heads + kv);
+    return pl_check_device_memory(gpu, 6.0 * scores + qkvo, "lower --batch, --heads or --seq", err, errlen);
+}
+
 static int fwd_setup(pl_ctx *ctx, const pl_params *params, void **state)
 {
     const int batch = (int)pl_param_int(params, "batch"), heads = (int)pl_param_int(params, "heads");
@@ -307,4 +321,5 @@ const pl_target pl_target_attention_flash_fwd = {
     .poison = fwd_poison,
     .check = fwd_check,
     .teardown = fwd_teardown,
+    .check_params = fwd_check_params,
 };

@@ -35,11 +35,22 @@ static void cluster_counters(const pl_params *p, pl_counters *c)
     gemm_lab_counters(p, 0, c);
 }
 
+/* Before any work (in the parent, and again by the setup). */
+static int cluster_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    (void)gpu;
+    if (pl_param_int(p, "k") % 8 != 0)
+        return pl_params_refuse(err, errlen,
+                                "--k %lld: the TMA kernels compared here need K %% 8 == 0; pick a multiple of 8",
+                                pl_param_int(p, "k"));
+    return 0;
+}
+
 static int cluster_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
-    if (pl_param_int(p, "k") % 8 != 0)
-        return pl_fail(ctx, "--k %lld: the TMA kernels compared here need K %% 8 == 0; pick a multiple of 8",
-                       pl_param_int(p, "k"));
+    char refused[256];
+    if (cluster_check_params(p, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "%s", refused);
     return gemm_lab_setup(ctx, p, 0, state);
 }
 
@@ -92,4 +103,5 @@ const pl_target pl_target_fullstack_cluster_gemm = {
     .poison = gemm_lab_poison,
     .check = gemm_lab_check,
     .teardown = gemm_lab_teardown,
+    .check_params = cluster_check_params,
 };

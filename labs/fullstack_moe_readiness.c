@@ -78,8 +78,9 @@ static const pl_param_def moe_params[] = {
 };
 
 /* An all-to-all of one rank moves nothing between GPUs: refused, not measured. */
-static int moe_check_params(const pl_params *p, char *err, size_t errlen)
+static int moe_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
 {
+    (void)gpu;
     if (pl_param_int(p, "gpus") == 1) {
         snprintf(err, errlen, "--gpus 1: an all-to-all needs 2 or more GPUs (pass --gpus 0 for all of them)");
         return -1;
@@ -375,7 +376,7 @@ static const pl_variant moe_variants[] = {
      .technique = "each step: cudaMalloc the buffers, stage the tokens from host memory, exchange, copy the result "
                   "back to the host, cudaFree",
      .run = run_staged,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND},
+     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND | PL_VARIANT_HOST_TIMED},
     {.name = "persistent",
      .technique = "persistent device buffers: only the grouped ncclSend/ncclRecv exchange remains",
      .run = run_persistent,

@@ -36,6 +36,12 @@ static void chain_reference(const void *state, double *ref)
     rows_ref_chain(s->io.x_host, s->bias_host, (size_t)s->io.rows, (size_t)s->io.cols, (double)s->scale, ref);
 }
 
+/* Before any work, in the parent: x, y and the the intermediate within the GPU's memory. */
+static int chain_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return rows_lab_check_memory(p, gpu, 0, 2.0 /* tmp */, err, errlen);
+}
+
 static int chain_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
     chain_state *s = pl_host_alloc(ctx, sizeof *s);
@@ -92,4 +98,5 @@ const pl_target pl_target_fusion_elementwise_chain = {
     .setup = chain_setup,
     .poison = rows_lab_poison,
     .check = rows_lab_check,
+    .check_params = chain_check_params,
 };

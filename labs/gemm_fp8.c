@@ -106,31 +106,42 @@ static pl_gemm_fp8_problem problem_of(const fp8_state *s, pl_fp8_scaling scaling
     return p;
 }
 
+/* Before any work (in the parent, and again by the setup): the shapes the reference variants take. */
+static int fp8_check_params(const pl_params *params, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    (void)gpu;
+    const long long m = pl_param_int(params, "m"), n = pl_param_int(params, "n"), k = pl_param_int(params, "k");
+    if (k % 16 != 0)
+        return pl_params_refuse(err, errlen,
+                                "--k %lld is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA, "
+                                "cuBLASLt); pass e.g. --k %lld",
+                                k, (k + 15) / 16 * 16);
+    if (n % 8 != 0)
+        return pl_params_refuse(err, errlen,
+                                "--n %lld is not a multiple of 8: cuBLASLt's FP8 GEMM (the reference variants) takes "
+                                "only rows of D in whole 16-byte units; pass e.g. --n %lld (the native kernels take "
+                                "any N: tests/gpu/test_fp8_moe.c checks odd N on them directly)",
+                                n, (n + 7) / 8 * 8);
+    if (m % 4 != 0)
+        return pl_params_refuse(err, errlen,
+                                "--m %lld is not a multiple of 4: cuBLASLt's block-scaled FP8 GEMM (a reference "
+                                "variant) refused M = 129 and took M = 300 on an H200; pass e.g. --m %lld (the native "
+                                "kernels take any M: tests/gpu/test_fp8_moe.c checks odd M on them directly)",
+                                m, (m + 3) / 4 * 4);
+    return 0;
+}
+
 static int fp8_setup(pl_ctx *ctx, const pl_params *params, void **state)
 {
+    char refused[512];
+    if (fp8_check_params(params, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "%s", refused);
     fp8_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
     s->m = (int)pl_param_int(params, "m");
     s->n = (int)pl_param_int(params, "n");
     s->k = (int)pl_param_int(params, "k");
-    if (s->k % 16 != 0)
-        return pl_fail(ctx,
-                       "--k %d is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA, cuBLASLt); "
-                       "pass e.g. --k %d",
-                       s->k, (s->k + 15) / 16 * 16);
-    if (s->n % 8 != 0)
-        return pl_fail(ctx,
-                       "--n %d is not a multiple of 8: cuBLASLt's FP8 GEMM (the reference variants) takes only rows "
-                       "of D in whole 16-byte units; pass e.g. --n %d (the native kernels take any N: "
-                       "tests/gpu/test_fp8_moe.c checks odd N on them directly)",
-                       s->n, (s->n + 7) / 8 * 8);
-    if (s->m % 4 != 0)
-        return pl_fail(ctx,
-                       "--m %d is not a multiple of 4: cuBLASLt's block-scaled FP8 GEMM (a reference variant) "
-                       "refused M = 129 and took M = 300 on an H200; pass e.g. --m %d (the native kernels take "
-                       "any M: tests/gpu/test_fp8_moe.c checks odd M on them directly)",
-                       s->m, (s->m + 3) / 4 * 4);
     const size_t m = (size_t)s->m, n = (size_t)s->n, k = (size_t)s->k;
     uint16_t *x = pl_device_alloc(ctx, m * k * 2), *w = pl_device_alloc(ctx, n * k * 2);
     s->a16 = pl_device_alloc(ctx, m * k * 2);
@@ -353,4 +364,5 @@ const pl_target pl_target_gemm_fp8 = {
     .poison = fp8_poison,
     .check = fp8_check,
     .teardown = fp8_teardown,
+    .check_params = fp8_check_params,
 };

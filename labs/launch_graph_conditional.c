@@ -287,7 +287,7 @@ static const pl_variant conv_variants[] = {
      .technique = "the host decides: after each sweep it copies the decision back, synchronises and launches the "
                   "next iteration (host-bound)",
      .run = run_host_loop,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND},
+     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND | PL_VARIANT_HOST_TIMED},
     {.name = "graph_while",
      .technique = "the device decides: a CUDA graph with a conditional while node, set by cudaGraphSetConditional "
                   "in the decision kernel; one cudaGraphLaunch (host-bound)",

@@ -200,7 +200,7 @@ static const pl_variant persistent_variants[] = {
     {.name = "baseline",
      .technique = "one kernel launch per step: `steps` launches, a full barrier between steps (host-bound)",
      .run = run_launches,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND},
+     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND | PL_VARIANT_HOST_TIMED},
     {.name = "persistent",
      .technique = "one launch of resident blocks pulling (step, tile) items from a device queue, each waiting only "
                   "for its three inputs (host-bound)",

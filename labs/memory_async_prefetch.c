@@ -91,8 +91,24 @@ static void reference(stencil_state *s)
 
 static const char *const version_names[] = {"sync", "cp_async", "tma"};
 
+/* Before any work (in the parent, and again by the setup): a grid the kernels index, x and y in the GPU. */
+static int stencil_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    const long long rows = pl_param_int(p, "rows"), cols = pl_param_int(p, "cols");
+    const double elems = (double)rows * (double)pitch_of((size_t)cols);
+    if (rows >= (1ll << 31) || elems > (double)((size_t)1 << 34))
+        return pl_params_refuse(err, errlen,
+                                "a %lld x %lld grid is too large (at most 2^34 elements, rows < 2^31); pass smaller "
+                                "--rows/--cols",
+                                rows, cols);
+    return pl_check_device_memory(gpu, 2.0 * 4.0 * elems, "pass smaller --rows/--cols", err, errlen);
+}
+
 static int stencil_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
+    char refused[256];
+    if (stencil_check_params(p, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "memory:async_prefetch: %s", refused);
     stencil_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
@@ -104,11 +120,6 @@ static int stencil_setup(pl_ctx *ctx, const pl_params *p, void **state)
     s->stages = (int)pl_param_int(p, "stages");
     const int per_sm = (int)pl_param_int(p, "blocks_per_sm");
     s->elems = s->g.rows * s->g.ld;
-    if (s->g.rows >= (1u << 31) || s->elems > ((size_t)1 << 34))
-        return pl_fail(ctx,
-                       "memory:async_prefetch: a %zu x %zu grid is too large (at most 2^34 elements, rows < 2^31);"
-                       " pass smaller --rows/--cols",
-                       s->g.rows, s->g.cols);
 
     /* each version's residency with these stages: the grid is the same for all, but say what fits */
     for (int v = PL_STENCIL_SYNC; v <= PL_STENCIL_TMA; v++) {
@@ -230,4 +241,5 @@ const pl_target pl_target_memory_async_prefetch = {
     .setup = stencil_setup,
     .poison = stencil_poison,
     .check = stencil_check,
+    .check_params = stencil_check_params,
 };

@@ -50,19 +50,29 @@ static void transpose_counters(const pl_params *p, pl_counters *c)
     c->elements = n;
 }
 
+/* Before any work (in the parent, and again by the setup): a matrix of at most 2^34 elements, both in the GPU. */
+static int transpose_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    const double n = (double)pl_param_int(p, "rows") * (double)pl_param_int(p, "cols");
+    if (n > (double)((size_t)1 << 34))
+        return pl_params_refuse(err, errlen,
+                                "rows × cols = %.0f elements is more than 2^34 (64 GiB a matrix); pass smaller "
+                                "--rows/--cols",
+                                n);
+    return pl_check_device_memory(gpu, 2.0 * 4.0 * n, "pass smaller --rows/--cols", err, errlen);
+}
+
 static int transpose_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
+    char refused[256];
+    if (transpose_check_params(p, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "memory:transpose: %s", refused);
     transpose_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
     s->rows = (size_t)pl_param_int(p, "rows");
     s->cols = (size_t)pl_param_int(p, "cols");
     s->n = s->rows * s->cols;
-    if (s->n > ((size_t)1 << 34))
-        return pl_fail(ctx,
-                       "memory:transpose: rows × cols = %zu elements is more than 2^34 (64 GiB a matrix); "
-                       "pass smaller --rows/--cols",
-                       s->n);
     const size_t bytes = s->n * sizeof(float);
     s->in = pl_device_alloc(ctx, bytes);
     s->out = pl_device_alloc(ctx, bytes);
@@ -213,4 +223,5 @@ const pl_target pl_target_memory_transpose = {
     .teardown = transpose_teardown,
     .poison = transpose_poison,
     .check = transpose_check,
+    .check_params = transpose_check_params,
 };

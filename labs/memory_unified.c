@@ -74,6 +74,15 @@ static struct cudaMemLocation location_of(int device)
     return loc;
 }
 
+/* Before any work, in the parent: the managed data and the explicit variant's device buffer, twice --n floats,
+ * within a FREE_FRACTION of the GPU's whole memory (the setup checks its free memory again). */
+static int unified_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return pl_check_device_memory(gpu, FREE_FRACTION * 2.0 * 4.0 * (double)pl_param_int(p, "n"),
+                                  "managed memory beyond what the GPU holds can hang it; pass a smaller --n", err,
+                                  errlen);
+}
+
 /* Refuse what could over-subscribe the GPU, before any allocation. */
 static int unified_size_ok(pl_ctx *ctx, size_t n)
 {
@@ -195,11 +204,11 @@ static const pl_variant unified_variants[] = {
      .technique = "managed memory touched first by the kernel: GPU page faults migrate it in; prefetched back to "
                   "the host",
      .run = run_faults,
-     .flags = PL_VARIANT_NO_GRAPH},
+     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED},
     {.name = "prefetch",
      .technique = "managed memory, cudaMemPrefetchAsync to the GPU before the kernel: bulk migration, no faults",
      .run = run_prefetch,
-     .flags = PL_VARIANT_NO_GRAPH},
+     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED},
     {.name = "explicit",
      .technique = "page-locked host buffer and a device buffer: cudaMemcpyAsync in, kernel, cudaMemcpyAsync out",
      .run = run_explicit},
@@ -219,4 +228,5 @@ const pl_target pl_target_memory_unified = {
     .poison = unified_poison,
     .check = unified_check,
     .teardown = unified_teardown,
+    .check_params = unified_check_params,
 };

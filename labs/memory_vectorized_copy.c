@@ -34,6 +34,12 @@ static void copy_counters(const pl_params *p, pl_counters *c)
     c->elements = n;
 }
 
+/* before any work, in the parent: both buffers must fit in the GPU's memory */
+static int copy_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return pl_check_device_memory(gpu, 2.0 * 4.0 * (double)pl_param_int(p, "n"), "pass a smaller --n", err, errlen);
+}
+
 /* allocate (tracked: the harness frees it), random inputs, the reference */
 static int copy_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
@@ -119,4 +125,5 @@ const pl_target pl_target_memory_vectorized_copy = {
     .setup = copy_setup,
     .poison = copy_poison,
     .check = copy_check,
+    .check_params = copy_check_params,
 };

@@ -159,22 +159,38 @@ static int grouped_cublas_setup(pl_ctx *ctx, moe_state *s)
     return 0;
 }
 
+/* Before any work (in the parent, and again by the setup): the shapes, the routing, and the device memory the
+ * setup allocates (A and B twice, D once, 2 bytes an element). */
+static int moe_check_params(const pl_params *params, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    const long long n = pl_param_int(params, "n"), k = pl_param_int(params, "k"), E = pl_param_int(params, "experts");
+    const long long tokens = pl_param_int(params, "tokens"), topk = pl_param_int(params, "topk");
+    if (k % 16 != 0)
+        return pl_params_refuse(err, errlen,
+                                "--k %lld is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA); pass "
+                                "e.g. --k %lld",
+                                k, (k + 15) / 16 * 16);
+    if (E * n > 0x7fffffffLL)
+        return pl_params_refuse(err, errlen, "--experts %lld × --n %lld exceeds 2^31 weight rows; lower one of them",
+                                E, n);
+    if (pl_moe_routing_check((int)E, (int)tokens, (int)topk, pl_param_float(params, "alpha"), err, errlen) != 0)
+        return -1;
+    const double rows = (double)tokens * (double)topk;
+    return pl_check_device_memory(gpu, 4.0 * (rows + (double)E * n) * (double)k + 2.0 * rows * (double)n,
+                                  "lower --tokens, --topk, --experts, --n or --k", err, errlen);
+}
+
 static int moe_setup(pl_ctx *ctx, const pl_params *params, void **state)
 {
+    char err[256];
+    if (moe_check_params(params, NULL, err, sizeof err) != 0)
+        return pl_fail(ctx, "%s", err);
     moe_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
     s->n = (int)pl_param_int(params, "n");
     s->k = (int)pl_param_int(params, "k");
-    if (s->k % 16 != 0)
-        return pl_fail(ctx,
-                       "--k %d is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA); pass e.g. "
-                       "--k %d",
-                       s->k, (s->k + 15) / 16 * 16);
     const int E = (int)pl_param_int(params, "experts");
-    if ((long long)E * s->n > 0x7fffffffLL)
-        return pl_fail(ctx, "--experts %d × --n %d exceeds 2^31 weight rows; lower one of them", E, s->n);
-    char err[256];
     if (pl_moe_routing_make(&s->route, E, (int)pl_param_int(params, "tokens"), (int)pl_param_int(params, "topk"),
                             pl_param_float(params, "alpha"), ctx->seed, err, sizeof err) != 0)
         return pl_fail(ctx, "%s", err);
@@ -413,4 +429,5 @@ const pl_target pl_target_moe_grouped_gemm = {
     .poison = moe_poison,
     .check = moe_check,
     .teardown = moe_teardown,
+    .check_params = moe_check_params,
 };

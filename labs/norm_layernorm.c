@@ -39,6 +39,12 @@ static void layernorm_reference(const void *state, double *ref)
     rows_ref_layernorm(s->io.x_host, s->w_host, s->b_host, (size_t)s->io.rows, (size_t)s->io.cols, (double)s->eps, ref);
 }
 
+/* Before any work, in the parent: x, y and the mean and rstd a row within the GPU's memory. */
+static int layernorm_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return rows_lab_check_memory(p, gpu, 2.0 * sizeof(float), 0, err, errlen);
+}
+
 static int layernorm_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
     layernorm_state *s = pl_host_alloc(ctx, sizeof *s);
@@ -128,4 +134,5 @@ const pl_target pl_target_norm_layernorm = {
     .setup = layernorm_setup,
     .poison = rows_lab_poison,
     .check = rows_lab_check,
+    .check_params = layernorm_check_params,
 };

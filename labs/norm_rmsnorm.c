@@ -32,6 +32,12 @@ static void rmsnorm_reference(const void *state, double *ref)
     rows_ref_rmsnorm(s->io.x_host, s->w_host, (size_t)s->io.rows, (size_t)s->io.cols, (double)s->eps, ref);
 }
 
+/* Before any work, in the parent: x, y and the rstd a row within the GPU's memory. */
+static int rmsnorm_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return rows_lab_check_memory(p, gpu, sizeof(float), 0, err, errlen);
+}
+
 static int rmsnorm_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
     rmsnorm_state *s = pl_host_alloc(ctx, sizeof *s);
@@ -90,4 +96,5 @@ const pl_target pl_target_norm_rmsnorm = {
     .setup = rmsnorm_setup,
     .poison = rows_lab_poison,
     .check = rows_lab_check,
+    .check_params = rmsnorm_check_params,
 };

@@ -68,6 +68,16 @@ static int loads_in_flight(ilp_state *s, int k, int *bytes)
     }
 }
 
+/* Before any work (in the parent, and again by the setup): only some ILP factors are compiled. */
+static int ilp_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    (void)gpu;
+    const int ilp = (int)pl_param_int(p, "ilp");
+    if (!pl_ilp_supported(ilp))
+        return pl_params_refuse(err, errlen, "--ilp %d is not built; pass 1, 2, 4, 8 or 16", ilp);
+    return 0;
+}
+
 static int ilp_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
     ilp_state *s = pl_host_alloc(ctx, sizeof *s);
@@ -75,8 +85,9 @@ static int ilp_setup(pl_ctx *ctx, const pl_params *p, void **state)
         return -1;
     s->n = (size_t)pl_param_int(p, "n");
     s->ilp = (int)pl_param_int(p, "ilp");
-    if (!pl_ilp_supported(s->ilp))
-        return pl_fail(ctx, "occupancy:ilp: --ilp %d is not built; pass 1, 2, 4, 8 or 16", s->ilp);
+    char refused[256];
+    if (ilp_check_params(p, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "occupancy:ilp: %s", refused);
     const int low = (int)pl_param_int(p, "low_blocks");
     PL_CUDA(ctx, pl_ilp_reservation(low, s->ilp, &s->reserve));
 
@@ -178,4 +189,5 @@ const pl_target pl_target_occupancy_ilp = {
     .setup = ilp_setup,
     .poison = ilp_poison,
     .check = ilp_check,
+    .check_params = ilp_check_params,
 };

@@ -132,6 +132,19 @@ static const pl_variant sleep_variants[] = {
 HOST_TARGET(pl_target_selftest_sleep, "sleep", "host sleeps of known length: statistics and a speedup of 2",
             sleep_variants);
 
+/* ---- selftest:host_timed ---- */
+
+static const pl_variant host_timed_variants[] = {
+    {.name = "baseline", .technique = "sleeps --ms per run: gated on any host", .run = run_sleep_full},
+    {.name = "host",
+     .technique = "sleeps --ms/2 per run, declared host-timed: gated only on the host that stored it",
+     .run = run_sleep_half,
+     .flags = PL_VARIANT_HOST_TIMED},
+    {.name = NULL},
+};
+HOST_TARGET(pl_target_selftest_host_timed, "host_timed",
+            "host sleeps, one declared host-timed: the expectations gate judges it by its host", host_timed_variants);
+
 /* ---- selftest:crash ---- */
 
 static int run_crash(pl_ctx *ctx, void *state)

@@ -30,6 +30,12 @@ static void softmax_reference(const void *state, double *ref)
     rows_ref_softmax(s->io.x_host, (size_t)s->io.rows, (size_t)s->io.cols, ref);
 }
 
+/* Before any work, in the parent: x, y and the max and sum a row within the GPU's memory. */
+static int softmax_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return rows_lab_check_memory(p, gpu, 2.0 * sizeof(float), 0, err, errlen);
+}
+
 static int softmax_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
     softmax_state *s = pl_host_alloc(ctx, sizeof *s);
@@ -99,4 +105,5 @@ const pl_target pl_target_softmax_rows = {
     .setup = softmax_setup,
     .poison = rows_lab_poison,
     .check = rows_lab_check,
+    .check_params = softmax_check_params,
 };

@@ -126,8 +126,22 @@ static int overlap_alloc(pl_ctx *ctx, overlap_state *s)
     return 0;
 }
 
+
+/* Before any work (in the parent, and again by the setup): every chunk holds at least one element. */
+static int overlap_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    (void)gpu;
+    const long long chunks = pl_param_int(p, "chunks"), n = pl_param_int(p, "n");
+    if (chunks > n)
+        return pl_params_refuse(err, errlen, "--chunks %lld is more than the %lld elements; use --chunks <= --n",
+                                chunks, n);
+    return 0;
+}
 static int overlap_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
+    char refused[256];
+    if (overlap_check_params(p, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "streams:overlap: %s", refused);
     overlap_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
@@ -135,9 +149,6 @@ static int overlap_setup(pl_ctx *ctx, const pl_params *p, void **state)
     s->iters = (int)pl_param_int(p, "iters");
     s->chunks = (int)pl_param_int(p, "chunks");
     s->nstreams = (int)pl_param_int(p, "streams");
-    if ((size_t)s->chunks > s->n)
-        return pl_fail(ctx, "streams:overlap: --chunks %d is more than the %zu elements; use --chunks <= --n",
-                       s->chunks, s->n);
     if (overlap_alloc(ctx, s) != 0) {
         free_overlap(s);
         return -1;
@@ -275,4 +286,5 @@ const pl_target pl_target_streams_overlap = {
     .poison = overlap_poison,
     .check = overlap_check,
     .teardown = overlap_teardown,
+    .check_params = overlap_check_params,
 };

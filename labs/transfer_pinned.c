@@ -166,7 +166,7 @@ static const pl_variant pinned_variants[] = {
      .technique = "pageable (malloc) memory: the driver stages it through its own pinned buffers, its memcpys inside "
                   "the timed region (host-bound)",
      .run = run_pageable,
-     .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH},
+     .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED},
     {.name = "pinned",
      .technique = "page-locked memory (cudaHostAlloc): one DMA at the link's rate, no staging (host-bound like the "
                   "baseline: the one call is inside)",

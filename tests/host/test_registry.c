@@ -63,7 +63,7 @@ START_TEST(groups_and_names_without_duplicates)
     ck_assert_int_eq(select_names("memory", names, sizeof names), in_memory);
     ck_assert_int_eq(select_names("memory,memory:coalescing", names, sizeof names), in_memory);
     ck_assert_int_eq(select_names("selftest:sleep, selftest:crash", names, sizeof names), 2);
-    ck_assert_int_eq(select_names("selftest", names, sizeof names), 7);
+    ck_assert_int_eq(select_names("selftest", names, sizeof names), 8);
 }
 END_TEST
 
