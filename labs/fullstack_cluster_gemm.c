@@ -9,25 +9,15 @@
 #include "labs.h"
 
 static const pl_param_def cluster_params[] = {
-    {.name = "m", .type = PL_PARAM_INT, .default_value = "8192", .help = "rows of A and D", .min = 1, .max = 1 << 20,
-     .small_value = "300"},
-    {.name = "n", .type = PL_PARAM_INT, .default_value = "8192", .help = "columns of D", .min = 1, .max = 1 << 20,
-     .small_value = "392"},
-    {.name = "k",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "the reduction (a multiple of 8)",
-     .min = 8,
-     .max = 1 << 20,
-     .small_value = "136"},
+    PL_INT_PARAM("m", "8192", 1, 1 << 20, "rows of A and D", .small_value = "300"),
+    PL_INT_PARAM("n", "8192", 1, 1 << 20, "columns of D", .small_value = "392"),
+    PL_INT_PARAM("k", "8192", 8, 1 << 20, "the reduction (a multiple of 8)", .small_value = "136"),
     /* the best non-cluster kernel by default (docs/perf/gemm.md); the others show how tile shape and schedule
      * change what multicast saves */
-    {.name = "kernel",
-     .type = PL_PARAM_STRING,
-     .default_value = "wgmma_ws_128x256x64_s4",
-     .help = "the non-cluster kernel (registry name); the cluster variant runs its _c2 twin",
-     .choices = "wgmma_ws_128x256x64_s4|wgmma_ws_128x128x64_s6|wgmma_pp_128x128x64_s5"},
-    {.name = NULL},
+    PL_CHOICE_PARAM("kernel", "wgmma_ws_128x256x64_s4",
+                    "wgmma_ws_128x256x64_s4|wgmma_ws_128x128x64_s6|wgmma_pp_128x128x64_s5",
+                    "the non-cluster kernel (registry name); the cluster variant runs its _c2 twin"),
+    PL_PARAMS_END,
 };
 
 static void cluster_counters(const pl_params *p, pl_counters *c)
@@ -75,19 +65,15 @@ static int run_cublas(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant cluster_variants[] = {
-    {.name = "baseline",
-     .technique = "persistent warp-specialized WGMMA+TMA (--kernel; 128×256 tiles by default), no cluster: each "
-                  "CTA loads its own B panel",
-     .run = run_no_cluster},
-    {.name = "cluster2",
-     .technique = "2-CTA clusters: B panel halves TMA-multicast into both CTAs, stages released on both CTAs' "
-                  "mbarriers through DSMEM",
-     .run = run_cluster2},
-    {.name = "cublas",
-     .technique = "cublasGemmEx, default algorithm: the library a user would call instead",
-     .run = run_cublas,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_no_cluster,
+               "persistent warp-specialized WGMMA+TMA (--kernel; 128×256 tiles by default), no cluster: each "
+               "CTA loads its own B panel"),
+    PL_VARIANT("cluster2", run_cluster2,
+               "2-CTA clusters: B panel halves TMA-multicast into both CTAs, stages released on both CTAs' "
+               "mbarriers through DSMEM"),
+    PL_VARIANT("cublas", run_cublas, "cublasGemmEx, default algorithm: the library a user would call instead",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_fullstack_cluster_gemm = {

@@ -15,13 +15,8 @@ typedef struct chain_state {
 
 static const pl_param_def chain_params[] = {
     ROWS_LAB_SIZE_PARAMS("columns (features; any, odd included)"),
-    {.name = "scale",
-     .type = PL_PARAM_FLOAT,
-     .default_value = "1.7",
-     .help = "the factor applied after GELU",
-     .min = -1e6,
-     .max = 1e6},
-    {.name = NULL},
+    PL_FLOAT_PARAM("scale", "1.7", -1e6, 1e6, "the factor applied after GELU"),
+    PL_PARAMS_END,
 };
 
 /* per element: bias add (1), GELU tanh form (8: cube, FMA, multiplies, tanh, add), scale (1) */
@@ -75,16 +70,14 @@ static int run_fused(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant chain_variants[] = {
-    {.name = "baseline",
-     .technique = "three kernels (bias add, GELU, scale), each a 16-byte pass through memory with a bf16 "
-                  "intermediate: 12 bytes per element",
-     .run = run_unfused},
-    {.name = "fused",
-     .technique = "one kernel, the three operations on the registers between one load and one store: 4 bytes per "
-                  "element",
-     .run = run_fused},
+    PL_VARIANT("baseline", run_unfused,
+               "three kernels (bias add, GELU, scale), each a 16-byte pass through memory with a bf16 "
+               "intermediate: 12 bytes per element"),
+    PL_VARIANT("fused", run_fused,
+               "one kernel, the three operations on the registers between one load and one store: 4 bytes per "
+               "element"),
     ROWS_LAB_COPY_VARIANT,
-    {.name = NULL},
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_fusion_elementwise_chain = {

@@ -36,14 +36,9 @@ typedef struct unified_state {
 } unified_state;
 
 static const pl_param_def unified_params[] = {
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "64m",
-     .help = "fp32 elements (at most a quarter of the GPU's free memory)",
-     .min = 1,
-     .max = 64.0 * 1024 * 1024 * 1024,
-     .small_value = "100003"},
-    {.name = NULL},
+    PL_INT_PARAM("n", "64m", 1, 64.0 * 1024 * 1024 * 1024, "fp32 elements (at most a quarter of the GPU's free memory)",
+                 .small_value = "100003"),
+    PL_PARAMS_END,
 };
 
 /* the bytes crossing the link: n floats in, n floats out */
@@ -200,19 +195,16 @@ static int run_explicit(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant unified_variants[] = {
-    {.name = "baseline",
-     .technique = "managed memory touched first by the kernel: GPU page faults migrate it in; prefetched back to "
-                  "the host",
-     .run = run_faults,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED},
-    {.name = "prefetch",
-     .technique = "managed memory, cudaMemPrefetchAsync to the GPU before the kernel: bulk migration, no faults",
-     .run = run_prefetch,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED},
-    {.name = "explicit",
-     .technique = "page-locked host buffer and a device buffer: cudaMemcpyAsync in, kernel, cudaMemcpyAsync out",
-     .run = run_explicit},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_faults,
+               "managed memory touched first by the kernel: GPU page faults migrate it in; prefetched back to "
+               "the host",
+               .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED),
+    PL_VARIANT("prefetch", run_prefetch,
+               "managed memory, cudaMemPrefetchAsync to the GPU before the kernel: bulk migration, no faults",
+               .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED),
+    PL_VARIANT("explicit", run_explicit,
+               "page-locked host buffer and a device buffer: cudaMemcpyAsync in, kernel, cudaMemcpyAsync out"),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_memory_unified = {

@@ -15,9 +15,9 @@ typedef struct rmsnorm_state {
 
 static const pl_param_def rmsnorm_params[] = {
     ROWS_LAB_SIZE_PARAMS("columns (hidden size; any, odd included)"),
-    {.name = "eps", .type = PL_PARAM_FLOAT, .default_value = "1e-6", .help = "added to mean(x^2)", .min = 0, .max = 1},
+    PL_FLOAT_PARAM("eps", "1e-6", 0, 1, "added to mean(x^2)"),
     ROWS_LAB_VPT_PARAM(8, "1, 2, 4 or 8"),
-    {.name = NULL},
+    PL_PARAMS_END,
 };
 
 /* per element: x*x accumulated (2), then x * r * w (2) */
@@ -73,16 +73,14 @@ static int run_fused(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant rmsnorm_variants[] = {
-    {.name = "baseline",
-     .technique = "two kernels: 1/rms of each row to memory (block per row, 2-byte loads, shared-memory tree), then "
-                  "one thread per element reads x again",
-     .run = run_naive},
-    {.name = "fused",
-     .technique = "one pass: a row per part-warp/warp/block by cols, 16-byte accesses, the row held in registers "
-                  "(x read once), warp-shuffle reduction",
-     .run = run_fused},
+    PL_VARIANT("baseline", run_naive,
+               "two kernels: 1/rms of each row to memory (block per row, 2-byte loads, shared-memory tree), then "
+               "one thread per element reads x again"),
+    PL_VARIANT("fused", run_fused,
+               "one pass: a row per part-warp/warp/block by cols, 16-byte accesses, the row held in registers "
+               "(x read once), warp-shuffle reduction"),
     ROWS_LAB_COPY_VARIANT,
-    {.name = NULL},
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_norm_rmsnorm = {

@@ -15,7 +15,7 @@ typedef struct softmax_state {
 static const pl_param_def softmax_params[] = {
     ROWS_LAB_SIZE_PARAMS("columns (any, odd included)"),
     ROWS_LAB_VPT_PARAM(4, "1, 2 or 4"),
-    {.name = NULL},
+    PL_PARAMS_END,
 };
 
 /* per element: max (1), exponent argument and exp (2), sum (1), scale (1) */
@@ -79,19 +79,16 @@ static int run_online_ex2(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant softmax_variants[] = {
-    {.name = "baseline",
-     .technique = "three kernels: row max, row sum of exp(x - max), normalize (x read three times, 2-byte accesses)",
-     .run = run_three_pass},
-    {.name = "online_fused",
-     .technique = "one pass: the row in registers (16-byte accesses), per-thread (max, sum) merged across the row "
-                  "in one online-softmax reduction, one exp per element",
-     .run = run_online},
-    {.name = "online_ex2",
-     .technique = "the online pass with one FFMA + ex2.approx per exponent, the max on packed bf16 pairs, and the "
-                  "exponentials recomputed for the output instead of kept: 40 registers, 6 blocks of 256 per SM",
-     .run = run_online_ex2},
+    PL_VARIANT("baseline", run_three_pass,
+               "three kernels: row max, row sum of exp(x - max), normalize (x read three times, 2-byte accesses)"),
+    PL_VARIANT("online_fused", run_online,
+               "one pass: the row in registers (16-byte accesses), per-thread (max, sum) merged across the row "
+               "in one online-softmax reduction, one exp per element"),
+    PL_VARIANT("online_ex2", run_online_ex2,
+               "the online pass with one FFMA + ex2.approx per exponent, the max on packed bf16 pairs, and the "
+               "exponentials recomputed for the output instead of kept: 40 registers, 6 blocks of 256 per SM"),
     ROWS_LAB_COPY_VARIANT,
-    {.name = NULL},
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_softmax_rows = {
