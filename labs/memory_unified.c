@@ -70,12 +70,17 @@ static struct cudaMemLocation location_of(int device)
 }
 
 /* Before any work, in the parent: the managed data and the explicit variant's device buffer, twice --n floats,
- * within a FREE_FRACTION of the GPU's whole memory (the setup checks its free memory again). */
+ * within 1/FREE_FRACTION of the GPU's whole memory (the setup checks its free memory again). */
 static int unified_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
 {
-    return pl_check_device_memory(gpu, FREE_FRACTION * 2.0 * 4.0 * (double)pl_param_int(p, "n"),
-                                  "managed memory beyond what the GPU holds can hang it; pass a smaller --n", err,
-                                  errlen);
+    const long long n = pl_param_int(p, "n");
+    const double total = pl_gpu_memory_bytes(gpu), limit = total / FREE_FRACTION / 2 / sizeof(float);
+    if (total > 0 && (double)n > limit)
+        return pl_params_refuse(err, errlen,
+                                "--n %lld (%.2f GiB, twice on the GPU) is over a quarter of its memory (%.2f GiB); "
+                                "managed memory beyond what the GPU holds can hang it: use --n <= %lld",
+                                n, 2.0 * (double)n * sizeof(float) / (1u << 30), total / (1u << 30), (long long)limit);
+    return 0;
 }
 
 /* Refuse what could over-subscribe the GPU, before any allocation. */

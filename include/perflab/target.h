@@ -106,6 +106,9 @@ typedef struct pl_target {
 /* For check_params: writes the one line (printf-style) into err and returns -1. */
 int pl_params_refuse(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* For check_params: the GPU's memory in bytes; 0 when gpu is NULL (not probed yet) or it is unknown. */
+double pl_gpu_memory_bytes(const struct pl_gpu_record *gpu);
+
 /* For check_params: -1 with "needs 812.0 GiB of device memory; NVIDIA H200 has 139.8 GiB: <fix>" when `bytes`
  * exceed the GPU's memory, else 0 (also when gpu is NULL: not probed yet). */
 int pl_check_device_memory(const struct pl_gpu_record *gpu, double bytes, const char *fix, char *err, size_t errlen);

@@ -338,10 +338,15 @@ int pl_params_refuse(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
+double pl_gpu_memory_bytes(const struct pl_gpu_record *gpu)
+{
+    return gpu && gpu->memory_gib > 0 ? gpu->memory_gib * 1024.0 * 1024.0 * 1024.0 : 0.0;
+}
+
 int pl_check_device_memory(const struct pl_gpu_record *gpu, double bytes, const char *fix, char *err, size_t errlen)
 {
     const double gib = 1024.0 * 1024.0 * 1024.0;
-    if (!gpu || !(gpu->memory_gib > 0) || bytes <= gpu->memory_gib * gib)
+    if (!(pl_gpu_memory_bytes(gpu) > 0) || bytes <= pl_gpu_memory_bytes(gpu))
         return 0;
     return pl_params_refuse(err, errlen, "needs %.1f GiB of device memory; %s has %.1f GiB: %s", bytes / gib,
                             gpu->name ? gpu->name : "the GPU", gpu->memory_gib, fix);

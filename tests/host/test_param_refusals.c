@@ -47,6 +47,8 @@ START_TEST(setup_refusals_are_checked_before_the_work)
         {"memory:transpose", "--rows 1m --cols 1m", 0, "more than 2^34"},
         {"occupancy:ilp", "--ilp 3", 0, "--ilp 3 is not built"},
         {"streams:overlap", "--n 10 --chunks 16", 0, "--chunks 16 is more than the 10 elements"},
+        {"memory:unified", "--n 60g", 1, "over a quarter of its memory (139.80 GiB); managed memory"},
+        {"norm:rmsnorm", "--rows 1m --cols 1m", 1, "GiB of device memory; NVIDIA H200 has 139.8 GiB: use fewer rows"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char err[512];
