@@ -33,6 +33,10 @@ int pl_test_expect_all_ok(const struct pl_run *run, int timed);
  * Free with pl_run_free. */
 void pl_test_make_run(struct pl_run *r);
 
+/* `perflab VERB --targets TARGET --target-extra-arg 'TARGET=ARGS'` is refused as bad input: exit 2, one line on
+ * stderr naming the target and holding `says`, and no artifacts folder written. */
+void pl_test_expect_refusal(const char *verb, const char *target, const char *args, const char *says);
+
 /* A fresh empty directory under PERFLAB_TEST_TMP, named after `tag`. malloc'd. */
 char *pl_test_tmpdir(const char *tag);
 

@@ -1,12 +1,6 @@
 /* On a GPU, the refusals that need its memory: a parameter value a target's setup could not take exits 2 with one
  * line naming the fix, before any GPU work and with nothing written (the parent checks it against the GPU it
  * probed), instead of a target that fails with exit 1. The host-only refusals: tests/host/test_param_refusals.c. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "core/exit.h"
-#include "core/util.h"
 #include "testutil.h"
 
 START_TEST(values_the_gpu_cannot_hold_exit_2)
@@ -18,22 +12,8 @@ START_TEST(values_the_gpu_cannot_hold_exit_2)
         {"memory:unified", "--n 60g", "managed memory beyond what the GPU holds can hang it"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        for (int verify = 0; verify < 2; verify++) {
-            char *dir = pl_test_tmpdir("refusals-gpu");
-            char *args = pl_strfmt("%s --targets %s --target-extra-arg '%s=%s' --artifacts-dir '%s/art'",
-                                   verify ? "verify" : "run", cases[i][0], cases[i][0], cases[i][1], dir);
-            pl_cmd_result r = pl_run_perflab(NULL, args);
-            ck_assert_msg(r.exit_code == PL_EXIT_USAGE, "perflab %s: exit %d\n%s%s", args, r.exit_code, r.out, r.err);
-            char *nl = strchr(r.err, '\n');
-            ck_assert_msg(nl && nl[1] == '\0', "perflab %s: not one line: %s", args, r.err);
-            ck_assert_msg(strstr(r.err, cases[i][0]) && strstr(r.err, cases[i][2]), "perflab %s: %s", args, r.err);
-            char *art = pl_strfmt("%s/art", dir);
-            ck_assert_msg(!pl_path_exists(art), "perflab %s wrote %s", args, art);
-            free(art);
-            pl_cmd_result_free(&r);
-            free(args);
-            free(dir);
-        }
+        pl_test_expect_refusal("run", cases[i][0], cases[i][1], cases[i][2]);
+        pl_test_expect_refusal("verify", cases[i][0], cases[i][1], cases[i][2]);
     }
 }
 END_TEST

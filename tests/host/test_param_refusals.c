@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/exit.h"
 #include "core/util.h"
 #include "labs.h"
 #include "perflab/params.h"
@@ -68,28 +67,10 @@ END_TEST
 /* Through the binary, for a refusal that needs no GPU: exit 2 on any machine, one line, no run folder. */
 START_TEST(the_command_line_exits_2_with_one_line_and_writes_nothing)
 {
-    static const char *const cases[][3] = {
-        {"run", "attention:flash_fwd", "--head-dim 96"},
-        {"verify", "attention:flash_fwd", "--head-dim 96"},
-        {"run", "moe:grouped_gemm", "--k 100"},
-        {"run", "memory:transpose", "--rows 1m --cols 1m"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *dir = pl_test_tmpdir("refusals");
-        char *args = pl_strfmt("%s --targets %s --target-extra-arg '%s=%s' --artifacts-dir '%s/art'", cases[i][0],
-                               cases[i][1], cases[i][1], cases[i][2], dir);
-        pl_cmd_result r = pl_run_perflab(NULL, args);
-        ck_assert_msg(r.exit_code == PL_EXIT_USAGE, "perflab %s: exit %d: %s", args, r.exit_code, r.err);
-        char *nl = strchr(r.err, '\n');
-        ck_assert_msg(nl && nl[1] == '\0', "perflab %s: not one line: %s", args, r.err);
-        ck_assert_msg(strstr(r.err, cases[i][1]) != NULL, "perflab %s: the target is not named: %s", args, r.err);
-        char *art = pl_strfmt("%s/art", dir);
-        ck_assert_msg(!pl_path_exists(art), "perflab %s wrote %s", args, art);
-        free(art);
-        pl_cmd_result_free(&r);
-        free(args);
-        free(dir);
-    }
+    pl_test_expect_refusal("run", "attention:flash_fwd", "--head-dim 96", "--head-dim 96 is not supported");
+    pl_test_expect_refusal("verify", "attention:flash_fwd", "--head-dim 96", "--head-dim 96 is not supported");
+    pl_test_expect_refusal("run", "moe:grouped_gemm", "--k 100", "--k 100 is not a multiple of 16");
+    pl_test_expect_refusal("run", "memory:transpose", "--rows 1m --cols 1m", "more than 2^34");
 }
 END_TEST
 
