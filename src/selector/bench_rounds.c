@@ -12,16 +12,14 @@
 #define CONFIRM_SHARE 0.25
 
 /* How long each configuration runs in a round. With a budget (perflab gemm --budget-s, the default), the `seconds`
- * of this set are shared evenly by its n configurations over the round at load and the kept rounds, one sample at
- * least; without one (--budget-s 0, or --iterations given), the --min-time-s/--max-time-s rule of
- * pl_round_quota_for. */
+ * of this set are shared evenly by its n configurations over the round at load and the kept rounds: each runs its
+ * share (--min-samples / rounds samples where they fit in it, one at least), in place of --min-time-s and
+ * --max-time-s; without one (--budget-s 0, or --iterations given), the rule of pl_round_quota_for. */
 static pl_round_quota quota_of(const pl_gemm_bench *b, double seconds, size_t n, int rounds, int round)
 {
     pl_round_quota q = pl_round_quota_for(b->req->settings, rounds, round);
-    if (b->req->budget_s > 0 && b->req->settings->iterations <= 0) {
+    if (b->req->budget_s > 0 && b->req->settings->iterations <= 0)
         q.min_s = q.max_s = seconds / ((double)n * (rounds + 1));
-        q.min_samples = 1;
-    }
     return q;
 }
 
