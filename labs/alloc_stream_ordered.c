@@ -33,15 +33,11 @@ typedef struct alloc_state {
 } alloc_state;
 
 static const pl_param_def alloc_params[] = {
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "4m",
-     .help = "fp32 elements of the input, the output and "
-             "each of the two temporaries",
-     .min = 1,
-     .max = 1e10,
-     .small_value = "100003"},
-    {.name = NULL},
+    PL_INT_PARAM("n", "4m", 1, 1e10,
+                 "fp32 elements of the input, the output and "
+                 "each of the two temporaries",
+                 .small_value = "100003"),
+    PL_PARAMS_END,
 };
 
 static void alloc_counters(const pl_params *p, pl_counters *c)
@@ -172,21 +168,18 @@ static int run_once(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant alloc_variants[] = {
-    {.name = "baseline",
-     .technique = "cudaMalloc + cudaFree of both temporaries every step: driver calls, page mapping and cudaFree's "
-                  "implicit device synchronisation inside the region (host-bound)",
-     .run = run_malloc_free,
-     .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH},
-    {.name = "stream_ordered",
-     .technique = "cudaMallocFromPoolAsync + cudaFreeAsync from a pool with release threshold UINT64_MAX: freed "
-                  "blocks are reused in stream order, nothing synchronises (host-bound)",
-     .run = run_pool,
-     .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH},
-    {.name = "allocated_once",
-     .technique = "both temporaries allocated once at setup: the step is its three launches alone (host-bound)",
-     .run = run_once,
-     .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_malloc_free,
+               "cudaMalloc + cudaFree of both temporaries every step: driver calls, page mapping and cudaFree's "
+               "implicit device synchronisation inside the region (host-bound)",
+               .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED),
+    PL_VARIANT("stream_ordered", run_pool,
+               "cudaMallocFromPoolAsync + cudaFreeAsync from a pool with release threshold UINT64_MAX: freed "
+               "blocks are reused in stream order, nothing synchronises (host-bound)",
+               .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED),
+    PL_VARIANT("allocated_once", run_once,
+               "both temporaries allocated once at setup: the step is its three launches alone (host-bound)",
+               .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_alloc_stream_ordered = {

@@ -26,32 +26,13 @@ typedef struct hist_state {
 } hist_state;
 
 static const pl_param_def hist_params[] = {
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "256m",
-     .help = "keys",
-     .min = 1,
-     .max = 2147483647,
-     .small_value = "1000003"},
-    {.name = "bins",
-     .type = PL_PARAM_INT,
-     .default_value = "256",
-     .help = "counters (keys are 0..bins-1)",
-     .min = 1,
-     .max = PL_HIST_MAX_BINS,
-     .small_value = "250"},
-    {.name = "dist",
-     .type = PL_PARAM_STRING,
-     .default_value = "uniform",
-     .help = "key distribution: uniform, or zipf (bin k with probability proportional to 1/(k+1)^skew)",
-     .choices = "uniform|zipf"},
-    {.name = "skew",
-     .type = PL_PARAM_FLOAT,
-     .default_value = "1.2",
-     .help = "Zipf exponent of --dist zipf (0: uniform; 1.2 with 256 bins puts 25% of the keys in bin 0)",
-     .min = 0,
-     .max = 8},
-    {.name = NULL},
+    PL_INT_PARAM("n", "256m", 1, 2147483647, "keys", .small_value = "1000003"),
+    PL_INT_PARAM("bins", "256", 1, PL_HIST_MAX_BINS, "counters (keys are 0..bins-1)", .small_value = "250"),
+    PL_CHOICE_PARAM("dist", "uniform", "uniform|zipf",
+                    "key distribution: uniform, or zipf (bin k with probability proportional to 1/(k+1)^skew)"),
+    PL_FLOAT_PARAM("skew", "1.2", 0, 8,
+                   "Zipf exponent of --dist zipf (0: uniform; 1.2 with 256 bins puts 25% of the keys in bin 0)"),
+    PL_PARAMS_END,
 };
 
 static void hist_counters(const pl_params *p, pl_counters *c)
@@ -163,33 +144,23 @@ static int run_warp_agg(pl_ctx *ctx, void *state)
     return run_version(ctx, state, PL_HIST_WARP_AGG);
 }
 
-static int run_cub(pl_ctx *ctx, void *state)
-{
-    hist_state *s = state;
-    PL_CUDA(ctx, pl_hist_cub(s->keys, s->n, s->hist, s->bins, s->cub_temp, &s->cub_bytes, ctx->stream));
-    return 0;
-}
+PL_LAUNCH_RUN(run_cub, hist_state,
+              pl_hist_cub(s->keys, s->n, s->hist, s->bins, s->cub_temp, &s->cub_bytes, ctx->stream))
 
 static const pl_variant hist_variants[] = {
-    {.name = "baseline",
-     .technique = "one global atomicAdd per key: every increment an L2 atomic, same-bin keys serialized",
-     .run = run_global},
-    {.name = "global_agg",
-     .technique = "global atomics behind warp aggregation: __match_any_sync groups equal keys of a warp, one atomic "
-                  "per group",
-     .run = run_global_agg},
-    {.name = "shared_private",
-     .technique = "per-block bins in shared memory (shared atomics), 16-byte key loads, one global atomic per bin "
-                  "per block",
-     .run = run_shared},
-    {.name = "shared_agg",
-     .technique = "shared bins behind the same warp aggregation: one shared atomic per distinct key per warp",
-     .run = run_warp_agg},
-    {.name = "cub",
-     .technique = "CUB DeviceHistogram::HistogramEven (bins + 1 levels): the library reference",
-     .run = run_cub,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_global,
+               "one global atomicAdd per key: every increment an L2 atomic, same-bin keys serialized"),
+    PL_VARIANT("global_agg", run_global_agg,
+               "global atomics behind warp aggregation: __match_any_sync groups equal keys of a warp, one atomic "
+               "per group"),
+    PL_VARIANT("shared_private", run_shared,
+               "per-block bins in shared memory (shared atomics), 16-byte key loads, one global atomic per bin "
+               "per block"),
+    PL_VARIANT("shared_agg", run_warp_agg,
+               "shared bins behind the same warp aggregation: one shared atomic per distinct key per warp"),
+    PL_VARIANT("cub", run_cub, "CUB DeviceHistogram::HistogramEven (bins + 1 levels): the library reference",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_atomics_histogram = {

@@ -40,93 +40,32 @@ typedef struct decode_state {
 } decode_state;
 
 static const pl_param_def decode_params[] = {
-    {.name = "batch",
-     .type = PL_PARAM_INT,
-     .default_value = "64",
-     .help = "sequences, one new token each",
-     .min = 1,
-     .max = 65535,
-     .small_value = "5"},
-    {.name = "heads",
-     .type = PL_PARAM_INT,
-     .default_value = "32",
-     .help = "query heads",
-     .min = 1,
-     .max = 4096,
-     .small_value = "8"},
-    {.name = "kv-heads",
-     .type = PL_PARAM_INT,
-     .default_value = "8",
-     .help = "key/value heads (divide heads, at most 8 query heads each); 0: as many as heads",
-     .min = 0,
-     .max = 4096,
-     .small_value = "2"},
-    {.name = "head-dim", .type = PL_PARAM_INT, .default_value = "128", .help = "64 or 128", .min = 64, .max = 128},
-    {.name = "kv-len",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "the longest context (tokens already in the cache)",
-     .min = 1,
-     .max = 1 << 24,
-     .small_value = "1000"},
-    {.name = "page-size",
-     .type = PL_PARAM_INT,
-     .default_value = "16",
-     .help = "tokens per page (a multiple of 8)",
-     .min = 8,
-     .max = 4096},
-    {.name = "len-spread",
-     .type = PL_PARAM_FLOAT,
-     .default_value = "0.5",
-     .help = "lengths uniform in [(1 - spread)·kv-len, kv-len]; 0: every sequence kv-len long",
-     .min = 0,
-     .max = 1,
-     .small_value = "1"},
-    {.name = "len-seed",
-     .type = PL_PARAM_INT,
-     .default_value = "1",
-     .help = "seed of the lengths' draw",
-     .min = 0,
-     .max = 1e15},
-    {.name = "chunk",
-     .type = PL_PARAM_INT,
-     .default_value = "0",
-     .help = "split_kv's tokens per CTA (a multiple of 64); 0: about 32 CTAs an SM over the longest sequence",
-     .min = 0,
-     .max = 1 << 24},
-    {.name = "evict-first",
-     .type = PL_PARAM_INT,
-     .default_value = "0",
-     .help = "1: balanced_mma's and balanced_pages' K/V loads carry an L2 evict-first hint",
-     .min = 0,
-     .max = 1},
-    {.name = "waves",
-     .type = PL_PARAM_INT,
-     .default_value = "1",
-     .help = "the balanced kernels' grid, in multiples of the CTAs the GPU holds at once: 1 persistent (one even "
-             "range each), more: shorter ranges that the hardware hands out as CTAs finish",
-     .min = 1,
-     .max = 64},
-    {.name = "rows-warps",
-     .type = PL_PARAM_INT,
-     .default_value = "4",
-     .help = "rows_deep's warps a CTA: 4 (two CTAs an SM, 4 kv heads each) or 8 (one, 8 kv heads)",
-     .min = 4,
-     .max = 8},
-    {.name = "read-heads",
-     .type = PL_PARAM_INT,
-     .default_value = "1",
-     .help = "read_head_rows' kv heads a CTA (a divisor of kv-heads): 1 the per-head kernels' pattern, 4 or 8 "
-             "rows_deep's",
-     .min = 1,
-     .max = 8},
-    {.name = "scale",
-     .type = PL_PARAM_FLOAT,
-     .default_value = "0",
-     .help = "softmax scale; 0: 1/sqrt(head_dim)",
-     .min = 0,
-     .max = 1e6},
-    {.name = NULL},
+    PL_INT_PARAM("batch", "64", 1, 65535, "sequences, one new token each", .small_value = "5"),
+    PL_INT_PARAM("heads", "32", 1, 4096, "query heads", .small_value = "8"),
+    PL_INT_PARAM("kv-heads", "8", 0, 4096,
+                 "key/value heads (divide heads, at most 8 query heads each); 0: as many as heads", .small_value = "2"),
+    PL_INT_PARAM("head-dim", "128", 64, 128, "64 or 128"),
+    PL_INT_PARAM("kv-len", "8192", 1, 1 << 24, "the longest context (tokens already in the cache)",
+                 .small_value = "1000"),
+    PL_INT_PARAM("page-size", "16", 8, 4096, "tokens per page (a multiple of 8)"),
+    PL_FLOAT_PARAM("len-spread", "0.5", 0, 1,
+                   "lengths uniform in [(1 - spread)·kv-len, kv-len]; 0: every sequence kv-len long",
+                   .small_value = "1"),
+    PL_INT_PARAM("len-seed", "1", 0, 1e15, "seed of the lengths' draw"),
+    PL_INT_PARAM("chunk", "0", 0, 1 << 24,
+                 "split_kv's tokens per CTA (a multiple of 64); 0: about 32 CTAs an SM over the longest sequence"),
+    PL_INT_PARAM("evict-first", "0", 0, 1,
+                 "1: balanced_mma's and balanced_pages' K/V loads carry an L2 evict-first hint"),
+    PL_INT_PARAM("waves", "1", 1, 64,
+                 "the balanced kernels' grid, in multiples of the CTAs the GPU holds at once: 1 persistent (one even "
+                 "range each), more: shorter ranges that the hardware hands out as CTAs finish"),
+    PL_INT_PARAM("rows-warps", "4", 4, 8,
+                 "rows_deep's warps a CTA: 4 (two CTAs an SM, 4 kv heads each) or 8 (one, 8 kv heads)"),
+    PL_INT_PARAM("read-heads", "1", 1, 8,
+                 "read_head_rows' kv heads a CTA (a divisor of kv-heads): 1 the per-head kernels' pattern, 4 or 8 "
+                 "rows_deep's"),
+    PL_FLOAT_PARAM("scale", "0", 0, 1e6, "softmax scale; 0: 1/sqrt(head_dim)"),
+    PL_PARAMS_END,
 };
 
 static int kv_heads_of(const pl_params *p)
@@ -148,8 +87,38 @@ static void decode_counters(const pl_params *p, pl_counters *c)
     c->elements = batch * h * d;
 }
 
+/* The shapes the kernels take, before any work (in the parent, and again by the setup). */
+static int decode_check_params(const pl_params *params, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    (void)gpu;
+    const int head_dim = (int)pl_param_int(params, "head-dim"), heads = (int)pl_param_int(params, "heads");
+    const int kv_heads = kv_heads_of(params), page_size = (int)pl_param_int(params, "page-size");
+    const int chunk = (int)pl_param_int(params, "chunk"), rows_warps = (int)pl_param_int(params, "rows-warps");
+    const int read_heads = (int)pl_param_int(params, "read-heads");
+    if (head_dim != 64 && head_dim != 128)
+        return pl_params_refuse(err, errlen, "--head-dim %d is not supported: use 64 or 128", head_dim);
+    if (heads % kv_heads != 0 || heads / kv_heads > 8)
+        return pl_params_refuse(err, errlen,
+                                "--heads %d over --kv-heads %d: kv heads must divide the heads, with at most 8 "
+                                "query heads each",
+                                heads, kv_heads);
+    if (page_size % 8 != 0)
+        return pl_params_refuse(err, errlen, "--page-size %d is not a multiple of 8: use 16 or 64", page_size);
+    if (chunk % 64 != 0)
+        return pl_params_refuse(err, errlen, "--chunk %d is not a multiple of 64: use 0 (chosen) or e.g. 1024", chunk);
+    if (rows_warps != 4 && rows_warps != 8)
+        return pl_params_refuse(err, errlen, "--rows-warps %d: use 4 (two CTAs an SM) or 8 (one)", rows_warps);
+    if (kv_heads % read_heads != 0)
+        return pl_params_refuse(err, errlen, "--read-heads %d does not divide --kv-heads %d: use a divisor",
+                                read_heads, kv_heads);
+    return 0;
+}
+
 static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
 {
+    char refused[256];
+    if (decode_check_params(params, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "attention:decode_paged: %s", refused);
     decode_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
@@ -162,16 +131,6 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     const int kv_len = (int)pl_param_int(params, "kv-len");
     const double scale = pl_param_float(params, "scale");
     p->scale = scale > 0 ? (float)scale : (float)(1.0 / sqrt((double)p->head_dim));
-    if (p->head_dim != 64 && p->head_dim != 128)
-        return pl_fail(ctx, "attention:decode_paged: --head-dim %d is not supported: use 64 or 128", p->head_dim);
-    if (p->heads % p->kv_heads != 0 || p->heads / p->kv_heads > 8)
-        return pl_fail(ctx,
-                       "attention:decode_paged: --heads %d over --kv-heads %d: kv heads must divide the heads, with "
-                       "at most 8 query heads each",
-                       p->heads, p->kv_heads);
-    if (p->page_size % 8 != 0)
-        return pl_fail(ctx, "attention:decode_paged: --page-size %d is not a multiple of 8: use 16 or 64",
-                       p->page_size);
     p->max_pages = (kv_len + p->page_size - 1) / p->page_size;
 
     s->lens_host = pl_host_alloc(ctx, (size_t)p->batch * sizeof(int));
@@ -188,21 +147,12 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     s->cache_elems = (size_t)s->pages * p->page_size * p->kv_heads * p->head_dim;
     s->o_elems = (size_t)p->batch * p->heads * p->head_dim;
     const int chunk = (int)pl_param_int(params, "chunk");
-    if (chunk % 64 != 0)
-        return pl_fail(ctx, "attention:decode_paged: --chunk %d is not a multiple of 64: use 0 (chosen) or e.g. 1024",
-                       chunk);
     s->chunk = chunk > 0 ? chunk : pl_decode_split_chunk(p, s->max_len, ctx->device->sm_count);
     s->evict_first = (int)pl_param_int(params, "evict-first");
     s->ctas = pl_decode_balanced_ctas(p, ctx->device->sm_count);
     s->pages_ctas = pl_decode_pages_ctas(p, ctx->device->sm_count);
     s->rows_warps = (int)pl_param_int(params, "rows-warps");
-    if (s->rows_warps != 4 && s->rows_warps != 8)
-        return pl_fail(ctx, "attention:decode_paged: --rows-warps %d: use 4 (two CTAs an SM) or 8 (one)",
-                       s->rows_warps);
     s->read_heads = (int)pl_param_int(params, "read-heads");
-    if (p->kv_heads % s->read_heads != 0)
-        return pl_fail(ctx, "attention:decode_paged: --read-heads %d does not divide --kv-heads %d: use a divisor",
-                       s->read_heads, p->kv_heads);
     s->rows_ctas = pl_decode_rows_ctas(p, s->rows_warps, ctx->device->sm_count);
     s->bulk_ctas = pl_decode_rows_bulk_ctas(p, ctx->device->sm_count);
     s->read_ctas = 8 * (ctx->device->sm_count > 0 ? ctx->device->sm_count : 1);
@@ -387,54 +337,42 @@ static int run_memcpy(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant decode_variants[] = {
-    {.name = "baseline",
-     .technique = "one CTA per (sequence, query head) walking the whole KV, a token per warp per step",
-     .run = run_baseline},
-    {.name = "split_kv",
-     .technique = "flash-decoding: KV split over CTAs + a combine kernel, the GQA group shares each K/V row, "
-                  "16-byte cp.async 3-stage pipeline, fp32 FMAs",
-     .run = run_split_kv},
-    {.name = "split_kv_mma",
-     .technique = "split_kv with the GQA group as the rows of mma.sync m16n8k16 (FlashAttention-2 on 16 tokens "
-                  "a warp): ~6x fewer instructions per token",
-     .run = run_split_mma,
-     .req = {.needs_gpu = 1, .min_cc = 80}},
-    {.name = "balanced_mma",
-     .technique = "split_kv_mma's tile step on a persistent grid (the CTAs the GPU holds at once), all pairs' "
-                  "64-token tiles cut into equal ranges (stream-K): one pipeline fill per CTA, no tail wave",
-     .run = run_balanced_mma,
-     .req = {.needs_gpu = 1, .min_cc = 80}},
-    {.name = "balanced_pages",
-     .technique = "balanced_mma's grid, but a CTA of 8 warps computes all the kv heads of a token (one warp each): "
-                  "each stage is whole contiguous 32 KB pages of K and V instead of 256 B of every 2 KB",
-     .run = run_balanced_pages,
-     .req = {.needs_gpu = 1, .min_cc = 80}},
-    {.name = "rows_deep",
-     .technique = "balanced_pages in CTAs of 4 warps, two an SM, each a block of up to 4 kv heads (1 KB contiguous "
-                  "per token), each stage refilled before the wait for the next (three in flight)",
-     .run = run_rows_deep,
-     .req = {.needs_gpu = 1, .min_cc = 80}},
-    {.name = "rows_bulk",
-     .technique = "rows_deep (4 warps, 4 kv heads a CTA, early refill) with each stage's token rows copied by one "
-                  "warp's bulk copies (TMA engine, one per 1 KB row) onto an mbarrier instead of 16-byte cp.async",
-     .run = run_rows_bulk,
-     .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
-    {.name = "cuda_memcpy",
-     .technique = "cudaMemcpyAsync device-to-device of the K cache (the same bytes moved): the HBM ceiling",
-     .run = run_memcpy,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = "read_stream",
-     .technique = "a read-only XOR of every word of K and V, a flat 16-byte stream: the read ceiling",
-     .run = run_read_stream,
-     .req = {.needs_gpu = 1, .min_cc = 80},
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = "read_head_rows",
-     .technique = "the same read in the per-head kernels' pattern (a kv head's 256 B rows of each token): what "
-                  "the pattern costs the DRAM",
-     .run = run_read_head_rows,
-     .req = {.needs_gpu = 1, .min_cc = 80},
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_baseline,
+               "one CTA per (sequence, query head) walking the whole KV, a token per warp per step"),
+    PL_VARIANT("split_kv", run_split_kv,
+               "flash-decoding: KV split over CTAs + a combine kernel, the GQA group shares each K/V row, "
+               "16-byte cp.async 3-stage pipeline, fp32 FMAs"),
+    PL_VARIANT("split_kv_mma", run_split_mma,
+               "split_kv with the GQA group as the rows of mma.sync m16n8k16 (FlashAttention-2 on 16 tokens "
+               "a warp): ~6x fewer instructions per token",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("balanced_mma", run_balanced_mma,
+               "split_kv_mma's tile step on a persistent grid (the CTAs the GPU holds at once), all pairs' "
+               "64-token tiles cut into equal ranges (stream-K): one pipeline fill per CTA, no tail wave",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("balanced_pages", run_balanced_pages,
+               "balanced_mma's grid, but a CTA of 8 warps computes all the kv heads of a token (one warp each): "
+               "each stage is whole contiguous 32 KB pages of K and V instead of 256 B of every 2 KB",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("rows_deep", run_rows_deep,
+               "balanced_pages in CTAs of 4 warps, two an SM, each a block of up to 4 kv heads (1 KB contiguous "
+               "per token), each stage refilled before the wait for the next (three in flight)",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("rows_bulk", run_rows_bulk,
+               "rows_deep (4 warps, 4 kv heads a CTA, early refill) with each stage's token rows copied by one "
+               "warp's bulk copies (TMA engine, one per 1 KB row) onto an mbarrier instead of 16-byte cp.async",
+               .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}),
+    PL_VARIANT("cuda_memcpy", run_memcpy,
+               "cudaMemcpyAsync device-to-device of the K cache (the same bytes moved): the HBM ceiling",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANT("read_stream", run_read_stream,
+               "a read-only XOR of every word of K and V, a flat 16-byte stream: the read ceiling",
+               .flags = PL_VARIANT_REFERENCE, .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("read_head_rows", run_read_head_rows,
+               "the same read in the per-head kernels' pattern (a kv head's 256 B rows of each token): what "
+               "the pattern costs the DRAM",
+               .flags = PL_VARIANT_REFERENCE, .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_attention_decode_paged = {
@@ -449,4 +387,5 @@ const pl_target pl_target_attention_decode_paged = {
     .setup = decode_setup,
     .poison = decode_poison,
     .check = decode_check,
+    .check_params = decode_check_params,
 };

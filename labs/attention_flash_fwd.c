@@ -32,54 +32,22 @@ typedef struct fwd_state {
 } fwd_state;
 
 static const pl_param_def fwd_params[] = {
-    {.name = "batch",
-     .type = PL_PARAM_INT,
-     .default_value = "4",
-     .help = "sequences",
-     .min = 1,
-     .max = 65535,
-     .small_value = "2"},
-    {.name = "heads",
-     .type = PL_PARAM_INT,
-     .default_value = "16",
-     .help = "query heads",
-     .min = 1,
-     .max = 65535,
-     .small_value = "4"},
-    {.name = "kv-heads",
-     .type = PL_PARAM_INT,
-     .default_value = "0",
-     .help = "key/value heads (grouped-query attention; must divide heads); 0: as many as heads",
-     .min = 0,
-     .max = 65535,
-     .small_value = "2"},
-    {.name = "seq",
-     .type = PL_PARAM_INT,
-     .default_value = "4096",
-     .help = "tokens per sequence (queries = keys)",
-     .min = 1,
-     .max = 1 << 20,
-     .small_value = "77"},
-    {.name = "head-dim", .type = PL_PARAM_INT, .default_value = "128", .help = "64 or 128", .min = 64, .max = 128},
-    {.name = "causal", .type = PL_PARAM_BOOL, .default_value = "false", .help = "query i sees keys 0..i"},
-    {.name = "layout",
-     .type = PL_PARAM_STRING,
-     .default_value = "bhsd",
-     .help = "bhsd = [batch][heads][seq][head_dim], bshd = [batch][seq][heads][head_dim]",
-     .choices = "bhsd|bshd"},
-    {.name = "scale",
-     .type = PL_PARAM_FLOAT,
-     .default_value = "0",
-     .help = "softmax scale applied to Q·Kᵀ; 0: 1/sqrt(head_dim)",
-     .min = 0,
-     .max = 1e6},
-    {.name = "wgmma-schedule",
-     .type = PL_PARAM_STRING,
-     .default_value = "overlap",
-     .help = "flash_wgmma's consumer warpgroups: interleave freely, or take turns issuing GEMMs (named barriers; "
-             "faster causal and at head_dim 64)",
-     .choices = "overlap|pingpong"},
-    {.name = NULL},
+    PL_INT_PARAM("batch", "4", 1, 65535, "sequences", .small_value = "2"),
+    PL_INT_PARAM("heads", "16", 1, 65535, "query heads", .small_value = "4"),
+    PL_INT_PARAM("kv-heads", "0", 0, 65535,
+                 "key/value heads (grouped-query attention; must divide heads); 0: as many as heads",
+                 .small_value = "2"),
+    PL_INT_PARAM("seq", "4096", 1, 1 << 20, "tokens per sequence (queries = keys)", .small_value = "77"),
+    PL_INT_PARAM("head-dim", "128", 64, 128, "64 or 128"),
+    PL_BOOL_PARAM("causal", "false", "query i sees keys 0..i"),
+    PL_CHOICE_PARAM("layout", "bhsd", "bhsd|bshd",
+                    "bhsd = [batch][heads][seq][head_dim], bshd = [batch][seq][heads][head_dim]"),
+    PL_FLOAT_PARAM("scale", "0", 0, 1e6, "softmax scale applied to Q·Kᵀ; 0: 1/sqrt(head_dim)"),
+    PL_CHOICE_PARAM(
+        "wgmma-schedule", "overlap", "overlap|pingpong",
+        "flash_wgmma's consumer warpgroups: interleave freely, or take turns issuing GEMMs (named barriers; "
+        "faster causal and at head_dim 64)"),
+    PL_PARAMS_END,
 };
 
 static int kv_heads_of(const pl_params *p)
@@ -148,6 +116,20 @@ static int make_reference(pl_ctx *ctx, fwd_state *s)
      * an output of small magnitude (terms that cancel) may err by far more than 2^-7 of its RMS and be right. */
     s->ref.rms = 1.0;
     return 0;
+}
+
+/* Before any work, in the parent: the shapes the kernels take, and the unfused baseline's S and P (batch·heads·
+ * seq² · 6 bytes) with Q, K, V and O within the GPU's memory. */
+static int fwd_check_params(const pl_params *params, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    const int batch = (int)pl_param_int(params, "batch"), heads = (int)pl_param_int(params, "heads");
+    const int kv = kv_heads_of(params), seq = (int)pl_param_int(params, "seq");
+    const int d = (int)pl_param_int(params, "head-dim");
+    if (pl_attn_fwd_params_check(batch, heads, kv, seq, d, err, errlen) != 0)
+        return -1;
+    const double scores = (double)batch * heads * seq * (double)seq;
+    const double qkvo = 2.0 * 2.0 * (double)seq * d * batch * (heads + kv);
+    return pl_check_device_memory(gpu, 6.0 * scores + qkvo, "lower --batch, --heads or --seq", err, errlen);
 }
 
 static int fwd_setup(pl_ctx *ctx, const pl_params *params, void **state)
@@ -261,35 +243,22 @@ static int run_unfused(pl_ctx *ctx, void *state)
     return 0;
 }
 
-static int run_flash_mma(pl_ctx *ctx, void *state)
-{
-    fwd_state *s = state;
-    PL_CUDA(ctx, pl_attn_flash_mma(&s->p, ctx->stream));
-    return 0;
-}
+PL_LAUNCH_RUN(run_flash_mma, fwd_state, pl_attn_flash_mma(&s->p, ctx->stream))
 
-static int run_flash_wgmma(pl_ctx *ctx, void *state)
-{
-    fwd_state *s = state;
-    PL_CUDA(ctx, pl_attn_flash_wgmma_schedule(&s->p, s->pingpong, ctx->stream));
-    return 0;
-}
+PL_LAUNCH_RUN(run_flash_wgmma, fwd_state, pl_attn_flash_wgmma_schedule(&s->p, s->pingpong, ctx->stream))
 
 static const pl_variant fwd_variants[] = {
-    {.name = "baseline",
-     .technique = "unfused: cuBLAS Q·Kᵀ into fp32 S in device memory, a softmax kernel writing bf16 P, cuBLAS P·V",
-     .run = run_unfused},
-    {.name = "flash_mma",
-     .technique = "FlashAttention-2: K/V tiles through smem (cp.async, 2 buffers), mma.sync m16n8k16, online "
-                  "softmax in registers",
-     .run = run_flash_mma,
-     .req = {.needs_gpu = 1, .min_cc = 80}},
-    {.name = "flash_wgmma",
-     .technique = "FlashAttention-3 style: TMA K/V ring on mbarriers, producer warps, 2 consumer warpgroups, "
-                  "wgmma with P from registers, softmax overlapped with the next GEMMs",
-     .run = run_flash_wgmma,
-     .req = {.needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA}},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_unfused,
+               "unfused: cuBLAS Q·Kᵀ into fp32 S in device memory, a softmax kernel writing bf16 P, cuBLAS P·V"),
+    PL_VARIANT("flash_mma", run_flash_mma,
+               "FlashAttention-2: K/V tiles through smem (cp.async, 2 buffers), mma.sync m16n8k16, online "
+               "softmax in registers",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("flash_wgmma", run_flash_wgmma,
+               "FlashAttention-3 style: TMA K/V ring on mbarriers, producer warps, 2 consumer warpgroups, "
+               "wgmma with P from registers, softmax overlapped with the next GEMMs",
+               .req = {.needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA}),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_attention_flash_fwd = {
@@ -306,4 +275,5 @@ const pl_target pl_target_attention_flash_fwd = {
     .poison = fwd_poison,
     .check = fwd_check,
     .teardown = fwd_teardown,
+    .check_params = fwd_check_params,
 };

@@ -9,25 +9,15 @@
 #include "labs.h"
 
 static const pl_param_def cluster_params[] = {
-    {.name = "m", .type = PL_PARAM_INT, .default_value = "8192", .help = "rows of A and D", .min = 1, .max = 1 << 20,
-     .small_value = "300"},
-    {.name = "n", .type = PL_PARAM_INT, .default_value = "8192", .help = "columns of D", .min = 1, .max = 1 << 20,
-     .small_value = "392"},
-    {.name = "k",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "the reduction (a multiple of 8)",
-     .min = 8,
-     .max = 1 << 20,
-     .small_value = "136"},
+    PL_INT_PARAM("m", "8192", 1, 1 << 20, "rows of A and D", .small_value = "300"),
+    PL_INT_PARAM("n", "8192", 1, 1 << 20, "columns of D", .small_value = "392"),
+    PL_INT_PARAM("k", "8192", 8, 1 << 20, "the reduction (a multiple of 8)", .small_value = "136"),
     /* the best non-cluster kernel by default (docs/perf/gemm.md); the others show how tile shape and schedule
      * change what multicast saves */
-    {.name = "kernel",
-     .type = PL_PARAM_STRING,
-     .default_value = "wgmma_ws_128x256x64_s4",
-     .help = "the non-cluster kernel (registry name); the cluster variant runs its _c2 twin",
-     .choices = "wgmma_ws_128x256x64_s4|wgmma_ws_128x128x64_s6|wgmma_pp_128x128x64_s5"},
-    {.name = NULL},
+    PL_CHOICE_PARAM("kernel", "wgmma_ws_128x256x64_s4",
+                    "wgmma_ws_128x256x64_s4|wgmma_ws_128x128x64_s6|wgmma_pp_128x128x64_s5",
+                    "the non-cluster kernel (registry name); the cluster variant runs its _c2 twin"),
+    PL_PARAMS_END,
 };
 
 static void cluster_counters(const pl_params *p, pl_counters *c)
@@ -35,11 +25,22 @@ static void cluster_counters(const pl_params *p, pl_counters *c)
     gemm_lab_counters(p, 0, c);
 }
 
+/* Before any work (in the parent, and again by the setup). */
+static int cluster_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    (void)gpu;
+    if (pl_param_int(p, "k") % 8 != 0)
+        return pl_params_refuse(err, errlen,
+                                "--k %lld: the TMA kernels compared here need K %% 8 == 0; pick a multiple of 8",
+                                pl_param_int(p, "k"));
+    return 0;
+}
+
 static int cluster_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
-    if (pl_param_int(p, "k") % 8 != 0)
-        return pl_fail(ctx, "--k %lld: the TMA kernels compared here need K %% 8 == 0; pick a multiple of 8",
-                       pl_param_int(p, "k"));
+    char refused[256];
+    if (cluster_check_params(p, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "%s", refused);
     return gemm_lab_setup(ctx, p, 0, state);
 }
 
@@ -64,19 +65,15 @@ static int run_cublas(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant cluster_variants[] = {
-    {.name = "baseline",
-     .technique = "persistent warp-specialized WGMMA+TMA (--kernel; 128×256 tiles by default), no cluster: each "
-                  "CTA loads its own B panel",
-     .run = run_no_cluster},
-    {.name = "cluster2",
-     .technique = "2-CTA clusters: B panel halves TMA-multicast into both CTAs, stages released on both CTAs' "
-                  "mbarriers through DSMEM",
-     .run = run_cluster2},
-    {.name = "cublas",
-     .technique = "cublasGemmEx, default algorithm: the library a user would call instead",
-     .run = run_cublas,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_no_cluster,
+               "persistent warp-specialized WGMMA+TMA (--kernel; 128×256 tiles by default), no cluster: each "
+               "CTA loads its own B panel"),
+    PL_VARIANT("cluster2", run_cluster2,
+               "2-CTA clusters: B panel halves TMA-multicast into both CTAs, stages released on both CTAs' "
+               "mbarriers through DSMEM"),
+    PL_VARIANT("cublas", run_cublas, "cublasGemmEx, default algorithm: the library a user would call instead",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_fullstack_cluster_gemm = {
@@ -92,4 +89,5 @@ const pl_target pl_target_fullstack_cluster_gemm = {
     .poison = gemm_lab_poison,
     .check = gemm_lab_check,
     .teardown = gemm_lab_teardown,
+    .check_params = cluster_check_params,
 };

@@ -45,41 +45,20 @@ typedef struct moe_state {
 } moe_state;
 
 static const pl_param_def moe_params[] = {
-    {.name = "message-size",
-     .type = PL_PARAM_INT,
-     .default_value = "768k",
-     .help = "bytes each rank sends per all-to-all",
-     .min = 64,
-     .max = 1e10},
-    {.name = "skew",
-     .type = PL_PARAM_FLOAT,
-     .default_value = "1.25",
-     .help = "Zipf alpha over destinations",
-     .min = 0,
-     .max = 8},
-    {.name = "skew-model",
-     .type = PL_PARAM_STRING,
-     .default_value = "distance",
-     .help = "distance (r = (dst - src) mod n + 1) or hotspot (r = dst + 1)",
-     .choices = "distance|hotspot"},
-    {.name = "dtype",
-     .type = PL_PARAM_STRING,
-     .default_value = "bf16",
-     .help = "token dtype",
-     .choices = "bf16|fp16|fp32"},
-    {.name = "gpus",
-     .type = PL_PARAM_INT,
-     .default_value = "0",
-     .help = "GPUs 0..n-1 (0 = all; an all-to-all needs 2 or more)",
-     .min = 0,
-     .max = 1024},
+    PL_INT_PARAM("message-size", "768k", 64, 1e10, "bytes each rank sends per all-to-all"),
+    PL_FLOAT_PARAM("skew", "1.25", 0, 8, "Zipf alpha over destinations"),
+    PL_CHOICE_PARAM("skew-model", "distance", "distance|hotspot",
+                    "distance (r = (dst - src) mod n + 1) or hotspot (r = dst + 1)"),
+    PL_CHOICE_PARAM("dtype", "bf16", "bf16|fp16|fp32", "token dtype"),
+    PL_INT_PARAM("gpus", "0", 0, 1024, "GPUs 0..n-1 (0 = all; an all-to-all needs 2 or more)"),
     PL_MOE_SWEEP_PARAMS,
-    {.name = NULL},
+    PL_PARAMS_END,
 };
 
 /* An all-to-all of one rank moves nothing between GPUs: refused, not measured. */
-static int moe_check_params(const pl_params *p, char *err, size_t errlen)
+static int moe_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
 {
+    (void)gpu;
     if (pl_param_int(p, "gpus") == 1) {
         snprintf(err, errlen, "--gpus 1: an all-to-all needs 2 or more GPUs (pass --gpus 0 for all of them)");
         return -1;
@@ -371,20 +350,17 @@ static void moe_teardown(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant moe_variants[] = {
-    {.name = "baseline",
-     .technique = "each step: cudaMalloc the buffers, stage the tokens from host memory, exchange, copy the result "
-                  "back to the host, cudaFree",
-     .run = run_staged,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND},
-    {.name = "persistent",
-     .technique = "persistent device buffers: only the grouped ncclSend/ncclRecv exchange remains",
-     .run = run_persistent,
-     .flags = PL_VARIANT_NO_GRAPH},
-    {.name = "registered",
-     .technique = "persistent buffers from ncclMemAlloc, registered with ncclCommRegister (zero-copy where NCCL can)",
-     .run = run_registered,
-     .flags = PL_VARIANT_NO_GRAPH},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_staged,
+               "each step: cudaMalloc the buffers, stage the tokens from host memory, exchange, copy the result "
+               "back to the host, cudaFree",
+               .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND | PL_VARIANT_HOST_TIMED),
+    PL_VARIANT("persistent", run_persistent,
+               "persistent device buffers: only the grouped ncclSend/ncclRecv exchange remains",
+               .flags = PL_VARIANT_NO_GRAPH),
+    PL_VARIANT("registered", run_registered,
+               "persistent buffers from ncclMemAlloc, registered with ncclCommRegister (zero-copy where NCCL can)",
+               .flags = PL_VARIANT_NO_GRAPH),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_fullstack_moe_readiness = {

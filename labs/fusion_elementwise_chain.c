@@ -15,13 +15,8 @@ typedef struct chain_state {
 
 static const pl_param_def chain_params[] = {
     ROWS_LAB_SIZE_PARAMS("columns (features; any, odd included)"),
-    {.name = "scale",
-     .type = PL_PARAM_FLOAT,
-     .default_value = "1.7",
-     .help = "the factor applied after GELU",
-     .min = -1e6,
-     .max = 1e6},
-    {.name = NULL},
+    PL_FLOAT_PARAM("scale", "1.7", -1e6, 1e6, "the factor applied after GELU"),
+    PL_PARAMS_END,
 };
 
 /* per element: bias add (1), GELU tanh form (8: cube, FMA, multiplies, tanh, add), scale (1) */
@@ -34,6 +29,12 @@ static void chain_reference(const void *state, double *ref)
 {
     const chain_state *s = state;
     rows_ref_chain(s->io.x_host, s->bias_host, (size_t)s->io.rows, (size_t)s->io.cols, (double)s->scale, ref);
+}
+
+/* Before any work, in the parent: x, y and the the intermediate within the GPU's memory. */
+static int chain_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return rows_lab_check_memory(p, gpu, 0, 2.0 /* tmp */, err, errlen);
 }
 
 static int chain_setup(pl_ctx *ctx, const pl_params *p, void **state)
@@ -69,16 +70,14 @@ static int run_fused(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant chain_variants[] = {
-    {.name = "baseline",
-     .technique = "three kernels (bias add, GELU, scale), each a 16-byte pass through memory with a bf16 "
-                  "intermediate: 12 bytes per element",
-     .run = run_unfused},
-    {.name = "fused",
-     .technique = "one kernel, the three operations on the registers between one load and one store: 4 bytes per "
-                  "element",
-     .run = run_fused},
+    PL_VARIANT("baseline", run_unfused,
+               "three kernels (bias add, GELU, scale), each a 16-byte pass through memory with a bf16 "
+               "intermediate: 12 bytes per element"),
+    PL_VARIANT("fused", run_fused,
+               "one kernel, the three operations on the registers between one load and one store: 4 bytes per "
+               "element"),
     ROWS_LAB_COPY_VARIANT,
-    {.name = NULL},
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_fusion_elementwise_chain = {
@@ -92,4 +91,5 @@ const pl_target pl_target_fusion_elementwise_chain = {
     .setup = chain_setup,
     .poison = rows_lab_poison,
     .check = rows_lab_check,
+    .check_params = chain_check_params,
 };

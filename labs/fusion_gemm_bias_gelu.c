@@ -10,31 +10,16 @@
 #define FUSION_FLAGS (GEMM_LAB_EPILOGUE | GEMM_LAB_UNFUSED)
 
 static const pl_param_def fusion_params[] = {
-    {.name = "m",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "tokens (rows of A and D)",
-     .min = 1,
-     .max = 1 << 20,
-     .small_value = "300"},
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "16384",
-     .help = "output features",
-     .min = 1,
-     .max = 1 << 20,
-     .small_value = "392"},
-    {.name = "k", .type = PL_PARAM_INT, .default_value = "4096", .help = "input features", .min = 1, .max = 1 << 20,
-     .small_value = "136"},
-    {.name = "residual", .type = PL_PARAM_BOOL, .default_value = "true", .help = "add an M×N residual after GELU"},
+    PL_INT_PARAM("m", "8192", 1, 1 << 20, "tokens (rows of A and D)", .small_value = "300"),
+    PL_INT_PARAM("n", "16384", 1, 1 << 20, "output features", .small_value = "392"),
+    PL_INT_PARAM("k", "4096", 1, 1 << 20, "input features", .small_value = "136"),
+    PL_BOOL_PARAM("residual", "true", "add an M×N residual after GELU"),
     /* by default the cooperative 128×256 kernel with a whole tile of epilogue buffers: fused, its consumers hand
      * the product to the epilogue warps and go on multiplying (docs/perf/gemm.md has the others' figures) */
-    {.name = "kernel",
-     .type = PL_PARAM_STRING,
-     .default_value = "wgmma_ws_128x256x64_s3",
-     .help = "the native kernel (registry name) of native_unfused and fused",
-     .choices = "wgmma_ws_128x256x64_s4|wgmma_ws_128x256x64_s3|wgmma_pp_128x128x64_s5|wgmma_ws_128x128x64_s6"},
-    {.name = NULL},
+    PL_CHOICE_PARAM("kernel", "wgmma_ws_128x256x64_s3",
+                    "wgmma_ws_128x256x64_s4|wgmma_ws_128x256x64_s3|wgmma_pp_128x128x64_s5|wgmma_ws_128x128x64_s6",
+                    "the native kernel (registry name) of native_unfused and fused"),
+    PL_PARAMS_END,
 };
 
 static void fusion_counters(const pl_params *p, pl_counters *c)
@@ -68,19 +53,16 @@ static int run_fused(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant fusion_variants[] = {
-    {.name = "baseline",
-     .technique = "cuBLAS GEMM to memory, then a separate bias+GELU+residual kernel (16-byte accesses)",
-     .run = run_cublas_then_pass},
-    {.name = "native_unfused",
-     .technique = "the native persistent WGMMA kernel (--kernel) to memory, then the same separate kernel",
-     .run = run_native_then_pass,
-     .req = PL_GEMM_REQ_WGMMA},
-    {.name = "fused",
-     .technique = "the same native kernel, the epilogue fused: the consumers hand the bf16 product to the producer "
-                  "warpgroup's idle warps, which add bias, GELU and residual in shared memory and store with TMA",
-     .run = run_fused,
-     .req = PL_GEMM_REQ_WGMMA},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_cublas_then_pass,
+               "cuBLAS GEMM to memory, then a separate bias+GELU+residual kernel (16-byte accesses)"),
+    PL_VARIANT("native_unfused", run_native_then_pass,
+               "the native persistent WGMMA kernel (--kernel) to memory, then the same separate kernel",
+               .req = PL_GEMM_REQ_WGMMA),
+    PL_VARIANT("fused", run_fused,
+               "the same native kernel, the epilogue fused: the consumers hand the bf16 product to the producer "
+               "warpgroup's idle warps, which add bias, GELU and residual in shared memory and store with TMA",
+               .req = PL_GEMM_REQ_WGMMA),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_fusion_gemm_bias_gelu = {

@@ -23,35 +23,11 @@ typedef struct batched_state {
 } batched_state;
 
 static const pl_param_def batched_params[] = {
-    {.name = "count",
-     .type = PL_PARAM_INT,
-     .default_value = "40",
-     .help = "GEMMs in the batch",
-     .min = 1,
-     .max = 65535,
-     .small_value = "3"},
-    {.name = "m",
-     .type = PL_PARAM_INT,
-     .default_value = "128",
-     .help = "rows of each A and D",
-     .min = 1,
-     .max = 16384,
-     .small_value = "77"},
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "128",
-     .help = "columns of each D (rows of B)",
-     .min = 1,
-     .max = 16384,
-     .small_value = "45"},
-    {.name = "k",
-     .type = PL_PARAM_INT,
-     .default_value = "64",
-     .help = "the reduction dimension",
-     .min = 1,
-     .max = 16384,
-     .small_value = "37"},
-    {.name = NULL},
+    PL_INT_PARAM("count", "40", 1, 65535, "GEMMs in the batch", .small_value = "3"),
+    PL_INT_PARAM("m", "128", 1, 16384, "rows of each A and D", .small_value = "77"),
+    PL_INT_PARAM("n", "128", 1, 16384, "columns of each D (rows of B)", .small_value = "45"),
+    PL_INT_PARAM("k", "64", 1, 16384, "the reduction dimension", .small_value = "37"),
+    PL_PARAMS_END,
 };
 
 static void batched_counters(const pl_params *p, pl_counters *c)
@@ -191,35 +167,29 @@ static int run_native_pdl(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant batched_variants[] = {
-    {.name = "baseline",
-     .technique = "one cublasGemmEx call per GEMM: `count` small kernels one after the other, each filling a few "
-                  "multiprocessors",
-     .run = run_cublas_each},
-    {.name = "cublas_strided",
-     .technique = "one cublasGemmStridedBatchedEx call for the batch: the library's batched path",
-     .run = run_cublas_strided,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = "native",
-     .technique = "one launch: a 64×64 tile of one GEMM per block (mma.sync, cp.async, swizzled shared memory), the "
-                  "batch's tiles one grid; D stored from the fragments",
-     .run = run_native,
-     .req = PL_GEMM_REQ_MMA},
-    {.name = "native_staged",
-     .technique = "native + D staged through shared memory: 16-byte coalesced stores, a quarter of the store "
-                  "instructions",
-     .run = run_native_staged,
-     .req = PL_GEMM_REQ_MMA},
-    {.name = "native_halves",
-     .technique = "native_staged + each k-tile loaded as two cp.async groups: the mma of the first half runs while "
-                  "the second lands",
-     .run = run_native_halves,
-     .req = PL_GEMM_REQ_MMA},
-    {.name = "native_pdl",
-     .technique = "native_halves launched as a programmatic dependent (griddepcontrol): the next launch overlaps "
-                  "this one's tail",
-     .run = run_native_pdl,
-     .req = {.needs_gpu = 1, .min_cc = 90}},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_cublas_each,
+               "one cublasGemmEx call per GEMM: `count` small kernels one after the other, each filling a few "
+               "multiprocessors"),
+    PL_VARIANT("cublas_strided", run_cublas_strided,
+               "one cublasGemmStridedBatchedEx call for the batch: the library's batched path",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANT("native", run_native,
+               "one launch: a 64×64 tile of one GEMM per block (mma.sync, cp.async, swizzled shared memory), the "
+               "batch's tiles one grid; D stored from the fragments",
+               .req = PL_GEMM_REQ_MMA),
+    PL_VARIANT("native_staged", run_native_staged,
+               "native + D staged through shared memory: 16-byte coalesced stores, a quarter of the store "
+               "instructions",
+               .req = PL_GEMM_REQ_MMA),
+    PL_VARIANT("native_halves", run_native_halves,
+               "native_staged + each k-tile loaded as two cp.async groups: the mma of the first half runs while "
+               "the second lands",
+               .req = PL_GEMM_REQ_MMA),
+    PL_VARIANT("native_pdl", run_native_pdl,
+               "native_halves launched as a programmatic dependent (griddepcontrol): the next launch overlaps "
+               "this one's tail",
+               .req = {.needs_gpu = 1, .min_cc = 90}),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_gemm_batched = {

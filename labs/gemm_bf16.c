@@ -5,15 +5,11 @@
 #include "labs.h"
 
 static const pl_param_def bf16_params[] = {
-    {.name = "m", .type = PL_PARAM_INT, .default_value = "4096", .help = "rows of A and D", .min = 1, .max = 1 << 20, .small_value = "300"},
-    {.name = "n", .type = PL_PARAM_INT, .default_value = "4096", .help = "columns of D", .min = 1, .max = 1 << 20, .small_value = "392"},
-    {.name = "k", .type = PL_PARAM_INT, .default_value = "4096", .help = "the reduction", .min = 1, .max = 1 << 20, .small_value = "136"},
-    {.name = "layout",
-     .type = PL_PARAM_STRING,
-     .default_value = "nk",
-     .help = "B given N×K (K-major, linear-layer weights) or K×N",
-     .choices = "nk|kn"},
-    {.name = NULL},
+    PL_INT_PARAM("m", "4096", 1, 1 << 20, "rows of A and D", .small_value = "300"),
+    PL_INT_PARAM("n", "4096", 1, 1 << 20, "columns of D", .small_value = "392"),
+    PL_INT_PARAM("k", "4096", 1, 1 << 20, "the reduction", .small_value = "136"),
+    PL_CHOICE_PARAM("layout", "nk", "nk|kn", "B given N×K (K-major, linear-layer weights) or K×N"),
+    PL_PARAMS_END,
 };
 
 static void bf16_counters(const pl_params *p, pl_counters *c)
@@ -46,35 +42,26 @@ static int run_cublas(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant bf16_variants[] = {
-    {.name = "baseline",
-     .technique = "naive SIMT: one thread per output, K fp32 FMAs from global memory",
-     .run = run_naive},
-    {.name = "smem_tiled",
-     .technique = "64×64 tiles staged in shared memory, 4×4 outputs per thread from registers (fp32 FMA)",
-     .run = run_smem_tiled},
-    {.name = "mma_sync",
-     .technique = "tensor cores: mma.sync m16n8k16 fed by ldmatrix from swizzled smem, 4-stage cp.async pipeline",
-     .run = run_mma_sync,
-     .req = PL_GEMM_REQ_MMA},
-    {.name = "wgmma_tma",
-     .technique = "wgmma from 128B-swizzled smem filled by TMA on mbarriers, 3 stages, 2 CTAs/SM (B K×N or K%8: "
-                  "mma_sync)",
-     .run = run_wgmma_tma,
-     .req = PL_GEMM_REQ_WGMMA},
-    {.name = "wgmma_ws",
-     .technique = "persistent warp-specialized: TMA producer warpgroup, 2 wgmma m64n256 consumers, setmaxnreg, "
-                  "4-stage mbarrier ring, tile scheduler",
-     .run = run_wgmma_ws,
-     .req = PL_GEMM_REQ_WGMMA},
-    {.name = "wgmma_ws_cluster",
-     .technique = "wgmma_ws with 2-CTA clusters: the shared B panel TMA-multicast, stages released through DSMEM",
-     .run = run_wgmma_ws_cluster,
-     .req = PL_GEMM_REQ_CLUSTER},
-    {.name = "cublas",
-     .technique = "cublasGemmEx, default algorithm: the library a user would call instead",
-     .run = run_cublas,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_naive, "naive SIMT: one thread per output, K fp32 FMAs from global memory"),
+    PL_VARIANT("smem_tiled", run_smem_tiled,
+               "64×64 tiles staged in shared memory, 4×4 outputs per thread from registers (fp32 FMA)"),
+    PL_VARIANT("mma_sync", run_mma_sync,
+               "tensor cores: mma.sync m16n8k16 fed by ldmatrix from swizzled smem, 4-stage cp.async pipeline",
+               .req = PL_GEMM_REQ_MMA),
+    PL_VARIANT("wgmma_tma", run_wgmma_tma,
+               "wgmma from 128B-swizzled smem filled by TMA on mbarriers, 3 stages, 2 CTAs/SM (B K×N or K%8: "
+               "mma_sync)",
+               .req = PL_GEMM_REQ_WGMMA),
+    PL_VARIANT("wgmma_ws", run_wgmma_ws,
+               "persistent warp-specialized: TMA producer warpgroup, 2 wgmma m64n256 consumers, setmaxnreg, "
+               "4-stage mbarrier ring, tile scheduler",
+               .req = PL_GEMM_REQ_WGMMA),
+    PL_VARIANT("wgmma_ws_cluster", run_wgmma_ws_cluster,
+               "wgmma_ws with 2-CTA clusters: the shared B panel TMA-multicast, stages released through DSMEM",
+               .req = PL_GEMM_REQ_CLUSTER),
+    PL_VARIANT("cublas", run_cublas, "cublasGemmEx, default algorithm: the library a user would call instead",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_gemm_bf16 = {

@@ -49,34 +49,18 @@ typedef struct fp8_state {
 } fp8_state;
 
 static const pl_param_def fp8_params[] = {
-    {.name = "m",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "rows of A and D; a multiple of 4 (cuBLASLt's block-scaled FP8)",
-     .min = 4,
-     .max = 1 << 20,
-     .small_value = "300"},
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "columns of D (rows of B)",
-     .min = 1,
-     .max = 1 << 20,
-     .small_value = "392"},
-    {.name = "k",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "the reduction; a multiple of 16 (e4m3 rows of whole 16-byte units, for TMA and cuBLASLt)",
-     .min = 16,
-     .max = 1 << 20,
-     .small_value = "656"}, /* 6 k-blocks of 128, the last partial: a whole promotion group of 4 and two past it */
-    {.name = "inputs",
-     .type = PL_PARAM_STRING,
-     .default_value = "signed",
-     .help = "the sources' signs: signed (uniform [-1, 1)) or positive (uniform [0, 1) in A and B: the sums grow with "
-             "K, the hardest case for FP8 accumulation, where the promotion intervals' errors differ)",
-     .choices = "signed|positive"},
-    {.name = NULL},
+    PL_INT_PARAM("m", "8192", 4, 1 << 20, "rows of A and D; a multiple of 4 (cuBLASLt's block-scaled FP8)",
+                 .small_value = "300"),
+    PL_INT_PARAM("n", "8192", 1, 1 << 20, "columns of D (rows of B)", .small_value = "392"),
+    PL_INT_PARAM("k", "8192", 16, 1 << 20,
+                 "the reduction; a multiple of 16 (e4m3 rows of whole 16-byte units, for TMA and cuBLASLt)",
+                 .small_value = "656"),
+    /* 6 k-blocks of 128, the last partial: a whole promotion group of 4 and two past it */
+    PL_CHOICE_PARAM(
+        "inputs", "signed", "signed|positive",
+        "the sources' signs: signed (uniform [-1, 1)) or positive (uniform [0, 1) in A and B: the sums grow with "
+        "K, the hardest case for FP8 accumulation, where the promotion intervals' errors differ)"),
+    PL_PARAMS_END,
 };
 
 static void fp8_counters(const pl_params *p, pl_counters *c)
@@ -105,31 +89,42 @@ static pl_gemm_fp8_problem problem_of(const fp8_state *s, pl_fp8_scaling scaling
     return p;
 }
 
+/* Before any work (in the parent, and again by the setup): the shapes the reference variants take. */
+static int fp8_check_params(const pl_params *params, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    (void)gpu;
+    const long long m = pl_param_int(params, "m"), n = pl_param_int(params, "n"), k = pl_param_int(params, "k");
+    if (k % 16 != 0)
+        return pl_params_refuse(err, errlen,
+                                "--k %lld is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA, "
+                                "cuBLASLt); pass e.g. --k %lld",
+                                k, (k + 15) / 16 * 16);
+    if (n % 8 != 0)
+        return pl_params_refuse(err, errlen,
+                                "--n %lld is not a multiple of 8: cuBLASLt's FP8 GEMM (the reference variants) takes "
+                                "only rows of D in whole 16-byte units; pass e.g. --n %lld (the native kernels take "
+                                "any N: tests/gpu/test_fp8_moe.c checks odd N on them directly)",
+                                n, (n + 7) / 8 * 8);
+    if (m % 4 != 0)
+        return pl_params_refuse(err, errlen,
+                                "--m %lld is not a multiple of 4: cuBLASLt's block-scaled FP8 GEMM (a reference "
+                                "variant) refused M = 129 and took M = 300 on an H200; pass e.g. --m %lld (the native "
+                                "kernels take any M: tests/gpu/test_fp8_moe.c checks odd M on them directly)",
+                                m, (m + 3) / 4 * 4);
+    return 0;
+}
+
 static int fp8_setup(pl_ctx *ctx, const pl_params *params, void **state)
 {
+    char refused[512];
+    if (fp8_check_params(params, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "%s", refused);
     fp8_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
     s->m = (int)pl_param_int(params, "m");
     s->n = (int)pl_param_int(params, "n");
     s->k = (int)pl_param_int(params, "k");
-    if (s->k % 16 != 0)
-        return pl_fail(ctx,
-                       "--k %d is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA, cuBLASLt); "
-                       "pass e.g. --k %d",
-                       s->k, (s->k + 15) / 16 * 16);
-    if (s->n % 8 != 0)
-        return pl_fail(ctx,
-                       "--n %d is not a multiple of 8: cuBLASLt's FP8 GEMM (the reference variants) takes only rows "
-                       "of D in whole 16-byte units; pass e.g. --n %d (the native kernels take any N: "
-                       "tests/gpu/test_fp8_moe.c checks odd N on them directly)",
-                       s->n, (s->n + 7) / 8 * 8);
-    if (s->m % 4 != 0)
-        return pl_fail(ctx,
-                       "--m %d is not a multiple of 4: cuBLASLt's block-scaled FP8 GEMM (a reference variant) "
-                       "refused M = 129 and took M = 300 on an H200; pass e.g. --m %d (the native kernels take "
-                       "any M: tests/gpu/test_fp8_moe.c checks odd M on them directly)",
-                       s->m, (s->m + 3) / 4 * 4);
     const size_t m = (size_t)s->m, n = (size_t)s->n, k = (size_t)s->k;
     uint16_t *x = pl_device_alloc(ctx, m * k * 2), *w = pl_device_alloc(ctx, n * k * 2);
     s->a16 = pl_device_alloc(ctx, m * k * 2);
@@ -276,66 +271,54 @@ static int run_lt_fast(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant fp8_variants[] = {
-    {.name = "baseline",
-     .technique = "dequantize the block-scaled e4m3 operands to bf16 (a pass over A and B), then cuBLAS BF16 GEMM",
-     .run = run_baseline},
-    {.name = "fp8_tensor",
-     .technique =
-         "warp-specialized persistent wgmma m64n192k32 e4m3 (TMA producer warpgroup, 2 consumers at 232 registers, "
-         "128×192 tiles), fp32 promotion every 128 K, per-tensor scales on the accumulator; a tile's first k-block "
-         "issued before the previous tile's epilogue, which runs beside it",
-     .run = run_fp8_tensor,
-     .req = REQ_FP8_NATIVE},
-    {.name = "fp8_tensor_p4",
-     .technique = "fp8_tensor promoting every 512 K: four k-blocks in straight-line code into one accumulator, one "
-                  "wgmma group kept in flight, drained once a group (a quarter of the drains)",
-     .run = run_fp8_tensor_p4,
-     .req = REQ_FP8_NATIVE},
-    {.name = "fp8_block",
-     .technique = "fp8_tensor with the block scales (A 1×128, B 128×128, bulk-copied into each stage with A and B): "
-                  "each k-block's wgmma in one commit group, drained (wait_group 0) and promoted with its scales; the "
-                  "next tile's first k-block runs beside the epilogue, as in fp8_tensor",
-     .run = run_fp8_block,
-     .req = REQ_FP8_NATIVE},
-    {.name = "fp8_block_halves",
-     .technique = "fp8_block with the promotion off the critical path: each k-block's wgmma in two commit groups "
-                  "(m64n96k32, the tile's column halves), one half promoted while the other runs, in straight-line "
-                  "runs of 4 k-blocks (A read from shared memory twice per k-block)",
-     .run = run_fp8_block_halves,
-     .req = REQ_FP8_NATIVE},
-    {.name = "fp8_tensor_halves",
-     .technique = "fp8_tensor with fp8_block_halves' two half-tile commit groups: with one scale the promotion is an "
-                  "add, and the second read of A per k-block costs what the overlap saves",
-     .run = run_fp8_tensor_halves,
-     .req = REQ_FP8_NATIVE},
-    {.name = "fp8_block_c2",
-     .technique = "fp8_block in 2-CTA clusters: vertically adjacent tiles share their B panel, each CTA loads half "
-                  "and TMA-multicasts it into both (L2 serves 28 KB per CTA and k-block instead of 40)",
-     .run = run_fp8_block_c2,
-     .req = REQ_FP8_NATIVE_CLUSTER},
-    {.name = "fp8_tensor_2p",
-     .technique = "fp8_tensor on 128×128 tiles with two promotion accumulators alternating by k-block: k-block kb on "
-                  "the tensor cores while kb - 1 is promoted (wait_group 1), so no drain inside a tile, still every "
-                  "128 K (three 64-register accumulators: the reason for the narrower tile). The drain costs 5% at this "
-                  "width; the narrower tile costs more (docs/perf/gemm.md, FP8: other tile widths)",
-     .run = run_fp8_tensor_2p,
-     .req = REQ_FP8_NATIVE},
-    {.name = "cublaslt_fp8",
-     .technique = "cuBLASLt FP8 GEMM, per-tensor scales, its first heuristic algorithm: the library reference",
-     .run = run_lt_tensor,
-     .flags = PL_VARIANT_REFERENCE,
-     .req = REQ_FP8_LT},
-    {.name = "cublaslt_fp8_fast",
-     .technique = "cublaslt_fp8 with fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM): no promotion, the tensor "
-                  "core's reduced-precision sum over all of K; the speed and the error that promotion trades "
-                  "(--inputs positive shows the error)",
-     .run = run_lt_fast,
-     .req = REQ_FP8_LT},
-    {.name = "cublaslt_fp8_block",
-     .technique = "cuBLASLt FP8 GEMM with block scales (VEC128_32F for A, BLK128x128_32F for B; sm_90 only)",
-     .run = run_lt_block,
-     .req = REQ_FP8_LT_BLOCK},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_baseline,
+               "dequantize the block-scaled e4m3 operands to bf16 (a pass over A and B), then cuBLAS BF16 GEMM"),
+    PL_VARIANT(
+        "fp8_tensor", run_fp8_tensor,
+        "warp-specialized persistent wgmma m64n192k32 e4m3 (TMA producer warpgroup, 2 consumers at 232 registers, "
+        "128×192 tiles), fp32 promotion every 128 K, per-tensor scales on the accumulator; a tile's first k-block "
+        "issued before the previous tile's epilogue, which runs beside it",
+        .req = REQ_FP8_NATIVE),
+    PL_VARIANT("fp8_tensor_p4", run_fp8_tensor_p4,
+               "fp8_tensor promoting every 512 K: four k-blocks in straight-line code into one accumulator, one "
+               "wgmma group kept in flight, drained once a group (a quarter of the drains)",
+               .req = REQ_FP8_NATIVE),
+    PL_VARIANT("fp8_block", run_fp8_block,
+               "fp8_tensor with the block scales (A 1×128, B 128×128, bulk-copied into each stage with A and B): "
+               "each k-block's wgmma in one commit group, drained (wait_group 0) and promoted with its scales; the "
+               "next tile's first k-block runs beside the epilogue, as in fp8_tensor",
+               .req = REQ_FP8_NATIVE),
+    PL_VARIANT("fp8_block_halves", run_fp8_block_halves,
+               "fp8_block with the promotion off the critical path: each k-block's wgmma in two commit groups "
+               "(m64n96k32, the tile's column halves), one half promoted while the other runs, in straight-line "
+               "runs of 4 k-blocks (A read from shared memory twice per k-block)",
+               .req = REQ_FP8_NATIVE),
+    PL_VARIANT("fp8_tensor_halves", run_fp8_tensor_halves,
+               "fp8_tensor with fp8_block_halves' two half-tile commit groups: with one scale the promotion is an "
+               "add, and the second read of A per k-block costs what the overlap saves",
+               .req = REQ_FP8_NATIVE),
+    PL_VARIANT("fp8_block_c2", run_fp8_block_c2,
+               "fp8_block in 2-CTA clusters: vertically adjacent tiles share their B panel, each CTA loads half "
+               "and TMA-multicasts it into both (L2 serves 28 KB per CTA and k-block instead of 40)",
+               .req = REQ_FP8_NATIVE_CLUSTER),
+    PL_VARIANT("fp8_tensor_2p", run_fp8_tensor_2p,
+               "fp8_tensor on 128×128 tiles with two promotion accumulators alternating by k-block: k-block kb on "
+               "the tensor cores while kb - 1 is promoted (wait_group 1), so no drain inside a tile, still every "
+               "128 K (three 64-register accumulators: the reason for the narrower tile). The drain costs 5% at this "
+               "width; the narrower tile costs more (docs/perf/gemm.md, FP8: other tile widths)",
+               .req = REQ_FP8_NATIVE),
+    PL_VARIANT("cublaslt_fp8", run_lt_tensor,
+               "cuBLASLt FP8 GEMM, per-tensor scales, its first heuristic algorithm: the library reference",
+               .flags = PL_VARIANT_REFERENCE, .req = REQ_FP8_LT),
+    PL_VARIANT("cublaslt_fp8_fast", run_lt_fast,
+               "cublaslt_fp8 with fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM): no promotion, the tensor "
+               "core's reduced-precision sum over all of K; the speed and the error that promotion trades "
+               "(--inputs positive shows the error)",
+               .req = REQ_FP8_LT),
+    PL_VARIANT("cublaslt_fp8_block", run_lt_block,
+               "cuBLASLt FP8 GEMM with block scales (VEC128_32F for A, BLK128x128_32F for B; sm_90 only)",
+               .req = REQ_FP8_LT_BLOCK),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_gemm_fp8 = {
@@ -352,4 +335,5 @@ const pl_target pl_target_gemm_fp8 = {
     .poison = fp8_poison,
     .check = fp8_check,
     .teardown = fp8_teardown,
+    .check_params = fp8_check_params,
 };

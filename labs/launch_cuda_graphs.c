@@ -31,19 +31,9 @@ static float chain_b(int k)
 static const pl_param_def chain_params[] = {
     /* Beyond ~4096 links the contraction erases x from the result, and the check could no longer tell a
      * dropped link or a wrong input from a right one. */
-    {.name = "kernels",
-     .type = PL_PARAM_INT,
-     .default_value = "128",
-     .help = "dependent kernels in the chain",
-     .min = 100,
-     .max = 4096},
-    {.name = "elements",
-     .type = PL_PARAM_INT,
-     .default_value = "1024",
-     .help = "fp32 elements each kernel updates (256 per block)",
-     .min = 1,
-     .max = 1048576},
-    {.name = NULL},
+    PL_INT_PARAM("kernels", "128", 100, 4096, "dependent kernels in the chain"),
+    PL_INT_PARAM("elements", "1024", 1, 1048576, "fp32 elements each kernel updates (256 per block)"),
+    PL_PARAMS_END,
 };
 
 static void chain_counters(const pl_params *p, pl_counters *c)
@@ -178,23 +168,15 @@ static int run_launches(pl_ctx *ctx, void *state)
     return enqueue_chain(ctx, state, ctx->stream);
 }
 
-static int run_graph(pl_ctx *ctx, void *state)
-{
-    chain_state *s = state;
-    PL_CUDA(ctx, cudaGraphLaunch(s->chain_exec, ctx->stream));
-    return 0;
-}
+PL_LAUNCH_RUN(run_graph, chain_state, cudaGraphLaunch(s->chain_exec, ctx->stream))
 
 static const pl_variant chain_variants[] = {
-    {.name = "baseline",
-     .technique = "one cudaLaunchKernel per kernel: the launch overhead is paid `kernels` times",
-     .run = run_launches,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND},
-    {.name = "graph",
-     .technique = "the same chain captured once into a CUDA graph at setup, replayed with one cudaGraphLaunch",
-     .run = run_graph,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_launches, "one cudaLaunchKernel per kernel: the launch overhead is paid `kernels` times",
+               .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND | PL_VARIANT_HOST_TIMED),
+    PL_VARIANT("graph", run_graph,
+               "the same chain captured once into a CUDA graph at setup, replayed with one cudaGraphLaunch",
+               .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_launch_cuda_graphs = {

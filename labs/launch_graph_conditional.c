@@ -41,26 +41,10 @@ typedef struct conv_state {
 } conv_state;
 
 static const pl_param_def conv_params[] = {
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "65536",
-     .help = "unknowns of the tridiagonal system",
-     .min = 1,
-     .max = 1 << 26,
-     .small_value = "1000"},
-    {.name = "tol",
-     .type = PL_PARAM_FLOAT,
-     .default_value = "1e-5",
-     .help = "stop when no element moves by more than this in a sweep",
-     .min = 1e-6,
-     .max = 1},
-    {.name = "max-iterations",
-     .type = PL_PARAM_INT,
-     .default_value = "10000",
-     .help = "stop after this many sweeps",
-     .min = 1,
-     .max = 1000000},
-    {.name = NULL},
+    PL_INT_PARAM("n", "65536", 1, 1 << 26, "unknowns of the tridiagonal system", .small_value = "1000"),
+    PL_FLOAT_PARAM("tol", "1e-5", 1e-6, 1, "stop when no element moves by more than this in a sweep"),
+    PL_INT_PARAM("max-iterations", "10000", 1, 1000000, "stop after this many sweeps"),
+    PL_PARAMS_END,
 };
 
 /* The fewest bytes any solver of the system must move: b and the initial guess read once, x written once. The
@@ -283,17 +267,15 @@ static int run_graph_while(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant conv_variants[] = {
-    {.name = "baseline",
-     .technique = "the host decides: after each sweep it copies the decision back, synchronises and launches the "
-                  "next iteration (host-bound)",
-     .run = run_host_loop,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND},
-    {.name = "graph_while",
-     .technique = "the device decides: a CUDA graph with a conditional while node, set by cudaGraphSetConditional "
-                  "in the decision kernel; one cudaGraphLaunch (host-bound)",
-     .run = run_graph_while,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_host_loop,
+               "the host decides: after each sweep it copies the decision back, synchronises and launches the "
+               "next iteration (host-bound)",
+               .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND | PL_VARIANT_HOST_TIMED),
+    PL_VARIANT("graph_while", run_graph_while,
+               "the device decides: a CUDA graph with a conditional while node, set by cudaGraphSetConditional "
+               "in the decision kernel; one cudaGraphLaunch (host-bound)",
+               .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_launch_graph_conditional = {

@@ -29,27 +29,11 @@ typedef struct persistent_state {
 } persistent_state;
 
 static const pl_param_def persistent_params[] = {
-    {.name = "steps",
-     .type = PL_PARAM_INT,
-     .default_value = "128",
-     .help = "dependent steps of the stencil",
-     .min = 1,
-     .max = 1024,
-     .small_value = "37"},
-    {.name = "elements",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "fp32 elements of each step (items of 256)",
-     .min = 1,
-     .max = 1048576,
-     .small_value = "1000"},
-    {.name = "blocks",
-     .type = PL_PARAM_INT,
-     .default_value = "0",
-     .help = "blocks of the persistent kernel (0: four per tile, at most what the GPU holds at once)",
-     .min = 0,
-     .max = 1e6},
-    {.name = NULL},
+    PL_INT_PARAM("steps", "128", 1, 1024, "dependent steps of the stencil", .small_value = "37"),
+    PL_INT_PARAM("elements", "8192", 1, 1048576, "fp32 elements of each step (items of 256)", .small_value = "1000"),
+    PL_INT_PARAM("blocks", "0", 0, 1e6,
+                 "blocks of the persistent kernel (0: four per tile, at most what the GPU holds at once)"),
+    PL_PARAMS_END,
 };
 
 /* a_k + 2·c_k = 0.98: the stencil contracts (values stay bounded over any number of steps) while the input still
@@ -189,29 +173,21 @@ static int run_persistent(pl_ctx *ctx, void *state)
     return 0;
 }
 
-static int run_graph(pl_ctx *ctx, void *state)
-{
-    persistent_state *s = state;
-    PL_CUDA(ctx, cudaGraphLaunch(s->graph, ctx->stream));
-    return 0;
-}
+PL_LAUNCH_RUN(run_graph, persistent_state, cudaGraphLaunch(s->graph, ctx->stream))
 
 static const pl_variant persistent_variants[] = {
-    {.name = "baseline",
-     .technique = "one kernel launch per step: `steps` launches, a full barrier between steps (host-bound)",
-     .run = run_launches,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND},
-    {.name = "persistent",
-     .technique = "one launch of resident blocks pulling (step, tile) items from a device queue, each waiting only "
-                  "for its three inputs (host-bound)",
-     .run = run_persistent,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND},
-    {.name = "graph",
-     .technique = "the baseline's kernels captured once into a CUDA graph, replayed with one cudaGraphLaunch "
-                  "(host-bound)",
-     .run = run_graph,
-     .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND | PL_VARIANT_REFERENCE},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_launches,
+               "one kernel launch per step: `steps` launches, a full barrier between steps (host-bound)",
+               .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND | PL_VARIANT_HOST_TIMED),
+    PL_VARIANT("persistent", run_persistent,
+               "one launch of resident blocks pulling (step, tile) items from a device queue, each waiting only "
+               "for its three inputs (host-bound)",
+               .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND),
+    PL_VARIANT("graph", run_graph,
+               "the baseline's kernels captured once into a CUDA graph, replayed with one cudaGraphLaunch "
+               "(host-bound)",
+               .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_BOUND | PL_VARIANT_REFERENCE),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_launch_persistent = {

@@ -30,34 +30,15 @@ typedef struct stencil_state {
 } stencil_state;
 
 static const pl_param_def stencil_params[] = {
-    {.name = "rows",
-     .type = PL_PARAM_INT,
-     .default_value = "16384",
-     .help = "rows of the grid",
-     .min = 1,
-     .max = 1e9,
-     .small_value = "333"},
-    {.name = "cols",
-     .type = PL_PARAM_INT,
-     .default_value = "16384",
-     .help = "columns of the grid (rows are stored with a pitch rounded up to 4 elements)",
-     .min = 1,
-     .max = 1e9,
-     .small_value = "1001"},
-    {.name = "blocks_per_sm",
-     .type = PL_PARAM_INT,
-     .default_value = "2",
-     .help = "blocks of 128 threads per SM in the persistent grid, the same for every variant (the pipelined ones "
-             "fit at most 3 with 4 stages)",
-     .min = 1,
-     .max = 16},
-    {.name = "stages",
-     .type = PL_PARAM_INT,
-     .default_value = "4",
-     .help = "shared-memory buffers of the cp.async and TMA pipelines (tiles in flight: stages - 1 and stages)",
-     .min = PL_STENCIL_MIN_STAGES,
-     .max = PL_STENCIL_MAX_STAGES},
-    {.name = NULL},
+    PL_INT_PARAM("rows", "16384", 1, 1e9, "rows of the grid", .small_value = "333"),
+    PL_INT_PARAM("cols", "16384", 1, 1e9, "columns of the grid (rows are stored with a pitch rounded up to 4 elements)",
+                 .small_value = "1001"),
+    PL_INT_PARAM("blocks_per_sm", "2", 1, 16,
+                 "blocks of 128 threads per SM in the persistent grid, the same for every variant (the pipelined ones "
+                 "fit at most 3 with 4 stages)"),
+    PL_INT_PARAM("stages", "4", PL_STENCIL_MIN_STAGES, PL_STENCIL_MAX_STAGES,
+                 "shared-memory buffers of the cp.async and TMA pipelines (tiles in flight: stages - 1 and stages)"),
+    PL_PARAMS_END,
 };
 
 static size_t pitch_of(size_t cols)
@@ -91,8 +72,24 @@ static void reference(stencil_state *s)
 
 static const char *const version_names[] = {"sync", "cp_async", "tma"};
 
+/* Before any work (in the parent, and again by the setup): a grid the kernels index, x and y in the GPU. */
+static int stencil_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    const long long rows = pl_param_int(p, "rows"), cols = pl_param_int(p, "cols");
+    const double elems = (double)rows * (double)pitch_of((size_t)cols);
+    if (rows >= (1ll << 31) || elems > (double)((size_t)1 << 34))
+        return pl_params_refuse(err, errlen,
+                                "a %lld x %lld grid is too large (at most 2^34 elements, rows < 2^31); pass smaller "
+                                "--rows/--cols",
+                                rows, cols);
+    return pl_check_device_memory(gpu, 2.0 * 4.0 * elems, "pass smaller --rows/--cols", err, errlen);
+}
+
 static int stencil_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
+    char refused[256];
+    if (stencil_check_params(p, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "memory:async_prefetch: %s", refused);
     stencil_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
@@ -104,11 +101,6 @@ static int stencil_setup(pl_ctx *ctx, const pl_params *p, void **state)
     s->stages = (int)pl_param_int(p, "stages");
     const int per_sm = (int)pl_param_int(p, "blocks_per_sm");
     s->elems = s->g.rows * s->g.ld;
-    if (s->g.rows >= (1u << 31) || s->elems > ((size_t)1 << 34))
-        return pl_fail(ctx,
-                       "memory:async_prefetch: a %zu x %zu grid is too large (at most 2^34 elements, rows < 2^31);"
-                       " pass smaller --rows/--cols",
-                       s->g.rows, s->g.cols);
 
     /* each version's residency with these stages: the grid is the same for all, but say what fits */
     for (int v = PL_STENCIL_SYNC; v <= PL_STENCIL_TMA; v++) {
@@ -200,23 +192,19 @@ static int run_copy(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant stencil_variants[] = {
-    {.name = "baseline",
-     .technique = "synchronous staging: 16-byte loads into one shared buffer, barrier, compute, barrier, next tile",
-     .run = run_sync},
-    {.name = "cp_async",
-     .technique = "cp.async ring of `stages` buffers: tiles k+1..k+stages-1 in flight while tile k is computed",
-     .run = run_cp_async,
-     .req = {.needs_gpu = 1, .min_cc = 80}},
-    {.name = "tma",
-     .technique = "TMA ring: one cp.async.bulk.tensor box copy per tile, completing on the buffer's mbarrier; zeros "
-                  "outside the grid from the copy engine",
-     .run = run_tma,
-     .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}},
-    {.name = "cuda_memcpy",
-     .technique = "cudaMemcpyAsync device-to-device of the grid's bytes: the ceiling (checked as a copy)",
-     .run = run_copy,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_sync,
+               "synchronous staging: 16-byte loads into one shared buffer, barrier, compute, barrier, next tile"),
+    PL_VARIANT("cp_async", run_cp_async,
+               "cp.async ring of `stages` buffers: tiles k+1..k+stages-1 in flight while tile k is computed",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("tma", run_tma,
+               "TMA ring: one cp.async.bulk.tensor box copy per tile, completing on the buffer's mbarrier; zeros "
+               "outside the grid from the copy engine",
+               .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}),
+    PL_VARIANT("cuda_memcpy", run_copy,
+               "cudaMemcpyAsync device-to-device of the grid's bytes: the ceiling (checked as a copy)",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_memory_async_prefetch = {
@@ -230,4 +218,5 @@ const pl_target pl_target_memory_async_prefetch = {
     .setup = stencil_setup,
     .poison = stencil_poison,
     .check = stencil_check,
+    .check_params = stencil_check_params,
 };

@@ -14,20 +14,10 @@ typedef struct coalescing_state {
 } coalescing_state;
 
 static const pl_param_def coalescing_params[] = {
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "64m",
-     .help = "fp32 elements in x and in y",
-     .min = 1,
-     .max = 1e12,
-     .small_value = "100003"},
-    {.name = "stride",
-     .type = PL_PARAM_INT,
-     .default_value = "32",
-     .help = "rows of the strided walk: neighbouring threads of the baseline touch elements this many rows apart",
-     .min = 2,
-     .max = 1048576},
-    {.name = NULL},
+    PL_INT_PARAM("n", "64m", 1, 1e12, "fp32 elements in x and in y", .small_value = "100003"),
+    PL_INT_PARAM("stride", "32", 2, 1048576,
+                 "rows of the strided walk: neighbouring threads of the baseline touch elements this many rows apart"),
+    PL_PARAMS_END,
 };
 
 static void coalescing_counters(const pl_params *p, pl_counters *c)
@@ -79,14 +69,11 @@ static int run_coalesced(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant coalescing_variants[] = {
-    {.name = "baseline",
-     .technique =
-         "strided: neighbouring threads touch elements `stride` rows apart, one 4-byte word per 32-byte sector",
-     .run = run_strided},
-    {.name = "coalesced",
-     .technique = "consecutive threads, consecutive elements: a warp reads whole 128-byte lines",
-     .run = run_coalesced},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_strided,
+               "strided: neighbouring threads touch elements `stride` rows apart, one 4-byte word per 32-byte sector"),
+    PL_VARIANT("coalesced", run_coalesced,
+               "consecutive threads, consecutive elements: a warp reads whole 128-byte lines"),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_memory_coalescing = {

@@ -24,28 +24,14 @@ typedef struct l2_state {
 } l2_state;
 
 static const pl_param_def l2_params[] = {
-    {.name = "hot",
-     .type = PL_PARAM_INT,
-     .default_value = "6m",
-     .help = "fp32 elements of the hot buffer h (6m = 24 MiB: under the persisting maximum of an H100/H200)",
-     .min = 1,
-     .max = 1e10,
-     .small_value = "100003"},
-    {.name = "stream",
-     .type = PL_PARAM_INT,
-     .default_value = "6m",
-     .help = "fp32 elements each launch streams (reads from its x, writes to its y)",
-     .min = 1,
-     .max = 1e10,
-     .small_value = "250007"},
-    {.name = "kernels",
-     .type = PL_PARAM_INT,
-     .default_value = "8",
-     .help = "launches in the chain (each with its own x and y, all with h)",
-     .min = 1,
-     .max = 1024,
-     .small_value = "3"},
-    {.name = NULL},
+    PL_INT_PARAM("hot", "6m", 1, 1e10,
+                 "fp32 elements of the hot buffer h (6m = 24 MiB: under the persisting maximum of an H100/H200)",
+                 .small_value = "100003"),
+    PL_INT_PARAM("stream", "6m", 1, 1e10, "fp32 elements each launch streams (reads from its x, writes to its y)",
+                 .small_value = "250007"),
+    PL_INT_PARAM("kernels", "8", 1, 1024, "launches in the chain (each with its own x and y, all with h)",
+                 .small_value = "3"),
+    PL_PARAMS_END,
 };
 
 /* the coefficient of launch k */
@@ -173,18 +159,15 @@ static int run_persisting(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant l2_variants[] = {
-    {.name = "baseline",
-     .technique = "no persistence: h under L2's default replacement (a normal-property window, which also demotes "
-                  "lines an earlier run left persisting)",
-     .run = run_plain},
-    {.name = "evict_first",
-     .technique = "evict-first cache hints on the streams (ld.global.cs / st.global.cs), h left to L2's default",
-     .run = run_evict_first},
-    {.name = "persisting",
-     .technique = "an access-policy window over h on each launch: hits persist in the set-aside L2 "
-                  "(cudaLimitPersistingL2CacheSize), misses stream",
-     .run = run_persisting},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_plain,
+               "no persistence: h under L2's default replacement (a normal-property window, which also demotes "
+               "lines an earlier run left persisting)"),
+    PL_VARIANT("evict_first", run_evict_first,
+               "evict-first cache hints on the streams (ld.global.cs / st.global.cs), h left to L2's default"),
+    PL_VARIANT("persisting", run_persisting,
+               "an access-policy window over h on each launch: hits persist in the set-aside L2 "
+               "(cudaLimitPersistingL2CacheSize), misses stream"),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_memory_l2_persistence = {

@@ -25,21 +25,9 @@ typedef struct transpose_state {
 } transpose_state;
 
 static const pl_param_def transpose_params[] = {
-    {.name = "rows",
-     .type = PL_PARAM_INT,
-     .default_value = "16384",
-     .help = "rows of the input (columns of the output)",
-     .min = 1,
-     .max = 2097120,
-     .small_value = "777"},
-    {.name = "cols",
-     .type = PL_PARAM_INT,
-     .default_value = "16384",
-     .help = "columns of the input (rows of the output)",
-     .min = 1,
-     .max = 1e9,
-     .small_value = "1001"},
-    {.name = NULL},
+    PL_INT_PARAM("rows", "16384", 1, 2097120, "rows of the input (columns of the output)", .small_value = "777"),
+    PL_INT_PARAM("cols", "16384", 1, 1e9, "columns of the input (rows of the output)", .small_value = "1001"),
+    PL_PARAMS_END,
 };
 
 static void transpose_counters(const pl_params *p, pl_counters *c)
@@ -50,19 +38,29 @@ static void transpose_counters(const pl_params *p, pl_counters *c)
     c->elements = n;
 }
 
+/* Before any work (in the parent, and again by the setup): a matrix of at most 2^34 elements, both in the GPU. */
+static int transpose_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    const double n = (double)pl_param_int(p, "rows") * (double)pl_param_int(p, "cols");
+    if (n > (double)((size_t)1 << 34))
+        return pl_params_refuse(err, errlen,
+                                "rows × cols = %.0f elements is more than 2^34 (64 GiB a matrix); pass smaller "
+                                "--rows/--cols",
+                                n);
+    return pl_check_device_memory(gpu, 2.0 * 4.0 * n, "pass smaller --rows/--cols", err, errlen);
+}
+
 static int transpose_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
+    char refused[256];
+    if (transpose_check_params(p, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "memory:transpose: %s", refused);
     transpose_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
     s->rows = (size_t)pl_param_int(p, "rows");
     s->cols = (size_t)pl_param_int(p, "cols");
     s->n = s->rows * s->cols;
-    if (s->n > ((size_t)1 << 34))
-        return pl_fail(ctx,
-                       "memory:transpose: rows × cols = %zu elements is more than 2^34 (64 GiB a matrix); "
-                       "pass smaller --rows/--cols",
-                       s->n);
     const size_t bytes = s->n * sizeof(float);
     s->in = pl_device_alloc(ctx, bytes);
     s->out = pl_device_alloc(ctx, bytes);
@@ -173,31 +171,24 @@ static int run_memcpy(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant transpose_variants[] = {
-    {.name = "baseline",
-     .technique = "naive: coalesced reads, each warp's 32 writes in 32 rows of the output (32 sectors for 128 bytes)",
-     .run = run_naive},
-    {.name = "smem_tile",
-     .technique = "32x32 tile through shared memory: both global sides coalesced; column reads 32-way bank conflicts",
-     .run = run_smem},
-    {.name = "padded_tile",
-     .technique = "the tile padded to 33 words a row: column reads spread over the 32 banks (conflict-free)",
-     .run = run_padded},
-    {.name = "vec16_swizzled",
-     .technique = "64x64 tiles, 16-byte global loads and stores; the tile XOR-swizzled in 16-byte groups, "
-                  "conflict-free both ways",
-     .run = run_vec16},
-    {.name = "padded_ilp",
-     .technique = "64x64 padded tile, 16 loads in flight a thread (4x padded_tile's): whole lines both sides",
-     .run = run_ilp},
-    {.name = "cuda_memcpy",
-     .technique = "cudaMemcpyAsync device-to-device of the same bytes: the ceiling (checked as a copy)",
-     .run = run_memcpy,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = "cublas_geam",
-     .technique = "cublasSgeam with op T (C = Aᵀ): the library transpose a user would call instead",
-     .run = run_cublas_geam,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_naive,
+               "naive: coalesced reads, each warp's 32 writes in 32 rows of the output (32 sectors for 128 bytes)"),
+    PL_VARIANT("smem_tile", run_smem,
+               "32x32 tile through shared memory: both global sides coalesced; column reads 32-way bank conflicts"),
+    PL_VARIANT("padded_tile", run_padded,
+               "the tile padded to 33 words a row: column reads spread over the 32 banks (conflict-free)"),
+    PL_VARIANT("vec16_swizzled", run_vec16,
+               "64x64 tiles, 16-byte global loads and stores; the tile XOR-swizzled in 16-byte groups, "
+               "conflict-free both ways"),
+    PL_VARIANT("padded_ilp", run_ilp,
+               "64x64 padded tile, 16 loads in flight a thread (4x padded_tile's): whole lines both sides"),
+    PL_VARIANT("cuda_memcpy", run_memcpy,
+               "cudaMemcpyAsync device-to-device of the same bytes: the ceiling (checked as a copy)",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANT("cublas_geam", run_cublas_geam,
+               "cublasSgeam with op T (C = Aᵀ): the library transpose a user would call instead",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_memory_transpose = {
@@ -213,4 +204,5 @@ const pl_target pl_target_memory_transpose = {
     .teardown = transpose_teardown,
     .poison = transpose_poison,
     .check = transpose_check,
+    .check_params = transpose_check_params,
 };

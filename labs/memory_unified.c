@@ -36,14 +36,9 @@ typedef struct unified_state {
 } unified_state;
 
 static const pl_param_def unified_params[] = {
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "64m",
-     .help = "fp32 elements (at most a quarter of the GPU's free memory)",
-     .min = 1,
-     .max = 64.0 * 1024 * 1024 * 1024,
-     .small_value = "100003"},
-    {.name = NULL},
+    PL_INT_PARAM("n", "64m", 1, 64.0 * 1024 * 1024 * 1024, "fp32 elements (at most a quarter of the GPU's free memory)",
+                 .small_value = "100003"),
+    PL_PARAMS_END,
 };
 
 /* the bytes crossing the link: n floats in, n floats out */
@@ -72,6 +67,20 @@ static struct cudaMemLocation location_of(int device)
     loc.type = device < 0 ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
     loc.id = device < 0 ? 0 : device;
     return loc;
+}
+
+/* Before any work, in the parent: the managed data and the explicit variant's device buffer, twice --n floats,
+ * within 1/FREE_FRACTION of the GPU's whole memory (the setup checks its free memory again). */
+static int unified_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    const long long n = pl_param_int(p, "n");
+    const double total = pl_gpu_memory_bytes(gpu), limit = total / FREE_FRACTION / 2 / sizeof(float);
+    if (total > 0 && (double)n > limit)
+        return pl_params_refuse(err, errlen,
+                                "--n %lld (%.2f GiB, twice on the GPU) is over a quarter of its memory (%.2f GiB); "
+                                "managed memory beyond what the GPU holds can hang it: use --n <= %lld",
+                                n, 2.0 * (double)n * sizeof(float) / (1u << 30), total / (1u << 30), (long long)limit);
+    return 0;
 }
 
 /* Refuse what could over-subscribe the GPU, before any allocation. */
@@ -191,19 +200,16 @@ static int run_explicit(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant unified_variants[] = {
-    {.name = "baseline",
-     .technique = "managed memory touched first by the kernel: GPU page faults migrate it in; prefetched back to "
-                  "the host",
-     .run = run_faults,
-     .flags = PL_VARIANT_NO_GRAPH},
-    {.name = "prefetch",
-     .technique = "managed memory, cudaMemPrefetchAsync to the GPU before the kernel: bulk migration, no faults",
-     .run = run_prefetch,
-     .flags = PL_VARIANT_NO_GRAPH},
-    {.name = "explicit",
-     .technique = "page-locked host buffer and a device buffer: cudaMemcpyAsync in, kernel, cudaMemcpyAsync out",
-     .run = run_explicit},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_faults,
+               "managed memory touched first by the kernel: GPU page faults migrate it in; prefetched back to "
+               "the host",
+               .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED),
+    PL_VARIANT("prefetch", run_prefetch,
+               "managed memory, cudaMemPrefetchAsync to the GPU before the kernel: bulk migration, no faults",
+               .flags = PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED),
+    PL_VARIANT("explicit", run_explicit,
+               "page-locked host buffer and a device buffer: cudaMemcpyAsync in, kernel, cudaMemcpyAsync out"),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_memory_unified = {
@@ -219,4 +225,5 @@ const pl_target pl_target_memory_unified = {
     .poison = unified_poison,
     .check = unified_check,
     .teardown = unified_teardown,
+    .check_params = unified_check_params,
 };

@@ -15,14 +15,8 @@ typedef struct copy_state {
 } copy_state;
 
 static const pl_param_def copy_params[] = {
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "256m",
-     .help = "fp32 elements to copy",
-     .min = 1,
-     .max = 1e12,
-     .small_value = "100003"},
-    {.name = NULL},
+    PL_INT_PARAM("n", "256m", 1, 1e12, "fp32 elements to copy", .small_value = "100003"),
+    PL_PARAMS_END,
 };
 
 /* FLOPs and the fewest bytes the work must move, from the parameters alone */
@@ -32,6 +26,12 @@ static void copy_counters(const pl_params *p, pl_counters *c)
     c->bytes_read = 4.0 * n;
     c->bytes_written = 4.0 * n;
     c->elements = n;
+}
+
+/* before any work, in the parent: both buffers must fit in the GPU's memory */
+static int copy_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return pl_check_device_memory(gpu, 2.0 * 4.0 * (double)pl_param_int(p, "n"), "pass a smaller --n", err, errlen);
 }
 
 /* allocate (tracked: the harness frees it), random inputs, the reference */
@@ -73,38 +73,18 @@ static int copy_check(pl_ctx *ctx, void *state, pl_verification *v)
     return 0;
 }
 
-/* the variants: the timed work, once, enqueued on ctx->stream */
-static int run_scalar(pl_ctx *ctx, void *state)
-{
-    copy_state *s = state;
-    PL_CUDA(ctx, pl_copy_f32_scalar(s->src, s->dst, s->n, ctx->stream));
-    return 0;
-}
-
-static int run_vec16(pl_ctx *ctx, void *state)
-{
-    copy_state *s = state;
-    PL_CUDA(ctx, pl_copy_f32_vec16(s->src, s->dst, s->n, s->vec16_blocks, ctx->stream));
-    return 0;
-}
-
-static int run_memcpy(pl_ctx *ctx, void *state)
-{
-    copy_state *s = state;
-    PL_CUDA(ctx, cudaMemcpyAsync(s->dst, s->src, s->n * sizeof(float), cudaMemcpyDeviceToDevice, ctx->stream));
-    return 0;
-}
+/* the variants: the timed work, once, enqueued on ctx->stream (s: the state) */
+PL_LAUNCH_RUN(run_scalar, copy_state, pl_copy_f32_scalar(s->src, s->dst, s->n, ctx->stream))
+PL_LAUNCH_RUN(run_vec16, copy_state, pl_copy_f32_vec16(s->src, s->dst, s->n, s->vec16_blocks, ctx->stream))
+PL_LAUNCH_RUN(run_memcpy, copy_state,
+              cudaMemcpyAsync(s->dst, s->src, s->n * sizeof(float), cudaMemcpyDeviceToDevice, ctx->stream))
 
 static const pl_variant copy_variants[] = {
-    {.name = "baseline", .technique = "scalar 4-byte loads and stores, one element per thread", .run = run_scalar},
-    {.name = "vector16",
-     .technique = "16-byte float4 loads and stores, several in flight per thread, scalar tail",
-     .run = run_vec16},
-    {.name = "cuda_memcpy",
-     .technique = "cudaMemcpyAsync device-to-device: the ceiling this copy is judged against",
-     .run = run_memcpy,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_scalar, "scalar 4-byte loads and stores, one element per thread"),
+    PL_VARIANT("vector16", run_vec16, "16-byte float4 loads and stores, several in flight per thread, scalar tail"),
+    PL_VARIANT("cuda_memcpy", run_memcpy, "cudaMemcpyAsync device-to-device: the ceiling this copy is judged against",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_memory_vectorized_copy = {
@@ -119,4 +99,5 @@ const pl_target pl_target_memory_vectorized_copy = {
     .setup = copy_setup,
     .poison = copy_poison,
     .check = copy_check,
+    .check_params = copy_check_params,
 };

@@ -48,48 +48,15 @@ typedef struct moe_state {
 } moe_state;
 
 static const pl_param_def moe_params[] = {
-    {.name = "experts",
-     .type = PL_PARAM_INT,
-     .default_value = "64",
-     .help = "E: experts (8, 64, 128 ...)",
-     .min = 1,
-     .max = 4096,
-     .small_value = "40"},
-    {.name = "tokens",
-     .type = PL_PARAM_INT,
-     .default_value = "8192",
-     .help = "T: tokens of the batch",
-     .min = 1,
-     .max = 1 << 24,
-     .small_value = "37"},
-    {.name = "topk",
-     .type = PL_PARAM_INT,
-     .default_value = "2",
-     .help = "experts per token",
-     .min = 1,
-     .max = 64,
-     .small_value = "2"},
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "1536",
-     .help = "N: output columns per expert",
-     .min = 1,
-     .max = 1 << 20,
-     .small_value = "200"},
-    {.name = "k",
-     .type = PL_PARAM_INT,
-     .default_value = "4096",
-     .help = "K: the reduction (hidden size); a multiple of 16 (TMA rows of e4m3)",
-     .min = 16,
-     .max = 1 << 20,
-     .small_value = "272"},
-    {.name = "alpha",
-     .type = PL_PARAM_FLOAT,
-     .default_value = "1.0",
-     .help = "Zipf skew of the routing: the r-th most popular expert gets weight 1/r^alpha (0: even)",
-     .min = 0,
-     .max = 8},
-    {.name = NULL},
+    PL_INT_PARAM("experts", "64", 1, 4096, "E: experts (8, 64, 128 ...)", .small_value = "40"),
+    PL_INT_PARAM("tokens", "8192", 1, 1 << 24, "T: tokens of the batch", .small_value = "37"),
+    PL_INT_PARAM("topk", "2", 1, 64, "experts per token", .small_value = "2"),
+    PL_INT_PARAM("n", "1536", 1, 1 << 20, "N: output columns per expert", .small_value = "200"),
+    PL_INT_PARAM("k", "4096", 16, 1 << 20, "K: the reduction (hidden size); a multiple of 16 (TMA rows of e4m3)",
+                 .small_value = "272"),
+    PL_FLOAT_PARAM("alpha", "1.0", 0, 8,
+                   "Zipf skew of the routing: the r-th most popular expert gets weight 1/r^alpha (0: even)"),
+    PL_PARAMS_END,
 };
 
 static void moe_counters(const pl_params *p, pl_counters *c)
@@ -158,22 +125,38 @@ static int grouped_cublas_setup(pl_ctx *ctx, moe_state *s)
     return 0;
 }
 
+/* Before any work (in the parent, and again by the setup): the shapes, the routing, and the device memory the
+ * setup allocates (A and B twice, D once, 2 bytes an element). */
+static int moe_check_params(const pl_params *params, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    const long long n = pl_param_int(params, "n"), k = pl_param_int(params, "k"), E = pl_param_int(params, "experts");
+    const long long tokens = pl_param_int(params, "tokens"), topk = pl_param_int(params, "topk");
+    if (k % 16 != 0)
+        return pl_params_refuse(err, errlen,
+                                "--k %lld is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA); pass "
+                                "e.g. --k %lld",
+                                k, (k + 15) / 16 * 16);
+    if (E * n > 0x7fffffffLL)
+        return pl_params_refuse(err, errlen, "--experts %lld × --n %lld exceeds 2^31 weight rows; lower one of them",
+                                E, n);
+    if (pl_moe_routing_check((int)E, (int)tokens, (int)topk, pl_param_float(params, "alpha"), err, errlen) != 0)
+        return -1;
+    const double rows = (double)tokens * (double)topk;
+    return pl_check_device_memory(gpu, 4.0 * (rows + (double)E * n) * (double)k + 2.0 * rows * (double)n,
+                                  "lower --tokens, --topk, --experts, --n or --k", err, errlen);
+}
+
 static int moe_setup(pl_ctx *ctx, const pl_params *params, void **state)
 {
+    char err[256];
+    if (moe_check_params(params, NULL, err, sizeof err) != 0)
+        return pl_fail(ctx, "%s", err);
     moe_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
     s->n = (int)pl_param_int(params, "n");
     s->k = (int)pl_param_int(params, "k");
-    if (s->k % 16 != 0)
-        return pl_fail(ctx,
-                       "--k %d is not a multiple of 16: e4m3 rows must be whole 16-byte units (TMA); pass e.g. "
-                       "--k %d",
-                       s->k, (s->k + 15) / 16 * 16);
     const int E = (int)pl_param_int(params, "experts");
-    if ((long long)E * s->n > 0x7fffffffLL)
-        return pl_fail(ctx, "--experts %d × --n %d exceeds 2^31 weight rows; lower one of them", E, s->n);
-    char err[256];
     if (pl_moe_routing_make(&s->route, E, (int)pl_param_int(params, "tokens"), (int)pl_param_int(params, "topk"),
                             pl_param_float(params, "alpha"), ctx->seed, err, sizeof err) != 0)
         return pl_fail(ctx, "%s", err);
@@ -353,49 +336,39 @@ static int run_grouped_fp8_c2(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant moe_variants[] = {
-    {.name = "baseline",
-     .technique = "a host loop of one cuBLAS BF16 GEMM per expert with tokens (the counts known on the host)",
-     .run = run_loop},
-    {.name = "cublas_grouped",
-     .technique = "cublasGemmGroupedBatchedEx: one call, one group per expert with tokens (counts on the host)",
-     .run = run_cublas_grouped,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = "grouped",
-     .technique = "one persistent warp-specialized wgmma launch, 128×256 tiles; the tile scheduler walks (expert, "
-                  "tile) pairs from device offsets",
-     .run = run_grouped,
-     .req = REQ_GROUPED},
-    {.name = "grouped_skip",
-     .technique = "grouped, where a consumer warpgroup whose 64 rows of a tile all lie past its expert's end (the "
-                  "padding of the expert's last tile row) issues no wgmma for it",
-     .run = run_grouped_skip,
-     .req = REQ_GROUPED},
-    {.name = "grouped_c2",
-     .technique = "grouped_skip in 2-CTA clusters: two vertically adjacent tiles of an expert share their B panel, "
-                  "each CTA loading half and multicasting it (a third less L2 → SM traffic)",
-     .run = run_grouped_c2,
-     .req = REQ_GROUPED},
-    {.name = "grouped_t",
-     .technique = "the tokens as wgmma's N: 256-weight × up-to-192-token tiles computed as Dᵀ, an expert's tokens cut "
-                  "into tiles of nearly equal width in steps of 8 (fewer than 8 rows past its end computed), CTA "
-                  "pairs sharing the weights",
-     .run = run_grouped_t,
-     .req = REQ_GROUPED},
-    {.name = "grouped_fp8",
-     .technique = "the same in e4m3 with block scales (tokens 1×128, weights 128×128), 128×192 tiles, fp32 "
-                  "promotion every 128 K",
-     .run = run_grouped_fp8,
-     .req = REQ_GROUPED_FP8},
-    {.name = "grouped_fp8_halves",
-     .technique = "grouped_fp8 with each k-block's wgmma in two half-tile commit groups (m64n96k32): the left half "
-                  "is promoted while the right half runs",
-     .run = run_grouped_fp8_halves,
-     .req = REQ_GROUPED_FP8},
-    {.name = "grouped_fp8_c2",
-     .technique = "grouped_fp8 in 2-CTA clusters sharing each B panel (multicast)",
-     .run = run_grouped_fp8_c2,
-     .req = REQ_GROUPED_FP8},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_loop,
+               "a host loop of one cuBLAS BF16 GEMM per expert with tokens (the counts known on the host)"),
+    PL_VARIANT("cublas_grouped", run_cublas_grouped,
+               "cublasGemmGroupedBatchedEx: one call, one group per expert with tokens (counts on the host)",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANT("grouped", run_grouped,
+               "one persistent warp-specialized wgmma launch, 128×256 tiles; the tile scheduler walks (expert, "
+               "tile) pairs from device offsets",
+               .req = REQ_GROUPED),
+    PL_VARIANT("grouped_skip", run_grouped_skip,
+               "grouped, where a consumer warpgroup whose 64 rows of a tile all lie past its expert's end (the "
+               "padding of the expert's last tile row) issues no wgmma for it",
+               .req = REQ_GROUPED),
+    PL_VARIANT("grouped_c2", run_grouped_c2,
+               "grouped_skip in 2-CTA clusters: two vertically adjacent tiles of an expert share their B panel, "
+               "each CTA loading half and multicasting it (a third less L2 → SM traffic)",
+               .req = REQ_GROUPED),
+    PL_VARIANT("grouped_t", run_grouped_t,
+               "the tokens as wgmma's N: 256-weight × up-to-192-token tiles computed as Dᵀ, an expert's tokens cut "
+               "into tiles of nearly equal width in steps of 8 (fewer than 8 rows past its end computed), CTA "
+               "pairs sharing the weights",
+               .req = REQ_GROUPED),
+    PL_VARIANT("grouped_fp8", run_grouped_fp8,
+               "the same in e4m3 with block scales (tokens 1×128, weights 128×128), 128×192 tiles, fp32 "
+               "promotion every 128 K",
+               .req = REQ_GROUPED_FP8),
+    PL_VARIANT("grouped_fp8_halves", run_grouped_fp8_halves,
+               "grouped_fp8 with each k-block's wgmma in two half-tile commit groups (m64n96k32): the left half "
+               "is promoted while the right half runs",
+               .req = REQ_GROUPED_FP8),
+    PL_VARIANT("grouped_fp8_c2", run_grouped_fp8_c2, "grouped_fp8 in 2-CTA clusters sharing each B panel (multicast)",
+               .req = REQ_GROUPED_FP8),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_moe_grouped_gemm = {
@@ -412,4 +385,5 @@ const pl_target pl_target_moe_grouped_gemm = {
     .poison = moe_poison,
     .check = moe_check,
     .teardown = moe_teardown,
+    .check_params = moe_check_params,
 };

@@ -17,14 +17,9 @@ typedef struct layernorm_state {
 
 static const pl_param_def layernorm_params[] = {
     ROWS_LAB_SIZE_PARAMS("columns (hidden size; any, odd included)"),
-    {.name = "eps",
-     .type = PL_PARAM_FLOAT,
-     .default_value = "1e-5",
-     .help = "added to the variance",
-     .min = 0,
-     .max = 1},
+    PL_FLOAT_PARAM("eps", "1e-5", 0, 1, "added to the variance"),
     ROWS_LAB_VPT_PARAM(8, "1, 2, 4 or 8"),
-    {.name = NULL},
+    PL_PARAMS_END,
 };
 
 /* per element: sum (1), (x - mean)^2 accumulated (3), ((x - mean) * rstd) * w + b (3) */
@@ -37,6 +32,12 @@ static void layernorm_reference(const void *state, double *ref)
 {
     const layernorm_state *s = state;
     rows_ref_layernorm(s->io.x_host, s->w_host, s->b_host, (size_t)s->io.rows, (size_t)s->io.cols, (double)s->eps, ref);
+}
+
+/* Before any work, in the parent: x, y and the mean and rstd a row within the GPU's memory. */
+static int layernorm_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return rows_lab_check_memory(p, gpu, 2.0 * sizeof(float), 0, err, errlen);
 }
 
 static int layernorm_setup(pl_ctx *ctx, const pl_params *p, void **state)
@@ -94,25 +95,21 @@ static int run_shifted(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant layernorm_variants[] = {
-    {.name = "baseline",
-     .technique = "two kernels: mean and 1/std of each row to memory (block per row, two loops over the row, 2-byte "
-                  "loads), then one thread per element reads x again",
-     .run = run_naive},
-    {.name = "fused",
-     .technique = "one pass: a row per part-warp/warp/block by cols, 16-byte accesses, the row in registers (x read "
-                  "once), variance as a register two-pass",
-     .run = run_fused},
-    {.name = "fused_async",
-     .technique = "the same pass with the row staged in shared memory by cp.async instead of registers: 32 "
-                  "registers, room for 8 blocks of 256 per SM instead of 4",
-     .run = run_async},
-    {.name = "fused_shifted",
-     .technique = "the register pass with one reduction instead of two: sums of x - k and (x - k)^2 about k = the "
-                  "row's first element, reduced together once; no per-element mask; 48 registers, 5 blocks of 256 per "
-                  "SM",
-     .run = run_shifted},
+    PL_VARIANT("baseline", run_naive,
+               "two kernels: mean and 1/std of each row to memory (block per row, two loops over the row, 2-byte "
+               "loads), then one thread per element reads x again"),
+    PL_VARIANT("fused", run_fused,
+               "one pass: a row per part-warp/warp/block by cols, 16-byte accesses, the row in registers (x read "
+               "once), variance as a register two-pass"),
+    PL_VARIANT("fused_async", run_async,
+               "the same pass with the row staged in shared memory by cp.async instead of registers: 32 "
+               "registers, room for 8 blocks of 256 per SM instead of 4"),
+    PL_VARIANT("fused_shifted", run_shifted,
+               "the register pass with one reduction instead of two: sums of x - k and (x - k)^2 about k = the "
+               "row's first element, reduced together once; no per-element mask; 48 registers, 5 blocks of 256 per "
+               "SM"),
     ROWS_LAB_COPY_VARIANT,
-    {.name = NULL},
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_norm_layernorm = {
@@ -128,4 +125,5 @@ const pl_target pl_target_norm_layernorm = {
     .setup = layernorm_setup,
     .poison = rows_lab_poison,
     .check = rows_lab_check,
+    .check_params = layernorm_check_params,
 };

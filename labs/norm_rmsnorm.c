@@ -15,9 +15,9 @@ typedef struct rmsnorm_state {
 
 static const pl_param_def rmsnorm_params[] = {
     ROWS_LAB_SIZE_PARAMS("columns (hidden size; any, odd included)"),
-    {.name = "eps", .type = PL_PARAM_FLOAT, .default_value = "1e-6", .help = "added to mean(x^2)", .min = 0, .max = 1},
+    PL_FLOAT_PARAM("eps", "1e-6", 0, 1, "added to mean(x^2)"),
     ROWS_LAB_VPT_PARAM(8, "1, 2, 4 or 8"),
-    {.name = NULL},
+    PL_PARAMS_END,
 };
 
 /* per element: x*x accumulated (2), then x * r * w (2) */
@@ -30,6 +30,12 @@ static void rmsnorm_reference(const void *state, double *ref)
 {
     const rmsnorm_state *s = state;
     rows_ref_rmsnorm(s->io.x_host, s->w_host, (size_t)s->io.rows, (size_t)s->io.cols, (double)s->eps, ref);
+}
+
+/* Before any work, in the parent: x, y and the rstd a row within the GPU's memory. */
+static int rmsnorm_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return rows_lab_check_memory(p, gpu, sizeof(float), 0, err, errlen);
 }
 
 static int rmsnorm_setup(pl_ctx *ctx, const pl_params *p, void **state)
@@ -67,16 +73,14 @@ static int run_fused(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant rmsnorm_variants[] = {
-    {.name = "baseline",
-     .technique = "two kernels: 1/rms of each row to memory (block per row, 2-byte loads, shared-memory tree), then "
-                  "one thread per element reads x again",
-     .run = run_naive},
-    {.name = "fused",
-     .technique = "one pass: a row per part-warp/warp/block by cols, 16-byte accesses, the row held in registers "
-                  "(x read once), warp-shuffle reduction",
-     .run = run_fused},
+    PL_VARIANT("baseline", run_naive,
+               "two kernels: 1/rms of each row to memory (block per row, 2-byte loads, shared-memory tree), then "
+               "one thread per element reads x again"),
+    PL_VARIANT("fused", run_fused,
+               "one pass: a row per part-warp/warp/block by cols, 16-byte accesses, the row held in registers "
+               "(x read once), warp-shuffle reduction"),
     ROWS_LAB_COPY_VARIANT,
-    {.name = NULL},
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_norm_rmsnorm = {
@@ -90,4 +94,5 @@ const pl_target pl_target_norm_rmsnorm = {
     .setup = rmsnorm_setup,
     .poison = rows_lab_poison,
     .check = rows_lab_check,
+    .check_params = rmsnorm_check_params,
 };

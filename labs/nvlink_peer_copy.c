@@ -35,14 +35,9 @@ typedef struct peer_state {
 } peer_state;
 
 static const pl_param_def peer_params[] = {
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "256m",
-     .help = "fp32 elements to move (4 bytes each)",
-     .min = 1,
-     .max = 16.0 * 1024 * 1024 * 1024,
-     .small_value = "1000003"},
-    {.name = NULL},
+    PL_INT_PARAM("n", "256m", 1, 16.0 * 1024 * 1024 * 1024, "fp32 elements to move (4 bytes each)",
+                 .small_value = "1000003"),
+    PL_PARAMS_END,
 };
 
 /* the bytes crossing between the GPUs: GB/s is the link's rate, as peak's P2P figure counts it */
@@ -180,34 +175,23 @@ static int run_staged(pl_ctx *ctx, void *state)
     return 0;
 }
 
-static int run_memcpy_peer(pl_ctx *ctx, void *state)
-{
-    peer_state *s = state;
-    PL_CUDA(ctx, cudaMemcpyPeerAsync(s->dst, s->peer, s->src, s->dev, s->n * sizeof(float), ctx->stream));
-    return 0;
-}
+PL_LAUNCH_RUN(run_memcpy_peer, peer_state,
+              cudaMemcpyPeerAsync(s->dst, s->peer, s->src, s->dev, s->n * sizeof(float), ctx->stream))
 
-static int run_peer_store(pl_ctx *ctx, void *state)
-{
-    peer_state *s = state;
-    PL_CUDA(ctx, pl_copy_f32_vec16(s->src, s->dst, s->n, s->store_blocks, ctx->stream));
-    return 0;
-}
+PL_LAUNCH_RUN(run_peer_store, peer_state, pl_copy_f32_vec16(s->src, s->dst, s->n, s->store_blocks, ctx->stream))
 
 static const pl_variant peer_variants[] = {
-    {.name = "baseline",
-     .technique = "staged through page-locked host memory: device to host, then host to the other device",
-     .run = run_staged,
-     .flags = PL_VARIANT_NO_GRAPH},
+    PL_VARIANT("baseline", run_staged,
+               "staged through page-locked host memory: device to host, then host to the other device",
+               .flags = PL_VARIANT_NO_GRAPH),
     {.name = "memcpy_peer",
      .technique = "cudaMemcpyPeerAsync: the copy engines move it GPU to GPU (NVLink where present)",
      .run = run_memcpy_peer,
      /* a stream capture refuses cudaMemcpyPeerAsync (cudaErrorStreamCaptureUnsupported): --graph times it as it is */
      .flags = PL_VARIANT_NO_GRAPH},
-    {.name = "peer_store",
-     .technique = "a copy kernel storing 16 bytes at a time through peer pointers into the other GPU's memory",
-     .run = run_peer_store},
-    {.name = NULL},
+    PL_VARIANT("peer_store", run_peer_store,
+               "a copy kernel storing 16 bytes at a time through peer pointers into the other GPU's memory"),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_nvlink_peer_copy = {

@@ -23,26 +23,11 @@ typedef struct ilp_state {
 } ilp_state;
 
 static const pl_param_def ilp_params[] = {
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "256m",
-     .help = "fp32 elements of x and y",
-     .min = 1,
-     .max = 1e11,
-     .small_value = "1000003"},
-    {.name = "low_blocks",
-     .type = PL_PARAM_INT,
-     .default_value = "2",
-     .help = "resident 128-thread blocks per SM of the low-occupancy variants (2 = 8 warps of 64, 12.5%)",
-     .min = 1,
-     .max = 16},
-    {.name = "ilp",
-     .type = PL_PARAM_INT,
-     .default_value = "8",
-     .help = "16-byte loads in flight per thread in the ilp variant: 1, 2, 4, 8 or 16",
-     .min = 1,
-     .max = 16},
-    {.name = NULL},
+    PL_INT_PARAM("n", "256m", 1, 1e11, "fp32 elements of x and y", .small_value = "1000003"),
+    PL_INT_PARAM("low_blocks", "2", 1, 16,
+                 "resident 128-thread blocks per SM of the low-occupancy variants (2 = 8 warps of 64, 12.5%)"),
+    PL_INT_PARAM("ilp", "8", 1, 16, "16-byte loads in flight per thread in the ilp variant: 1, 2, 4, 8 or 16"),
+    PL_PARAMS_END,
 };
 
 static void ilp_counters(const pl_params *p, pl_counters *c)
@@ -68,6 +53,16 @@ static int loads_in_flight(ilp_state *s, int k, int *bytes)
     }
 }
 
+/* Before any work (in the parent, and again by the setup): only some ILP factors are compiled. */
+static int ilp_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    (void)gpu;
+    const int ilp = (int)pl_param_int(p, "ilp");
+    if (!pl_ilp_supported(ilp))
+        return pl_params_refuse(err, errlen, "--ilp %d is not built; pass 1, 2, 4, 8 or 16", ilp);
+    return 0;
+}
+
 static int ilp_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
     ilp_state *s = pl_host_alloc(ctx, sizeof *s);
@@ -75,8 +70,9 @@ static int ilp_setup(pl_ctx *ctx, const pl_params *p, void **state)
         return -1;
     s->n = (size_t)pl_param_int(p, "n");
     s->ilp = (int)pl_param_int(p, "ilp");
-    if (!pl_ilp_supported(s->ilp))
-        return pl_fail(ctx, "occupancy:ilp: --ilp %d is not built; pass 1, 2, 4, 8 or 16", s->ilp);
+    char refused[256];
+    if (ilp_check_params(p, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "occupancy:ilp: %s", refused);
     const int low = (int)pl_param_int(p, "low_blocks");
     PL_CUDA(ctx, pl_ilp_reservation(low, s->ilp, &s->reserve));
 
@@ -150,21 +146,17 @@ static int run_bounded(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant ilp_variants[] = {
-    {.name = "baseline",
-     .technique = "low occupancy (shared-memory reservation: low_blocks x 128 threads per SM), one 4-byte load per "
-                  "thread",
-     .run = run_baseline},
-    {.name = "ilp",
-     .technique = "the same low occupancy, `ilp` independent 16-byte loads per thread before the first store",
-     .run = run_ilp},
-    {.name = "occupancy",
-     .technique = "full occupancy (no reservation: 16 blocks of 128 per SM), one 4-byte load per thread",
-     .run = run_occupancy},
-    {.name = "launch_bounds",
-     .technique = "right-sized: 256-thread blocks, __launch_bounds__(256, 8) caps registers so 8 fit (full SM), "
-                  "4 x 16-byte loads per thread",
-     .run = run_bounded},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_baseline,
+               "low occupancy (shared-memory reservation: low_blocks x 128 threads per SM), one 4-byte load per "
+               "thread"),
+    PL_VARIANT("ilp", run_ilp,
+               "the same low occupancy, `ilp` independent 16-byte loads per thread before the first store"),
+    PL_VARIANT("occupancy", run_occupancy,
+               "full occupancy (no reservation: 16 blocks of 128 per SM), one 4-byte load per thread"),
+    PL_VARIANT("launch_bounds", run_bounded,
+               "right-sized: 256-thread blocks, __launch_bounds__(256, 8) caps registers so 8 fit (full SM), "
+               "4 x 16-byte loads per thread"),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_occupancy_ilp = {
@@ -178,4 +170,5 @@ const pl_target pl_target_occupancy_ilp = {
     .setup = ilp_setup,
     .poison = ilp_poison,
     .check = ilp_check,
+    .check_params = ilp_check_params,
 };

@@ -30,27 +30,14 @@ typedef struct sum_state {
 } sum_state;
 
 static const pl_param_def sum_params[] = {
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "256m",
-     .help = "elements to sum",
-     .min = 1,
-     .max = 4e9,
-     .small_value = "1000003"},
-    {.name = "dtype",
-     .type = PL_PARAM_STRING,
-     .default_value = "fp32",
-     .help = "element type (the sum is accumulated and returned in fp32 either way)",
-     .choices = "fp32|bf16"},
-    {.name = "waves",
-     .type = PL_PARAM_INT,
-     .default_value = "3",
-     .help = "warp_vec16's grid in resident waves (SMs x blocks an SM): 1 = every block resident, one equal share "
-             "each; more = smaller shares, blocks starting as others finish (evens out SMs that read slower)",
-     .min = 1,
-     .max = 64,
-     .small_value = "3"},
-    {.name = NULL},
+    PL_INT_PARAM("n", "256m", 1, 4e9, "elements to sum", .small_value = "1000003"),
+    PL_CHOICE_PARAM("dtype", "fp32", "fp32|bf16",
+                    "element type (the sum is accumulated and returned in fp32 either way)"),
+    PL_INT_PARAM("waves", "3", 1, 64,
+                 "warp_vec16's grid in resident waves (SMs x blocks an SM): 1 = every block resident, one equal share "
+                 "each; more = smaller shares, blocks starting as others finish (evens out SMs that read slower)",
+                 .small_value = "3"),
+    PL_PARAMS_END,
 };
 
 static size_t elem_size(const pl_params *p)
@@ -169,26 +156,21 @@ static int run_copy(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant sum_variants[] = {
-    {.name = "baseline",
-     .technique = "one global atomicAdd per element: n additions serialized on one address in L2",
-     .run = run_atomic},
-    {.name = "smem_tree",
-     .technique = "a shared-memory tree per block of 256 (a barrier per halving step), one atomicAdd per block",
-     .run = run_tree},
-    {.name = "warp_vec16",
-     .technique = "three resident waves of blocks with equal shares, 16-byte loads (4 in flight), warp shuffles, one partial per "
-                  "block summed by the last block: deterministic, no atomic on the result",
-     .run = run_vec16},
-    {.name = "cub",
-     .technique = "CUB DeviceReduce (Sum for fp32; Reduce with an fp32 plus for bf16): the library reference",
-     .run = run_cub,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = "hbm_copy",
-     .technique = "cudaMemcpyAsync of half the input: the same bytes through HBM (half read, half written), "
-                  "the copy ceiling (checked as a copy)",
-     .run = run_copy,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_atomic, "one global atomicAdd per element: n additions serialized on one address in L2"),
+    PL_VARIANT("smem_tree", run_tree,
+               "a shared-memory tree per block of 256 (a barrier per halving step), one atomicAdd per block"),
+    PL_VARIANT(
+        "warp_vec16", run_vec16,
+        "three resident waves of blocks with equal shares, 16-byte loads (4 in flight), warp shuffles, one partial per "
+        "block summed by the last block: deterministic, no atomic on the result"),
+    PL_VARIANT("cub", run_cub,
+               "CUB DeviceReduce (Sum for fp32; Reduce with an fp32 plus for bf16): the library reference",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANT("hbm_copy", run_copy,
+               "cudaMemcpyAsync of half the input: the same bytes through HBM (half read, half written), "
+               "the copy ceiling (checked as a copy)",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_reduce_sum = {

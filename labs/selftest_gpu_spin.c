@@ -13,13 +13,8 @@ typedef struct spin_state {
 } spin_state;
 
 static const pl_param_def spin_params[] = {
-    {.name = "us",
-     .type = PL_PARAM_INT,
-     .default_value = "1000",
-     .help = "how long the baseline kernel spins (µs)",
-     .min = 10,
-     .max = 10000000},
-    {.name = NULL},
+    PL_INT_PARAM("us", "1000", 10, 10000000, "how long the baseline kernel spins (µs)"),
+    PL_PARAMS_END,
 };
 
 static int spin_setup(pl_ctx *ctx, const pl_params *p, void **out)
@@ -68,9 +63,9 @@ static int spin_check_timing(const pl_params *p, const pl_variant *v, double med
 }
 
 static const pl_variant spin_variants[] = {
-    {.name = "baseline", .technique = "one thread spins --us microseconds of %globaltimer", .run = run_full},
-    {.name = "half", .technique = "spins half as long: a true speedup of 2", .run = run_half},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_full, "one thread spins --us microseconds of %globaltimer"),
+    PL_VARIANT("half", run_half, "spins half as long: a true speedup of 2"),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_selftest_gpu_spin = {

@@ -29,19 +29,9 @@ typedef struct host_state {
 } host_state;
 
 static const pl_param_def sleep_params[] = {
-    {.name = "ms",
-     .type = PL_PARAM_FLOAT,
-     .default_value = "2",
-     .help = "how long the baseline sleeps per run",
-     .min = 0.01,
-     .max = 10000},
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "1024",
-     .help = "elements of the checked output",
-     .min = 1,
-     .max = 1 << 24},
-    {.name = NULL},
+    PL_FLOAT_PARAM("ms", "2", 0.01, 10000, "how long the baseline sleeps per run"),
+    PL_INT_PARAM("n", "1024", 1, 1 << 24, "elements of the checked output"),
+    PL_PARAMS_END,
 };
 
 static void host_counters(const pl_params *p, pl_counters *c)
@@ -125,12 +115,24 @@ static int run_sleep_half(pl_ctx *ctx, void *state)
 /* ---- selftest:sleep ---- */
 
 static const pl_variant sleep_variants[] = {
-    {.name = "baseline", .technique = "sleeps --ms per run", .run = run_sleep_full},
-    {.name = "half", .technique = "sleeps --ms/2 per run: a true speedup of 2", .run = run_sleep_half},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_sleep_full, "sleeps --ms per run"),
+    PL_VARIANT("half", run_sleep_half, "sleeps --ms/2 per run: a true speedup of 2"),
+    PL_VARIANTS_END,
 };
 HOST_TARGET(pl_target_selftest_sleep, "sleep", "host sleeps of known length: statistics and a speedup of 2",
             sleep_variants);
+
+/* ---- selftest:host_timed ---- */
+
+static const pl_variant host_timed_variants[] = {
+    PL_VARIANT("baseline", run_sleep_full, "sleeps --ms per run: gated on any host"),
+    PL_VARIANT("host", run_sleep_half,
+               "sleeps --ms/2 per run, declared host-timed: gated only on the host that stored it",
+               .flags = PL_VARIANT_HOST_TIMED),
+    PL_VARIANTS_END,
+};
+HOST_TARGET(pl_target_selftest_host_timed, "host_timed",
+            "host sleeps, one declared host-timed: the expectations gate judges it by its host", host_timed_variants);
 
 /* ---- selftest:crash ---- */
 
@@ -141,10 +143,10 @@ static int run_crash(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant crash_variants[] = {
-    {.name = "baseline", .technique = "sleeps --ms per run", .run = run_sleep_full},
-    {.name = "crashes", .technique = "raises SIGSEGV: the target's process dies", .run = run_crash},
-    {.name = "after", .technique = "never reached: recorded as not run", .run = run_sleep_half},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_sleep_full, "sleeps --ms per run"),
+    PL_VARIANT("crashes", run_crash, "raises SIGSEGV: the target's process dies"),
+    PL_VARIANT("after", run_sleep_half, "never reached: recorded as not run"),
+    PL_VARIANTS_END,
 };
 HOST_TARGET(pl_target_selftest_crash, "crash", "a variant that crashes its process: isolation", crash_variants);
 
@@ -158,9 +160,9 @@ static int run_hang(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant hang_variants[] = {
-    {.name = "baseline", .technique = "sleeps --ms per run", .run = run_sleep_full},
-    {.name = "hangs", .technique = "never returns: the runner's timeout kills it", .run = run_hang},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_sleep_full, "sleeps --ms per run"),
+    PL_VARIANT("hangs", run_hang, "never returns: the runner's timeout kills it"),
+    PL_VARIANTS_END,
 };
 HOST_TARGET(pl_target_selftest_hang, "hang", "a variant that never returns: the per-target timeout", hang_variants);
 
@@ -183,10 +185,10 @@ static int run_partial(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant wrong_variants[] = {
-    {.name = "baseline", .technique = "computes out = 2*in", .run = run_sleep_full},
-    {.name = "wrong", .technique = "one element off by 1.0: fails verification", .run = run_wrong},
-    {.name = "partial", .technique = "leaves the last element unwritten: fails verification", .run = run_partial},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_sleep_full, "computes out = 2*in"),
+    PL_VARIANT("wrong", run_wrong, "one element off by 1.0: fails verification"),
+    PL_VARIANT("partial", run_partial, "leaves the last element unwritten: fails verification"),
+    PL_VARIANTS_END,
 };
 HOST_TARGET(pl_target_selftest_wrong, "wrong", "variants that compute a wrong or partial result: verification",
             wrong_variants);
@@ -205,11 +207,9 @@ static int run_noisy(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant noisy_variants[] = {
-    {.name = "baseline", .technique = "sleeps --ms per run", .run = run_sleep_full},
-    {.name = "noisy",
-     .technique = "sleeps --ms times 1 + Exp(1): noise that adaptive stopping cannot beat",
-     .run = run_noisy},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_sleep_full, "sleeps --ms per run"),
+    PL_VARIANT("noisy", run_noisy, "sleeps --ms times 1 + Exp(1): noise that adaptive stopping cannot beat"),
+    PL_VARIANTS_END,
 };
 HOST_TARGET(pl_target_selftest_noisy, "noisy", "a variant with heavy-tailed noise: statistics and stopping rules",
             noisy_variants);
@@ -219,17 +219,10 @@ HOST_TARGET(pl_target_selftest_noisy, "noisy", "a variant with heavy-tailed nois
 /* The sleep self-test judged against an objective it is given: a target-level gate (pl_gate) beyond
  * verification, as an SLO sweep reports it. Met when --ms is within --objective-ms. */
 static const pl_param_def gate_params[] = {
-    {.name = "ms", .type = PL_PARAM_FLOAT, .default_value = "2", .help = "how long a run sleeps", .min = 0.01,
-     .max = 10000},
-    {.name = "n", .type = PL_PARAM_INT, .default_value = "1024", .help = "elements of the checked output", .min = 1,
-     .max = 1 << 24},
-    {.name = "objective-ms",
-     .type = PL_PARAM_FLOAT,
-     .default_value = "1000",
-     .help = "the objective: the gate is missed when --ms exceeds it",
-     .min = 0.01,
-     .max = 1e6},
-    {.name = NULL},
+    PL_FLOAT_PARAM("ms", "2", 0.01, 10000, "how long a run sleeps"),
+    PL_INT_PARAM("n", "1024", 1, 1 << 24, "elements of the checked output"),
+    PL_FLOAT_PARAM("objective-ms", "1000", 0.01, 1e6, "the objective: the gate is missed when --ms exceeds it"),
+    PL_PARAMS_END,
 };
 
 typedef struct gate_state {

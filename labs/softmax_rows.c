@@ -15,7 +15,7 @@ typedef struct softmax_state {
 static const pl_param_def softmax_params[] = {
     ROWS_LAB_SIZE_PARAMS("columns (any, odd included)"),
     ROWS_LAB_VPT_PARAM(4, "1, 2 or 4"),
-    {.name = NULL},
+    PL_PARAMS_END,
 };
 
 /* per element: max (1), exponent argument and exp (2), sum (1), scale (1) */
@@ -28,6 +28,12 @@ static void softmax_reference(const void *state, double *ref)
 {
     const softmax_state *s = state;
     rows_ref_softmax(s->io.x_host, (size_t)s->io.rows, (size_t)s->io.cols, ref);
+}
+
+/* Before any work, in the parent: x, y and the max and sum a row within the GPU's memory. */
+static int softmax_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return rows_lab_check_memory(p, gpu, 2.0 * sizeof(float), 0, err, errlen);
 }
 
 static int softmax_setup(pl_ctx *ctx, const pl_params *p, void **state)
@@ -73,19 +79,16 @@ static int run_online_ex2(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant softmax_variants[] = {
-    {.name = "baseline",
-     .technique = "three kernels: row max, row sum of exp(x - max), normalize (x read three times, 2-byte accesses)",
-     .run = run_three_pass},
-    {.name = "online_fused",
-     .technique = "one pass: the row in registers (16-byte accesses), per-thread (max, sum) merged across the row "
-                  "in one online-softmax reduction, one exp per element",
-     .run = run_online},
-    {.name = "online_ex2",
-     .technique = "the online pass with one FFMA + ex2.approx per exponent, the max on packed bf16 pairs, and the "
-                  "exponentials recomputed for the output instead of kept: 40 registers, 6 blocks of 256 per SM",
-     .run = run_online_ex2},
+    PL_VARIANT("baseline", run_three_pass,
+               "three kernels: row max, row sum of exp(x - max), normalize (x read three times, 2-byte accesses)"),
+    PL_VARIANT("online_fused", run_online,
+               "one pass: the row in registers (16-byte accesses), per-thread (max, sum) merged across the row "
+               "in one online-softmax reduction, one exp per element"),
+    PL_VARIANT("online_ex2", run_online_ex2,
+               "the online pass with one FFMA + ex2.approx per exponent, the max on packed bf16 pairs, and the "
+               "exponentials recomputed for the output instead of kept: 40 registers, 6 blocks of 256 per SM"),
     ROWS_LAB_COPY_VARIANT,
-    {.name = NULL},
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_softmax_rows = {
@@ -99,4 +102,5 @@ const pl_target pl_target_softmax_rows = {
     .setup = softmax_setup,
     .poison = rows_lab_poison,
     .check = rows_lab_check,
+    .check_params = softmax_check_params,
 };

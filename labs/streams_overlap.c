@@ -34,35 +34,14 @@ typedef struct overlap_state {
 } overlap_state;
 
 static const pl_param_def overlap_params[] = {
-    {.name = "n",
-     .type = PL_PARAM_INT,
-     .default_value = "64m",
-     .help = "uint32 elements through the pipeline",
-     .min = 1,
-     .max = 4.0 * 1024 * 1024 * 1024,
-     .small_value = "100003"},
-    {.name = "iters",
-     .type = PL_PARAM_INT,
-     .default_value = "1536",
-     .help = "integer multiply-adds per element in the kernel (sets its length against the copies)",
-     .min = 1,
-     .max = 1000000,
-     .small_value = "37"},
-    {.name = "chunks",
-     .type = PL_PARAM_INT,
-     .default_value = "16",
-     .help = "pieces the pipeline is cut into",
-     .min = 1,
-     .max = 4096,
-     .small_value = "7"},
-    {.name = "streams",
-     .type = PL_PARAM_INT,
-     .default_value = "4",
-     .help = "streams the chunks are spread over",
-     .min = 1,
-     .max = MAX_STREAMS,
-     .small_value = "3"},
-    {.name = NULL},
+    PL_INT_PARAM("n", "64m", 1, 4.0 * 1024 * 1024 * 1024, "uint32 elements through the pipeline",
+                 .small_value = "100003"),
+    PL_INT_PARAM("iters", "1536", 1, 1000000,
+                 "integer multiply-adds per element in the kernel (sets its length against the copies)",
+                 .small_value = "37"),
+    PL_INT_PARAM("chunks", "16", 1, 4096, "pieces the pipeline is cut into", .small_value = "7"),
+    PL_INT_PARAM("streams", "4", 1, MAX_STREAMS, "streams the chunks are spread over", .small_value = "3"),
+    PL_PARAMS_END,
 };
 
 static void overlap_counters(const pl_params *p, pl_counters *c)
@@ -126,8 +105,22 @@ static int overlap_alloc(pl_ctx *ctx, overlap_state *s)
     return 0;
 }
 
+
+/* Before any work (in the parent, and again by the setup): every chunk holds at least one element. */
+static int overlap_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    (void)gpu;
+    const long long chunks = pl_param_int(p, "chunks"), n = pl_param_int(p, "n");
+    if (chunks > n)
+        return pl_params_refuse(err, errlen, "--chunks %lld is more than the %lld elements; use --chunks <= --n",
+                                chunks, n);
+    return 0;
+}
 static int overlap_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
+    char refused[256];
+    if (overlap_check_params(p, NULL, refused, sizeof refused) != 0)
+        return pl_fail(ctx, "streams:overlap: %s", refused);
     overlap_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
@@ -135,9 +128,6 @@ static int overlap_setup(pl_ctx *ctx, const pl_params *p, void **state)
     s->iters = (int)pl_param_int(p, "iters");
     s->chunks = (int)pl_param_int(p, "chunks");
     s->nstreams = (int)pl_param_int(p, "streams");
-    if ((size_t)s->chunks > s->n)
-        return pl_fail(ctx, "streams:overlap: --chunks %d is more than the %zu elements; use --chunks <= --n",
-                       s->chunks, s->n);
     if (overlap_alloc(ctx, s) != 0) {
         free_overlap(s);
         return -1;
@@ -240,26 +230,18 @@ static int run_stage_d2h(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant overlap_variants[] = {
-    {.name = "baseline",
-     .technique = "one stream: all of H2D, then the kernel, then all of D2H (pinned memory)",
-     .run = run_serial},
-    {.name = "streams",
-     .technique = "`chunks` pieces over `streams` streams: the copies of one piece overlap the kernel of another, "
-                  "H2D and D2H on separate copy engines",
-     .run = run_streams},
-    {.name = "stage_h2d",
-     .technique = "[a stage alone, for the ideal] the whole H2D copy",
-     .run = run_stage_h2d,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = "stage_kernel",
-     .technique = "[a stage alone, for the ideal] the whole kernel, input already resident",
-     .run = run_stage_kernel,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = "stage_d2h",
-     .technique = "[a stage alone, for the ideal] the whole D2H copy",
-     .run = run_stage_d2h,
-     .flags = PL_VARIANT_REFERENCE},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_serial, "one stream: all of H2D, then the kernel, then all of D2H (pinned memory)"),
+    PL_VARIANT("streams", run_streams,
+               "`chunks` pieces over `streams` streams: the copies of one piece overlap the kernel of another, "
+               "H2D and D2H on separate copy engines"),
+    PL_VARIANT("stage_h2d", run_stage_h2d, "[a stage alone, for the ideal] the whole H2D copy",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANT("stage_kernel", run_stage_kernel,
+               "[a stage alone, for the ideal] the whole kernel, input already resident",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANT("stage_d2h", run_stage_d2h, "[a stage alone, for the ideal] the whole D2H copy",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_streams_overlap = {
@@ -275,4 +257,5 @@ const pl_target pl_target_streams_overlap = {
     .poison = overlap_poison,
     .check = overlap_check,
     .teardown = overlap_teardown,
+    .check_params = overlap_check_params,
 };

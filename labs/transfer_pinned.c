@@ -32,19 +32,9 @@ typedef struct pinned_state {
 } pinned_state;
 
 static const pl_param_def pinned_params[] = {
-    {.name = "bytes",
-     .type = PL_PARAM_INT,
-     .default_value = "1g",
-     .help = "bytes to move",
-     .min = 1,
-     .max = 16.0 * 1024 * 1024 * 1024,
-     .small_value = "1000003"},
-    {.name = "direction",
-     .type = PL_PARAM_STRING,
-     .default_value = "h2d",
-     .choices = "h2d|d2h",
-     .help = "h2d: host to device; d2h: device to host"},
-    {.name = NULL},
+    PL_INT_PARAM("bytes", "1g", 1, 16.0 * 1024 * 1024 * 1024, "bytes to move", .small_value = "1000003"),
+    PL_CHOICE_PARAM("direction", "h2d", "h2d|d2h", "h2d: host to device; d2h: device to host"),
+    PL_PARAMS_END,
 };
 
 static int is_h2d(const pl_params *p)
@@ -162,22 +152,19 @@ static int run_write_combined(pl_ctx *ctx, void *state)
 }
 
 static const pl_variant pinned_variants[] = {
-    {.name = "baseline",
-     .technique = "pageable (malloc) memory: the driver stages it through its own pinned buffers, its memcpys inside "
-                  "the timed region (host-bound)",
-     .run = run_pageable,
-     .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH},
-    {.name = "pinned",
-     .technique = "page-locked memory (cudaHostAlloc): one DMA at the link's rate, no staging (host-bound like the "
-                  "baseline: the one call is inside)",
-     .run = run_pinned,
-     .flags = PL_VARIANT_HOST_BOUND},
-    {.name = "pinned_wc",
-     .technique = "page-locked write-combined memory (cudaHostAllocWriteCombined): not snooped; for buffers the CPU "
-                  "only writes (host-bound)",
-     .run = run_write_combined,
-     .flags = PL_VARIANT_HOST_BOUND},
-    {.name = NULL},
+    PL_VARIANT("baseline", run_pageable,
+               "pageable (malloc) memory: the driver stages it through its own pinned buffers, its memcpys inside "
+               "the timed region (host-bound)",
+               .flags = PL_VARIANT_HOST_BOUND | PL_VARIANT_NO_GRAPH | PL_VARIANT_HOST_TIMED),
+    PL_VARIANT("pinned", run_pinned,
+               "page-locked memory (cudaHostAlloc): one DMA at the link's rate, no staging (host-bound like the "
+               "baseline: the one call is inside)",
+               .flags = PL_VARIANT_HOST_BOUND),
+    PL_VARIANT("pinned_wc", run_write_combined,
+               "page-locked write-combined memory (cudaHostAllocWriteCombined): not snooped; for buffers the CPU "
+               "only writes (host-bound)",
+               .flags = PL_VARIANT_HOST_BOUND),
+    PL_VARIANTS_END,
 };
 
 const pl_target pl_target_transfer_pinned = {

@@ -264,3 +264,22 @@ int pl_test_save_run(const pl_run *r, const char *path, char *err, size_t errlen
     json_decref(j);
     return rc;
 }
+
+void pl_test_expect_refusal(const char *verb, const char *target, const char *args, const char *says)
+{
+    char *dir = pl_test_tmpdir("refusal");
+    char *cmd = pl_strfmt("%s --targets %s --target-extra-arg '%s=%s' --artifacts-dir '%s/art'", verb, target, target,
+                          args, dir);
+    pl_cmd_result r = pl_run_perflab(NULL, cmd);
+    ck_assert_msg(r.exit_code == 2, "perflab %s: exit %d, expected 2\n%s%s", cmd, r.exit_code, r.out, r.err);
+    char *nl = strchr(r.err, '\n');
+    ck_assert_msg(nl && nl[1] == '\0', "perflab %s: not one line on stderr: %s", cmd, r.err);
+    ck_assert_msg(strstr(r.err, target) && (!says || strstr(r.err, says)), "perflab %s: expected %s and '%s' in: %s",
+                  cmd, target, says ? says : "", r.err);
+    char *art = pl_strfmt("%s/art", dir);
+    ck_assert_msg(!pl_path_exists(art), "perflab %s wrote %s", cmd, art);
+    free(art);
+    pl_cmd_result_free(&r);
+    free(cmd);
+    free(dir);
+}

@@ -38,6 +38,10 @@ void pl_test_make_run(struct pl_run *r);
 /* r as run.json at path (written atomically, as perflab writes it); -1 with the reason in err. */
 int pl_test_save_run(const struct pl_run *r, const char *path, char *err, size_t errlen);
 
+/* `perflab VERB --targets TARGET --target-extra-arg 'TARGET=ARGS'` is refused as bad input: exit 2, one line on
+ * stderr naming the target and holding `says`, and no artifacts folder written. */
+void pl_test_expect_refusal(const char *verb, const char *target, const char *args, const char *says);
+
 /* A fresh empty directory under PERFLAB_TEST_TMP, named after `tag`. malloc'd. */
 char *pl_test_tmpdir(const char *tag);
 

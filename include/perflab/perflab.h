@@ -3,6 +3,7 @@
 #define PERFLAB_PERFLAB_H
 
 #include "perflab/ctx.h"
+#include "perflab/declare.h"
 #include "perflab/device.h"
 #include "perflab/params.h"
 #include "perflab/target.h"

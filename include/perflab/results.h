@@ -70,6 +70,7 @@ typedef struct pl_variant_result {
     /* how it was timed */
     int graph;           /* replayed as a CUDA graph */
     int latched;         /* the stream was held until each sample was enqueued (launch latency excluded) */
+    int host_timed;      /* PL_VARIANT_HOST_TIMED: its time is mostly the host's work */
     int reps_per_sample; /* runs back to back between the two events of one sample */
     int warmup_runs;
     int throttled_discarded; /* samples dropped because the SM clock was below the threshold */
@@ -138,6 +139,7 @@ typedef struct pl_provenance {
     int cuda_driver_version; /* e.g. 13000 */
     int cuda_runtime_version;
     char *hardware_key; /* the expectations file this run is compared with */
+    char *host_key;     /* $PERFLAB_HOST_KEY: a name the user gives a host they keep the same; NULL when unset */
     pl_gpu_record *gpus;
     size_t n_gpus;
 } pl_provenance;
@@ -172,6 +174,7 @@ typedef enum pl_expect_verdict {
     PL_EXPECT_REGRESSED,
     PL_EXPECT_NEW,
     PL_EXPECT_MISSING,
+    PL_EXPECT_UNGATED, /* a host-timed variant measured on another host than the stored figure: shown, not judged */
     PL_EXPECT_COUNT
 } pl_expect_verdict;
 

@@ -12,6 +12,8 @@
 extern "C" {
 #endif
 
+struct pl_gpu_record; /* perflab/results.h */
+
 /* Features a target or variant may require beyond a compute capability. */
 enum pl_feature {
     PL_FEAT_WGMMA = 1u << 0,    /* sm_90a warpgroup MMA */
@@ -42,6 +44,10 @@ enum pl_variant_flags {
     /* The host's cost of issuing the work is part of the lesson (launch overhead): time it as the host issues
      * it, without the latch that otherwise holds the stream until a whole sample is enqueued. */
     PL_VARIANT_HOST_BOUND = 1u << 2,
+    /* Its time is mostly the host's work (the CPU issuing launches, the driver serving page faults, the CPU staging
+     * pageable copies), so it moves with the host as much as with the GPU: expectations gate it only against a
+     * figure stored on the same named host (docs/expectations.md), and report it ungated elsewhere. */
+    PL_VARIANT_HOST_TIMED = 1u << 3,
 };
 
 enum pl_target_flags {
@@ -86,13 +92,26 @@ typedef struct pl_target {
     int (*check)(pl_ctx *ctx, void *state, pl_verification *out);
     /* Free what pl_device_alloc did not track (after a successful setup only). May be NULL. */
     void (*teardown)(pl_ctx *ctx, void *state);
-    /* Optional: reject combinations of parameters that each pass their own bounds (e.g. heads % kv_heads), before
-     * any work: -1 with one line in err naming the problem and the fix (exit code 2). Runs in the parent. */
-    int (*check_params)(const pl_params *p, char *err, size_t errlen);
+    /* Optional: reject values the setup would refuse (combinations that each pass their own bounds, e.g. heads %
+     * kv_heads; sizes the kernels cannot take; more device memory than the GPU has), before any work: -1 with one
+     * line in err naming the problem and the fix (exit code 2). Runs in the parent, twice: once with gpu NULL
+     * when the parameters are parsed, once with the GPU the target will run on (as probed: memory, compute
+     * capability, SMs) before any target starts. Checks that need the GPU are skipped while it is NULL. */
+    int (*check_params)(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen);
     /* Optional: judge the measured median of one variant (harness self-tests). Returns 0 to pass, else writes
      * why into msg. Runs in the parent, after the statistics. */
     int (*check_timing)(const pl_params *p, const pl_variant *v, double median_ms, char *msg, size_t msglen);
 } pl_target;
+
+/* For check_params: writes the one line (printf-style) into err and returns -1. */
+int pl_params_refuse(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* For check_params: the GPU's memory in bytes; 0 when gpu is NULL (not probed yet) or it is unknown. */
+double pl_gpu_memory_bytes(const struct pl_gpu_record *gpu);
+
+/* For check_params: -1 with "needs 812.0 GiB of device memory; NVIDIA H200 has 139.8 GiB: <fix>" when `bytes`
+ * exceed the GPU's memory, else 0 (also when gpu is NULL: not probed yet). */
+int pl_check_device_memory(const struct pl_gpu_record *gpu, double bytes, const char *fix, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -21,10 +21,8 @@ void pl_moe_routing_free(pl_moe_routing *r)
     memset(r, 0, sizeof *r);
 }
 
-int pl_moe_routing_make(pl_moe_routing *r, int experts, int tokens, int topk, double alpha, uint64_t seed, char *err,
-                        size_t errlen)
+int pl_moe_routing_check(int experts, int tokens, int topk, double alpha, char *err, size_t errlen)
 {
-    memset(r, 0, sizeof *r);
     if (experts < 1 || tokens < 1 || topk < 1) {
         snprintf(err, errlen, "experts, tokens and topk must be at least 1");
         return -1;
@@ -42,6 +40,15 @@ int pl_moe_routing_make(pl_moe_routing *r, int experts, int tokens, int topk, do
         snprintf(err, errlen, "--alpha must be >= 0 (0: uniform routing); got %g", alpha);
         return -1;
     }
+    return 0;
+}
+
+int pl_moe_routing_make(pl_moe_routing *r, int experts, int tokens, int topk, double alpha, uint64_t seed, char *err,
+                        size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    if (pl_moe_routing_check(experts, tokens, topk, alpha, err, errlen) != 0)
+        return -1;
     r->experts = experts;
     r->tokens = tokens;
     r->topk = topk;

@@ -23,6 +23,8 @@ typedef struct pl_moe_routing {
     double max_over_mean;
 } pl_moe_routing;
 
+/* The checks pl_moe_routing_make makes of its arguments, alone (no allocation): 0, or -1 with the fix in err. */
+int pl_moe_routing_check(int experts, int tokens, int topk, double alpha, char *err, size_t errlen);
 /* 0, or -1 with a one-line reason naming the fix (k > E, T·k over 2^31, alpha < 0). Free with pl_moe_routing_free. */
 int pl_moe_routing_make(pl_moe_routing *r, int experts, int tokens, int topk, double alpha, uint64_t seed, char *err,
                         size_t errlen);

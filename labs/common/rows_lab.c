@@ -4,6 +4,14 @@
 #include "common/rows.h"
 #include "common/rows_lab.h"
 
+int rows_lab_check_memory(const pl_params *p, const struct pl_gpu_record *gpu, double extra_per_row,
+                          double extra_per_elem, char *err, size_t errlen)
+{
+    const double rows = (double)pl_param_int(p, "rows"), n = rows * (double)pl_param_int(p, "cols");
+    return pl_check_device_memory(gpu, (2.0 * 2.0 + extra_per_elem) * n + extra_per_row * rows, "use fewer rows",
+                                  err, errlen);
+}
+
 int rows_lab_init(pl_ctx *ctx, const pl_params *p, rows_lab *io, float lo, float hi, size_t extra_bytes,
                   void (*reference)(const void *state, double *ref))
 {

@@ -68,6 +68,10 @@ typedef struct rows_lab {
         .run = rows_lab_run_copy, .flags = PL_VARIANT_REFERENCE                                                        \
     }
 
+/* For a row target's check_params, before any work: x and y (bf16) with `extra_per_row` bytes a row and
+ * `extra_per_elem` an element of the target's other buffers within the GPU's memory (pl_check_device_memory). */
+int rows_lab_check_memory(const pl_params *p, const struct pl_gpu_record *gpu, double extra_per_row,
+                          double extra_per_elem, char *err, size_t errlen);
 /* rows and cols from the parameters, x filled with uniform [lo, hi) and copied back, y allocated. `extra_bytes`:
  * the target's other device buffers, for the one-line error when the GPU is too small. */
 int rows_lab_init(pl_ctx *ctx, const pl_params *p, rows_lab *io, float lo, float hi, size_t extra_bytes,

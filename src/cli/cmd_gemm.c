@@ -20,7 +20,7 @@
 typedef struct gemm_args {
     const char *shapes, *shapes_file, *providers, *dtype, *layout, *artifacts_dir;
     int max_algos, json, quiet, help, list_shapes, list_kernels, rounds;
-    double timeout_s;
+    double timeout_s, budget_s;
     pl_timing_args timing;
 } gemm_args;
 
@@ -33,6 +33,9 @@ static void defaults(gemm_args *a)
     a->max_algos = 8;
     a->rounds = 0; /* not given: 5 interleaved rounds (fewer where --iterations is smaller) */
     a->timeout_s = 900;
+    /* A shape's configurations (cuBLASLt's algorithms and perflab's kernels, ~30) share 2 s of timing: 9 shapes
+     * timed by --min-time-s/--max-time-s took 3 minutes, the `wide` group with --rounds 3 over 400 s. */
+    a->budget_s = 2.0;
     pl_timing_args_defaults(&a->timing);
     a->timing.mode = "cold"; /* a GEMM in a model reads its weights from HBM, not from a warm L2 */
     a->timing.min_time_s = 0.1;
@@ -204,6 +207,10 @@ int pl_cmd_gemm(int argc, char **argv)
          "verify every configuration of a shape first, then time them all in N interleaved rounds after one at load "
          "(default 5; 1: one after another, each as soon as it is verified)",
          1, 100},
+        {"budget-s", 0, PL_OPT_DOUBLE, &a.budget_s, "S",
+         "time a shape's configurations within about S seconds, the interleaved rounds inside it (default 2; 0: "
+         "--min-time-s/--max-time-s per configuration and round)",
+         0, 3600},
         {"timeout-s", 0, PL_OPT_DOUBLE, &a.timeout_s, "S", "give up on a shape after S seconds (default 900)", 1,
          86400},
         {"artifacts-dir", 0, PL_OPT_STRING, &a.artifacts_dir, "D",
@@ -259,6 +266,7 @@ int pl_cmd_gemm(int argc, char **argv)
         .max_algos = a.max_algos,
         .settings = &settings,
         .timeout_s = a.timeout_s,
+        .budget_s = a.budget_s,
         .artifacts_dir = a.artifacts_dir,
         .progress = !a.quiet && isatty(STDERR_FILENO),
         .argc = pl_cli_argc,
@@ -286,7 +294,9 @@ int pl_cmd_gemm(int argc, char **argv)
         pl_table *t = pl_gemm_comparison_table(&sel.cmp);
         pl_table_print(t, stdout);
         pl_table_free(t);
-        printf("\nresults: %s/{comparison.json,summary.md}\n", sel.run.run_dir);
+        char *timing = pl_gemm_timing_line(&sel.run.settings, a.budget_s);
+        printf("\n%s\nresults: %s/{comparison.json,summary.md}\n", timing, sel.run.run_dir);
+        free(timing);
     }
     pl_buf missing = {0};
     if (pl_gemm_comparison_missing(&sel.cmp, &missing) > 0)

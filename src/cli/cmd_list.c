@@ -58,6 +58,8 @@ static json_t *target_json(const pl_target *t)
         json_t *vj = json_pack("{s:s, s:s, s:b, s:b}", "name", v->name, "technique", v->technique, "reference",
                                (v->flags & PL_VARIANT_REFERENCE) != 0, "graph_capturable",
                                (v->flags & PL_VARIANT_NO_GRAPH) == 0);
+        if (v->flags & PL_VARIANT_HOST_TIMED) /* its time is the host's work: expectations gate it by host */
+            json_object_set_new(vj, "host_timed", json_true());
         if (v->req.needs_gpu || v->req.min_cc || v->req.features)
             json_object_set_new(vj, "requires", json_string(pl_requirements_text(&v->req, req, sizeof req)));
         json_array_append_new(vs, vj);
@@ -90,7 +92,8 @@ static void print_target(const pl_target *t)
                "of the max SM clock (--throttle-threshold)\n",
                PL_POWER_BOUND_ROUNDS, 100 * PL_POWER_BOUND_THROTTLE);
     for (const pl_variant *v = t->variants; v->name; v++)
-        printf("  - %-14s %s%s\n", v->name, v->technique, v->flags & PL_VARIANT_REFERENCE ? " [reference]" : "");
+        printf("  - %-14s %s%s%s\n", v->name, v->technique, v->flags & PL_VARIANT_REFERENCE ? " [reference]" : "",
+               v->flags & PL_VARIANT_HOST_TIMED ? " [host-timed]" : "");
     for (const pl_param_def *p = t->params; p && p->name; p++)
         printf("    --%s %s (%s%s%s%s%s): %s\n", p->name, p->default_value, type_name(p->type), p->choices ? ": " : "",
                p->choices ? p->choices : "", p->small_value ? "; --small: " : "", p->small_value ? p->small_value : "",

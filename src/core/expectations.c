@@ -90,8 +90,32 @@ static void judge(const pl_expect_entry *x, const pl_variant_result *v, pl_expec
     }
 }
 
-static void compare_variant(const pl_expectations *e, const pl_target_result *t, const char *params,
-                            const pl_variant_result *v, row_list *rows)
+/* A host-timed variant's time is mostly the host's work: comparable only with a figure stored on the same host.
+ * Nothing a virtual machine reports tells two hosts apart (all read host "vm", CPU "Intel(R) Xeon(R) Processor"),
+ * so the user names a host they keep the same with PERFLAB_HOST_KEY; without a name on both sides, no gate. */
+static int same_host(const pl_expect_entry *x, const pl_run *run)
+{
+    return x->host && run->prov.host_key && strcmp(x->host, run->prov.host_key) == 0;
+}
+
+static void not_gated(const pl_expect_entry *x, const pl_variant_result *v, const pl_run *run, pl_expect_row *r)
+{
+    r->verdict = PL_EXPECT_UNGATED;
+    r->expected_ms = x->median_ms;
+    r->change = v->stats.median / x->median_ms - 1.0;
+    const char *cpu = run->prov.cpu ? run->prov.cpu : "unknown CPU";
+    if (!x->host)
+        r->note = pl_strfmt("host-bound: not gated (%+.1f%%; stored on an unnamed host, this run on %s; set "
+                            "PERFLAB_HOST_KEY on a host that stays the same to gate it)",
+                            100 * r->change, cpu);
+    else
+        r->note = pl_strfmt("host-bound: not gated (%+.1f%%; stored on host '%s', this run on %s%s%s%s)",
+                            100 * r->change, x->host, run->prov.host_key ? "host '" : "an unnamed host, ",
+                            run->prov.host_key ? run->prov.host_key : "", run->prov.host_key ? "', " : "", cpu);
+}
+
+static void compare_variant(const pl_expectations *e, const pl_run *run, const pl_target_result *t,
+                            const char *params, const pl_variant_result *v, row_list *rows)
 {
     const pl_expect_entry *x = pl_expectations_find(e, t->name, v->name);
     if (!is_measured(v)) {
@@ -112,6 +136,8 @@ static void compare_variant(const pl_expectations *e, const pl_target_result *t,
     } else if (x->params && strcmp(x->params, params) != 0) {
         r->note =
             pl_strfmt("measured with other parameters (stored \"%s\", now \"%s\"): not compared", x->params, params);
+    } else if (v->host_timed && !same_host(x, run)) {
+        not_gated(x, v, run, r);
     } else {
         judge(x, v, r);
     }
@@ -143,7 +169,7 @@ void pl_expectations_compare(const pl_expectations *e, const pl_run *run, pl_exp
         char *params = pl_params_canonical(t);
         for (size_t vi = 0; vi < t->n_variants; vi++)
             if (t->variants[vi].name)
-                compare_variant(e, t, params, &t->variants[vi], &rows);
+                compare_variant(e, run, t, params, &t->variants[vi], &rows);
         add_absent_variants(e, t, &rows);
         free(params);
     }
@@ -200,6 +226,7 @@ size_t pl_expectations_update(pl_expectations *e, const pl_run *run)
             replace_string(&x->params, params);
             replace_string(&x->updated_at, run->prov.started_at);
             replace_string(&x->git_commit, run->prov.git_commit);
+            replace_string(&x->host, v->host_timed ? run->prov.host_key : NULL);
             written++;
         }
         free(params);

@@ -18,6 +18,7 @@ typedef struct pl_expect_entry {
     double rel_noise; /* the noise measured when stored */
     double tolerance; /* relative, e.g. 0.10 */
     char *params;     /* canonical "k=v k=v" of the parameters measured; a run with others is not compared */
+    char *host;       /* a host-timed variant's: the PERFLAB_HOST_KEY it was stored under; NULL for an unnamed host */
     char *updated_at; /* ISO 8601 */
     char *git_commit;
 } pl_expect_entry;
@@ -48,7 +49,8 @@ int pl_expect_entry_cmp(const void *a, const void *b);
 
 /* Compare a run's results with the expectations. Only targets in the run are judged; an expected variant of
  * such a target without a timed result is `missing`; a result without an expectation (or measured with other
- * parameters) is `new`. Fills out->rows, out->regressions and out->present; the caller sets key, file,
+ * parameters) is `new`; a host-timed variant is judged only when the run and the entry name the same host
+ * (PERFLAB_HOST_KEY), and is `ungated` otherwise. Fills out->rows, out->regressions and out->present; the caller sets key, file,
  * file_found and accepted. */
 void pl_expectations_compare(const pl_expectations *e, const pl_run *run, pl_expect_report *out);
 

@@ -18,6 +18,7 @@
  *         "rel_noise": 0.004,              optional, >= 0 (default 0): the noise measured when stored
  *         "tolerance": 0.1,                optional, >= 0 (default PL_EXPECT_DEFAULT_TOLERANCE)
  *         "params": "n=64m",               optional: canonical parameters; absent or null = any parameters
+ *         "host": "ci-a",                  optional, host-timed variants: the PERFLAB_HOST_KEY of the update
  *         "updated_at": "...",             optional, string or null
  *         "git_commit": "..."              optional, string or null
  *       }
@@ -61,6 +62,7 @@ static void entry_free(pl_expect_entry *x)
     free(x->params);
     free(x->updated_at);
     free(x->git_commit);
+    free(x->host);
     memset(x, 0, sizeof *x);
 }
 
@@ -194,8 +196,8 @@ static int get_number(const load_ctx *c, json_t *obj, const char *key, const cha
 
 static int parse_entry(const load_ctx *c, json_t *j, size_t index, pl_expect_entry *x)
 {
-    static const char *const known[] = {"target",    "variant", "median_ms",  "rel_noise",
-                                        "tolerance", "params",  "updated_at", "git_commit"};
+    static const char *const known[] = {"target", "variant",    "median_ms",  "rel_noise", "tolerance",
+                                        "params", "updated_at", "git_commit", "host"};
     char where[48];
     pl_snprintf(where, sizeof where, "entries[%zu]", index);
     if (!json_is_object(j))
@@ -206,7 +208,7 @@ static int parse_entry(const load_ctx *c, json_t *j, size_t index, pl_expect_ent
         get_number(c, j, "rel_noise", where, 0, 0, 0, &x->rel_noise) ||
         get_number(c, j, "tolerance", where, 0, 0, PL_EXPECT_DEFAULT_TOLERANCE, &x->tolerance) ||
         get_string(c, j, "params", where, 0, &x->params) || get_string(c, j, "updated_at", where, 0, &x->updated_at) ||
-        get_string(c, j, "git_commit", where, 0, &x->git_commit))
+        get_string(c, j, "git_commit", where, 0, &x->git_commit) || get_string(c, j, "host", where, 0, &x->host))
         return -1;
     if (!strchr(x->target, ':'))
         return schema_error(c, where, "target '%s' is not of the form group:name", x->target);
@@ -329,6 +331,8 @@ static json_t *entry_to_json(const pl_expect_entry *x)
     json_object_set_new(j, "params", string_or_null(x->params));
     json_object_set_new(j, "updated_at", string_or_null(x->updated_at));
     json_object_set_new(j, "git_commit", string_or_null(x->git_commit));
+    if (x->host) /* only host-timed entries stored on a named host carry one */
+        json_object_set_new(j, "host", json_string(x->host));
     return j;
 }
 

@@ -1,6 +1,7 @@
 #include "perflab/params.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "perflab/results.h"
 
 int pl_parse_size(const char *text, long long *out)
 {
@@ -323,4 +325,29 @@ const char *pl_param_str(const pl_params *p, const char *name)
 int pl_param_bool(const pl_params *p, const char *name)
 {
     return (int)must_find(p, name)->i;
+}
+
+int pl_params_refuse(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = pl_vstrfmt(fmt, ap);
+    va_end(ap);
+    pl_snprintf(err, errlen, "%s", line);
+    free(line);
+    return -1;
+}
+
+double pl_gpu_memory_bytes(const struct pl_gpu_record *gpu)
+{
+    return gpu && gpu->memory_gib > 0 ? gpu->memory_gib * 1024.0 * 1024.0 * 1024.0 : 0.0;
+}
+
+int pl_check_device_memory(const struct pl_gpu_record *gpu, double bytes, const char *fix, char *err, size_t errlen)
+{
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    if (!(pl_gpu_memory_bytes(gpu) > 0) || bytes <= pl_gpu_memory_bytes(gpu))
+        return 0;
+    return pl_params_refuse(err, errlen, "needs %.1f GiB of device memory; %s has %.1f GiB: %s", bytes / gib,
+                            gpu->name ? gpu->name : "the GPU", gpu->memory_gib, fix);
 }

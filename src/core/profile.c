@@ -205,7 +205,7 @@ int pl_profile_run(const pl_profile_request *req, json_t **out, char *err, size_
     pl_params p = {0};
     if (target_args(req, full, &args, err, errlen) != 0 ||
         pl_params_init(&p, t->params, full, args.data, 0, err, errlen) != 0 ||
-        (t->check_params && t->check_params(&p, err, errlen) != 0) ||
+        (t->check_params && t->check_params(&p, NULL, err, errlen) != 0) ||
         !pl_dir_usable(req->artifacts_dir, "artifacts directory", "--artifacts-dir", err, errlen)) {
         pl_buf_free(&args);
         pl_params_free(&p);
@@ -232,6 +232,11 @@ int pl_profile_run(const pl_profile_request *req, json_t **out, char *err, size_
     }
     if (!pl_requirements_met(&t->req, &inv.devices[req->device], inv.device_count, NULL, why, sizeof why)) {
         pl_snprintf(err, errlen, "%s cannot run on this GPU: %s", full, why);
+        goto out;
+    }
+    if (t->check_params && t->check_params(&p, &inv.records[req->device], why, sizeof why) != 0) {
+        pl_snprintf(err, errlen, "%s: %s", full, why);
+        rc = PL_EXIT_USAGE;
         goto out;
     }
     run_id = pl_new_run_id();

@@ -89,6 +89,10 @@ void pl_provenance_collect(pl_provenance *p, int argc, char **argv, const pl_gpu
     struct utsname u;
     p->os = uname(&u) == 0 ? pl_strfmt("%s %s %s", u.sysname, u.release, u.machine) : pl_strdup("unknown");
     p->cpu = cpu_model();
+    /* Virtual machines all report the same host name ("vm") and CPU ("Intel(R) Xeon(R) Processor"), so nothing
+     * read here tells one host from another: the user names a host they keep the same (docs/expectations.md). */
+    const char *host_key = getenv("PERFLAB_HOST_KEY");
+    p->host_key = host_key && *host_key ? pl_strdup(host_key) : NULL;
     if (inv && inv->device_count > 0) {
         p->driver_version = pl_strdup(inv->driver_version[0] ? inv->driver_version : "unknown");
         p->cuda_driver_version = inv->cuda_driver_version;

@@ -47,7 +47,7 @@ int pl_status_is_failure(pl_status s)
 
 const char *const pl_expect_verdict_names[PL_EXPECT_COUNT] = {
     [PL_EXPECT_MET] = "met", [PL_EXPECT_IMPROVED] = "improved", [PL_EXPECT_REGRESSED] = "regressed",
-    [PL_EXPECT_NEW] = "new", [PL_EXPECT_MISSING] = "missing",
+    [PL_EXPECT_NEW] = "new", [PL_EXPECT_MISSING] = "missing", [PL_EXPECT_UNGATED] = "ungated",
 };
 
 const char *pl_expect_verdict_name(pl_expect_verdict v)

@@ -95,6 +95,7 @@ static const pl_jtable ncu_table = PL_JTABLE(ncu_fields, NULL);
 static const pl_jfield timing_fields[] = {
     PL_JBOOL(pl_variant_result, graph, "graph"),
     PL_JBOOL(pl_variant_result, latched, "latched"),
+    PL_JBOOL(pl_variant_result, host_timed, "host_timed"),
     PL_JINT(pl_variant_result, reps_per_sample, "reps_per_sample", 1),
     PL_JINT(pl_variant_result, warmup_runs, "warmup_runs", 0),
     PL_JINT(pl_variant_result, throttled_discarded, "throttled_discarded", 0),
@@ -259,6 +260,7 @@ static const pl_jfield provenance_fields[] = {
     PL_JINT(pl_provenance, cuda_driver_version, "cuda_driver_version", 0),
     PL_JINT(pl_provenance, cuda_runtime_version, "cuda_runtime_version", 0),
     PL_JSTR(pl_provenance, hardware_key, "hardware_key"),
+    PL_JSTR(pl_provenance, host_key, "host_key"),
     PL_JARRAY(pl_provenance, gpus, n_gpus, "gpus", pl_gpu_record, &gpu_table),
 };
 static const pl_jtable provenance_table = PL_JTABLE(provenance_fields, NULL);

@@ -213,9 +213,13 @@ static void expectation_line(const pl_run *r, pl_buf *out)
     pl_buf_append(out, "\n");
     for (size_t i = 0; i < e->n_rows; i++) {
         const pl_expect_row *w = &e->rows[i];
-        if (w->verdict != PL_EXPECT_REGRESSED && w->verdict != PL_EXPECT_MISSING)
+        if (w->verdict != PL_EXPECT_REGRESSED && w->verdict != PL_EXPECT_MISSING && w->verdict != PL_EXPECT_UNGATED)
             continue;
-        if (isnan(w->measured_ms)) /* not timed: the reason, never NaN figures */
+        if (w->verdict == PL_EXPECT_UNGATED) /* no threshold: the note says why it is not judged */
+            pl_buf_printf(out, "  %s %s / %s: expected %.4g ms, measured %.4g ms: %s\n",
+                          pl_expect_verdict_name(w->verdict), w->target, w->variant, w->expected_ms, w->measured_ms,
+                          w->note ? w->note : "");
+        else if (isnan(w->measured_ms)) /* not timed: the reason, never NaN figures */
             pl_buf_printf(out, "  %s %s / %s: expected %.4g ms, not timed: %s\n", pl_expect_verdict_name(w->verdict),
                           w->target, w->variant, w->expected_ms, w->note ? w->note : "no result");
         else

@@ -61,6 +61,9 @@ static void complete_variants(pl_target_result *r, const pl_target *t, const cha
             o->reason = why ? pl_strfmt("not run: an earlier variant %s", pl_status_name(inflight_status)) : NULL;
         }
     }
+    /* the declaration decides, not the child's report: expectations judge a host-timed variant by its host */
+    for (size_t i = 0; i < n; i++)
+        ordered[i].host_timed = (t->variants[i].flags & PL_VARIANT_HOST_TIMED) != 0;
     /* the parsed results were moved into `ordered`; free only the arrays and anything unmatched */
     for (size_t j = 0; j < r->n_variants; j++) {
         int used = 0;

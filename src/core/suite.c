@@ -70,6 +70,22 @@ static int apply_extra_args(suite *s, char **per_target, char *err, size_t errle
     return 0;
 }
 
+/* Each target's own check of its parameters (pl_target.check_params): at parse time with gpu NULL, and again with
+ * the GPU the run will use, before any target starts. */
+static int check_params(const suite *s, const pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (!s->sel[i]->check_params)
+            continue;
+        char full[256], sub[768];
+        if (s->sel[i]->check_params(&s->params[i], gpu, sub, sizeof sub) != 0) {
+            pl_snprintf(err, errlen, "%s: %s", pl_target_full_name(s->sel[i], full, sizeof full), sub);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int select_and_parse(suite *s, char *err, size_t errlen)
 {
     const pl_suite_request *req = s->req;
@@ -87,13 +103,9 @@ static int select_and_parse(suite *s, char *err, size_t errlen)
         char full[256];
         rc = pl_params_init(&s->params[i], s->sel[i]->params, pl_target_full_name(s->sel[i], full, sizeof full),
                             per_target[i], req->settings.small, err, errlen);
-        if (rc == 0 && s->sel[i]->check_params) {
-            char sub[768];
-            rc = s->sel[i]->check_params(&s->params[i], sub, sizeof sub);
-            if (rc != 0)
-                pl_snprintf(err, errlen, "%s: %s", full, sub);
-        }
     }
+    if (rc == 0)
+        rc = check_params(s, NULL, err, errlen);
     for (size_t i = 0; i < s->n; i++)
         free(per_target[i]);
     free(per_target);
@@ -252,6 +264,8 @@ int pl_suite_run(const pl_suite_request *req, pl_run *run, char *err, size_t err
     if ((rc = find_gpu(&s, err, errlen)) != PL_EXIT_OK)
         goto out;
     rc = PL_EXIT_USAGE;
+    if (s.inv.device_count > 0 && check_params(&s, &s.inv.records[req->settings.device], err, errlen) != 0)
+        goto out;
     run->schema_version = PL_SCHEMA_VERSION;
     run->run_id = pl_new_run_id();
     copy_settings(&run->settings, &req->settings);

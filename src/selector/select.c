@@ -120,6 +120,7 @@ int pl_gemm_select_run(const pl_gemm_select_request *req, pl_gemm_selection *out
             .max_algos = req->max_algos,
             .settings = &run->settings,
             .timeout_s = req->timeout_s,
+            .budget_s = req->budget_s,
             .progress = req->progress,
         };
         for (size_t p = 0; p < req->n_providers; p++) {
@@ -135,6 +136,7 @@ int pl_gemm_select_run(const pl_gemm_select_request *req, pl_gemm_selection *out
 
     out->about = about_json(&run->prov, &run->settings, req);
     json_object_set_new(out->about, "run_id", json_string(run->run_id));
+    json_object_set_new(json_object_get(out->about, "settings"), "budget_s", json_real(req->budget_s));
     if (pl_gemm_report_write(cmp, run->run_dir, out->about, err, errlen) != 0)
         rc = PL_EXIT_FAILED;
     else
@@ -148,4 +150,23 @@ void pl_gemm_selection_free(pl_gemm_selection *s)
     json_decref(s->about);
     pl_run_free(&s->run);
     memset(s, 0, sizeof *s);
+}
+
+char *pl_gemm_timing_line(const pl_run_settings *s, double budget_s)
+{
+    const int rounds = s->rounds > 1 ? s->rounds : 1;
+    if (rounds == 1)
+        return pl_strfmt("timing: each configuration as soon as it is verified, %.2g-%.2g s (--min-time-s, "
+                         "--max-time-s); no budget with --rounds 1",
+                         s->min_time_s, s->max_time_s);
+    if (s->iterations > 0)
+        return pl_strfmt("timing: %d samples a configuration in %d interleaved rounds (--iterations); no budget",
+                         s->iterations, rounds);
+    if (!(budget_s > 0))
+        return pl_strfmt("timing: %d interleaved rounds, %.2g-%.2g s a configuration (--min-time-s, --max-time-s); "
+                         "no budget (--budget-s 0)",
+                         rounds, s->min_time_s, s->max_time_s);
+    return pl_strfmt("timing: a budget of %.3g s a shape (--budget-s), shared by its configurations over up to %d "
+                     "interleaved rounds after one at load (fewer where a sample is longer than its share)",
+                     budget_s, rounds);
 }

@@ -17,6 +17,7 @@ typedef struct pl_gemm_select_request {
     int max_algos;
     const pl_run_settings *settings; /* timing; device and seed */
     double timeout_s;                /* per shape */
+    double budget_s;                 /* per shape, the timing rounds within it; 0: no budget */
     const char *artifacts_dir;
     int progress;
     int argc; /* the command line, for provenance */
@@ -33,5 +34,9 @@ typedef struct pl_gemm_selection {
  * be written: err says why), 2 bad input (err), 3 no usable GPU (err), 130 interrupted. Free *out either way. */
 int pl_gemm_select_run(const pl_gemm_select_request *req, pl_gemm_selection *out, char *err, size_t errlen);
 void pl_gemm_selection_free(pl_gemm_selection *s);
+
+/* One line saying how the configurations were timed (the budget a shape, the rounds inside it), for the summary
+ * perflab gemm prints. */
+char *pl_gemm_timing_line(const pl_run_settings *s, double budget_s);
 
 #endif

@@ -85,24 +85,6 @@ START_TEST(timed_and_graph_replayed)
 }
 END_TEST
 
-START_TEST(unified_refuses_oversubscription)
-{
-    pl_run run;
-    pl_cmd_result r;
-    int code = pl_test_run_and_load(
-        "s2-refuse", "verify --targets memory:unified --target-extra-arg 'memory:unified=--n 60g'", &run, &r);
-    ck_assert_msg(code == 1, "exit %d\n%s%s", code, r.out, r.err);
-    const pl_target_result *t = pl_run_find_target(&run, "memory:unified");
-    ck_assert_ptr_nonnull(t);
-    ck_assert_int_eq(t->status, PL_STATUS_ERROR);
-    ck_assert_msg(t->reason && strstr(t->reason, "over a quarter of its free memory") &&
-                      strstr(t->reason, "use --n <="),
-                  "%s", t->reason ? t->reason : "(no reason)");
-    pl_cmd_result_free(&r);
-    pl_run_free(&run);
-}
-END_TEST
-
 START_TEST(peer_copy_skips_or_verifies)
 {
     pl_run run;
@@ -132,7 +114,6 @@ static Suite *suite(void)
     tcase_add_test(tc, odd_sizes_verify);
     tcase_add_test(tc, edge_sizes_verify);
     tcase_add_test(tc, timed_and_graph_replayed);
-    tcase_add_test(tc, unified_refuses_oversubscription);
     tcase_add_test(tc, peer_copy_skips_or_verifies);
     suite_add_tcase(s, tc);
     return s;

@@ -480,6 +480,98 @@ START_TEST(slowdown_beyond_tolerance_regresses)
 }
 END_TEST
 
+/* The gate still catches a real slowdown where it judges: 11% (the smallest whole percentage beyond the default 10%
+ * tolerance) on a GPU-bound variant regresses whatever host or CPU the run came from, and so does a host-timed
+ * variant on the host that stored it. */
+START_TEST(slowdown_regresses_where_it_is_gated)
+{
+    static const struct {
+        int host_timed;
+        const char *stored, *now, *cpu;
+    } cases[] = {
+        {0, "ci-a", "ci-b", "AMD EPYC 9654 96-Core Processor (192 logical CPUs)"},
+        {0, NULL, NULL, "Intel(R) Xeon(R) Processor (16 logical CPUs)"},
+        {1, "ci-a", "ci-a", "Intel(R) Xeon(R) Processor (16 logical CPUs)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fixture f = {0};
+        init_expectations(&f.e, "h200");
+        add_entry(&f.e, "gemm:bf16", "wgmma", 1.0, 0.005, PL_EXPECT_DEFAULT_TOLERANCE, "n=1m")->host =
+            pl_strdup(cases[i].stored);
+        add_variant(add_target(&f.run, "gemm:bf16", "n=1m"), "wgmma", PL_STATUS_OK, 1.11, 0.005)->host_timed =
+            cases[i].host_timed;
+        f.run.prov.cpu = pl_strdup(cases[i].cpu);
+        f.run.prov.host_key = pl_strdup(cases[i].now);
+        pl_expectations_compare(&f.e, &f.run, &f.report);
+        ck_assert_msg(f.report.rows[0].verdict == PL_EXPECT_REGRESSED, "case %zu: %s", i,
+                      pl_expect_verdict_name(f.report.rows[0].verdict));
+        ck_assert_int_eq(f.report.regressions, 1);
+        fixture_free(&f);
+    }
+}
+END_TEST
+
+/* A host-timed variant is shown, not judged, against a figure stored on another host or an unnamed one. */
+START_TEST(host_timed_variant_elsewhere_is_ungated)
+{
+    static const struct {
+        const char *stored, *now, *says;
+    } cases[] = {
+        {NULL, NULL, "stored on an unnamed host, this run on Intel(R) Xeon(R) Processor"},
+        {NULL, "ci-a", "stored on an unnamed host"},
+        {"ci-a", NULL, "stored on host 'ci-a', this run on an unnamed host, Intel"},
+        {"ci-a", "ci-b", "stored on host 'ci-a', this run on host 'ci-b', Intel"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fixture f = {0};
+        init_expectations(&f.e, "h200");
+        pl_expect_entry *x = add_entry(&f.e, "launch:cuda_graphs", "baseline", 0.36, 0.05, 0.10, "kernels=128");
+        x->host = pl_strdup(cases[i].stored);
+        pl_variant_result *v =
+            add_variant(add_target(&f.run, "launch:cuda_graphs", "kernels=128"), "baseline", PL_STATUS_OK, 0.589, 0.01);
+        v->host_timed = 1;
+        f.run.prov.cpu = pl_strdup("Intel(R) Xeon(R) Processor (16 logical CPUs)");
+        f.run.prov.host_key = pl_strdup(cases[i].now);
+        pl_expectations_compare(&f.e, &f.run, &f.report);
+        const pl_expect_row *r = &f.report.rows[0];
+        ck_assert_int_eq(r->verdict, PL_EXPECT_UNGATED);
+        ck_assert_int_eq(f.report.regressions, 0);
+        ck_assert_double_eq_tol(r->change, 0.589 / 0.36 - 1, 1e-12);
+        ck_assert_ptr_nonnull(strstr(r->note, "host-bound: not gated (+63.6%"));
+        ck_assert_msg(strstr(r->note, cases[i].says) != NULL, "case %zu: %s", i, r->note);
+        fixture_free(&f);
+    }
+}
+END_TEST
+
+/* An update names the host of host-timed entries only, and the name survives a save and a load. */
+START_TEST(update_records_the_host_of_host_timed_entries)
+{
+    fixture f = {0};
+    init_expectations(&f.e, "h200");
+    set_provenance(&f.run);
+    f.run.prov.host_key = pl_strdup("ci-a");
+    pl_target_result *t = add_target(&f.run, "launch:cuda_graphs", NULL);
+    add_variant(t, "baseline", PL_STATUS_OK, 0.36, 0.01)->host_timed = 1;
+    add_variant(t, "graph", PL_STATUS_OK, 0.12, 0.01);
+    ck_assert_uint_eq(pl_expectations_update(&f.e, &f.run), 2);
+    ck_assert_pstr_eq(pl_expectations_find(&f.e, "launch:cuda_graphs", "baseline")->host, "ci-a");
+    ck_assert_ptr_null(pl_expectations_find(&f.e, "launch:cuda_graphs", "graph")->host);
+    char *dir = pl_test_tmpdir("exp_host");
+    char *path = pl_strfmt("%s/h200.json", dir);
+    char err[512] = "";
+    ck_assert_msg(pl_expectations_save(&f.e, path, err, sizeof err) == 0, "%s", err);
+    pl_expectations back;
+    ck_assert_msg(pl_expectations_load(path, "h200", &back, err, sizeof err) == 0, "%s", err);
+    ck_assert_pstr_eq(pl_expectations_find(&back, "launch:cuda_graphs", "baseline")->host, "ci-a");
+    ck_assert_ptr_null(pl_expectations_find(&back, "launch:cuda_graphs", "graph")->host);
+    pl_expectations_free(&back);
+    free(path);
+    free(dir);
+    fixture_free(&f);
+}
+END_TEST
+
 START_TEST(same_slowdown_within_huge_noise_is_met)
 {
     fixture f = {0};
@@ -768,6 +860,8 @@ static Suite *expectations_suite(void)
 
     TCase *verdicts = tcase_create("verdicts");
     tcase_add_test(verdicts, slowdown_beyond_tolerance_regresses);
+    tcase_add_test(verdicts, slowdown_regresses_where_it_is_gated);
+    tcase_add_test(verdicts, host_timed_variant_elsewhere_is_ungated);
     tcase_add_test(verdicts, same_slowdown_within_huge_noise_is_met);
     tcase_add_test(verdicts, noise_stored_with_the_expectation_counts_too);
     tcase_add_test(verdicts, faster_beyond_threshold_is_improved);
@@ -781,6 +875,7 @@ static Suite *expectations_suite(void)
     TCase *update = tcase_create("update");
     tcase_add_test(update, update_merges_and_keeps_the_rest);
     tcase_add_test(update, update_into_an_empty_set);
+    tcase_add_test(update, update_records_the_host_of_host_timed_entries);
     suite_add_tcase(s, update);
     return s;
 }

@@ -910,6 +910,57 @@ START_TEST(cli_usage_errors)
     expect_cli("gemm --shapes-file /nonexistent/s.txt", 2, "/nonexistent/s.txt");
     expect_cli("gemm 4096x4096x4096", 2, "name shapes with --shapes 4096x4096x4096");
     expect_cli("gemm --providers json:/nonexistent.json", 2, "/nonexistent.json");
+    expect_cli("gemm --budget-s -1", 2, "--budget-s must be between 0 and 3600");
+    expect_cli("gemm --budget-s 2x", 2, "--budget-s");
+}
+END_TEST
+
+/* --budget-s: the time a shape's configurations share, stated in the summary perflab gemm prints and in
+ * comparison.json's settings; the default is 2 s. */
+START_TEST(cli_budget_is_parsed_and_stated)
+{
+    char *dir = pl_test_tmpdir("gemm-budget");
+    char *file = pl_path_join(dir, "lt.json"), err[256];
+    const char *lt = "[{\"provider\": \"cublaslt\", \"m\": 4096, \"n\": 4096, \"k\": 4096, \"dtype\": \"bf16\", "
+                     "\"median_ms\": 0.18, \"verified\": true}]";
+    ck_assert(pl_write_file_atomic(file, lt, strlen(lt), err, sizeof err) == 0);
+    static const struct {
+        const char *option;
+        double budget_s;
+        const char *says;
+    } cases[] = {
+        {"", 2.0, "timing: a budget of 2 s a shape (--budget-s), shared by its configurations over up to 5 "
+                  "interleaved rounds"},
+        {"--budget-s 0.5", 0.5, "timing: a budget of 0.5 s a shape (--budget-s)"},
+        {"--budget-s 7 --rounds 3", 7.0, "a budget of 7 s a shape (--budget-s), shared by its configurations over up "
+                                         "to 3 interleaved rounds"},
+        {"--budget-s 0", 0.0, "no budget (--budget-s 0)"},
+        {"--rounds 1", 2.0, "no budget with --rounds 1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int as_json = 0; as_json < 2; as_json++) {
+            char *args = pl_strfmt("gemm --shapes kv_proj_m4096_n4096_k4096 --providers json:%s %s --artifacts-dir "
+                                   "%s/a -q%s",
+                                   file, cases[i].option, dir, as_json ? " --json" : "");
+            pl_cmd_result r = pl_run_perflab(NULL, args);
+            ck_assert_msg(r.exit_code == 0, "%s: exit %d: %s", args, r.exit_code, r.err);
+            if (as_json) {
+                json_error_t je;
+                json_t *j = json_loads(r.out, 0, &je);
+                ck_assert_msg(j != NULL, "--json printed no JSON: %s", je.text);
+                json_t *b = json_object_get(json_object_get(j, "settings"), "budget_s");
+                ck_assert_msg(json_is_number(b), "%s: no settings.budget_s", args);
+                ck_assert_double_eq_tol(json_number_value(b), cases[i].budget_s, 1e-12);
+                json_decref(j);
+            } else {
+                ck_assert_msg(strstr(r.out, cases[i].says) != NULL, "%s: no '%s' in\n%s", args, cases[i].says, r.out);
+            }
+            pl_cmd_result_free(&r);
+            free(args);
+        }
+    }
+    free(file);
+    free(dir);
 }
 END_TEST
 
@@ -1020,6 +1071,7 @@ static Suite *suite(void)
     tcase_add_test(tc, sweep_scripts);
     tcase_add_test(tc, cli_usage_errors);
     tcase_add_test(tc, cli_end_to_end_without_gpu);
+    tcase_add_test(tc, cli_budget_is_parsed_and_stated);
     suite_add_tcase(s, tc);
     return s;
 }
