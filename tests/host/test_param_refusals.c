@@ -7,7 +7,7 @@
 #include "core/util.h"
 #include "labs.h"
 #include "perflab/params.h"
-#include "perflab/registry.h"
+#include "perflab/target_registry.h"
 #include "perflab/results.h"
 #include "testutil.h"
 

@@ -55,14 +55,17 @@ START_TEST(groups_and_names_without_duplicates)
 {
     char names[2048];
     /* a group selects every target of it, however many the families add */
-    int in_memory = 0;
-    for (size_t i = 0; i < pl_registry_count(); i++)
+    int in_memory = 0, in_selftest = 0;
+    for (size_t i = 0; i < pl_registry_count(); i++) {
         in_memory += strcmp(pl_registry_at(i)->group, "memory") == 0;
+        in_selftest += strcmp(pl_registry_at(i)->group, "selftest") == 0;
+    }
     ck_assert_int_ge(in_memory, 2);
     ck_assert_int_eq(select_names("memory", names, sizeof names), in_memory);
     ck_assert_int_eq(select_names("memory,memory:coalescing", names, sizeof names), in_memory);
     ck_assert_int_eq(select_names("selftest:sleep, selftest:crash", names, sizeof names), 2);
-    ck_assert_int_eq(select_names("selftest", names, sizeof names), 8);
+    ck_assert_int_ge(in_selftest, 8);
+    ck_assert_int_eq(select_names("selftest", names, sizeof names), in_selftest);
 }
 END_TEST
 
