@@ -2,11 +2,13 @@
 """Show that a change left existing kernels' code alone: compare the machine code of two cubins (each function's
 .text.<name> section) and, optionally, the PTX of each .entry of two PTX files, function by function.
 
-    nvcc -O3 -DNDEBUG -cubin -arch=sm_90a -I kernels kernels/gemm/wgmma_ws_sm90a.cu -o before.cubin   # (and -ptx)
+    nvcc -O3 -DNDEBUG -cubin -arch=sm_90a -I kernels kernels/gemm/sm90/wgmma_ws_sm90a.cu -o before.cubin  # (and -ptx)
     ... change the code, compile again to after.cubin / after.ptx ...
     scripts/compare_kernel_code.py before.cubin after.cubin [--ptx before.ptx after.ptx] \\
         [--rename 'REGEX=REPLACEMENT' ...]
 
+BEFORE and AFTER may also be host object files as the build writes them (build/CMakeFiles/*.dir/kernels/...cu.o):
+the cubins embedded in their fatbins are compared architecture by architecture (no cuobjdump needed).
 Every function of BEFORE must be in AFTER with the same bytes; AFTER may hold new ones. Names are matched after
 two normalizations: internal-linkage names carry a hash of the source path (_INTERNAL_<hash>_<n>_<file>_cu_<hash>),
 dropped on both sides; and each --rename (a Python regex and its replacement) is applied to AFTER's names, e.g. a
@@ -19,13 +21,31 @@ import struct
 import sys
 
 INTERNAL = re.compile(r"_INTERNAL_[0-9a-f]+_\d+_\w+?_cu_[0-9a-f]+")
+EM_CUDA = 190  # e_machine of a cubin
 
 
-def elf_sections(path):
-    """Section name -> bytes of a 64-bit little-endian ELF (a cubin)."""
+def cubins(path):
+    """Architecture flags -> bytes of each cubin: the file itself, or those embedded in a host object's fatbin."""
     data = open(path, "rb").read()
     if data[:4] != b"\x7fELF" or data[4] != 2:
         sys.exit(f"{path}: not a 64-bit ELF file")
+    if struct.unpack_from("<H", data, 0x12)[0] == EM_CUDA:
+        return {struct.unpack_from("<I", data, 0x30)[0]: data}
+    out = {}
+    for m in re.finditer(b"\x7fELF\x02\x01", data):
+        at = m.start()
+        if at == 0 or struct.unpack_from("<H", data, at + 0x12)[0] != EM_CUDA:
+            continue
+        shoff, = struct.unpack_from("<Q", data, at + 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", data, at + 0x3A)
+        out[struct.unpack_from("<I", data, at + 0x30)[0]] = data[at:at + shoff + shentsize * shnum]
+    if not out:
+        sys.exit(f"{path}: no cubin in it (a compressed fatbin? build with nvcc --compress-mode=none)")
+    return out
+
+
+def elf_sections(data):
+    """Section name -> bytes of a 64-bit little-endian ELF (a cubin)."""
     shoff, = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
     headers = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
@@ -63,13 +83,17 @@ def main():
             name = re.sub(pattern, repl, name)
         return name
 
-    changed = 0
-    before = {INTERNAL.sub("_INTERNAL_", k): v for k, v in elf_sections(args.before).items() if k.startswith(".text.")}
-    after = {rename(k): v for k, v in elf_sections(args.after).items() if k.startswith(".text.")}
-    for name in sorted(before):
-        same = after.get(name) == before[name]
-        changed += not same
-        print(f"{'same' if same else 'CHANGED' if name in after else 'MISSING'}  machine code  {name[6:]}")
+    changed = compared = 0
+    cb, ca = cubins(args.before), cubins(args.after)
+    for arch in sorted(cb):
+        tag = f"sm_{(arch >> 8) & 0xff}  " if len(cb) > 1 else ""
+        before = {INTERNAL.sub("_INTERNAL_", k): v for k, v in elf_sections(cb[arch]).items() if k.startswith(".text.")}
+        after = {rename(k): v for k, v in elf_sections(ca[arch]).items() if k.startswith(".text.")} if arch in ca else {}
+        for name in sorted(before):
+            same = after.get(name) == before[name]
+            changed += not same
+            compared += 1
+            print(f"{'same' if same else 'CHANGED' if name in after else 'MISSING'}  machine code  {tag}{name[6:]}")
     if args.ptx:
         pb, pa = ptx_entries(args.ptx[0]), ptx_entries(args.ptx[1])
         by_new_name = {rename(k): (k, v) for k, v in pa.items()}
@@ -78,7 +102,7 @@ def main():
             same = body is not None and body.replace(old_name, name) == pb[name]
             changed += not same
             print(f"{'same' if same else 'CHANGED' if body is not None else 'MISSING'}  PTX           {name}")
-    print(f"{len(before)} functions compared: {'all unchanged' if not changed else f'{changed} changed or missing'}")
+    print(f"{compared} functions compared: {'all unchanged' if not changed else f'{changed} changed or missing'}")
     return 1 if changed else 0
 
 

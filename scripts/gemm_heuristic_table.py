@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the heuristic's measured table (kernels/gemm/heuristic_table.c) from perflab gemm sweeps.
+"""Writes the heuristic's measured table (kernels/gemm/host/heuristic_table.c) from perflab gemm sweeps.
 
     perflab gemm --shapes wide --layout nk --rounds 5 ...   ->  artifacts/gemm-<id>/comparison.json
     perflab gemm --shapes wide --layout kn --rounds 5 ...   ->  artifacts/gemm-<id>/comparison.json
@@ -10,7 +10,7 @@ with the GPU's SM count and L2 size so that pl_gemm_bf16 uses it only on a GPU l
 memory: the H100 SXM and the H200 have 132 SMs both, 50 and 60 MiB of L2, 3.35 and 4.8 TB/s of HBM). --any-l2 writes
 the L2 size 0 (any GPU of that SM count: runs on both judge together), --any-gpu both 0 (every GPU). On a GPU, the
 entries of its L2 size come first and those of any L2 size serve where none does; a problem runs the entry nearest it
-within a factor sqrt(2) in each of M, N and K (gemm/heuristic.h), if that kernel is enumerated, runs on the GPU and
+within a factor sqrt(2) in each of M, N and K (gemm/host/heuristic.h), if that kernel is enumerated, runs on the GPU and
 takes the problem; the model decides the rest. A shape measured in more
 than one file keeps the run where its best configuration was fastest. --min-gain G writes only the shapes where the
 model's pick was more than G (e.g. 0.03) slower than the best, so that the table holds only what the rule gets wrong.
@@ -29,7 +29,7 @@ that none of the comparisons measured, so that a sweep of one shape group, or on
 runs measured (an entry for any L2 size stays beside a new one for one L2 size). Each kept entry
 says so in its comment, and the header names the kept shapes (TABLE's header named the runs they came from).
 
---kernels FILE (the JSON of `perflab gemm --list-kernels --json`) drops the records of kernels the registry no longer
+--kernels FILE (the JSON of `perflab gemm --list-kernels --json`) drops the records of kernels the kernel table no longer
 holds, and --rename OLD=NEW (repeatable) reads a kernel's records under its new name: a configuration renamed
 between runs, or one whose name now belongs to another (rename that one away first: renames apply at once)."""
 import argparse
@@ -159,7 +159,7 @@ def render(table, sources):
            " * One entry per measured shape and GPU: the best verified native configuration there (pl_gemm_bf16 runs it",
            " * for problems within a factor sqrt(2) of the shape in M, N and K on a GPU with that SM count and, where the",
            " * entry names one, L2 size in MiB: those entries come first). */",
-           '#include "gemm/heuristic.h"', "", "static const pl_gemm_heuristic_entry entries[] = {"]
+           '#include "gemm/host/heuristic.h"', "", "static const pl_gemm_heuristic_entry entries[] = {"]
     for (layout, m, n, k, sms, l2), e in sorted(table.items()):
         line = f'    {{"{layout}", {sms}, {m}, {n}, {k}, "{e["kernel"]}", {l2}}},'
         if "kept" in e:
@@ -182,7 +182,7 @@ def render(table, sources):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("comparisons", nargs="+", help="comparison.json files of perflab gemm runs (bf16)")
-    ap.add_argument("--out", default="kernels/gemm/heuristic_table.c", help="where to write (default %(default)s)")
+    ap.add_argument("--out", default="kernels/gemm/host/heuristic_table.c", help="where to write (default %(default)s)")
     ap.add_argument("--any-gpu", action="store_true", help="entries for every GPU (SM count and L2 size 0)")
     ap.add_argument("--any-l2", action="store_true",
                     help="entries for every GPU of the runs' SM count (L2 size 0): runs on both judge together")
@@ -194,7 +194,7 @@ def main(argv=None):
                     help="--robust: judge a configuration timed in at least this many runs of a shape (default: all)")
     ap.add_argument("--keep-from", metavar="TABLE",
                     help="carry over TABLE's entries for the (shape, GPU) pairs none of the comparisons measured")
-    ap.add_argument("--kernels", help="--robust: the registry (perflab gemm --list-kernels --json): others dropped")
+    ap.add_argument("--kernels", help="--robust: the kernel table (perflab gemm --list-kernels --json): others dropped")
     ap.add_argument("--rename", action="append", default=[], metavar="OLD=NEW",
                     help="--robust: read OLD's records as NEW's (repeatable; all at once)")
     a = ap.parse_args(argv)

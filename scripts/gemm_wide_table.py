@@ -83,8 +83,7 @@ def main(argv=None):
         gpu = (doc.get("gpu") or {}).get("name", "unknown GPU")
         settings = doc.get("settings") or {}
         print(f"### {gpu}, B {doc['layout']}, {doc.get('started_at', '?')} (commit {doc.get('git_commit', '?')}, "
-              f"{settings.get('rounds', 1)} round(s), unvalidated kernels "
-              f"{'in' if settings.get('unvalidated_kernels') else 'out'})\n")
+              f"{settings.get('rounds', 1)} round(s))\n")
         lines, ratios, picks, picks_ok = table(doc)
         print("\n".join(lines))
         g = geomean(ratios)

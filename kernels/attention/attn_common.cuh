@@ -7,7 +7,7 @@
 #include <cuda_bf16.h>
 
 #include "common/ptx.cuh"     /* cp_async16, mma_bf16_16816 */
-#include "gemm/ldmatrix.cuh" /* ldmatrix_x4, ldmatrix_x4_trans */
+#include "common/ldmatrix.cuh" /* ldmatrix_x4, ldmatrix_x4_trans */
 
 #define PL_ATTN_LOG2E 1.4426950408889634f
 #define PL_ATTN_LN2   0.6931471805599453f

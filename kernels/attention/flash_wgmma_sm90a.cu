@@ -25,7 +25,7 @@
 #include "attention/attention.h"
 #include "attention/attn_common.cuh"
 #include "attention/attn_wgmma_ops.cuh"
-#include "gemm/sm90_common.cuh"
+#include "common/sm90_common.cuh"
 
 #define FW_BM         128 /* queries per CTA: two consumer warpgroups of 64 */
 #define FW_BN         128 /* keys per tile */

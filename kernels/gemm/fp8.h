@@ -158,8 +158,6 @@ typedef struct pl_fp8_cublaslt pl_fp8_cublaslt; /* descriptors and the algorithm
 cublasStatus_t pl_fp8_cublaslt_plan(cublasLtHandle_t lt, const pl_gemm_fp8_problem *p, void *workspace,
                                     size_t workspace_bytes, pl_fp8_cublaslt **out);
 cublasStatus_t pl_fp8_cublaslt_run(const pl_fp8_cublaslt *plan, cudaStream_t stream);
-/* "cuBLASLt algo 66, tile id 22, stages id 19" for the planned algorithm. */
-const char *pl_fp8_cublaslt_describe(const pl_fp8_cublaslt *plan);
 void pl_fp8_cublaslt_free(pl_fp8_cublaslt *plan);
 
 #ifdef __cplusplus

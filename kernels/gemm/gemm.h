@@ -2,10 +2,10 @@
  * linear layer's weights) or K×N row-major; accumulation in fp32; D is M×N row-major bf16. The epilogue, when
  * asked for, is D = GELU(A·B + bias) + residual, computed in fp32 before the one rounding to bf16.
  *
- * The registry lists every native kernel with its tile configuration, requirements and the problems it takes,
- * so that the labs (gemm:bf16 and friends) and the selector (perflab gemm) enumerate the same kernels. Every
- * launcher enqueues on `stream`, never synchronises (so it can be captured in a graph) and returns the launch's
- * cudaError_t. */
+ * The kernel table (gemm/host/kernel_table.c) lists every native kernel with its tile configuration, requirements and
+ * the problems it takes, so that the labs (gemm:bf16 and friends) and the selector (perflab gemm) enumerate the same
+ * kernels. Every launcher enqueues on `stream`, never synchronises (so it can be captured in a graph) and returns the
+ * launch's cudaError_t. */
 #ifndef PERFLAB_GEMM_H
 #define PERFLAB_GEMM_H
 
@@ -46,12 +46,7 @@ enum pl_gemm_kernel_flags {
     /* A lower rung of the ladder, kept to teach: the selector leaves it out of its search (it would only
      * spend time losing). */
     PL_GEMM_KERNEL_TEACHING = 1u << 0,
-    /* Written without running on a GPU: such kernels sit after every validated one in the table and are enumerated
-     * (pl_gemm_kernel_count, _at, _find, the heuristic, and so the labs, the selector and the tests) only when the
-     * environment sets PERFLAB_GEMM_UNVALIDATED=1, until a GPU run has verified them: now the B K×N variants of the
-     * warp-specialized kernels (the *_kn launchers; the split-K kernels of issue 15 were validated on an H200). */
-    PL_GEMM_KERNEL_UNVALIDATED = 1u << 1,
-    /* Splits K over the CTAs of a cluster (1-8, chosen at launch: gemm/splitk.h), added up in a fixed order. */
+    /* Splits K over the CTAs of a cluster (1-8, chosen at launch: gemm/host/splitk.h), added up in a fixed order. */
     PL_GEMM_KERNEL_SPLIT_K = 1u << 2,
     /* Computes Dᵀ = B·Aᵀ: tile_m (M) is wgmma's narrow N, tile_n (N) its 64 rows. */
     PL_GEMM_KERNEL_SWAP_AB = 1u << 3,
@@ -65,21 +60,25 @@ enum pl_gemm_kernel_flags {
     PL_GEMM_KERNEL_SPLIT_DEEP = 1u << 8,
     /* A decode kernel: takes M <= tile_m only (one tile of tokens), streams B once. */
     PL_GEMM_KERNEL_SMALL_M = 1u << 4,
-    /* Takes B K×N only (N-major for wgmma: TRANS_B = 1); B N×K goes to its N×K twin. */
-    PL_GEMM_KERNEL_B_KN = 1u << 6,
     /* Less accurate than what it would be compared with: the FP8 kernel promoting every 512 K has 4× the error of
-     * cuBLASLt's default FP8 GEMM (and of every-128-K promotion) on positive inputs (docs/perf/gemm.md, FP8 session
-     * 16). The selector leaves it out, as a teaching rung, so `perflab gemm --dtype fp8` compares like with like;
-     * gemm:fp8 times it as a variant of its own. */
+     * cuBLASLt's default FP8 GEMM (and of every-128-K promotion) on positive inputs (docs/perf/gemm.md, FP8
+     * promotion). The selector leaves it out, as a teaching rung, so `perflab gemm --dtype fp8` compares like with
+     * like; gemm:fp8 times it as a variant of its own. */
     PL_GEMM_KERNEL_LESS_ACCURATE = 1u << 9,
 };
 
 /* The kernels a search by measurement (perflab gemm's perflab provider) leaves out. */
 #define PL_GEMM_KERNEL_UNSEARCHED (PL_GEMM_KERNEL_TEACHING | PL_GEMM_KERNEL_LESS_ACCURATE)
 
-#define PL_GEMM_UNVALIDATED_ENV "PERFLAB_GEMM_UNVALIDATED"
-/* 1 when the environment sets PERFLAB_GEMM_UNVALIDATED=1: the unvalidated kernels are enumerated too. */
-int pl_gemm_unvalidated_enabled(void);
+/* What the pick's roofline model (gemm/host/heuristic.h) knows of a kernel beyond its tiles: written in the kernel's
+ * row of the table (gemm/host/kernel_table.c) from measurements, or predicted where a row says so. */
+typedef struct pl_gemm_model {
+    double eff;       /* fraction of the per-SM tensor rate its mainloop reaches with enough tiles */
+    double fused_eff; /* the same with a fused epilogue (bias, residual or GELU) */
+    double mem_eff;   /* fraction of the HBM rate its reads reach */
+    int resident;     /* CTAs an SM holds at once */
+    int persistent;   /* 1: loops over tiles (its epilogue is per tile, its pipeline fill once a CTA) */
+} pl_gemm_model;
 
 typedef struct pl_gemm_kernel {
     const char *name;      /* unique, e.g. "wgmma_ws_128x256x64_s4" */
@@ -91,9 +90,10 @@ typedef struct pl_gemm_kernel {
     /* 1 when the kernel computes p; else 0 with the reason (e.g. "needs K % 8 == 0 for TMA") in why. */
     int (*supports)(const pl_gemm_problem *p, char *why, size_t whylen);
     cudaError_t (*launch)(const pl_gemm_problem *p, cudaStream_t stream);
+    pl_gemm_model model;
 } pl_gemm_kernel;
 
-/* What the kernel families need of the GPU (pl_kernel_needs initialisers for the registry). */
+/* What the kernel families need of the GPU (pl_kernel_needs initialisers for the kernel table). */
 #define PL_GEMM_NEEDS_ANY                                                                                              \
     {                                                                                                                  \
         0, 0, 0                                                                                                        \
@@ -111,10 +111,10 @@ typedef struct pl_gemm_kernel {
         90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA | PL_KNEED_CLUSTERS                                                      \
     }
 
-/* The kernels enumerated now: the validated ones, and the unvalidated ones too under PERFLAB_GEMM_UNVALIDATED=1. */
+/* The BF16 kernels, in the table's order (where the model ties, the earlier one is picked). */
 size_t pl_gemm_kernel_count(void);
 const pl_gemm_kernel *pl_gemm_kernel_at(size_t i);
-const pl_gemm_kernel *pl_gemm_kernel_find(const char *name); /* NULL when unknown (or not enumerated now) */
+const pl_gemm_kernel *pl_gemm_kernel_find(const char *name); /* NULL when unknown */
 /* The kernel every shape falls back to when a fast path cannot take it (mma_sync: any M, N, K, both layouts). */
 const pl_gemm_kernel *pl_gemm_kernel_fallback(void);
 /* The FP8 (e4m3) kernels, a table of their own (the one above is bf16): A and B of the pl_gemm_problem hold e4m3
@@ -122,6 +122,13 @@ const pl_gemm_kernel *pl_gemm_kernel_fallback(void);
  * enumerates this table for --dtype fp8. */
 size_t pl_gemm_fp8_kernel_count(void);
 const pl_gemm_kernel *pl_gemm_fp8_kernel_at(size_t i);
+/* The one-call BF16 GEMM: picks a kernel for the current device (gemm/host/heuristic.h: a measured table, then a
+ * roofline model) and launches it on `stream` (never synchronises):
+ *     pl_gemm_problem p = {.m = M, .n = N, .k = K, .b_layout = PL_GEMM_B_NK, .a = A, .b = B, .d = D};
+ *     cudaError_t e = pl_gemm_bf16(&p, stream);
+ * cudaErrorInvalidValue for a bad problem (sizes < 1, missing pointers) or when no kernel takes it; else the launch's
+ * error. */
+cudaError_t pl_gemm_bf16(const pl_gemm_problem *p, cudaStream_t stream);
 /* Argument checks common to every kernel: sizes >= 1, pointers present. 1 when fine. */
 int pl_gemm_problem_valid(const pl_gemm_problem *p, char *why, size_t whylen);
 
@@ -138,10 +145,10 @@ cudaError_t pl_gemm_wgmma_pp_128x128(const pl_gemm_problem *p, cudaStream_t stre
 cudaError_t pl_gemm_wgmma_ws_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x256_c2(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_pp_128x128_c2(const pl_gemm_problem *p, cudaStream_t stream);
-/* The cooperative kernel with 128×192 tiles (issue 15: tile counts that 128×256 quantizes badly). */
+/* The cooperative kernel with 128×192 tiles (for tile counts that 128×256 quantizes badly). */
 cudaError_t pl_gemm_wgmma_ws_128x192(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x192_c2(const pl_gemm_problem *p, cudaStream_t stream);
-/* Tiles fitted to the shape (issue 15): 192×176 with three consumer warpgroups in 2-CTA clusters, 128×176, and
+/* Tiles fitted to the shape: 192×176 with three consumer warpgroups in 2-CTA clusters, 128×176, and
  * 128×224 in 4-CTA clusters. The 176- and 224-column tiles store a fused D from registers. */
 cudaError_t pl_gemm_wgmma_ws_192x176_c2(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x176(const pl_gemm_problem *p, cudaStream_t stream);
@@ -149,17 +156,7 @@ cudaError_t pl_gemm_wgmma_ws_128x224_c4(const pl_gemm_problem *p, cudaStream_t s
 /* 128×224 alone and in 2-CTA clusters (M ≈ 200 over N = 224·k) */
 cudaError_t pl_gemm_wgmma_ws_128x224(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x224_c2(const pl_gemm_problem *p, cudaStream_t stream);
-/* The same warp-specialized kernels reading B K×N (N-major: TRANS_B = 1 wgmma, 64-column TMA boxes); they need
- * K % 8 == 0 and N % 8 == 0 (TMA rows of A and B), and 16-byte aligned A and B. Unvalidated (see the flags). */
-cudaError_t pl_gemm_wgmma_ws_128x128_kn(const pl_gemm_problem *p, cudaStream_t stream);
-cudaError_t pl_gemm_wgmma_ws_128x256_kn(const pl_gemm_problem *p, cudaStream_t stream);
-cudaError_t pl_gemm_wgmma_ws_128x256_s3_kn(const pl_gemm_problem *p, cudaStream_t stream);
-cudaError_t pl_gemm_wgmma_ws_128x192_kn(const pl_gemm_problem *p, cudaStream_t stream);
-cudaError_t pl_gemm_wgmma_pp_128x128_kn(const pl_gemm_problem *p, cudaStream_t stream);
-cudaError_t pl_gemm_wgmma_ws_128x128_c2_kn(const pl_gemm_problem *p, cudaStream_t stream);
-cudaError_t pl_gemm_wgmma_ws_128x256_c2_kn(const pl_gemm_problem *p, cudaStream_t stream);
-cudaError_t pl_gemm_wgmma_pp_128x128_c2_kn(const pl_gemm_problem *p, cudaStream_t stream);
-/* Split-K, small tiles, A/B swapped for small M (wgmma_sk_sm90a.cu; gemm/splitk.h has the launcher with an explicit
+/* Split-K, small tiles, A/B swapped for small M (wgmma_sk_sm90a.cu; gemm/host/splitk.h has the launcher with an explicit
  * split). */
 cudaError_t pl_gemm_wgmma_sk_swap16(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_swap32(const pl_gemm_problem *p, cudaStream_t stream);
@@ -187,13 +184,6 @@ cudaError_t pl_gemm_wgmma_sk_128x256(const pl_gemm_problem *p, cudaStream_t stre
 cudaError_t pl_gemm_gemv_mma_t8(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_gemv_mma_t16(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_gemv_mma_t32(const pl_gemm_problem *p, cudaStream_t stream);
-/* Decode with B K×N: a streaming GEMV on mma.sync for M <= 16, 32 tokens, K split over a cluster of 1-8 CTAs
- * (gemv_kn_sm90a.cu; sm_90a, K % 8 == 0, N % 8 == 0, A and B 16-byte aligned). */
-cudaError_t pl_gemm_gemv_kn_t16(const pl_gemm_problem *p, cudaStream_t stream);
-cudaError_t pl_gemm_gemv_kn_t32(const pl_gemm_problem *p, cudaStream_t stream);
-/* gemv_kn_t16 with 4 panels of 64 columns a CTA side by side (warp w on panel w % 4): 512 contiguous bytes of each B
- * row read together. */
-cudaError_t pl_gemm_gemv_kn_t16_p4(const pl_gemm_problem *p, cudaStream_t stream);
 
 /* ---- helpers around the kernels ---- */
 /* out[i] = GELU(d[i] + bias[col]) + residual[i] over M×N bf16 (bias, residual may be NULL; gelu 0 skips it):

@@ -39,8 +39,8 @@ typedef struct pl_grouped_gemm_problem {
 
 /* The measured choice of cluster = 0: pairs for bf16 when the groups average PL_GROUPED_PAIR_ROWS rows or more (H100,
  * docs/perf/moe.md: E = 8 of N = 14336, 2048 rows a group, +5-9% in pairs over one CTA a tile; E = 64 of N = 1536,
- * 256 rows a group, −9 to −11% while half its groups padded a pair, −1 to −2% since their odd last tile rows run side
- * by side, session 15), one CTA a tile for fp8 (pairs lose at E = 8: 966-1007 against 1023-1054). */
+ * 256 rows a group, −9 to −11% while half its groups padded a pair, −1 to −2% with their odd last tile rows run side
+ * by side), one CTA a tile for fp8 (pairs lose at E = 8: 966-1007 against 1023-1054). */
 #define PL_GROUPED_PAIR_ROWS 1024
 
 #define PL_GROUPED_GEMM_NEEDS                                                                                          \

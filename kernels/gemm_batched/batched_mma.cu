@@ -9,8 +9,8 @@
  * on their 16-byte chunks (chunk ^ row % 8), so that neither the cp.async stores nor the ldmatrix reads of eight
  * consecutive rows conflict on banks. The store of D is the GEMM library's predicated pair store. */
 #include "common/ptx.cuh"
-#include "gemm/epilogue.cuh"
-#include "gemm/ldmatrix.cuh"
+#include "common/bf16_epilogue.cuh"
+#include "common/ldmatrix.cuh"
 #include "gemm_batched/gemm_batched.h"
 
 #define BM          64

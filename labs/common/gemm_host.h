@@ -6,7 +6,8 @@
 #include <cublas_v2.h>
 
 #include "gemm/gemm.h"
-#include "gemm/gemm_cublas.h"
+#include "gemm/cublas/gemm_cublas.h"
+#include "perflab/cublas_check.h"
 #include "perflab/target.h"
 #include "perflab/ctx.h"
 #include "perflab/verify.h"
@@ -24,15 +25,6 @@ extern "C" {
 
 /* Problems of at most this many multiply-adds get a float64 host reference; larger ones cuBLAS's fp32 one. */
 #define PL_GEMM_HOST_REFERENCE_MACS (64.0 * 1024 * 1024)
-
-/* Check a cuBLAS call; on failure record it and return -1 from the enclosing function. */
-#define PL_CUBLAS(ctx, call)                                                                                           \
-    do {                                                                                                               \
-        cublasStatus_t pl_st_ = (call);                                                                                \
-        if (pl_st_ != CUBLAS_STATUS_SUCCESS)                                                                           \
-            return pl_fail((ctx), "cuBLAS error %s (%s) in %s at %s:%d", cublasGetStatusName(pl_st_),                  \
-                           cublasGetStatusString(pl_st_), #call, __FILE__, __LINE__);                                  \
-    } while (0)
 
 /* The reference of a problem, epilogue included, as fp32 on the device, and what the comparison needs. */
 typedef struct pl_gemm_reference {

@@ -106,7 +106,7 @@ int gemm_lab_native(pl_ctx *ctx, gemm_lab *lab, const char *name, int fused)
 {
     const pl_gemm_kernel *k = pl_gemm_kernel_find(name);
     if (!k)
-        return pl_fail(ctx, "no GEMM kernel named '%s' in the registry", name);
+        return pl_fail(ctx, "no GEMM kernel named '%s' in the kernel table", name);
     pl_gemm_problem q = lab->p;
     if (!fused) {
         memset(&q.epi, 0, sizeof q.epi);
@@ -114,14 +114,6 @@ int gemm_lab_native(pl_ctx *ctx, gemm_lab *lab, const char *name, int fused)
             q.d = lab->product;
     }
     char why[256];
-    if (q.b_layout == PL_GEMM_B_KN && !k->supports(&q, why, sizeof why)) {
-        /* the kernel's B K×N twin where it is enumerated (the *_kn kernels, under PERFLAB_GEMM_UNVALIDATED=1) */
-        char twin_name[96];
-        snprintf(twin_name, sizeof twin_name, "%s_kn", name);
-        const pl_gemm_kernel *twin = pl_gemm_kernel_find(twin_name);
-        if (twin && twin->supports(&q, why, sizeof why))
-            k = twin;
-    }
     if (!k->supports(&q, why, sizeof why)) {
         const pl_gemm_kernel *fb = pl_gemm_kernel_fallback();
         const uint64_t bit = (uint64_t)1 << (unsigned)(k - pl_gemm_kernel_at(0));

@@ -12,19 +12,13 @@
 #include "core/util.h"
 #include "hw/peak.h"
 #include "peak/peak_kernels.h"
+#include "perflab/cublas_check.h"
 #include "perflab/device.h"
 #include "perflab/verify.h"
 
 #define WORKSPACE_BYTES (32u << 20)
 #define HEURISTICS      8
 #define CHECK_ROWS      16 /* a 16 x 16 block of D: rows n/2 + 3 ... and columns spread over N */
-
-#define PL_CUBLAS(ctx, call)                                                                                           \
-    do {                                                                                                               \
-        int st_ = (int)(call);                                                                                         \
-        if (st_ != 0)                                                                                                  \
-            return pl_fail((ctx), "cuBLAS status %d in %s at %s:%d", st_, #call, __FILE__, __LINE__);                  \
-    } while (0)
 
 typedef struct gemm_type {
     const char *id, *label, *datasheet;

@@ -50,7 +50,7 @@ typedef struct pl_gemm_bench_shape {
      * rounds after every provider was verified): pl_gemm_bench_lt_release */
     cublasLtMatmulDesc_t lt_op;
     cublasLtMatrixLayout_t lt_a, lt_b, lt_d;
-    char pick[96]; /* the perflab provider: the heuristic's kernel (gemm/heuristic.h), "" when none */
+    char pick[96]; /* the perflab provider: the heuristic's kernel (gemm/host/heuristic.h), "" when none */
 } pl_gemm_bench_shape;
 
 typedef struct pl_gemm_bench pl_gemm_bench;

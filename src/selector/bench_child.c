@@ -10,7 +10,7 @@
 #include "core/util.h"
 #include "common/gemm_host.h"
 #include "common/kernel_req.h"
-#include "gemm/heuristic.h"
+#include "gemm/host/heuristic.h"
 #include "perflab/device.h"
 #include "perflab/stats.h"
 #include "selector/bench.h"
@@ -285,11 +285,9 @@ static int run_perflab(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_
         json_t *config = json_pack("{s:s, s:s, s:i, s:i, s:i}", "rung", k->rung, "tile", tile, "stages", k->stages,
                                    "cluster_m", k->cluster_m, "threads", k->threads);
         if (k->flags & PL_GEMM_KERNEL_SPLIT_K)
-            json_object_set_new(config, "split_k", json_string("chosen at launch (gemm/splitk.h)"));
+            json_object_set_new(config, "split_k", json_string("chosen at launch (gemm/host/splitk.h)"));
         if (k->flags & PL_GEMM_KERNEL_SWAP_AB)
             json_object_set_new(config, "swap_ab", json_true());
-        if (k->flags & PL_GEMM_KERNEL_UNVALIDATED)
-            json_object_set_new(config, "unvalidated", json_true());
         if (!fp8 && strcmp(k->name, s->pick) == 0)
             json_object_set_new(config, "heuristic_pick", json_true());
         rc = pl_gemm_bench_evaluate(b, &c, "perflab", k->name, config, out);

@@ -10,12 +10,10 @@ static json_t *flag_names(unsigned flags)
         const char *name;
     } names[] = {
         {PL_GEMM_KERNEL_TEACHING, "teaching"},
-        {PL_GEMM_KERNEL_UNVALIDATED, "unvalidated"},
         {PL_GEMM_KERNEL_SPLIT_K, "split_k"},
         {PL_GEMM_KERNEL_SWAP_AB, "swap_ab"},
         {PL_GEMM_KERNEL_SMALL_M, "small_m"},
         {PL_GEMM_KERNEL_SPLIT_W1, "split_one_cta_per_sm"},
-        {PL_GEMM_KERNEL_B_KN, "b_kn"},
         {PL_GEMM_KERNEL_SPLIT_WAVES, "split_waves"},
         {PL_GEMM_KERNEL_SPLIT_DEEP, "split_deep"},
         {PL_GEMM_KERNEL_LESS_ACCURATE, "less_accurate"},

@@ -30,15 +30,14 @@ static json_t *about_json(const pl_provenance *prov, const pl_run_settings *s, c
                         "memory_gib", g->memory_gib);
     }
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:o, s:{s:s, s:i, s:i, s:f, s:f, s:f, s:i, s:i, "
-                     "s:I, s:i, s:b}}",
+                     "s:I, s:i}}",
                      "perflab_version", prov->perflab_version, "git_commit", prov->git_commit, "command_line",
                      prov->command_line, "started_at", prov->started_at, "hostname", prov->hostname, "driver_version",
                      prov->driver_version ? prov->driver_version : "none", "cuda_driver_version",
                      prov->cuda_driver_version, "cuda_runtime_version", prov->cuda_runtime_version, "gpu", gpu,
                      "settings", "mode", s->mode, "warmup", s->warmup, "min_samples", s->min_samples, "min_time_s",
                      s->min_time_s, "max_time_s", s->max_time_s, "max_noise", s->max_noise, "max_algos", a->max_algos,
-                     "device", s->device, "seed", (json_int_t)s->seed, "rounds", s->rounds > 1 ? s->rounds : 1,
-                     "unvalidated_kernels", pl_gemm_unvalidated_enabled());
+                     "device", s->device, "seed", (json_int_t)s->seed, "rounds", s->rounds > 1 ? s->rounds : 1);
 }
 
 static void run_cutlass(pl_gemm_comparison *cmp, size_t col, const char *run_dir, int progress)

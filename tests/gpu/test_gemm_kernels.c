@@ -1,15 +1,11 @@
-/* On a GPU: every GEMM kernel of the registry against the reference (float64 on the host for small shapes, cuBLAS
+/* On a GPU: every GEMM kernel of the kernel table against the reference (float64 on the host for small shapes, cuBLAS
  * fp32 for the others) on shapes that are no multiple of any tile, both B layouts, with and without the fused
  * epilogue; kernels that cannot take a shape must say why, and the fallback must take it. Exits 77 without a GPU.
  *
- * The kernels of issue 15 are covered by every test below; besides, split_k_every_split runs each split-K kernel
- * with every split (1-8, uneven ones included) on sizes that are no multiple of their tiles, edge tiles on the
- * half-width wgmma, the fused epilogue in the fix-up, and the same bits on a second run; decode_gemv runs the
- * streaming GEMV kernels on M = 1-32 against N not a multiple of their 16 rows and K not of their 64-k chunks, twice
- * (same bits); and the library call pl_gemm_bf16 runs on every problem. Under PERFLAB_GEMM_UNVALIDATED=1 the B K×N
- * kernels (wgmma with N-major B, unvalidated until then) join every test, and b_kn_wgmma runs each of them on B K×N
- * problems that are no multiple of their tiles (odd M, N % 8 == 0 but not % 64, K % 8 == 0 but not % 64), with
- * and without the fused epilogue, twice (same bits). */
+ * Besides, split_k_every_split runs each split-K kernel with every split (1-8, uneven ones included) on sizes that are
+ * no multiple of their tiles, edge tiles on the half-width wgmma, the fused epilogue in the fix-up, and the same bits
+ * on a second run; decode_gemv runs the streaming GEMV kernels on M = 1-32 against N not a multiple of their 16 rows
+ * and K not of their 64-k chunks, twice (same bits); and the library call pl_gemm_bf16 runs on every problem. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +14,8 @@
 #include "core/util.h"
 #include "common/gemm_host.h"
 #include "common/kernel_req.h"
-#include "gemm/heuristic.h"
-#include "gemm/splitk.h"
+#include "gemm/host/heuristic.h"
+#include "gemm/host/splitk.h"
 #include "perflab/device.h"
 #include "testutil.h"
 
@@ -29,11 +25,21 @@ typedef struct shape {
 
 static const shape shapes[] = {
     {1000, 3000, 520}, /* the issue's odd shape: no dimension a multiple of 128 */
-    {1, 1, 1},         {17, 33, 65},     {64, 80, 40},       {257, 129, 72},     {128, 256, 64}, {300, 200, 136},
-    {16, 4096, 1024},  {129, 520, 1000}, {2048, 2048, 1024}, {1024, 1000, 4104}, {33, 17, 8},
+    {1, 1, 1},
+    {17, 33, 65},
+    {64, 80, 40},
+    {257, 129, 72},
+    {128, 256, 64},
+    {300, 200, 136},
+    {16, 4096, 1024},
+    {129, 520, 1000},
+    {2048, 2048, 1024},
+    {1024, 1000, 4104},
+    {33, 17, 8},
     /* the 2-CTA 128×256 kernels' split tail (wgmma_ws_sm90a.cu), with 66 clusters: 17 × 17 = 289 pairs, four rounds
      * and 25 (17 of them with a half wholly past M, skipped); and N odd (D from registers): 9 × 8 = 72, one and 6 */
-    {4104, 4104, 1032}, {2100, 1863, 600},
+    {4104, 4104, 1032},
+    {2100, 1863, 600},
 };
 
 typedef struct env {
@@ -168,10 +174,8 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
         }
         if (!kern->supports(&p, why, sizeof why)) {
             /* only the documented fast-path conditions may refuse a shape (and an M outside a small-M kernel's
-             * range: may_refuse_m; the B K×N kernels B N×K or N % 8), and the fallback must take it */
-            const int kn_only = (kern->flags & PL_GEMM_KERNEL_B_KN) != 0;
-            ck_assert_msg((kn_only ? layout == PL_GEMM_B_NK || s->n % 8 != 0 : layout == PL_GEMM_B_KN) ||
-                              s->k % 8 != 0 || may_refuse_m(kern, s->m),
+             * range: may_refuse_m), and the fallback must take it */
+            ck_assert_msg(layout == PL_GEMM_B_KN || s->k % 8 != 0 || may_refuse_m(kern, s->m),
                           "%s refused a shape it should take: %s", label, why);
             ck_assert(pl_gemm_kernel_fallback()->supports(&p, why, sizeof why));
             printf("n/a  %s: %s\n", label, why);
@@ -199,10 +203,19 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
 typedef struct sk_config {
     int tile, swap;
 } sk_config;
-static const sk_config sk_configs[] = {{16, 1},  {32, 1},  {64, 1}, {128, 1}, {64, 0}, {128, 0},
-                                       {128 | PL_SK_WG2, 0}, {256 | PL_SK_WG2, 0}, /* two warpgroups: splits <= 8 */
-                                       {64 | PL_SK_DEEP, 0}, {128 | PL_SK_DEEP, 0},  /* deep rings: splits <= 8 */
-                                       {16 | PL_SK_DEEP, 1}, {32 | PL_SK_DEEP, 1},  {200 | PL_SK_WG2, 1}};
+static const sk_config sk_configs[] = {{16, 1},
+                                       {32, 1},
+                                       {64, 1},
+                                       {128, 1},
+                                       {64, 0},
+                                       {128, 0},
+                                       {128 | PL_SK_WG2, 0},
+                                       {256 | PL_SK_WG2, 0}, /* two warpgroups: splits <= 8 */
+                                       {64 | PL_SK_DEEP, 0},
+                                       {128 | PL_SK_DEEP, 0}, /* deep rings: splits <= 8 */
+                                       {16 | PL_SK_DEEP, 1},
+                                       {32 | PL_SK_DEEP, 1},
+                                       {200 | PL_SK_WG2, 1}};
 #define SK_ONE_CTA (PL_SK_WG2 | PL_SK_DEEP)
 static const int sk_splits[] = {0, 1, 2, 3, 5, 8, 12, 16}; /* 12, 16: non-portable clusters */
 
@@ -398,90 +411,13 @@ START_TEST(deterministic)
 }
 END_TEST
 
-/* B K×N shapes that are no multiple of the tiles (128 rows; 128, 192, 256 columns; 64 k): odd M from 1 past
- * 2 tiles, N % 8 == 0 but not % 64 (edge boxes of 8, 40 and 56 columns, and boxes wholly past N in the wide
- * tiles), K % 8 == 0 but not % 64 (one partial k-block, several, 66 k-blocks), and enough tiles per CTA that the
- * ring's and the epilogue's phases turn over. */
-static const shape kn_shapes[] = {
-    {1, 8, 8},     {17, 72, 40},    {129, 136, 72},     {257, 520, 1000},  {1001, 3000, 520},
-    {33, 4104, 8}, {301, 200, 136}, {2049, 2056, 4104}, {4095, 4104, 264}, {129, 1000, 4168},
-};
-
-START_TEST(b_kn_wgmma)
-{
-    if (!pl_gemm_unvalidated_enabled()) {
-        printf("skip: the B K×N wgmma kernels are unvalidated (set %s=1 to run them)\n", PL_GEMM_UNVALIDATED_ENV);
-        return;
-    }
-    env e;
-    env_init(&e);
-    pl_buf fails = {0};
-    int checked = 0, kernels = 0;
-    for (size_t si = 0; si < sizeof kn_shapes / sizeof kn_shapes[0]; si++)
-        for (int epilogue = 0; epilogue <= EPI_ALL; epilogue += EPI_ALL) {
-            const shape *s = &kn_shapes[si];
-            if (epilogue && si % 2) /* the fused epilogue on every other shape */
-                continue;
-            pl_gemm_reference ref;
-            pl_gemm_problem p = make_problem(&e, s, PL_GEMM_B_KN, epilogue, &ref);
-            uint16_t *h1 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2),
-                     *h2 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2);
-            ck_assert(h1 && h2);
-            kernels = 0;
-            for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
-                const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
-                const pl_requirements kreq = pl_requirements_of_kernel(kern->needs);
-                char why[256], label[160];
-                if (!(kern->flags & PL_GEMM_KERNEL_B_KN) || (kern->flags & PL_GEMM_KERNEL_SMALL_M))
-                    continue; /* the B K×N decode GEMVs take M <= 32: decode_gemv checks them */
-                kernels++;
-                if (!pl_requirements_met(&kreq, &e.dev, e.ctx.device_count, NULL, why, sizeof why)) {
-                    printf("skip %s: %s\n", kern->name, why);
-                    continue;
-                }
-                ck_assert_msg(kern->supports(&p, why, sizeof why), "%s refused %dx%dx%d kn: %s", kern->name, s->m, s->n,
-                              s->k, why);
-                pl_snprintf(label, sizeof label, "%s %dx%dx%d kn%s", kern->name, s->m, s->n, s->k,
-                            epilogue ? " +epilogue" : "");
-                verify_twice(&e, kern, &p, &ref, label, h1, h2, &fails, &checked);
-            }
-            pl_free_all(&e.ctx);
-        }
-    /* N % 8 != 0 (B's rows not 16-byte multiples) and B N×K are refused with the reason; the fallback takes them */
-    static const shape odd_n = {65, 100, 72};
-    for (int layout = 0; layout < 2; layout++) {
-        pl_gemm_reference ref;
-        pl_gemm_problem p =
-            make_problem(&e, layout ? &odd_n : &kn_shapes[4], layout ? PL_GEMM_B_KN : PL_GEMM_B_NK, 0, &ref);
-        for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
-            const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
-            char why[256];
-            if (!(kern->flags & PL_GEMM_KERNEL_B_KN))
-                continue;
-            ck_assert(!kern->supports(&p, why, sizeof why));
-            ck_assert_msg(strstr(why, layout ? "N % 8 == 0" : "B K×N") != NULL, "%s", why);
-            ck_assert(pl_gemm_kernel_fallback()->supports(&p, why, sizeof why));
-        }
-        pl_free_all(&e.ctx);
-    }
-    printf("%d B K×N kernel/problem pairs checked (%d kernels)\n", checked, kernels);
-    ck_assert_msg(fails.len == 0, "failed:\n%s", fails.data);
-    ck_assert_int_eq(kernels, 8);
-    ck_assert(checked > 0);
-    pl_buf_free(&fails);
-    cublasDestroy(e.cublas);
-}
-END_TEST
-
-/* The decode GEMV kernels (gemv_mma.cu for B N×K; gemv_kn_sm90a.cu for B K×N, under the opt-in while unvalidated)
- * on M from 1 to 64 (each kernel on the Ms it takes), N not a multiple of their 16 rows or 64 columns, K from one
- * 8-element piece to 14336 and not a multiple of their 64-k or 32-k chunks (nor of a CTA's 8 warps), the fused
- * epilogue on every other shape; each run twice for the same bits. B K×N takes the shapes whose N % 8 == 0; among
- * them narrow N over long K (576 × 7176, 8 × 2056) splits K over clusters of 4-8 CTAs. */
+/* The decode GEMV kernels (portable/gemv_mma.cu, B N×K) on M from 1 to 64 (each kernel on the Ms it takes), N not a
+ * multiple of their 16 rows, K from one 8-element piece to 14336 and not a multiple of their 64-k chunks (nor of a
+ * CTA's 8 warps), the fused epilogue on every other shape; each run twice for the same bits. */
 static const shape gemv_shapes[] = {
-    {1, 4104, 4104},  {13, 1000, 520}, {31, 3000, 2056}, {8, 17, 8},   {16, 4096, 14336}, {32, 520, 1032},
-    {2, 8, 4096},     {9, 7, 64},      {24, 33, 72},     {1, 129, 24}, {64, 1000, 4104},  {57, 4100, 520},
-    {40, 3, 136},     {3, 584, 8},     {32, 576, 7176},  {17, 8, 2056},
+    {1, 4104, 4104}, {13, 1000, 520}, {31, 3000, 2056}, {8, 17, 8},    {16, 4096, 14336}, {32, 520, 1032},
+    {2, 8, 4096},    {9, 7, 64},      {24, 33, 72},     {1, 129, 24},  {64, 1000, 4104},  {57, 4100, 520},
+    {40, 3, 136},    {3, 584, 8},     {32, 576, 7176},  {17, 8, 2056},
 };
 
 START_TEST(decode_gemv)
@@ -489,44 +425,37 @@ START_TEST(decode_gemv)
     env e;
     env_init(&e);
     pl_buf fails = {0};
-    int checked = 0, checked_kn = 0;
-    for (int kn = 0; kn < 2; kn++)
-        for (size_t si = 0; si < sizeof gemv_shapes / sizeof gemv_shapes[0]; si++) {
-            const shape *s = &gemv_shapes[si];
-            if (kn && s->n % 8 != 0) /* B K×N rows of 16-byte multiples; the refusal is b_kn_wgmma's to check */
+    int checked = 0;
+    for (size_t si = 0; si < sizeof gemv_shapes / sizeof gemv_shapes[0]; si++) {
+        const shape *s = &gemv_shapes[si];
+        const int epilogue = si % 2 ? 0 : EPI_ALL;
+        pl_gemm_reference ref;
+        pl_gemm_problem p = make_problem(&e, s, PL_GEMM_B_NK, epilogue, &ref);
+        uint16_t *h1 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2),
+                 *h2 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2);
+        ck_assert(h1 && h2);
+        for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
+            const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
+            char why[256], label[160];
+            if (!(kern->flags & PL_GEMM_KERNEL_SMALL_M))
                 continue;
-            const int epilogue = si % 2 ? 0 : EPI_ALL;
-            pl_gemm_reference ref;
-            pl_gemm_problem p = make_problem(&e, s, kn ? PL_GEMM_B_KN : PL_GEMM_B_NK, epilogue, &ref);
-            uint16_t *h1 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2),
-                     *h2 = pl_host_alloc(&e.ctx, (size_t)s->m * s->n * 2);
-            ck_assert(h1 && h2);
-            const int before = checked;
-            for (size_t i = 0; i < pl_gemm_kernel_count(); i++) {
-                const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
-                char why[256], label[160];
-                if (!(kern->flags & PL_GEMM_KERNEL_SMALL_M) || !(kern->flags & PL_GEMM_KERNEL_B_KN) != !kn)
-                    continue;
-                if (s->m > kern->tile_m) {
-                    ck_assert(!kern->supports(&p, why, sizeof why));
-                    ck_assert_msg(strstr(why, "takes M <=") != NULL, "%s", why);
-                    ck_assert_int_eq(kern->launch(&p, e.ctx.stream), cudaErrorInvalidValue);
-                    continue;
-                }
-                ck_assert_msg(kern->supports(&p, why, sizeof why), "%s refused %dx%dx%d: %s", kern->name, s->m, s->n,
-                              s->k, why);
-                pl_snprintf(label, sizeof label, "%s %dx%dx%d %s%s", kern->name, s->m, s->n, s->k, kn ? "kn" : "nk",
-                            epilogue ? " +epilogue" : "");
-                verify_twice(&e, kern, &p, &ref, label, h1, h2, &fails, &checked);
+            if (s->m > kern->tile_m) {
+                ck_assert(!kern->supports(&p, why, sizeof why));
+                ck_assert_msg(strstr(why, "takes M <=") != NULL, "%s", why);
+                ck_assert_int_eq(kern->launch(&p, e.ctx.stream), cudaErrorInvalidValue);
+                continue;
             }
-            if (kn)
-                checked_kn += checked - before;
-            pl_free_all(&e.ctx);
+            ck_assert_msg(kern->supports(&p, why, sizeof why), "%s refused %dx%dx%d: %s", kern->name, s->m, s->n, s->k,
+                          why);
+            pl_snprintf(label, sizeof label, "%s %dx%dx%d nk%s", kern->name, s->m, s->n, s->k,
+                        epilogue ? " +epilogue" : "");
+            verify_twice(&e, kern, &p, &ref, label, h1, h2, &fails, &checked);
         }
-    printf("%d decode GEMV kernel/problem pairs checked (%d of them B K×N)\n", checked, checked_kn);
+        pl_free_all(&e.ctx);
+    }
+    printf("%d decode GEMV kernel/problem pairs checked\n", checked);
     ck_assert_msg(fails.len == 0, "failed:\n%s", fails.data);
     ck_assert(checked > 0);
-    ck_assert(checked_kn > 0 || !pl_gemm_unvalidated_enabled()); /* the B K×N GEMVs ran where they are enumerated */
     pl_buf_free(&fails);
     cublasDestroy(e.cublas);
 }
@@ -541,7 +470,6 @@ static Suite *suite(void)
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, split_k_every_split);
     tcase_add_test(tc, decode_gemv);
-    tcase_add_test(tc, b_kn_wgmma);
     suite_add_tcase(s, tc);
     return s;
 }

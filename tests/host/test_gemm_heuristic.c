@@ -1,6 +1,6 @@
-/* The native GEMM registry (the issue-15 kernels enumerated by default, the opt-in for the unvalidated B K×N
- * kernels), the split-K rule, and the heuristic behind pl_gemm_bf16 (the model's choices, the measured
- * table's precedence and its limits, the committed table), all without a GPU. */
+/* The native GEMM kernel table (its rows' shapes and the problems each takes), the split-K rule, and the heuristic
+ * behind pl_gemm_bf16 (the model's choices, the measured table's precedence and its limits, the committed table), all
+ * without a GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,23 +9,15 @@
 
 #include "gemm/gemm.h"
 #include "gemm/grouped.h"
-#include "gemm/heuristic.h"
-#include "gemm/splitk.h"
-#include "gemm/tensor_map.h"
+#include "gemm/host/heuristic.h"
+#include "gemm/host/splitk.h"
+#include "gemm/host/tensor_map.h"
 #include "testutil.h"
 
 #define SWAP16 "wgmma_sk_swap_16x64x64"
 
 static const pl_gemm_gpu h200 = {90, 132, 1, 0, 0, 0};
 static const pl_gemm_gpu a100 = {80, 108, 0, 0, 0, 0};
-
-static void opt_in(int on)
-{
-    if (on)
-        setenv(PL_GEMM_UNVALIDATED_ENV, "1", 1);
-    else
-        unsetenv(PL_GEMM_UNVALIDATED_ENV);
-}
 
 /* A problem whose pointers are aligned but never dereferenced (the pick only checks them). */
 static pl_gemm_problem problem(int m, int n, int k, pl_gemm_b_layout layout)
@@ -60,39 +52,27 @@ static void expect_pick(int m, int n, int k, pl_gemm_b_layout layout, const pl_g
                   got, want);
 }
 
-START_TEST(registry_opt_in)
+START_TEST(kernel_table)
 {
-    opt_in(0);
     const size_t all = pl_gemm_kernel_count();
-    /* 11 of issues 1-14; issue 15: 6 + 4 (_w1) + 2 (deep) + 2 (two warpgroups) split-K, 2 128×192, 3 fitted tiles
-     * (192×176, 128×176, 128×224 in fours), 3 decode GEMV, 2 128×224 (alone, pairs), 3 swapped split-K (200 tokens,
-     * two deep rings) */
+    /* 11 from naive to the cooperative and ping-pong kernels in clusters; 6 + 4 (_w1) + 2 (deep) + 2 (two warpgroups)
+     * split-K, 2 128×192, 3 fitted tiles (192×176, 128×176, 128×224 in fours), 3 decode GEMV, 2 128×224 (alone,
+     * pairs), 3 swapped split-K (200 tokens, two deep rings) */
     ck_assert_int_eq((int)all, 38);
     ck_assert_ptr_nonnull(pl_gemm_kernel_find("wgmma_ws_192x176x64_s3_c2"));
-    ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 0);
     ck_assert_ptr_nonnull(pl_gemm_kernel_find(SWAP16));
     ck_assert_ptr_nonnull(pl_gemm_kernel_find("gemv_mma_t16"));
     ck_assert_ptr_null(pl_gemm_kernel_at(all));
-    ck_assert_ptr_null(pl_gemm_kernel_find("wgmma_ws_128x256x64_s4_kn")); /* unvalidated: not enumerated */
-    /* the opt-in adds the B K×N kernels, after every validated one */
-    opt_in(1);
-    ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 1);
-    ck_assert_int_eq((int)pl_gemm_kernel_count(), (int)all + 11);
-    for (size_t i = all; i < pl_gemm_kernel_count(); i++) {
-        const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
-        const unsigned rest = k->flags & ~(unsigned)(PL_GEMM_KERNEL_UNVALIDATED | PL_GEMM_KERNEL_B_KN);
-        ck_assert_msg((k->flags & PL_GEMM_KERNEL_UNVALIDATED) && (k->flags & PL_GEMM_KERNEL_B_KN), "%s", k->name);
-        ck_assert_msg(rest == 0 || rest == PL_GEMM_KERNEL_SMALL_M, "%s", k->name); /* the B K×N decode GEMVs */
-        ck_assert_msg(strstr(k->name, "_kn") != NULL, "%s", k->name);
-    }
-    ck_assert_int_le((int)pl_gemm_kernel_count(), 64); /* the labs' fallback notes: one bit per kernel in 64 */
-    setenv(PL_GEMM_UNVALIDATED_ENV, "yes", 1);         /* only "1" opts in */
-    ck_assert_int_eq(pl_gemm_unvalidated_enabled(), 0);
-    opt_in(0);
+    ck_assert_ptr_null(pl_gemm_kernel_find("no_such_kernel"));
+    ck_assert_str_eq(pl_gemm_kernel_fallback()->name, "mma_sync_128x128x32_s4");
+    ck_assert_int_le((int)all, 64); /* the labs' fallback notes: one bit per kernel in 64 */
     int names_ok = 1, gemv = 0;
     for (size_t i = 0; i < all; i++) {
         const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
-        ck_assert_msg(!(k->flags & PL_GEMM_KERNEL_UNVALIDATED), "%s", k->name);
+        /* every row carries the model's figures: an efficiency in (0, 1], a fused one no higher, CTAs an SM */
+        ck_assert_msg(k->model.eff > 0 && k->model.eff <= 1 && k->model.fused_eff > 0 &&
+                          k->model.fused_eff <= k->model.eff && k->model.mem_eff > 0 && k->model.resident >= 1,
+                      "%s", k->name);
         for (size_t j = 0; j < i; j++)
             names_ok &= strcmp(pl_gemm_kernel_at(j)->name, k->name) != 0;
         /* the consumer warpgroups' 64 rows each: of A, or swapped of B (N) */
@@ -156,54 +136,15 @@ START_TEST(registry_opt_in)
 }
 END_TEST
 
-/* The B K×N kernels (opt-in): B K×N only, K % 8 and N % 8 == 0 (TMA rows of A and B), 16-byte aligned A and B;
- * their N×K twins refuse B K×N; with the opt-in the pick for large B K×N shapes leaves mma_sync for them. */
-START_TEST(kn_kernels)
+/* B K×N: the TMA kernels refuse it with the reason; mma_sync takes it, and the pick sends it there. */
+START_TEST(kn_problems)
 {
-    opt_in(1);
-    static const char *const kn[] = {"wgmma_ws_128x128x64_s6_kn",    "wgmma_ws_128x256x64_s4_kn",
-                                     "wgmma_ws_128x256x64_s3_kn",    "wgmma_pp_128x128x64_s5_kn",
-                                     "wgmma_ws_128x192x64_s4_kn",    "wgmma_ws_128x128x64_s6_c2_kn",
-                                     "wgmma_ws_128x256x64_s4_c2_kn", "wgmma_pp_128x128x64_s5_c2_kn"};
     char why[256];
-    for (size_t i = 0; i < sizeof kn / sizeof kn[0]; i++) {
-        const pl_gemm_kernel *k = pl_gemm_kernel_find(kn[i]);
-        ck_assert_msg(k != NULL, "%s", kn[i]);
-        ck_assert(k->flags & PL_GEMM_KERNEL_B_KN);
-        /* the twin: the same tile, stages and cluster, B N×K */
-        char twin[64];
-        const size_t len = strlen(kn[i]) - 3;
-        memcpy(twin, kn[i], len);
-        twin[len] = 0;
-        const pl_gemm_kernel *t = pl_gemm_kernel_find(twin);
-        ck_assert_msg(t != NULL, "%s", twin);
-        ck_assert(t->tile_n == k->tile_n && t->stages == k->stages && t->cluster_m == k->cluster_m);
-        ck_assert_str_eq(t->rung, k->rung);
-        pl_gemm_problem p = problem(1001, 4104, 1000, PL_GEMM_B_KN); /* odd M, N % 64 != 0, K % 64 != 0 */
-        ck_assert_msg(k->supports(&p, why, sizeof why), "%s: %s", kn[i], why);
-        ck_assert(!t->supports(&p, why, sizeof why));
-        p.n = 4100; /* N % 8 != 0: B's rows are not 16-byte multiples */
-        ck_assert(!k->supports(&p, why, sizeof why));
-        ck_assert_msg(strstr(why, "N % 8 == 0") != NULL, "%s", why);
-        p.n = 4104;
-        p.k = 1004;
-        ck_assert(!k->supports(&p, why, sizeof why));
-        ck_assert_msg(strstr(why, "K % 8 == 0") != NULL, "%s", why);
-        p.k = 1000;
-        p.b = (const uint16_t *)(uintptr_t)0x200008;
-        ck_assert(!k->supports(&p, why, sizeof why));
-        ck_assert_msg(strstr(why, "16-byte aligned") != NULL, "%s", why);
-        p = problem(1001, 4104, 1000, PL_GEMM_B_NK);
-        ck_assert(!k->supports(&p, why, sizeof why));
-        ck_assert_msg(strstr(why, "B K×N") != NULL, "%s", why);
-        ck_assert(t->supports(&p, why, sizeof why));
-    }
-    pl_gemm_problem p = problem(8192, 8192, 8192, PL_GEMM_B_KN);
-    pl_gemm_pick pick;
-    ck_assert(pl_gemm_bf16_pick_from(&p, &h200, NULL, 0, &pick) == 0);
-    ck_assert_msg(pick.kernel->flags & PL_GEMM_KERNEL_B_KN, "picked %s", pick.kernel->name);
-    opt_in(0);
-    expect_pick(8192, 8192, 8192, PL_GEMM_B_KN, &h200, "mma_sync_128x128x32_s4"); /* without the opt-in */
+    const pl_gemm_problem p = problem(1001, 4104, 1000, PL_GEMM_B_KN);
+    ck_assert(!pl_gemm_kernel_find("wgmma_ws_128x256x64_s4")->supports(&p, why, sizeof why));
+    ck_assert_msg(strstr(why, "B N×K") != NULL, "%s", why);
+    ck_assert(pl_gemm_kernel_fallback()->supports(&p, why, sizeof why));
+    expect_pick(8192, 8192, 8192, PL_GEMM_B_KN, &h200, "mma_sync_128x128x32_s4");
 }
 END_TEST
 
@@ -231,7 +172,7 @@ START_TEST(split_rule)
     ck_assert_int_eq(pl_gemm_sk_split_waves(4, 12, 132), 3);   /* at least 4 k-blocks a split */
     ck_assert_int_eq(pl_gemm_sk_split_waves(0, 64, 132), 1);
     /* the rules' bounds over 20163 (tiles, k-blocks) pairs, judged here and asserted once: a passing ck_assert still
-     * sends Check a message, and 180,000 of them took this test past two minutes under ASan (CI, session 21) */
+     * sends Check a message, and 180,000 of them took this test past two minutes under ASan (CI, 2026-11-27) */
     long long bad = 0, bad_tiles = 0;
     int bad_kb = 0;
     for (long long tiles = 1; tiles < 3000; tiles += 7)
@@ -258,7 +199,6 @@ END_TEST
 
 START_TEST(validated_choices)
 {
-    opt_in(0);
     expect_pick(8192, 8192, 8192, PL_GEMM_B_NK, &h200, "wgmma_ws_128x256x64_s4");
     expect_pick(8192, 16384, 4096, PL_GEMM_B_NK, &h200, "wgmma_ws_128x256x64_s4");
     /* B K×N, K % 8 != 0, a misaligned operand: only mma_sync takes them */
@@ -276,7 +216,7 @@ START_TEST(validated_choices)
     p.epi.gelu = 1;
     ck_assert_str_eq(pick_name(&p, &h200), "wgmma_ws_128x256x64_s3");
 
-    /* never a teaching rung nor an unvalidated kernel, always one that takes the problem: the 384 problems judged here
+    /* never a teaching rung, always one that takes the problem: the 384 problems judged here
      * and asserted once (a passing ck_assert still sends Check a message, as in split_rule) */
     const int ms[] = {1, 16, 64, 128, 256, 1000, 4096, 8192}, ns[] = {8, 256, 576, 4096, 28672, 128256},
               ks[] = {64, 520, 4096, 16384};
@@ -292,8 +232,8 @@ START_TEST(validated_choices)
                     const char *wrong = NULL;
                     if (pl_gemm_bf16_pick_from(&p, &h200, NULL, 0, &pick) != 0)
                         wrong = "no pick";
-                    else if (pick.kernel->flags & (PL_GEMM_KERNEL_TEACHING | PL_GEMM_KERNEL_UNVALIDATED))
-                        wrong = "a teaching or unvalidated kernel";
+                    else if (pick.kernel->flags & PL_GEMM_KERNEL_TEACHING)
+                        wrong = "a teaching kernel";
                     else if (!pick.kernel->supports(&p, why, sizeof why))
                         wrong = "a kernel that does not take the problem";
                     else if (pick.from_table || !isfinite(pick.model_us) || pick.model_us <= 0)
@@ -310,9 +250,8 @@ START_TEST(validated_choices)
 }
 END_TEST
 
-START_TEST(issue15_choices)
+START_TEST(fitted_and_split_choices)
 {
-    opt_in(0);
     /* decode: the streaming GEMV whose token tile holds M (memory-bound: all of them stream B once; the one that
      * pads M the least) */
     expect_pick(16, 4096, 4096, PL_GEMM_B_NK, &h200, "gemv_mma_t16");
@@ -343,11 +282,10 @@ START_TEST(issue15_choices)
 }
 END_TEST
 
-/* The fitted tiles (session 12): clusters of four fill 10/11 of the SMs, and a fused D through registers costs the
+/* The fitted tiles: clusters of four fill 10/11 of the SMs, and a fused D through registers costs the
  * 176-wide and 192-row tiles more than the 128×256 tile whose epilogue warps take it. */
 START_TEST(fitted_tiles_model)
 {
-    opt_in(0);
     const pl_gemm_kernel *c4 = pl_gemm_kernel_find("wgmma_ws_128x224x64_s4_c4");
     const pl_gemm_kernel *t176 = pl_gemm_kernel_find("wgmma_ws_192x176x64_s3_c2");
     const pl_gemm_kernel *t256 = pl_gemm_kernel_find("wgmma_ws_128x256x64_s4");
@@ -422,7 +360,6 @@ END_TEST
 
 START_TEST(table_precedence)
 {
-    opt_in(0);
     const pl_gemm_heuristic_entry t[] = {
         {"nk", 0, 16, 4096, 4096, "wgmma_ws_128x256x64_s4", 0},
         {"nk", 0, 16, 4096, 8192, "wgmma_pp_128x128x64_s5", 0},
@@ -498,10 +435,9 @@ START_TEST(table_precedence)
 }
 END_TEST
 
-/* The committed (generated) table names kernels of the registry and layouts that exist. */
+/* The committed (generated) table names kernels of the kernel table and layouts that exist. */
 START_TEST(committed_table_is_valid)
 {
-    opt_in(0);
     size_t n;
     const pl_gemm_heuristic_entry *t = pl_gemm_heuristic_table(&n);
     ck_assert_ptr_nonnull(t);
@@ -529,11 +465,11 @@ static Suite *suite(void)
     Suite *s = suite_create("gemm_heuristic");
     TCase *tc = tcase_create("host");
     tcase_set_timeout(tc, 60); /* room for ASan on a loaded 2-core machine; a hang is a failure too */
-    tcase_add_test(tc, registry_opt_in);
-    tcase_add_test(tc, kn_kernels);
+    tcase_add_test(tc, kernel_table);
+    tcase_add_test(tc, kn_problems);
     tcase_add_test(tc, split_rule);
     tcase_add_test(tc, validated_choices);
-    tcase_add_test(tc, issue15_choices);
+    tcase_add_test(tc, fitted_and_split_choices);
     tcase_add_test(tc, fitted_tiles_model);
     tcase_add_test(tc, tensor_map_limits);
     tcase_add_test(tc, grouped_problem_checks);

@@ -81,7 +81,7 @@ static int has_suffix_dims(const pl_gemm_shape *s)
     return n > w && strcmp(s->name + n - w, want) == 0;
 }
 
-/* The wide group covers every class issue 15 names, each shape's origin stated; default stays as it was. */
+/* The wide group covers every class of shape inference and training meet, each shape's origin stated; default stays as it was. */
 START_TEST(wide_group)
 {
     size_t n, ng;
@@ -870,7 +870,7 @@ START_TEST(cli_usage_errors)
     ck_assert_int_eq(r.exit_code, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "prefill_mlp_expand_m16384_n16384_k8192"));
     pl_cmd_result_free(&r);
-    /* the kernels, from the registry itself: every one named, and the JSON form one object per kernel */
+    /* the kernels, from the kernel table itself: every one named, and the JSON form one object per kernel */
     r = pl_run_perflab(NULL, "gemm --list-kernels");
     ck_assert_int_eq(r.exit_code, 0);
     for (size_t i = 0; i < pl_gemm_kernel_count(); i++)
@@ -1009,22 +1009,20 @@ START_TEST(cli_end_to_end_without_gpu)
     ck_assert_int_eq((int)json_integer_value(json_object_get(j, "exit_code")), 1);
     json_t *settings = json_object_get(j, "settings");
     ck_assert_int_eq((int)json_integer_value(json_object_get(settings, "rounds")), 5); /* the default */
-    ck_assert(json_is_false(json_object_get(settings, "unvalidated_kernels")));
     ck_assert_ptr_null(json_object_get(j, "heuristic")); /* no perflab column */
     json_decref(j);
     pl_cmd_result_free(&r);
     free(args);
 
-    /* --rounds and the opt-in are stated in comparison.json's settings */
+    /* --rounds is stated in comparison.json's settings */
     args = pl_strfmt("gemm --shapes kv_proj_m4096_n4096_k4096 --providers json:%s --rounds 4 --artifacts-dir %s/d -q "
                      "--json",
                      theirs, dir);
-    r = pl_run_perflab("PERFLAB_GEMM_UNVALIDATED=1", args);
+    r = pl_run_perflab(NULL, args);
     ck_assert_msg(r.exit_code == 0, "exit %d: %s", r.exit_code, r.err);
     j = json_loads(r.out, 0, &je);
     ck_assert_msg(j != NULL, "--json printed no JSON: %s", je.text);
     ck_assert_int_eq((int)json_integer_value(json_object_get(json_object_get(j, "settings"), "rounds")), 4);
-    ck_assert(json_is_true(json_object_get(json_object_get(j, "settings"), "unvalidated_kernels")));
     json_decref(j);
     pl_cmd_result_free(&r);
     free(args);

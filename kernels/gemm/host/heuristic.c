@@ -1,0 +1,212 @@
+/* The pick of a native BF16 kernel for a problem (gemm/host/heuristic.h): a measured table first, then a roofline model
+ * with wave quantization over every kernel of the table (kernel_table.c). */
+#include "gemm/host/heuristic.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gemm/host/splitk.h"
+
+#define LAUNCH_US        3.0 /* a launch and its tail, common to every kernel (does not change the ranking) */
+#define TILE_OVERHEAD_US 1.0 /* per tile an SM handles: the cooperative epilogue, or a CTA's pipeline fill */
+#define SPLIT_US         1.0 /* split-K: two cluster barriers and the partials read through DSMEM */
+#define FLOP_PER_CLK_SM  4096.0
+
+cudaError_t pl_gemm_gpu_query(pl_gemm_gpu *g)
+{
+    memset(g, 0, sizeof *g);
+    int dev = 0, major = 0, minor = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&g->clusters, cudaDevAttrClusterLaunch, dev);
+    int l2_bytes = 0;
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, dev);
+    g->cc = major * 10 + minor;
+    g->l2_mib = pl_gemm_l2_mib(l2_bytes > 0 ? (size_t)l2_bytes : 0);
+    return e;
+}
+
+int pl_gemm_kernel_runs_on(const pl_gemm_kernel *k, const pl_gemm_gpu *g)
+{
+    const pl_kernel_needs *n = &k->needs;
+    if (n->min_cc && g->cc < n->min_cc)
+        return 0;
+    if (n->max_cc && g->cc > n->max_cc)
+        return 0;
+    if ((n->features & PL_KNEED_WGMMA) && g->cc != 90)
+        return 0;
+    if ((n->features & PL_KNEED_TMA) && g->cc < 90)
+        return 0;
+    if ((n->features & PL_KNEED_CLUSTERS) && !g->clusters)
+        return 0;
+    if ((n->features & PL_KNEED_TCGEN05) && g->cc < 100)
+        return 0;
+    if ((n->features & PL_KNEED_FP8) && g->cc < 89)
+        return 0;
+    return 1;
+}
+
+static long long ceil_div(long long a, long long b)
+{
+    return (a + b - 1) / b;
+}
+
+/* 2·M·N·K padded to whole tiles of k (the work its tensor cores do). */
+static double padded_flop(const pl_gemm_kernel *k, const pl_gemm_problem *p)
+{
+    return 2.0 * (double)ceil_div(p->m, k->tile_m) * k->tile_m * (double)ceil_div(p->n, k->tile_n) * k->tile_n *
+           (double)ceil_div(p->k, k->tile_k) * k->tile_k;
+}
+
+/* Bytes its CTAs load from L2: every tile reads a tile_m- and a tile_n-row panel of K (bf16). */
+static double l2_panel_bytes(const pl_gemm_kernel *k, const pl_gemm_problem *p)
+{
+    const double tiles = (double)ceil_div(p->m, k->tile_m) * (double)ceil_div(p->n, k->tile_n);
+    return tiles * (k->tile_m + k->tile_n) * (double)ceil_div(p->k, k->tile_k) * k->tile_k * 2.0;
+}
+
+double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_gemm_gpu *g)
+{
+    char why[160];
+    if (!k->supports(p, why, sizeof why) || g->sms < 1)
+        return INFINITY;
+    const int fused = p->epi.bias || p->epi.residual || p->epi.gelu;
+    const pl_gemm_model *mp = &k->model;
+    const long long tiles = ceil_div(p->m, k->tile_m) * ceil_div(p->n, k->tile_n);
+    const long long k_steps = ceil_div(p->k, k->tile_k);
+    const int kb = (int)ceil_div(p->k, PL_SK_BK);
+    const int split = !(k->flags & PL_GEMM_KERNEL_SPLIT_K)      ? 1
+                      : (k->flags & PL_GEMM_KERNEL_SPLIT_WAVES) ? pl_gemm_sk_split_waves(tiles, kb, g->sms)
+                      : (k->flags & PL_GEMM_KERNEL_SPLIT_W1)    ? pl_gemm_sk_split_w1(tiles, kb, g->sms)
+                      : (k->flags & PL_GEMM_KERNEL_SPLIT_DEEP)  ? pl_gemm_sk_split_deep(tiles, kb, g->sms)
+                                                                : pl_gemm_sk_split(tiles, kb, g->sms);
+    const long long ctas = tiles * split;
+    /* clusters of four fill fewer SMs at once: 30 of them (120 CTAs) on a 132-SM H100 (measured 2026-11-27); the
+     * same share is assumed on other GPUs */
+    const long long usable = k->cluster_m >= 4 ? (long long)g->sms * 10 / 11 : g->sms;
+    const long long per_sm = ceil_div(ctas, usable); /* the busiest SM's tiles (or CTAs), one after another */
+    const double tflops =
+        g->tensor_tflops > 0 ? g->tensor_tflops : g->sms * FLOP_PER_CLK_SM * PL_GEMM_MODEL_CLOCK_GHZ / 1e3;
+    const double sm_rate = tflops * 1e12 / g->sms * (fused ? mp->fused_eff : mp->eff); /* FLOP/s */
+    const double cta_flop = 2.0 * k->tile_m * k->tile_n * k->tile_k * (double)ceil_div(k_steps, split);
+    const double compute_us = (double)per_sm * cta_flop / sm_rate * 1e6;
+
+    const double bytes = 2.0 * ((double)p->m * p->k + (double)p->n * p->k + (double)p->m * p->n);
+    const double busy = ctas < g->sms ? (double)ctas : (double)g->sms;
+    const double share = busy / (0.5 * g->sms); /* half the SMs can draw the whole bandwidth */
+    const double bw = (g->hbm_gbps > 0 ? g->hbm_gbps : PL_GEMM_MODEL_HBM_GBPS) * 1e9 * (share < 1 ? share : 1);
+    const double memory_us = bytes / (bw * mp->mem_eff) * 1e6;
+
+    const double l2_us = l2_panel_bytes(k, p) / (PL_GEMM_MODEL_L2_GBPS * 1e9) * 1e6;
+    double bound_us = compute_us > memory_us ? compute_us : memory_us;
+    bound_us = l2_us > bound_us ? l2_us : bound_us;
+
+    const double overhead_us =
+        TILE_OVERHEAD_US * (double)per_sm / (mp->persistent ? 1 : mp->resident) + (split > 1 ? SPLIT_US : 0.0);
+    return LAUNCH_US + bound_us + overhead_us;
+}
+
+/* A kernel the pick may choose: not a teaching rung, runs on g, takes p. */
+static int eligible(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_gemm_gpu *g)
+{
+    char why[160];
+    return k && !(k->flags & PL_GEMM_KERNEL_TEACHING) && pl_gemm_kernel_runs_on(k, g) &&
+           k->supports(p, why, sizeof why);
+}
+
+/* The table's entry nearest p (sum of |log2| ratios), within PL_GEMM_TABLE_MAX_LOG2 in each dimension, among the
+ * entries of g's SM count (or any) whose L2 size is l2_mib; -1 if none. */
+static long nearest_entry(const pl_gemm_problem *p, const pl_gemm_gpu *g, int l2_mib, const pl_gemm_heuristic_entry *t,
+                          size_t n)
+{
+    long best = -1;
+    double best_d = INFINITY;
+    const char *layout = pl_gemm_layout_name(p->b_layout);
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i].layout || strcmp(t[i].layout, layout) != 0 || (t[i].sms && t[i].sms != g->sms) ||
+            t[i].l2_mib != l2_mib || t[i].m < 1 || t[i].n < 1 || t[i].k < 1)
+            continue;
+        const double dm = fabs(log2((double)p->m / t[i].m)), dn = fabs(log2((double)p->n / t[i].n)),
+                     dk = fabs(log2((double)p->k / t[i].k));
+        if (dm > PL_GEMM_TABLE_MAX_LOG2 || dn > PL_GEMM_TABLE_MAX_LOG2 || dk > PL_GEMM_TABLE_MAX_LOG2)
+            continue;
+        if (dm + dn + dk < best_d) {
+            best_d = dm + dn + dk;
+            best = (long)i;
+        }
+    }
+    return best;
+}
+
+int pl_gemm_bf16_pick_from(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *table,
+                           size_t n, pl_gemm_pick *out)
+{
+    memset(out, 0, sizeof *out);
+    out->model_us = NAN;
+    char why[160];
+    if (!pl_gemm_problem_valid(p, why, sizeof why)) {
+        snprintf(out->why, sizeof out->why, "%s", why);
+        return -1;
+    }
+    /* the entries measured on a GPU like this one (its L2 size), then those of any L2 size */
+    for (int tier = 0; tier < 2; tier++) {
+        const int l2_mib = tier == 0 ? g->l2_mib : 0;
+        if (tier == 0 && l2_mib <= 0)
+            continue;
+        const long e = nearest_entry(p, g, l2_mib, table, n);
+        const pl_gemm_kernel *k = e >= 0 ? pl_gemm_kernel_find(table[e].kernel) : NULL;
+        if (eligible(k, p, g)) {
+            out->kernel = k;
+            out->from_table = 1;
+            snprintf(out->why, sizeof out->why, "table: measured best near %dx%dx%d %s%s", table[e].m, table[e].n,
+                     table[e].k, table[e].layout, l2_mib ? " on a GPU of this L2 size" : "");
+            return 0;
+        }
+    }
+    /* the model's fastest; among those within PL_GEMM_MODEL_TIE of it, the one that pads the least work (less
+     * energy, so a higher clock at the power limit), then the one that moves the fewest bytes from L2, then the
+     * kernel table's order */
+    double best_us = INFINITY;
+    const size_t count = pl_gemm_kernel_count();
+    for (size_t i = 0; i < count; i++) {
+        const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
+        const double us = eligible(k, p, g) ? pl_gemm_model_us(k, p, g) : INFINITY;
+        best_us = us < best_us ? us : best_us;
+    }
+    if (!isfinite(best_us)) {
+        snprintf(out->why, sizeof out->why, "no enumerated kernel runs on this GPU (cc %d) and takes %dx%dx%d %s",
+                 g->cc, p->m, p->n, p->k, pl_gemm_layout_name(p->b_layout));
+        return -1;
+    }
+    double least_work = INFINITY, least_traffic = INFINITY;
+    for (size_t i = 0; i < count; i++) {
+        const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
+        const double us = eligible(k, p, g) ? pl_gemm_model_us(k, p, g) : INFINITY;
+        const double work = padded_flop(k, p), traffic = l2_panel_bytes(k, p);
+        if (us <= best_us * (1 + PL_GEMM_MODEL_TIE) &&
+            (work < least_work || (work == least_work && traffic < least_traffic))) {
+            least_work = work;
+            least_traffic = traffic;
+            out->kernel = k;
+            out->model_us = us;
+        }
+    }
+    snprintf(out->why, sizeof out->why, "model: %.1f us (fastest %.1f us)", out->model_us, best_us);
+    return 0;
+}
+
+int pl_gemm_bf16_pick(const pl_gemm_problem *p, const pl_gemm_gpu *g, pl_gemm_pick *out)
+{
+    size_t n;
+    const pl_gemm_heuristic_entry *t = pl_gemm_heuristic_table(&n);
+    return pl_gemm_bf16_pick_from(p, g, t, n, out);
+}

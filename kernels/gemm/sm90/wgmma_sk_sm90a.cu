@@ -1,0 +1,566 @@
+/* Split-K WGMMA (sm_90a) for the shapes the persistent 128-row kernels (wgmma_ws_sm90a.cu) leave the GPU idle on:
+ * few output tiles — decode (M = 1-128), small prefill against a narrow weight, a long K — where a 128×256 tile
+ * wastes most of its rows and N/256 tiles cover a fraction of the 132 SMs. Written without a GPU, validated on an
+ * H200 (every split 1-8 on odd shapes, compute-sanitizer memcheck clean): enumerated by default.
+ *
+ * Small CTAs, many of them. A CTA (160 threads) computes a 64 × TILE block of X·Yᵀ from K-major X and Y: one
+ * consumer warpgroup issues wgmma m64nTILEk16 from a ring of TMA-filled, 128-byte-swizzled stages (the stage and
+ * descriptor layout of the other sm_90a kernels); one producer warp (warp 4, after the warpgroup so that the
+ * warpgroup stays aligned) issues the loads. Shared memory (60-72 KB) and registers (at most 128: 15 warps on an
+ * SM's four sub-partitions of 16384) are sized for three CTAs per SM, which overlap one another's fill, drain and
+ * fix-up instead of a persistent schedule. Two ways to map the GEMM onto X and Y:
+ *   plain:   X = A, Y = B: a 64 × TILE tile of D (TILE 64 for narrow N, 128).
+ *   swapped: X = B, Y = A: Dᵀ = B·Aᵀ, a TILE × 64 tile of D (TILE 16-128 ≥ M): the wide N fills wgmma's 64 rows
+ *            and the few tokens become its narrow N, so no tensor-core row is spent on padding M up to 64 or 128.
+ *            With two warpgroups (WG = 2), a 200 × 128 tile of D: M ≈ 200 with no padded token (cuBLAS's tile there).
+ *
+ * Deep rings (DEEP = 1, the _deep entries): the same CTA alone on its SM with every byte of shared memory a stage
+ * (14 of 64×64, 9 of 64×128, 16 of the swapped 16- and 32-token tiles), for the few-tile long-K shapes where three
+ * CTAs' 4-6-stage rings leave HBM and L2 latency exposed; like every one-CTA-an-SM kernel here its split is lowered
+ * until the clusters all run at once.
+ *
+ * Split-K with a deterministic fix-up. The S CTAs of a cluster (1-8 along grid x, up to 16 in the _w1 entries'
+ * non-portable clusters; S chosen so that every cluster runs in the first wave: gemm/host/splitk.h) take consecutive
+ * ranges of K for the same output tile. When the mainloop is done the stages are free, and each CTA owns 1/S of the
+ * tile's rows: the fp32 partials of those rows reach it through distributed shared memory (pushed with st.async by
+ * the one-warpgroup kernels, pulled with DSMEM loads by the others: see the fix-up in the kernel), and it adds them
+ * in rank order 0, 1, …, S-1 (the same bits every run, whichever CTA finished first; no workspace, no atomics, no
+ * second kernel), applies the epilogue (bias, GELU, residual) and stores bf16 quads.
+ *
+ * Edges. TMA zero-fills rows and columns past M, N and K, and stores are predicated: any M, N and K % 8 == 0.
+ * Edge-aware: a tile whose Y rows (N plain, M swapped) end in its first half issues the half-width wgmma
+ * (m64n(TILE/2)) and leaves the other half of the tensor-core work undone (power-of-two tiles: 100 is no width). */
+#include "gemm/device/epilogue.cuh"
+#include "gemm/gemm.h"
+#include "gemm/host/heuristic.h"
+#include "common/sm90_common.cuh"
+#include "gemm/host/splitk.h"
+#include "gemm/host/tensor_map.h"
+
+#define SK_SMEM_PER_SM 233472 /* 228 KB of shared memory per SM on sm_90 */
+#define SK_RESERVED    1024   /* per CTA, kept by the system */
+#define SK_SMEM_LIMIT  PL_SK_SMEM_LIMIT
+#define SK_MAX_REGS    128 /* 3 CTAs × 5 warps: 4 warps on some sub-partition, 16384 / (4 · 32) registers */
+#define SK_WG2_REGS    168 /* one CTA of 9 warps an SM: 3 warps on some sub-partition, 16384 / (3 · 32) = 170 */
+
+/* WG consumer warpgroups (1: three CTAs an SM; 2: the PL_SK_WG2 kernels, one CTA an SM) each take 64 rows of X.
+ * DEEP (one warpgroup, the PL_SK_DEEP kernels): one CTA an SM too, its ring as deep as the shared memory holds. */
+template <int TILE, int SWAP, int WG = 1, int DEEP = 0> struct sk_config {
+    static constexpr bool one_cta = WG == 2 || DEEP;
+    static constexpr int x_rows = PL_SK_ROWS * WG;
+    static constexpr int threads = 128 * WG + 32;
+    static constexpr int producer = 4 * WG; /* the producer warp, after the consumer warpgroups */
+    static constexpr int x_bytes = x_rows * PL_SK_BK * 2;
+    static constexpr int y_bytes = TILE * PL_SK_BK * 2;
+    static constexpr int stage_bytes = x_bytes + y_bytes; /* a multiple of 1024: every stage stays swizzle-aligned */
+    /* one CTA an SM: as many stages as the shared memory holds (at most 16) */
+    static constexpr int stages = one_cta ? PL_SK_RING_STAGES(x_rows, TILE) : PL_SK_STAGES(TILE);
+    static constexpr int ctas_per_sm = one_cta ? 1 : PL_SK_CTAS_PER_SM;
+    /* the partial tile, in D's row order: swapped TILE rows (M) of x_rows (N), plain x_rows rows of TILE */
+    static constexpr int out_rows = SWAP ? TILE : x_rows;
+    static constexpr int out_cols = SWAP ? x_rows : TILE;
+    /* row pitch in floats: lanes (g = lane/4, q = lane%4) write swapped (c = 2q.., r = g) at c·(x_rows + 4) + r,
+     * banks g + 8q; plain float2 at r·(TILE + 8) + 2q, banks 8g + 2q in each half-warp: no two lanes on one bank */
+    static constexpr int pitch = out_cols + (SWAP ? 4 : 8);
+    static constexpr int partial_bytes = out_rows * pitch * 4;
+    /* the stages, their full and empty barriers, and the fix-up's barrier */
+    static constexpr int smem_bytes = 1024 + stages * stage_bytes + 2 * stages * 8 + 8;
+};
+
+/* D[64 × N] += X[64 × 16] · Y[N × 16]ᵀ for the tile's width N. */
+template <int N> __device__ __forceinline__ void sk_wgmma(float (&acc)[N / 2], uint64_t dx, uint64_t dy)
+{
+    if constexpr (N == 16)
+        pl_wgmma_m64n16k16_bf16<0>(acc, dx, dy, 1);
+    else if constexpr (N == 32)
+        pl_wgmma_m64n32k16_bf16<0>(acc, dx, dy, 1);
+    else if constexpr (N == 64)
+        pl_wgmma_m64n64k16_bf16<0>(acc, dx, dy, 1);
+    else if constexpr (N == 128)
+        pl_wgmma_m64n128k16_bf16<0>(acc, dx, dy, 1);
+    else if constexpr (N == 200)
+        pl_wgmma_m64n200k16_bf16<0>(acc, dx, dy, 1);
+    else
+        pl_wgmma_m64n256k16_bf16<0>(acc, dx, dy, 1);
+}
+
+/* The consumer warpgroup's mainloop over k-blocks kb0 .. kb1 - 1 with wgmma m64nNk16, N the tile's width or, on
+ * an edge tile, half of it (then acc is the first N/2 accumulators of the tile's: register 4j + i is column chunk
+ * j). One loop per width, so that no branch sits between two wgmma on the same accumulators. */
+template <int N, int STAGES, int STAGE_BYTES, int X_BYTES>
+__device__ __forceinline__ void sk_mainloop(float (&acc)[N / 2], uint32_t base, uint32_t full, uint32_t empty, int kb0,
+                                            int kb1, int lane, uint32_t x_off)
+{
+    int held = -1; /* the stage whose wgmma group may still be reading it */
+    uint32_t kcount = 0;
+    for (int kb = kb0; kb < kb1; kb++, kcount++) {
+        const int stage = (int)(kcount % STAGES);
+        mbar_wait(full + 8 * stage, (kcount / STAGES) & 1);
+        const uint32_t st = base + stage * STAGE_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int j = 0; j < PL_SK_BK / 16; j++)
+            sk_wgmma<N>(acc, wgmma_desc_k128(st + x_off + j * 32), wgmma_desc_k128(st + X_BYTES + j * 32));
+        wgmma_commit();
+        wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
+        if (held >= 0)
+            release_stage<1>(empty, held, lane);
+        held = stage;
+    }
+    wgmma_wait<0>();
+    accumulators_fence(acc);
+}
+
+/* Four fp32 of CTA `rank` of the cluster, at the shared-memory offset `addr` (16-byte aligned) has in this CTA. */
+__device__ __forceinline__ float4 dsmem_load_f32x4(uint32_t addr, uint32_t rank)
+{
+    float4 v;
+    asm volatile("{\n"
+                 ".reg .b32 remote;\n"
+                 "mapa.shared::cluster.u32 remote, %4, %5;\n"
+                 "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [remote];\n"
+                 "}\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr), "r"(rank)
+                 : "memory");
+    return v;
+}
+
+__device__ __forceinline__ float4 smem_load_f32x4(uint32_t addr)
+{
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+
+#define SK_FIXUP_BATCH 4 /* partials loaded before the first of them is added: loads in flight per thread */
+/* Which kernels push their partials (st.async) rather than have the owners pull them (DSMEM loads): the
+ * one-warpgroup ones. Measured (2026-11-27, the two builds alternated in one process): on the H100 pushing
+ * made the deep kernels 3-6% faster on 512×512×3584 and 256×256×7168, 0-4% elsewhere, and the two-warpgroup
+ * 128×128 kernel 2-5% slower at its best splits; on the H200 the swapped kernels came out even (0.965-1.05). */
+#define SK_PUSH(wg) ((wg) == 1)
+
+/* Four (or one) fp32 into shared memory at `addr` of CTA `rank` of the cluster (this one included), counted as
+ * transaction bytes on the barrier at `bar` in that CTA: a store that needs no fence, its arrival known from the
+ * barrier. */
+__device__ __forceinline__ void st_async_f32x4(uint32_t addr, uint32_t bar, uint32_t rank, float4 v)
+{
+    asm volatile("{\n"
+                 ".reg .b32 ra, rb;\n"
+                 "mapa.shared::cluster.u32 ra, %0, %6;\n"
+                 "mapa.shared::cluster.u32 rb, %1, %6;\n"
+                 "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [ra], {%2, %3, %4, %5}, [rb];\n"
+                 "}\n" ::"r"(addr),
+                 "r"(bar), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(rank)
+                 : "memory");
+}
+
+__device__ __forceinline__ void st_async_f32(uint32_t addr, uint32_t bar, uint32_t rank, float v)
+{
+    asm volatile("{\n"
+                 ".reg .b32 ra, rb;\n"
+                 "mapa.shared::cluster.u32 ra, %0, %3;\n"
+                 "mapa.shared::cluster.u32 rb, %1, %3;\n"
+                 "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [ra], %2, [rb];\n"
+                 "}\n" ::"r"(addr),
+                 "r"(bar), "f"(v), "r"(rank)
+                 : "memory");
+}
+
+/* Every pair of a consumer warp's m64nTILE accumulators with its place: f(r, c, v0, v1) for row r of the tile's X
+ * rows (16·warp + lane/4, +8) and columns c, c + 1 of its Y columns (the wgmma fragment layout: register 4j + 2h + e
+ * is row 16·warp + 8h + lane/4, column 8j + 2·(lane%4) + e). */
+template <int TILE, typename F>
+__device__ __forceinline__ void sk_fragment_pairs(const float (&acc)[TILE / 2], int warp, int lane, F f)
+{
+    const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+    for (int j = 0; j < TILE / 8; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            f(16 * warp + 8 * h + g, 8 * j + 2 * q, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+}
+
+/* grid (S, X tiles, Y tiles), clusters of (S, 1, 1): a cluster is one output tile, its CTA rank blockIdx.x. */
+template <int TILE, int SWAP, int WG, int DEEP>
+__global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
+    gemm_sk_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_y, pl_gemm_out o,
+                   int y_rows, int k_blocks)
+{
+    typedef sk_config<TILE, SWAP, WG, DEEP> cfg;
+    constexpr int STAGES = cfg::stages;
+    extern __shared__ __align__(1024) uint8_t smem_raw[];
+    const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u; /* 128-byte swizzle wants 1024-byte alignment */
+    const uint32_t full = base + STAGES * cfg::stage_bytes, empty = full + 8 * STAGES, recv = empty + 8 * STAGES;
+    const int split = (int)gridDim.x, rank = (int)blockIdx.x;
+    const int x0 = (int)blockIdx.y * cfg::x_rows, y0 = (int)blockIdx.z * TILE;
+    const int kb0 = (int)((long long)k_blocks * rank / split), kb1 = (int)((long long)k_blocks * (rank + 1) / split);
+    constexpr bool HAS_HALF = TILE >= 32 && (TILE & (TILE - 1)) == 0; /* n = TILE/2 is a wgmma width (not 100) */
+    const bool half = HAS_HALF && y_rows - y0 <= TILE / 2;
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x & 31;
+    const int cw = warp / 4; /* the consumer warpgroup: rows 64·cw.. of X */
+    const uint32_t x_off = WG == 1 ? 0u : (uint32_t)cw * PL_SK_ROWS * 128;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(full + 8 * s, 1);       /* the producer's arrive; TMA bytes complete it */
+            mbar_init(empty + 8 * s, 4 * WG); /* lane 0 of each consumer warp */
+        }
+        if (SK_PUSH(WG))
+            mbar_init(recv, 1); /* the fix-up: thread 0's arrival, and the bytes of the S partials of this CTA's rows */
+        mbar_fence_init();
+    }
+    __syncthreads();
+
+    float acc[TILE / 2];
+#pragma unroll
+    for (int i = 0; i < TILE / 2; i++)
+        acc[i] = 0.0f;
+    if (warp == cfg::producer) {
+        if (lane == 0) {
+            tma_prefetch_descriptor(&tma_x);
+            tma_prefetch_descriptor(&tma_y);
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int kb = kb0; kb < kb1; kb++) {
+                mbar_wait(empty + 8 * stage, phase ^ 1);
+                const uint32_t st = base + stage * cfg::stage_bytes, bar = full + 8 * stage;
+                mbar_arrive_expect_tx(bar, cfg::stage_bytes);
+                tma_load_2d(st, &tma_x, bar, kb * PL_SK_BK, x0);
+                tma_load_2d(st + cfg::x_bytes, &tma_y, bar, kb * PL_SK_BK, y0);
+                if (++stage == STAGES) {
+                    stage = 0;
+                    phase ^= 1;
+                }
+            }
+        }
+    } else if (half) {
+        if constexpr (HAS_HALF)
+            sk_mainloop<TILE / 2, STAGES, cfg::stage_bytes, cfg::x_bytes>(
+                *reinterpret_cast<float(*)[TILE / 4]>(&acc[0]), base, full, empty, kb0, kb1, lane, x_off);
+    } else {
+        sk_mainloop<TILE, STAGES, cfg::stage_bytes, cfg::x_bytes>(acc, base, full, empty, kb0, kb1, lane, x_off);
+    }
+    /* every load has landed (the consumers waited for each) and every wgmma is done: the stages are free */
+    __syncthreads();
+
+    /* The fix-up. Each CTA owns 1/S of the tile's rows and adds their S partials in rank order 0, 1, …, S-1 (the
+     * same bits every run, whichever CTA finished first; no workspace, no atomics, no second kernel), applies the
+     * epilogue (bias, GELU, residual) and stores bf16 quads. Partials are in D's row order, rows padded so that the
+     * fragment writes hit 32 different banks. Two ways to bring them together:
+     *   push (the one-warpgroup kernels): after a relaxed cluster barrier that says every CTA is done with its
+     *         stages, every CTA sends each fragment of its accumulators straight from registers into the owner's
+     *         stages, slot s from CTA s (st.async, 16 bytes: lane pairs swap column pairs first; counted in bytes on
+     *         the owner's barrier). The owner waits for its bytes; no fence, and no second cluster barrier.
+     *   pull (the two-warpgroup kernels, and every kernel unsplit): each CTA writes its whole partial into its own
+     *         stages; a release cluster barrier publishes them (ptxas: a MEMBAR, the largest stall in the pull
+     *         kernels' ncu samples); the owners read them through DSMEM; a last barrier keeps each CTA until the others
+     *         have read it.
+     * Which way is faster was measured, not derived (SK_PUSH). */
+    float *partial = reinterpret_cast<float *>(smem_raw + (base - smem_u32(smem_raw)));
+    const int rows_per = (cfg::out_rows + split - 1) / split;
+    const int r_begin = rank * rows_per, r_end = min(cfg::out_rows, r_begin + rows_per);
+    const int own_rows = r_end > r_begin ? r_end - r_begin : 0;
+    const bool push = SK_PUSH(WG) && split > 1;
+    if (push) {
+        if (threadIdx.x == 0)
+            mbar_arrive_expect_tx(recv, (uint32_t)(split * own_rows * cfg::out_cols * 4));
+        cluster_sync_relaxed(); /* the stages of every CTA are free; the barrier inits were released by their fence */
+        if (warp < 4 * WG) {
+            if constexpr (SWAP) { /* X row r is D's column: D rows c and c + 1, one fp32 each */
+                sk_fragment_pairs<TILE>(acc, warp, lane, [&](int r, int c, float v0, float v1) {
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int owner = (c + e) / rows_per, lr = c + e - owner * rows_per;
+                        st_async_f32(base + (uint32_t)(((rank * rows_per + lr) * cfg::pitch + r) * 4), recv,
+                                     (uint32_t)owner, e ? v1 : v0);
+                    }
+                });
+            } else { /* D row r: lanes q and q^1 swap column pairs so that each pushes four adjacent columns
+                      * (16 bytes), the even lane those of chunk j, the odd one those of chunk j + 1 */
+                const int g = lane >> 2, q = lane & 3;
+                const bool odd = q & 1;
+#pragma unroll
+                for (int j = 0; j < TILE / 8; j += 2)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int r = 16 * warp + 8 * h + g;
+                        const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
+                        const float b0 = acc[4 * (j + 1) + 2 * h], b1 = acc[4 * (j + 1) + 2 * h + 1];
+                        const float p0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
+                        const float p1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
+                        const float4 v = odd ? make_float4(p0, p1, b0, b1) : make_float4(a0, a1, p0, p1);
+                        const int c = odd ? 8 * (j + 1) + 2 * (q - 1) : 8 * j + 2 * q;
+                        const int owner = r / rows_per, lr = r - owner * rows_per;
+                        st_async_f32x4(base + (uint32_t)(((rank * rows_per + lr) * cfg::pitch + c) * 4), recv,
+                                       (uint32_t)owner, v);
+                    }
+            }
+        }
+        mbar_wait(recv, 0);
+    } else { /* the CTA's whole partial into its own stages (row r of the tile at r·pitch) */
+        if (warp < 4 * WG)
+            sk_fragment_pairs<TILE>(acc, warp, lane, [&](int r, int c, float v0, float v1) { /* row of X, column of Y */
+                if (SWAP) {
+                    partial[c * cfg::pitch + r] = v0;
+                    partial[(c + 1) * cfg::pitch + r] = v1;
+                } else {
+                    *reinterpret_cast<float2 *>(&partial[r * cfg::pitch + c]) = make_float2(v0, v1);
+                }
+            });
+        if (split > 1)
+            cluster_sync(); /* release/acquire: every CTA's partial is visible to the cluster */
+        else
+            __syncthreads();
+    }
+
+    /* this CTA's rows: four columns a thread (16-byte loads), SK_FIXUP_BATCH partials loaded before any is added */
+    const int quads_per_row = cfg::out_cols / 4;
+    const int m0 = SWAP ? y0 : x0, n0 = SWAP ? x0 : y0;
+    const int quads = own_rows * quads_per_row;
+    const uint32_t slot_bytes = (uint32_t)(rows_per * cfg::pitch * 4);
+    for (int i = (int)threadIdx.x; i < quads; i += cfg::threads) {
+        const int lr = i / quads_per_row, col = 4 * (i % quads_per_row);
+        /* pushed: slot s of this CTA's stages; else row r_begin + lr of each CTA's own partial (DSMEM) */
+        const uint32_t addr = base + (uint32_t)(((push ? 0 : r_begin) + lr) * cfg::pitch + col) * 4u;
+        float4 sum = split > 1 && !push ? dsmem_load_f32x4(addr, 0) : smem_load_f32x4(addr);
+        for (int s0 = 1; s0 < split; s0 += SK_FIXUP_BATCH) {
+            float4 v[SK_FIXUP_BATCH];
+#pragma unroll
+            for (int u = 0; u < SK_FIXUP_BATCH; u++)
+                if (s0 + u < split)
+                    v[u] = push ? smem_load_f32x4(addr + (uint32_t)(s0 + u) * slot_bytes)
+                                : dsmem_load_f32x4(addr, (uint32_t)(s0 + u));
+#pragma unroll
+            for (int u = 0; u < SK_FIXUP_BATCH; u++)
+                if (s0 + u < split) {
+                    sum.x += v[u].x;
+                    sum.y += v[u].y;
+                    sum.z += v[u].z;
+                    sum.w += v[u].w;
+                }
+        }
+        pl_gemm_store4(o, m0 + r_begin + lr, n0 + col, sum);
+    }
+    /* Pushed: nothing else reaches this CTA's shared memory (every byte pushed to it was waited for above). Pulled:
+     * the others may still read this CTA's partial, so it stays until they are done. A relaxed arrive: their DSMEM
+     * loads have returned (each value was added and stored before they arrive), so nothing needs ordering, and a
+     * release here would first wait for this thread's stores to D to complete (MEMBAR.GPU): 0.35-0.8 µs of a
+     * 14-16 µs launch, measured with per-CTA timestamps (H100, 2026-11-26; docs/perf/gemm.md). */
+    if (split > 1 && !push)
+        cluster_sync_relaxed();
+}
+
+/* The largest split <= s whose clusters all run at once, where s would put every tile's CTAs in one wave of one CTA
+ * an SM: the GPCs, not only the SM count, decide how many clusters of s such CTAs fit (measured on the H100: 16
+ * tiles of 128×128 split 8, 128 CTAs, ran 44% slower than split 6; the H200 48%). Cached per device and split. */
+template <int TILE, int SWAP, int WG, int DEEP> static int sk_fitting_split(int s, long long tiles, int sms)
+{
+    typedef sk_config<TILE, SWAP, WG, DEEP> cfg;
+    static int fits[16][PL_SK_PORTABLE_SPLIT + 1]; /* clusters of each size that fit at once; 0: not asked yet */
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 16) {
+        (void)cudaGetLastError();
+        return s; /* unknown: the rule's split */
+    }
+    while (s > 1 && s <= PL_SK_PORTABLE_SPLIT && tiles * s <= sms) {
+        if (fits[device][s] == 0)
+            fits[device][s] = max_active_clusters((const void *)gemm_sk_kernel<TILE, SWAP, WG, DEEP>, cfg::threads,
+                                                  cfg::smem_bytes, (unsigned)s, (unsigned)s, sms);
+        if (tiles <= fits[device][s])
+            break;
+        s--;
+    }
+    return s;
+}
+
+/* split > 0: that split; else the rule of the entry: w1 (one CTA an SM, up to 16), WG == 2 (by waves, up to 8),
+ * or the default (three CTAs an SM, up to 8). */
+template <int TILE, int SWAP, int WG = 1, int DEEP = 0>
+static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaStream_t stream)
+{
+    typedef sk_config<TILE, SWAP, WG, DEEP> cfg;
+    static_assert(cfg::stage_bytes % 1024 == 0, "stages must stay 1024-byte aligned");
+    static_assert(cfg::pitch % 4 == 0 && cfg::out_cols % 4 == 0, "the fix-up reads 16-byte pieces of the partials");
+    static_assert(cfg::partial_bytes <= cfg::stages * cfg::stage_bytes, "the partial tile must fit in the stages");
+    static_assert(cfg::smem_bytes <= SK_SMEM_LIMIT, "shared memory over the limit");
+    static_assert(cfg::ctas_per_sm * (cfg::smem_bytes + SK_RESERVED) <= SK_SMEM_PER_SM,
+                  "the resident CTAs must fit an SM's shared memory");
+    const int x_rows = SWAP ? p->n : p->m, y_rows = SWAP ? p->m : p->n;
+    const long long tiles_x = (x_rows + cfg::x_rows - 1) / cfg::x_rows, tiles_y = (y_rows + TILE - 1) / TILE;
+    const int k_blocks = (p->k + PL_SK_BK - 1) / PL_SK_BK;
+    /* one CTA an SM (two warpgroups, or a deep ring): a cluster past the portable 8 may not fit a GPC */
+    const int max_split = cfg::one_cta ? PL_SK_PORTABLE_SPLIT : PL_SK_MAX_SPLIT;
+    if (tiles_x > 65535 || tiles_y > 65535 || split < 0 || split > max_split)
+        return cudaErrorInvalidValue;
+    CUtensorMap tx, ty;
+    cudaError_t e =
+        pl_tensor_map_bf16(&tx, SWAP ? p->b : p->a, (uint64_t)x_rows, (uint64_t)p->k, cfg::x_rows, PL_SK_BK);
+    if (e == cudaSuccess)
+        e = pl_tensor_map_bf16(&ty, SWAP ? p->a : p->b, (uint64_t)y_rows, (uint64_t)p->k, TILE, PL_SK_BK);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG, DEEP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 cfg::smem_bytes);
+    if (e == cudaSuccess) /* all of the SM's 228 KB as shared memory, so that three CTAs fit */
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG, DEEP>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared);
+    pl_gemm_gpu g;
+    if (e == cudaSuccess)
+        e = pl_gemm_gpu_query(&g);
+    if (e != cudaSuccess)
+        return e;
+    int s = split > 0 ? split
+            : WG == 2 ? pl_gemm_sk_split_waves(tiles_x * tiles_y, k_blocks, g.sms)
+            : DEEP    ? pl_gemm_sk_split_deep(tiles_x * tiles_y, k_blocks, g.sms)
+            : w1      ? pl_gemm_sk_split_w1(tiles_x * tiles_y, k_blocks, g.sms)
+                      : pl_gemm_sk_split(tiles_x * tiles_y, k_blocks, g.sms);
+    if (s > k_blocks)
+        s = k_blocks; /* every CTA of a cluster gets at least one k-block */
+    if (cfg::one_cta && split == 0)
+        s = sk_fitting_split<TILE, SWAP, WG, DEEP>(s, tiles_x * tiles_y, g.sms);
+    if (s > PL_SK_PORTABLE_SPLIT) /* a cluster of 9-16 CTAs */
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG, DEEP>, cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                 1);
+    if (e != cudaSuccess)
+        return e;
+
+    /* pushed: the fix-up's S slots of ceil(rows / S) rows fit in the stages (S·ceil(rows/S) < rows + S; checked, not
+     * assumed) */
+    if (SK_PUSH(WG) && s > 1 &&
+        (long long)s * ((cfg::out_rows + s - 1) / s) * cfg::pitch * 4 > (long long)cfg::stages * cfg::stage_bytes)
+        return cudaErrorInvalidValue;
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute attr;
+    lc.gridDim = dim3((unsigned)s, (unsigned)tiles_x, (unsigned)tiles_y);
+    lc.blockDim = dim3(cfg::threads);
+    lc.dynamicSmemBytes = cfg::smem_bytes;
+    lc.stream = stream;
+    if (s > 1) {
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = (unsigned)s;
+        attr.val.clusterDim.y = 1;
+        attr.val.clusterDim.z = 1;
+        lc.attrs = &attr;
+        lc.numAttrs = 1;
+    }
+    e = cudaLaunchKernelEx(&lc, gemm_sk_kernel<TILE, SWAP, WG, DEEP>, tx, ty, pl_gemm_out_of(p), y_rows, k_blocks);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk(const pl_gemm_problem *p, int tile, int swap, int split, cudaStream_t stream)
+{
+    switch (swap ? tile : -tile) {
+    case 16: return launch_sk<16, 1>(p, split, 0, stream);
+    case 32: return launch_sk<32, 1>(p, split, 0, stream);
+    case 64: return launch_sk<64, 1>(p, split, 0, stream);
+    case 128: return launch_sk<128, 1>(p, split, 0, stream);
+    case 200 | PL_SK_WG2: return launch_sk<200, 1, 2>(p, split, 0, stream);
+    case -64: return launch_sk<64, 0>(p, split, 0, stream);
+    case -128: return launch_sk<128, 0>(p, split, 0, stream);
+    case 16 | PL_SK_DEEP: return launch_sk<16, 1, 1, 1>(p, split, 0, stream);
+    case 32 | PL_SK_DEEP: return launch_sk<32, 1, 1, 1>(p, split, 0, stream);
+    case 64 | PL_SK_DEEP: return launch_sk<64, 1, 1, 1>(p, split, 0, stream);
+    case -(64 | PL_SK_DEEP): return launch_sk<64, 0, 1, 1>(p, split, 0, stream);
+    case -(128 | PL_SK_DEEP): return launch_sk<128, 0, 1, 1>(p, split, 0, stream);
+    case -(128 | PL_SK_WG2): return launch_sk<128, 0, 2>(p, split, 0, stream);
+    case -(256 | PL_SK_WG2): return launch_sk<256, 0, 2>(p, split, 0, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+/* The kernel table's launchers: the split chosen at launch. */
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap16(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<16, 1>(p, 0, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap32(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<32, 1>(p, 0, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap64(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<64, 1>(p, 0, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap128(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<128, 1>(p, 0, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x64(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<64, 0>(p, 0, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x128(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<128, 0>(p, 0, 0, stream);
+}
+
+/* The split sized for one CTA per SM (pl_gemm_sk_split_w1): for 32 tiles 4 instead of 8, for 4-9 tiles up to 16. */
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap32_w1(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<32, 1>(p, 0, 1, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap64_w1(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<64, 1>(p, 0, 1, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x64_w1(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<64, 0>(p, 0, 1, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x128_w1(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<128, 0>(p, 0, 1, stream);
+}
+
+/* One CTA an SM with a ring as deep as the shared memory holds (14 stages of 64×64, 9 of 64×128), split for one wave
+ * of whole clusters (pl_gemm_sk_split_deep, then sk_fitting_split). */
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x64_deep(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<64, 0, 1, 1>(p, 0, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_64x128_deep(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<128, 0, 1, 1>(p, 0, 0, stream);
+}
+
+/* Swapped with a deep ring, one CTA an SM (16 stages of 64 rows of B and 16 or 32 of A): at M = 16 and N/64 tiles
+ * under the SM count, one unsplit CTA a tile streaming 160 KB ahead (cuBLAS's nvjet 64x16_64x16 on 16×4608×3584). */
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap16_deep(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<16, 1, 1, 1>(p, 0, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap32_deep(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<32, 1, 1, 1>(p, 0, 0, stream);
+}
+
+/* Swapped with two consumer warpgroups: 128 rows of B (N) × 200 of A (M) a CTA, wgmma m64n200, 5 stages, split by
+ * waves: at M ≈ 200 every tensor-core column is a token (a 128-row tile of M pads 200 to 256), and N/128 tiles. */
+extern "C" cudaError_t pl_gemm_wgmma_sk_swap200(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<200, 1, 2>(p, 0, 0, stream);
+}
+
+/* Two consumer warpgroups (128 rows of A), one CTA an SM with as many stages as fit, split by waves (up to 8). */
+extern "C" cudaError_t pl_gemm_wgmma_sk_128x128(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<128, 0, 2>(p, 0, 0, stream);
+}
+
+extern "C" cudaError_t pl_gemm_wgmma_sk_128x256(const pl_gemm_problem *p, cudaStream_t stream)
+{
+    return launch_sk<256, 0, 2>(p, 0, 0, stream);
+}
