@@ -17,7 +17,7 @@ give the short measurement this script made before 2026-11-27, whose first tens 
     python3 scripts/torch_moe_bench.py --experts 8 --n 14336 --fp8-shape 8192x8192x8192
 
 Same process, same inputs (--perflab-lib): perflab's grouped GEMMs (grouped_c2 and grouped_t), loaded from the shared
-library `cmake --build build --target perflab_grouped` makes, called through ctypes on PyTorch's stream beside the
+library every build makes (build/libperflab_grouped.so), called through ctypes on PyTorch's stream beside the
 torch.mm loop and torch._grouped_mm, in --rounds interleaved rounds (each row the median of the rounds' medians), after
 checking their output against the loop's: under the power limit a measurement's place in the run and its inputs' bits
 move it by several per cent, so only an interleaved comparison on the same tensors is even.
