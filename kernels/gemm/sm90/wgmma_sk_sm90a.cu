@@ -184,6 +184,99 @@ __device__ __forceinline__ void sk_fragment_pairs(const float (&acc)[TILE / 2], 
             f(16 * warp + 8 * h + g, 8 * j + 2 * q, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
 }
 
+/* The producer (lane 0 of the producer warp): k-blocks kb0 .. kb1 - 1 of the tile's X and Y rows into the ring. */
+template <int STAGES, int STAGE_BYTES, int X_BYTES>
+__device__ __forceinline__ void sk_produce(const CUtensorMap *tma_x, const CUtensorMap *tma_y, uint32_t base,
+                                           uint32_t full, uint32_t empty, int kb0, int kb1, int x0, int y0)
+{
+    tma_prefetch_descriptor(tma_x);
+    tma_prefetch_descriptor(tma_y);
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int kb = kb0; kb < kb1; kb++) {
+        mbar_wait(empty + 8 * stage, phase ^ 1);
+        const uint32_t st = base + stage * STAGE_BYTES, bar = full + 8 * stage;
+        mbar_arrive_expect_tx(bar, STAGE_BYTES);
+        tma_load_2d(st, tma_x, bar, kb * PL_SK_BK, x0);
+        tma_load_2d(st + X_BYTES, tma_y, bar, kb * PL_SK_BK, y0);
+        if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+}
+
+/* The push: this CTA's partial straight from registers into the owners' stages (st.async, counted in bytes on the
+ * owner's `recv` barrier): slot `rank` of each owner, row by row of the rows it owns. */
+template <int TILE, int SWAP, int PITCH>
+__device__ __forceinline__ void sk_push_partials(const float (&acc)[TILE / 2], uint32_t base, uint32_t recv, int rank,
+                                                 int rows_per, int warp, int lane)
+{
+    if constexpr (SWAP) { /* X row r is D's column: D rows c and c + 1, one fp32 each */
+        sk_fragment_pairs<TILE>(acc, warp, lane, [&](int r, int c, float v0, float v1) {
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int owner = (c + e) / rows_per, lr = c + e - owner * rows_per;
+                st_async_f32(base + (uint32_t)(((rank * rows_per + lr) * PITCH + r) * 4), recv, (uint32_t)owner,
+                             e ? v1 : v0);
+            }
+        });
+    } else { /* D row r: lanes q and q^1 swap column pairs so that each pushes four adjacent columns
+              * (16 bytes), the even lane those of chunk j, the odd one those of chunk j + 1 */
+        const int g = lane >> 2, q = lane & 3;
+        const bool odd = q & 1;
+#pragma unroll
+        for (int j = 0; j < TILE / 8; j += 2)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int r = 16 * warp + 8 * h + g;
+                const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
+                const float b0 = acc[4 * (j + 1) + 2 * h], b1 = acc[4 * (j + 1) + 2 * h + 1];
+                const float p0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
+                const float p1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
+                const float4 v = odd ? make_float4(p0, p1, b0, b1) : make_float4(a0, a1, p0, p1);
+                const int c = odd ? 8 * (j + 1) + 2 * (q - 1) : 8 * j + 2 * q;
+                const int owner = r / rows_per, lr = r - owner * rows_per;
+                st_async_f32x4(base + (uint32_t)(((rank * rows_per + lr) * PITCH + c) * 4), recv, (uint32_t)owner, v);
+            }
+    }
+}
+
+/* The fix-up's sums: this CTA's rows, four columns a thread (16-byte loads), SK_FIXUP_BATCH partials loaded before
+ * any is added, in rank order; then the epilogue and the bf16 stores. */
+template <int SWAP, int OUT_COLS, int PITCH, int THREADS>
+__device__ __forceinline__ void sk_fixup(const pl_gemm_out &o, uint32_t base, bool push, int split, int r_begin,
+                                         int rows_per, int own_rows, int x0, int y0)
+{
+    const int quads_per_row = OUT_COLS / 4;
+    const int m0 = SWAP ? y0 : x0, n0 = SWAP ? x0 : y0;
+    const int quads = own_rows * quads_per_row;
+    const uint32_t slot_bytes = (uint32_t)(rows_per * PITCH * 4);
+    for (int i = (int)threadIdx.x; i < quads; i += THREADS) {
+        const int lr = i / quads_per_row, col = 4 * (i % quads_per_row);
+        /* pushed: slot s of this CTA's stages; else row r_begin + lr of each CTA's own partial (DSMEM) */
+        const uint32_t addr = base + (uint32_t)(((push ? 0 : r_begin) + lr) * PITCH + col) * 4u;
+        float4 sum = split > 1 && !push ? dsmem_load_f32x4(addr, 0) : smem_load_f32x4(addr);
+        for (int s0 = 1; s0 < split; s0 += SK_FIXUP_BATCH) {
+            float4 v[SK_FIXUP_BATCH];
+#pragma unroll
+            for (int u = 0; u < SK_FIXUP_BATCH; u++)
+                if (s0 + u < split)
+                    v[u] = push ? smem_load_f32x4(addr + (uint32_t)(s0 + u) * slot_bytes)
+                                : dsmem_load_f32x4(addr, (uint32_t)(s0 + u));
+#pragma unroll
+            for (int u = 0; u < SK_FIXUP_BATCH; u++)
+                if (s0 + u < split) {
+                    sum.x += v[u].x;
+                    sum.y += v[u].y;
+                    sum.z += v[u].z;
+                    sum.w += v[u].w;
+                }
+        }
+        pl_gemm_store4(o, m0 + r_begin + lr, n0 + col, sum);
+    }
+}
+
 /* grid (S, X tiles, Y tiles), clusters of (S, 1, 1): a cluster is one output tile, its CTA rank blockIdx.x. */
 template <int TILE, int SWAP, int WG, int DEEP>
 __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
@@ -220,23 +313,8 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
     for (int i = 0; i < TILE / 2; i++)
         acc[i] = 0.0f;
     if (warp == cfg::producer) {
-        if (lane == 0) {
-            tma_prefetch_descriptor(&tma_x);
-            tma_prefetch_descriptor(&tma_y);
-            int stage = 0;
-            uint32_t phase = 0;
-            for (int kb = kb0; kb < kb1; kb++) {
-                mbar_wait(empty + 8 * stage, phase ^ 1);
-                const uint32_t st = base + stage * cfg::stage_bytes, bar = full + 8 * stage;
-                mbar_arrive_expect_tx(bar, cfg::stage_bytes);
-                tma_load_2d(st, &tma_x, bar, kb * PL_SK_BK, x0);
-                tma_load_2d(st + cfg::x_bytes, &tma_y, bar, kb * PL_SK_BK, y0);
-                if (++stage == STAGES) {
-                    stage = 0;
-                    phase ^= 1;
-                }
-            }
-        }
+        if (lane == 0)
+            sk_produce<STAGES, cfg::stage_bytes, cfg::x_bytes>(&tma_x, &tma_y, base, full, empty, kb0, kb1, x0, y0);
     } else if (half) {
         if constexpr (HAS_HALF)
             sk_mainloop<TILE / 2, STAGES, cfg::stage_bytes, cfg::x_bytes>(
@@ -270,81 +348,29 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
             mbar_arrive_expect_tx(recv, (uint32_t)(split * own_rows * cfg::out_cols * 4));
         cluster_sync_relaxed(); /* the stages of every CTA are free; the barrier inits were released by their fence */
         if (warp < 4 * WG) {
-            if constexpr (SWAP) { /* X row r is D's column: D rows c and c + 1, one fp32 each */
-                sk_fragment_pairs<TILE>(acc, warp, lane, [&](int r, int c, float v0, float v1) {
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int owner = (c + e) / rows_per, lr = c + e - owner * rows_per;
-                        st_async_f32(base + (uint32_t)(((rank * rows_per + lr) * cfg::pitch + r) * 4), recv,
-                                     (uint32_t)owner, e ? v1 : v0);
-                    }
-                });
-            } else { /* D row r: lanes q and q^1 swap column pairs so that each pushes four adjacent columns
-                      * (16 bytes), the even lane those of chunk j, the odd one those of chunk j + 1 */
-                const int g = lane >> 2, q = lane & 3;
-                const bool odd = q & 1;
-#pragma unroll
-                for (int j = 0; j < TILE / 8; j += 2)
-#pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const int r = 16 * warp + 8 * h + g;
-                        const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
-                        const float b0 = acc[4 * (j + 1) + 2 * h], b1 = acc[4 * (j + 1) + 2 * h + 1];
-                        const float p0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
-                        const float p1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
-                        const float4 v = odd ? make_float4(p0, p1, b0, b1) : make_float4(a0, a1, p0, p1);
-                        const int c = odd ? 8 * (j + 1) + 2 * (q - 1) : 8 * j + 2 * q;
-                        const int owner = r / rows_per, lr = r - owner * rows_per;
-                        st_async_f32x4(base + (uint32_t)(((rank * rows_per + lr) * cfg::pitch + c) * 4), recv,
-                                       (uint32_t)owner, v);
-                    }
-            }
+            sk_push_partials<TILE, SWAP, cfg::pitch>(acc, base, recv, rank, rows_per, warp, lane);
         }
         mbar_wait(recv, 0);
     } else { /* the CTA's whole partial into its own stages (row r of the tile at r·pitch) */
         if (warp < 4 * WG)
-            sk_fragment_pairs<TILE>(acc, warp, lane, [&](int r, int c, float v0, float v1) { /* row of X, column of Y */
-                if (SWAP) {
-                    partial[c * cfg::pitch + r] = v0;
-                    partial[(c + 1) * cfg::pitch + r] = v1;
-                } else {
-                    *reinterpret_cast<float2 *>(&partial[r * cfg::pitch + c]) = make_float2(v0, v1);
-                }
-            });
+            sk_fragment_pairs<TILE>(acc, warp, lane,
+                                    [&](int r, int c, float v0, float v1) { /* row of X, column of Y */
+                                                                            if (SWAP) {
+                                                                                partial[c * cfg::pitch + r] = v0;
+                                                                                partial[(c + 1) * cfg::pitch + r] = v1;
+                                                                            } else {
+                                                                                *reinterpret_cast<float2 *>(
+                                                                                    &partial[r * cfg::pitch + c]) =
+                                                                                    make_float2(v0, v1);
+                                                                            }
+                                    });
         if (split > 1)
             cluster_sync(); /* release/acquire: every CTA's partial is visible to the cluster */
         else
             __syncthreads();
     }
 
-    /* this CTA's rows: four columns a thread (16-byte loads), SK_FIXUP_BATCH partials loaded before any is added */
-    const int quads_per_row = cfg::out_cols / 4;
-    const int m0 = SWAP ? y0 : x0, n0 = SWAP ? x0 : y0;
-    const int quads = own_rows * quads_per_row;
-    const uint32_t slot_bytes = (uint32_t)(rows_per * cfg::pitch * 4);
-    for (int i = (int)threadIdx.x; i < quads; i += cfg::threads) {
-        const int lr = i / quads_per_row, col = 4 * (i % quads_per_row);
-        /* pushed: slot s of this CTA's stages; else row r_begin + lr of each CTA's own partial (DSMEM) */
-        const uint32_t addr = base + (uint32_t)(((push ? 0 : r_begin) + lr) * cfg::pitch + col) * 4u;
-        float4 sum = split > 1 && !push ? dsmem_load_f32x4(addr, 0) : smem_load_f32x4(addr);
-        for (int s0 = 1; s0 < split; s0 += SK_FIXUP_BATCH) {
-            float4 v[SK_FIXUP_BATCH];
-#pragma unroll
-            for (int u = 0; u < SK_FIXUP_BATCH; u++)
-                if (s0 + u < split)
-                    v[u] = push ? smem_load_f32x4(addr + (uint32_t)(s0 + u) * slot_bytes)
-                                : dsmem_load_f32x4(addr, (uint32_t)(s0 + u));
-#pragma unroll
-            for (int u = 0; u < SK_FIXUP_BATCH; u++)
-                if (s0 + u < split) {
-                    sum.x += v[u].x;
-                    sum.y += v[u].y;
-                    sum.z += v[u].z;
-                    sum.w += v[u].w;
-                }
-        }
-        pl_gemm_store4(o, m0 + r_begin + lr, n0 + col, sum);
-    }
+    sk_fixup<SWAP, cfg::out_cols, cfg::pitch, cfg::threads>(o, base, push, split, r_begin, rows_per, own_rows, x0, y0);
     /* Pushed: nothing else reaches this CTA's shared memory (every byte pushed to it was waited for above). Pulled:
      * the others may still read this CTA's partial, so it stays until they are done. A relaxed arrive: their DSMEM
      * loads have returned (each value was added and stored before they arrive), so nothing needs ordering, and a
