@@ -20,7 +20,7 @@ typedef struct gemm_lab {
     pl_gemm_reference ref;
     cublasHandle_t cublas;
     uint16_t *product; /* GEMM_LAB_UNFUSED: A·B before the epilogue pass */
-    uint64_t warned;   /* one fallback note per registry kernel (64 at most, the unvalidated ones included) */
+    uint64_t warned;   /* one fallback note per kernel of the kernel table (64 at most) */
     char kernel[64];   /* the registry kernel of the native variants, for targets with a `kernel` parameter */
 } gemm_lab;
 
