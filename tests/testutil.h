@@ -33,6 +33,11 @@ int pl_test_expect_all_ok(const struct pl_run *run, int timed);
  * Free with pl_run_free. */
 void pl_test_make_run(struct pl_run *r);
 
+/* pl_test_make_run's run, its JSON document changed by `edit` (NULL: as is), written as <dir>/<name>/run.json as
+ * a crafted file would be. Returns the folder (malloc'd). */
+struct json_t;
+char *pl_test_write_run(const char *dir, const char *name, void (*edit)(struct json_t *root));
+
 /* A fresh empty directory under PERFLAB_TEST_TMP, named after `tag`. malloc'd. */
 char *pl_test_tmpdir(const char *tag);
 
