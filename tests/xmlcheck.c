@@ -1,6 +1,7 @@
 /* Well-formed XML with clean attributes, by expat (xmlcheck.h). */
 #include "xmlcheck.h"
 
+#include <ctype.h>
 #include <expat.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,33 @@ typedef struct state {
     char bad[256]; /* the first attribute with a NaN or an infinity */
 } state;
 
+/* "nan" or "inf" as a word of its own ("-nan", "translate(inf,3)"), not inside a name such as "info". */
+static int non_finite(const char *v)
+{
+    static const char *const words[] = {"nan", "inf"};
+    for (int w = 0; w < 2; w++)
+        for (const char *p = strstr(v, words[w]); p; p = strstr(p + 1, words[w])) {
+            const int before = p > v && isalpha((unsigned char)p[-1]), after = isalpha((unsigned char)p[3]);
+            if (!before && (!after || strncmp(p, "infinity", 8) == 0))
+                return 1;
+        }
+    return 0;
+}
+
+/* The attributes that hold numbers: coordinates, sizes, paths, transforms. Others (an id, an href) may hold any
+ * name, "...-inf" included. */
+static int numeric(const char *name)
+{
+    static const char *const names[] = {"x",      "y",      "x1",        "x2",           "y1",      "y2",
+                                        "cx",     "cy",     "r",         "rx",           "ry",      "dx",
+                                        "dy",     "width",  "height",    "points",       "d",       "transform",
+                                        "viewBox", "offset", "font-size", "stroke-width", "opacity", "fill-opacity"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **attrs)
 {
     state *st = user;
@@ -18,7 +46,7 @@ static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **
     if (++st->s.depth > st->s.max_depth)
         st->s.max_depth = st->s.depth;
     for (int i = 0; attrs[i]; i += 2) /* a NaN or Inf never reaches a coordinate */
-        if (!st->bad[0] && (strstr(attrs[i + 1], "nan") || strstr(attrs[i + 1], "inf")))
+        if (!st->bad[0] && numeric(attrs[i]) && non_finite(attrs[i + 1]))
             snprintf(st->bad, sizeof st->bad, "%.40s=\"%.120s\" in <%.40s>", attrs[i], attrs[i + 1], name);
 }
 

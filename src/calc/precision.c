@@ -295,6 +295,13 @@ static int selected(const char *only, const char *name)
     return 0;
 }
 
+static double max_work = PL_PREC_MAX_WORK;
+
+void pl_prec_limit_work(double w)
+{
+    max_work = w > 0 && w < PL_PREC_MAX_WORK ? w : PL_PREC_MAX_WORK;
+}
+
 /* The largest tensor and the multiply-adds of one dtype's pass, bounded before anything is allocated (the
  * float64 reference and every dtype run on one host core: 2^27 multiply-adds take about 2 s for all dtypes). */
 static int check_size(const pl_prec_request *q, char *err, size_t errlen)
@@ -313,12 +320,12 @@ static int check_size(const pl_prec_request *q, char *err, size_t errlen)
     case PL_PREC_NORM:
     case PL_PREC_SOFTMAX: break;
     }
-    if (largest > PL_PREC_MAX_ELEMENTS || work > PL_PREC_MAX_WORK) {
+    if (largest > PL_PREC_MAX_ELEMENTS || work > max_work) {
         pl_snprintf(err, errlen,
                     "--shape %lldx%lld%s%.0lld: %.3g elements and %.3g multiply-adds; the calculator takes at most "
                     "%.3g and %.3g (a smaller shape gives the same error statistics)",
                     q->dims[0], q->dims[1], q->op == PL_PREC_GEMM ? "x" : "", q->op == PL_PREC_GEMM ? q->dims[2] : 0,
-                    largest, work, (double)PL_PREC_MAX_ELEMENTS, (double)PL_PREC_MAX_WORK);
+                    largest, work, (double)PL_PREC_MAX_ELEMENTS, max_work);
         return -1;
     }
     return 0;

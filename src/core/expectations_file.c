@@ -423,7 +423,8 @@ int pl_expectations_save(const pl_expectations *e, const char *path, char *err, 
         return -1;
     /* sorted copies of the pointers: a stable order makes each update a small diff */
     pl_expect_entry *sorted = pl_xmalloc((e->n_entries ? e->n_entries : 1) * sizeof *sorted);
-    memcpy(sorted, e->entries, e->n_entries * sizeof *sorted);
+    if (e->n_entries) /* an empty set has no array to copy (memcpy from NULL is undefined even for 0 bytes) */
+        memcpy(sorted, e->entries, e->n_entries * sizeof *sorted);
     qsort(sorted, e->n_entries, sizeof *sorted, pl_expect_entry_cmp);
 
     json_t *root = json_object();
