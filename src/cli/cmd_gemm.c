@@ -286,7 +286,7 @@ int pl_cmd_gemm(int argc, char **argv)
         pl_table *t = pl_gemm_comparison_table(&sel.cmp);
         pl_table_print(t, stdout);
         pl_table_free(t);
-        printf("\nresults: %s/{comparison.json,summary.md}\n", sel.run.run_dir);
+        printf("\nresults: %s/{comparison.json,summary.md}\n", PL_ESC(sel.run.run_dir));
     }
     pl_buf missing = {0};
     if (pl_gemm_comparison_missing(&sel.cmp, &missing) > 0)

@@ -68,7 +68,8 @@ int pl_cmd_report(int argc, char **argv)
                "  comparison.json  perflab gemm: TFLOP/s per shape and provider\n"
                "  report.json      perflab moe-readiness (its heatmaps) or perflab comm (busbw and p99 against size)\n"
                "  profile.json     perflab profile: the findings\n"
-               "An incomplete run (interrupted or killed) is marked as such. Needs no GPU.\n\noptions:\n");
+               "An incomplete run (interrupted or killed) is marked as such. Needs no GPU. At most 64 folders, and\n"
+               "each document within the limits docs/report.md lists (checked before any work).\n\noptions:\n");
         pl_options_help(stdout, opts);
         printf("\nexit codes: 0 written; 2 bad usage, or an input that is not a perflab folder.\n");
         pl_strlist_free(&pos);

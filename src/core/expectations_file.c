@@ -307,7 +307,7 @@ static int parse_header(const load_ctx *c, json_t *root, const char *key, pl_exp
 {
     static const char *const known[] = {"schema_version", "hardware_key", "provenance", "entries"};
     if (!json_is_object(root)) {
-        pl_snprintf(c->err, c->errlen, "%s: expected a JSON object at the top level, found %s", c->path,
+        pl_snprintf(c->err, c->errlen, "%s: expected a JSON object at the top level, found %s", PL_ESC(c->path),
                     json_kind(root));
         return -1;
     }

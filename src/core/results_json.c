@@ -45,7 +45,7 @@ int pl_json_load_as(const char *path, int (*read)(json_t *j, void *out, char *er
     int rc = read(j, out, why, sizeof why);
     json_decref(j);
     if (rc != 0)
-        pl_snprintf(err, errlen, "%s: %s", path, why);
+        pl_snprintf(err, errlen, "%s: %s", PL_ESC(path), why);
     return rc != 0 ? -1 : 0;
 }
 
@@ -53,7 +53,7 @@ int pl_json_save_file(json_t *j, const char *path, char *err, size_t errlen)
 {
     char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     if (!text) {
-        pl_snprintf(err, errlen, "cannot encode JSON for '%s'", path);
+        pl_snprintf(err, errlen, "cannot encode JSON for '%s'", PL_ESC(path));
         return -1;
     }
     size_t len = strlen(text);
