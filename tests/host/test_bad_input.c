@@ -461,6 +461,24 @@ START_TEST(shapes_files_are_text_and_bounded)
 }
 END_TEST
 
+/* A full disk printed the same error twice in run (once for the writes after each target, again for the final
+ * write). A file size limit (ulimit -f, SIGXFSZ ignored) fails every write of run.json the same way. */
+START_TEST(a_failing_disk_is_reported_once)
+{
+    char *dir = pl_test_tmpdir("full-disk");
+    char *args = pl_strfmt("run --targets selftest:sleep,selftest:gate --quiet --artifacts-dir '%s' --expectations-dir "
+                           "'%s' --min-time-s 0.05 --max-time-s 0.1",
+                           dir, dir);
+    pl_cmd_result r = pl_run_perflab("trap '' XFSZ; ulimit -f 1;", args);
+    ck_assert_msg(r.exit_code == 1, "exit %d: %s", r.exit_code, r.err);
+    const char *first = strstr(r.err, "cannot write");
+    ck_assert_msg(first && !strstr(first + 1, "cannot write"), "not said once: %s", r.err);
+    pl_cmd_result_free(&r);
+    free(args);
+    free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("bad_input");
@@ -481,6 +499,7 @@ static Suite *suite(void)
     tcase_add_test(tc, names_from_files_reach_the_terminal_escaped);
     tcase_add_test(tc, usage_errors_are_one_escaped_line);
     tcase_add_test(tc, shapes_files_are_text_and_bounded);
+    tcase_add_test(tc, a_failing_disk_is_reported_once);
     suite_add_tcase(s, tc);
     return s;
 }
