@@ -28,9 +28,9 @@ static int non_finite(const char *v)
  * name, "...-inf" included. */
 static int numeric(const char *name)
 {
-    static const char *const names[] = {"x",      "y",      "x1",        "x2",           "y1",      "y2",
-                                        "cx",     "cy",     "r",         "rx",           "ry",      "dx",
-                                        "dy",     "width",  "height",    "points",       "d",       "transform",
+    static const char *const names[] = {"x",       "y",      "x1",        "x2",           "y1",      "y2",
+                                        "cx",      "cy",     "r",         "rx",           "ry",      "dx",
+                                        "dy",      "width",  "height",    "points",       "d",       "transform",
                                         "viewBox", "offset", "font-size", "stroke-width", "opacity", "fill-opacity"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0)

@@ -1,5 +1,6 @@
 /* The HTML and SVG perflab writes, checked with expat (a conforming XML parser): well-formed XML, and no NaN or
- * infinity in any numeric attribute (a coordinate, a size, a path: what a browser would drop). Shared by test_report and test_fuzz. */
+ * infinity in any numeric attribute (a coordinate, a size, a path: what a browser would drop). Shared by test_report
+ * and test_fuzz. */
 #ifndef PERFLAB_TESTS_XMLCHECK_H
 #define PERFLAB_TESTS_XMLCHECK_H
 

@@ -29,8 +29,9 @@ int pl_cost_compute(const pl_cost_request *q, pl_cost_result *r, char *err, size
     r->hardware_per_mtok = q->gpu_hour_cost / (q->throughput_tps * 3600.0) * 1e6;
     r->total_per_mtok = r->energy_per_mtok + r->hardware_per_mtok;
     r->tokens_per_kwh = 3.6e6 / r->facility_joules_per_token;
-    const double all[] = {r->joules_per_token, r->facility_joules_per_token, r->kwh_per_mtok, r->energy_per_mtok,
-                          r->hardware_per_mtok, r->total_per_mtok, r->tokens_per_kwh};
+    const double all[] = {r->joules_per_token, r->facility_joules_per_token, r->kwh_per_mtok,
+                          r->energy_per_mtok,  r->hardware_per_mtok,         r->total_per_mtok,
+                          r->tokens_per_kwh};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (!isfinite(all[i]) || (all[i] == 0 && i != 3 && i != 4 && i != 5)) {
             pl_snprintf(err, errlen,
@@ -56,7 +57,8 @@ int pl_cost_from_run(const pl_run *run, const char *target, const char *variant,
         return -1;
     }
     if (!v->has_stats || v->stats.n == 0) {
-        pl_snprintf(err, errlen, "%s / %s was not timed in this run (%s)", PL_ESC(target), PL_ESC(variant), pl_status_name(v->status));
+        pl_snprintf(err, errlen, "%s / %s was not timed in this run (%s)", PL_ESC(target), PL_ESC(variant),
+                    pl_status_name(v->status));
         return -1;
     }
     if (!v->has_telemetry || v->telemetry.power_w.n == 0) {

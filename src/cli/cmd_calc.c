@@ -270,8 +270,7 @@ static int cost(int argc, char **argv)
     }
     if (src) {
         printf("from run %s: %s / %s, %.1f W measured, median %.4g ms -> %.6g tokens/s\n", PL_ESC(from_run),
-               PL_ESC(target), PL_ESC(variant),
-               json_real_value(json_object_get(src, "measured_power_w")),
+               PL_ESC(target), PL_ESC(variant), json_real_value(json_object_get(src, "measured_power_w")),
                json_real_value(json_object_get(src, "median_ms")), q.throughput_tps);
         json_decref(src);
     }

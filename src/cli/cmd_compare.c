@@ -61,8 +61,7 @@ static void print_result(const pl_compare_result *c, const pl_run *a, const pl_r
                      r->note ? r->note : "");
     }
     printf("perflab compare %s -> %s (threshold %.1f%%)\n", PL_ESC(a->run_id ? a->run_id : "A"),
-           PL_ESC(b->run_id ? b->run_id : "B"),
-           100 * threshold);
+           PL_ESC(b->run_id ? b->run_id : "B"), 100 * threshold);
     const pl_run *runs[2] = {a, b};
     for (int k = 0; k < 2; k++)
         if (!runs[k]->complete)

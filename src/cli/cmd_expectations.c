@@ -203,7 +203,9 @@ static int load_run_and_file(const char *verb, const exp_args *a, const pl_strli
         return pl_usage_error(verb, "the run names no hardware key: pass --key");
     }
     *path = path_for_key(verb, a, run->prov.hardware_key,
-                         a->key ? "--key" : env && *env ? "PERFLAB_EXPECTATION_KEY" : "the run's provenance.hardware_key");
+                         a->key        ? "--key"
+                         : env && *env ? "PERFLAB_EXPECTATION_KEY"
+                                       : "the run's provenance.hardware_key");
     if (!*path) {
         pl_run_free(run);
         return PL_EXIT_USAGE;

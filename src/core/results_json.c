@@ -96,8 +96,9 @@ int pl_run_json_check_size(json_t *j, char *err, size_t errlen)
         json_array_foreach(variants, k, v)
         {
             if (json_array_size(json_object_get(v, "samples_ms")) > PL_RUN_MAX_SAMPLES) {
-                pl_snprintf(err, errlen, "targets[%zu].variants[%zu]: more than %d samples (the most --iterations takes)",
-                            i, k, PL_RUN_MAX_SAMPLES);
+                pl_snprintf(err, errlen,
+                            "targets[%zu].variants[%zu]: more than %d samples (the most --iterations takes)", i, k,
+                            PL_RUN_MAX_SAMPLES);
                 return -1;
             }
         }

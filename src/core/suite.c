@@ -144,8 +144,8 @@ static void copy_settings(pl_run_settings *dst, const pl_run_settings *src)
 static int load_expectations(suite *s, char *err, size_t errlen)
 {
     char *dir = pl_expectations_dir(s->req->expectations_dir);
-    s->exp_path = pl_expectations_path(dir, s->run->prov.hardware_key, "the hardware key (PERFLAB_EXPECTATION_KEY)",
-                                       err, errlen);
+    s->exp_path =
+        pl_expectations_path(dir, s->run->prov.hardware_key, "the hardware key (PERFLAB_EXPECTATION_KEY)", err, errlen);
     if (!s->exp_path) { /* a key names a file: only a plain name is one */
         free(dir);
         return -1;

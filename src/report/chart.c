@@ -26,8 +26,8 @@ void pl_xml_escape_into(pl_buf *b, const char *s)
             /* neither bytes that are not UTF-8 (a folder's name) nor U+FFFE, U+FFFF are XML characters: each
              * becomes U+FFFD, the replacement character */
             const size_t n = pl_utf8_length(s);
-            const int nonchar = n == 3 && (unsigned char)s[0] == 0xef && (unsigned char)s[1] == 0xbf &&
-                                (unsigned char)s[2] >= 0xbe;
+            const int nonchar =
+                n == 3 && (unsigned char)s[0] == 0xef && (unsigned char)s[1] == 0xbf && (unsigned char)s[2] >= 0xbe;
             if (n && !nonchar)
                 pl_buf_appendn(b, s, n);
             else

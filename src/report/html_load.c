@@ -59,8 +59,8 @@ static size_t comm_curves(json_t *points)
                    *d = json_string_value(json_object_get(p, "dtype"));
         const int ip = json_is_true(json_object_get(p, "in_place"));
         size_t k = 0;
-        while (k < n && !(strcmp(seen[k][0], c ? c : "") == 0 && strcmp(seen[k][1], d ? d : "") == 0 &&
-                          in_place[k] == ip))
+        while (k < n &&
+               !(strcmp(seen[k][0], c ? c : "") == 0 && strcmp(seen[k][1], d ? d : "") == 0 && in_place[k] == ip))
             k++;
         if (k < n)
             continue;
@@ -93,8 +93,7 @@ static int check_size(pl_report_kind kind, json_t *doc, char *err, size_t errlen
         return over("points", json_array_size(json_object_get(doc, "points")), PL_REPORT_MAX_POINTS, err, errlen) ||
                over("curves", comm_curves(json_object_get(doc, "points")), PL_REPORT_MAX_CURVES, err, errlen);
     case PL_INPUT_PROFILE:
-        return over("variants", json_array_size(json_object_get(doc, "variants")), PL_REPORT_MAX_VARIANTS, err,
-                    errlen);
+        return over("variants", json_array_size(json_object_get(doc, "variants")), PL_REPORT_MAX_VARIANTS, err, errlen);
     }
     return 0;
 }

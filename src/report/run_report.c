@@ -228,7 +228,8 @@ static void expectation_line(const pl_run *r, pl_buf *out)
             continue;
         if (isnan(w->measured_ms)) /* not timed: the reason, never NaN figures */
             pl_buf_printf(out, "  %s %s / %s: expected %.4g ms, not timed: %s\n", pl_expect_verdict_name(w->verdict),
-                          PL_ESC(w->target), PL_ESC(w->variant), w->expected_ms, PL_ESC(w->note ? w->note : "no result"));
+                          PL_ESC(w->target), PL_ESC(w->variant), w->expected_ms,
+                          PL_ESC(w->note ? w->note : "no result"));
         else
             pl_buf_printf(out, "  %s %s / %s: expected %.4g ms, measured %.4g ms (%+.1f%%, threshold %.1f%%)%s%s\n",
                           pl_expect_verdict_name(w->verdict), PL_ESC(w->target), PL_ESC(w->variant), w->expected_ms,
@@ -262,8 +263,7 @@ void pl_run_print(const pl_run *r, FILE *out)
     char gpu[384];
     fprintf(out, "perflab %s %s · %s · profile %s · mode %s%s\n", r->settings.verify_only ? "verify" : "run",
             PL_ESC(r->run_id ? r->run_id : ""), gpu_line(r, gpu, sizeof gpu), PL_ESC(r->settings.profile),
-            PL_ESC(r->settings.mode),
-            r->settings.graph ? " · graph replay" : "");
+            PL_ESC(r->settings.mode), r->settings.graph ? " · graph replay" : "");
     pl_table *t = pl_run_table(r);
     pl_table_print(t, out);
     pl_table_free(t);

@@ -289,8 +289,7 @@ static void expect_refused(const char *args, const char *says)
 {
     pl_cmd_result r = pl_run_perflab(NULL, args);
     const char *nl = strchr(r.err, '\n');
-    ck_assert_msg(r.exit_code == 2 && strstr(r.err, says) && nl && !nl[1], "%s: exit %d: %s", args, r.exit_code,
-                  r.err);
+    ck_assert_msg(r.exit_code == 2 && strstr(r.err, says) && nl && !nl[1], "%s: exit %d: %s", args, r.exit_code, r.err);
     pl_cmd_result_free(&r);
 }
 

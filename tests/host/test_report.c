@@ -309,8 +309,8 @@ static void expect_line(const char *args, int code, const char *says)
 {
     pl_cmd_result r = pl_run_perflab(NULL, args);
     const char *nl = strchr(r.err, '\n');
-    ck_assert_msg(r.exit_code == code && strstr(r.err, says) && nl && !nl[1], "%.300s: exit %d, expected %d with '%s': %s",
-                  args, r.exit_code, code, says, r.err);
+    ck_assert_msg(r.exit_code == code && strstr(r.err, says) && nl && !nl[1],
+                  "%.300s: exit %d, expected %d with '%s': %s", args, r.exit_code, code, says, r.err);
     pl_cmd_result_free(&r);
 }
 
@@ -332,10 +332,10 @@ static char *comm_doc(const char *dir, const char *folder, size_t n_curves, cons
         for (int k = 0; k < 2; k++) {
             char coll[64];
             snprintf(coll, sizeof coll, "%s%zu", name, c);
-            json_array_append_new(pts, json_pack("{s:s, s:s, s:b, s:I, s:f, s:{s:f, s:f}, s:s}", "collective", coll,
-                                                 "dtype", "bf16", "in_place", 0, "size_bytes", (json_int_t)65536 << k,
-                                                 "busbw_gbps", bw, "latency_ms", "p50", 0.01, "p99", 0.02, "status",
-                                                 "ok"));
+            json_array_append_new(pts,
+                                  json_pack("{s:s, s:s, s:b, s:I, s:f, s:{s:f, s:f}, s:s}", "collective", coll, "dtype",
+                                            "bf16", "in_place", 0, "size_bytes", (json_int_t)65536 << k, "busbw_gbps",
+                                            bw, "latency_ms", "p50", 0.01, "p99", 0.02, "status", "ok"));
         }
     char *out = pl_path_join(dir, folder);
     write_doc(json_pack("{s:i, s:s, s:{s:s, s:i}, s:o}", "schema_version", 1, "kind", "comm", "settings", "launch",
@@ -377,7 +377,10 @@ static void extreme_speedup(json_t *root)
 START_TEST(report_xml_survives_odd_names_and_extreme_numbers)
 {
     char *dir = pl_test_tmpdir("report-odd");
-    char *odd = comm_doc(dir, "comm-\xff\xfe", 2, "all\xef\xbf\xbe" "reduce", 5e-324);
+    char *odd = comm_doc(dir, "comm-\xff\xfe", 2,
+                         "all\xef\xbf\xbe"
+                         "reduce",
+                         5e-324);
     char *run = pl_test_write_run(dir, "run-\xc3(", extreme_speedup);
     char *args = pl_strfmt("'%s' '%s'", odd, run);
     report_parses(dir, args);
@@ -445,8 +448,8 @@ START_TEST(report_inputs_are_bounded)
         json_array_append_new(skews, json_real(1 + i * 1e-3));
     }
     char *moe = pl_path_join(dir, "moe");
-    write_doc(json_pack("{s:i, s:s, s:{s:o, s:o, s:i}, s:[]}", "schema_version", 1, "kind", "moe_readiness",
-                        "settings", "message_sizes", sizes, "skews", skews, "ranks", 2, "points"),
+    write_doc(json_pack("{s:i, s:s, s:{s:o, s:o, s:i}, s:[]}", "schema_version", 1, "kind", "moe_readiness", "settings",
+                        "message_sizes", sizes, "skews", skews, "ranks", 2, "points"),
               moe);
     args = pl_strfmt("report '%s'", moe);
     const double t0 = pl_now_s();
