@@ -61,7 +61,8 @@ void pl_buf_append_escaped(pl_buf *b, const char *s, size_t max_bytes)
             return;
         }
         const unsigned char c = p[used];
-        const int c1_control = (n == 2 && c == 0xc2 && p[used + 1] < 0xa0) || (n == 3 && invisible(p + used));
+        /* C1 controls (U+0080..U+009F: 0xc2 0x9b is a CSI) and the invisible characters above */
+        const int unseen = (n == 2 && c == 0xc2 && p[used + 1] < 0xa0) || (n == 3 && invisible(p + used));
         if (n == 1 && c >= 0x20 && c != 0x7f)
             pl_buf_appendn(b, (const char *)p + used, 1);
         else if (c == '\n')
@@ -70,7 +71,7 @@ void pl_buf_append_escaped(pl_buf *b, const char *s, size_t max_bytes)
             pl_buf_append(b, "\\t");
         else if (c == '\r')
             pl_buf_append(b, "\\r");
-        else if (n > 1 && !c1_control)
+        else if (n > 1 && !unseen)
             pl_buf_appendn(b, (const char *)p + used, n);
         else
             for (size_t i = 0; i < take; i++)
