@@ -283,3 +283,19 @@ void pl_test_expect_refusal(const char *verb, const char *target, const char *ar
     free(cmd);
     free(dir);
 }
+
+char *pl_test_write_run(const char *dir, const char *name, void (*edit)(json_t *root))
+{
+    pl_run r;
+    pl_test_make_run(&r);
+    json_t *j = pl_run_to_json(&r);
+    pl_run_free(&r);
+    if (edit)
+        edit(j);
+    char *folder = pl_path_join(dir, name), *path = pl_path_join(folder, "run.json"), err[512];
+    ck_assert_msg(pl_mkdir_p(folder, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(pl_json_save_file(j, path, err, sizeof err) == 0, "%s", err);
+    json_decref(j);
+    free(path);
+    return folder;
+}

@@ -42,6 +42,11 @@ int pl_test_save_run(const struct pl_run *r, const char *path, char *err, size_t
  * stderr naming the target and holding `says`, and no artifacts folder written. */
 void pl_test_expect_refusal(const char *verb, const char *target, const char *args, const char *says);
 
+/* pl_test_make_run's run, its JSON document changed by `edit` (NULL: as is), written as <dir>/<name>/run.json as
+ * a crafted file would be. Returns the folder (malloc'd). */
+struct json_t;
+char *pl_test_write_run(const char *dir, const char *name, void (*edit)(struct json_t *root));
+
 /* A fresh empty directory under PERFLAB_TEST_TMP, named after `tag`. malloc'd. */
 char *pl_test_tmpdir(const char *tag);
 

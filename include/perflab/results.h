@@ -240,6 +240,9 @@ void pl_expect_report_free(pl_expect_report *r);
 void pl_run_free(pl_run *r);
 
 const pl_target_result *pl_run_find_target(const pl_run *r, const char *name);
+/* The GPU the run measured (settings.device, or the first when that index is not in provenance, as a crafted or
+ * old run.json may say); NULL when the run lists no GPU. */
+const pl_gpu_record *pl_run_gpu(const pl_run *r);
 const pl_variant_result *pl_target_find_variant(const pl_target_result *t, const char *name);
 
 #ifdef __cplusplus

@@ -29,6 +29,17 @@ int pl_cost_compute(const pl_cost_request *q, pl_cost_result *r, char *err, size
     r->hardware_per_mtok = q->gpu_hour_cost / (q->throughput_tps * 3600.0) * 1e6;
     r->total_per_mtok = r->energy_per_mtok + r->hardware_per_mtok;
     r->tokens_per_kwh = 3.6e6 / r->facility_joules_per_token;
+    const double all[] = {r->joules_per_token, r->facility_joules_per_token, r->kwh_per_mtok,
+                          r->energy_per_mtok,  r->hardware_per_mtok,         r->total_per_mtok,
+                          r->tokens_per_kwh};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (!isfinite(all[i]) || (all[i] == 0 && i != 3 && i != 4 && i != 5)) {
+            pl_snprintf(err, errlen,
+                        "--avg-power %g W at %g tokens/s gives an energy per token that a double cannot hold; "
+                        "pass figures of a real GPU",
+                        q->avg_power_w, q->throughput_tps);
+            return -1;
+        }
     return 0;
 }
 
@@ -37,27 +48,33 @@ int pl_cost_from_run(const pl_run *run, const char *target, const char *variant,
 {
     const pl_target_result *t = pl_run_find_target(run, target);
     if (!t) {
-        pl_snprintf(err, errlen, "the run has no target '%s'", target);
+        pl_snprintf(err, errlen, "the run has no target '%s'", PL_ESC(target));
         return -1;
     }
     const pl_variant_result *v = pl_target_find_variant(t, variant);
     if (!v) {
-        pl_snprintf(err, errlen, "%s has no variant '%s' in this run", target, variant);
+        pl_snprintf(err, errlen, "%s has no variant '%s' in this run", PL_ESC(target), PL_ESC(variant));
         return -1;
     }
     if (!v->has_stats || v->stats.n == 0) {
-        pl_snprintf(err, errlen, "%s / %s was not timed in this run (%s)", target, variant, pl_status_name(v->status));
+        pl_snprintf(err, errlen, "%s / %s was not timed in this run (%s)", PL_ESC(target), PL_ESC(variant),
+                    pl_status_name(v->status));
         return -1;
     }
     if (!v->has_telemetry || v->telemetry.power_w.n == 0) {
         pl_snprintf(err, errlen,
                     "%s / %s has no measured power: run it with --profile minimal (NVML telemetry), or "
                     "give --avg-power",
-                    target, variant);
+                    PL_ESC(target), PL_ESC(variant));
         return -1;
     }
     if (!(tokens_per_iteration > 0)) {
         pl_snprintf(err, errlen, "--tokens-per-iteration must be positive: the tokens one run of the variant produces");
+        return -1;
+    }
+    if (!(v->stats.median > 0) || !isfinite(v->stats.median) || !(v->telemetry.power_w.mean > 0)) {
+        pl_snprintf(err, errlen, "%s / %s has a median time of %g ms and a power of %g W: no throughput follows",
+                    PL_ESC(target), PL_ESC(variant), v->stats.median, v->telemetry.power_w.mean);
         return -1;
     }
     *power_w = v->telemetry.power_w.mean;

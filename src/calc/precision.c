@@ -1,6 +1,7 @@
 /* perflab calc precision: each dtype's error against float64 (precision.h; method in docs/calc.md). */
 #include "calc/precision.h"
 
+#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -294,6 +295,42 @@ static int selected(const char *only, const char *name)
     return 0;
 }
 
+static double max_work = PL_PREC_MAX_WORK;
+
+void pl_prec_limit_work(double w)
+{
+    max_work = w > 0 && w < PL_PREC_MAX_WORK ? w : PL_PREC_MAX_WORK;
+}
+
+/* The largest tensor and the multiply-adds of one dtype's pass, bounded before anything is allocated (the
+ * float64 reference and every dtype run on one host core: 2^27 multiply-adds take about 2 s for all dtypes). */
+static int check_size(const pl_prec_request *q, char *err, size_t errlen)
+{
+    const double a = (double)q->dims[0], b = (double)q->dims[1], c = (double)q->dims[2];
+    double largest = a * b, work = a * b;
+    switch (q->op) {
+    case PL_PREC_GEMM:
+        largest = fmax(a * b, fmax(a * c, b * c));
+        work = a * b * c;
+        break;
+    case PL_PREC_ATTENTION: /* the S x S scores */
+        largest = fmax(a * a, a * b);
+        work = a * a * b;
+        break;
+    case PL_PREC_NORM:
+    case PL_PREC_SOFTMAX: break;
+    }
+    if (largest > PL_PREC_MAX_ELEMENTS || work > max_work) {
+        pl_snprintf(err, errlen,
+                    "--shape %lldx%lld%s%.0lld: %.3g elements and %.3g multiply-adds; the calculator takes at most "
+                    "%.3g and %.3g (a smaller shape gives the same error statistics)",
+                    q->dims[0], q->dims[1], q->op == PL_PREC_GEMM ? "x" : "", q->op == PL_PREC_GEMM ? q->dims[2] : 0,
+                    largest, work, (double)PL_PREC_MAX_ELEMENTS, max_work);
+        return -1;
+    }
+    return 0;
+}
+
 int pl_precision_run(const pl_prec_request *q, pl_prec_row **rows, size_t *n, char *err, size_t errlen)
 {
     *rows = NULL;
@@ -303,6 +340,8 @@ int pl_precision_run(const pl_prec_request *q, pl_prec_row **rows, size_t *n, ch
             pl_snprintf(err, errlen, "--shape: every dimension must be positive");
             return -1;
         }
+    if (check_size(q, err, errlen) != 0)
+        return -1;
     if (q->block <= 0 || !(q->input_scale > 0)) {
         pl_snprintf(err, errlen, "--block and --input-scale must be positive");
         return -1;
@@ -365,9 +404,15 @@ int pl_prec_parse_shape(pl_prec_op op, const char *text, long long dims[3], char
     const char *p = text ? text : "";
     while (got < 3 && *p) {
         char *end;
+        errno = 0;
         long long v = strtoll(p, &end, 10);
-        if (end == p || v <= 0)
+        if (end == p || v <= 0 || errno == ERANGE || v > PL_PREC_MAX_DIM) {
+            if (end != p && v > 0) {
+                pl_snprintf(err, errlen, "--shape '%s': a dimension is at most %d", PL_ESC(text), PL_PREC_MAX_DIM);
+                return -1;
+            }
             break;
+        }
         dims[got++] = v;
         p = end;
         if (*p != 'x')
@@ -377,7 +422,7 @@ int pl_prec_parse_shape(pl_prec_op op, const char *text, long long dims[3], char
     if (got != want || *p) {
         static const char *const forms[] = {"MxNxK (e.g. 256x256x1024)", "ROWSxCOLS (e.g. 64x4096)",
                                             "ROWSxCOLS (e.g. 64x4096)", "SEQxHEAD_DIM (e.g. 512x128)"};
-        pl_snprintf(err, errlen, "--shape '%s': %s takes %s", text ? text : "", op_names[op], forms[op]);
+        pl_snprintf(err, errlen, "--shape '%s': %s takes %s", PL_ESC(text ? text : ""), op_names[op], forms[op]);
         return -1;
     }
     return 0;

@@ -46,6 +46,15 @@ typedef struct pl_prec_row {
     size_t nonfinite;
 } pl_prec_row;
 
+/* Bounds checked before any work: a dimension, the largest tensor (elements) and one dtype's multiply-adds. */
+#define PL_PREC_MAX_DIM      16777216
+#define PL_PREC_MAX_ELEMENTS 16777216.0
+#define PL_PREC_MAX_WORK     134217728.0
+
+/* Lowers the work bound below PL_PREC_MAX_WORK for this process (0 restores it): the fuzz test runs thousands of
+ * requests, each of which must stay short. */
+void pl_prec_limit_work(double max_work);
+
 /* Parse "MxNxK" (gemm) or "AxB" (the others) into req->dims. -1 with one line. */
 int pl_prec_parse_shape(pl_prec_op op, const char *text, long long dims[3], char *err, size_t errlen);
 int pl_prec_op_from_name(const char *name); /* -1 when unknown */

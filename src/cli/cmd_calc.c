@@ -14,12 +14,30 @@
 #include "core/results_json.h"
 #include "core/util.h"
 
-static void print_json(json_t *j)
+/* The JSON on stdout; a document jansson cannot encode (NULL from json_pack, text that is not UTF-8) is refused
+ * with one line instead of printing nothing. */
+static int print_json(const char *verb, json_t *j)
 {
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(j);
+    if (!s)
+        return pl_usage_error(verb, "the result cannot be written as JSON (a value that is not finite, or text that "
+                                    "is not UTF-8); run without --json");
     puts(s);
     free(s);
-    json_decref(j);
+    return PL_EXIT_OK;
+}
+
+/* A count given as a number: whole, or refused (1.9 tokens is a typo, not 1 token). */
+static int whole(const char *verb, const char *flag, double x, long long *out)
+{
+    if (x != floor(x)) {
+        char msg[160];
+        pl_snprintf(msg, sizeof msg, "%s takes a whole number, not %g", flag, x);
+        return pl_usage_error(verb, msg);
+    }
+    *out = (long long)x;
+    return 0;
 }
 
 /* Parse, or print the help; 1: go on, 0/2: return that code. */
@@ -127,9 +145,9 @@ static int kv_cache(int argc, char **argv)
         q.head_dim = q.head_dim ? q.head_dim : m->head_dim;
         q.kv_latent_dim = q.kv_latent_dim ? q.kv_latent_dim : m->kv_latent_dim;
     }
-    q.tokens = (long long)tokens;
-    q.batch = (long long)batch;
-    q.page_tokens = (long long)page;
+    if (whole("calc kv-cache", "--tokens", tokens, &q.tokens) || whole("calc kv-cache", "--batch", batch, &q.batch) ||
+        whole("calc kv-cache", "--page-tokens", page, &q.page_tokens))
+        return PL_EXIT_USAGE;
     q.weights_gb = weights >= 0 ? weights : m ? m->params_b * 2 : 0;
     char why[256] = "", from[160];
     if (gpu_mem > 0) {
@@ -151,8 +169,7 @@ static int kv_cache(int argc, char **argv)
         json_t *j = pl_kv_json(&q, &r);
         if (m)
             json_object_set_new(j, "model", json_pack("{s:s, s:s}", "name", m->name, "from", m->source));
-        print_json(j);
-        return PL_EXIT_OK;
+        return print_json("calc kv-cache", j);
     }
     if (m)
         printf("model %s (%s)\n", m->name, m->source);
@@ -249,12 +266,11 @@ static int cost(int argc, char **argv)
         json_t *j = pl_cost_json(&q, &r);
         if (src)
             json_object_set_new(j, "from_run", src);
-        print_json(j);
-        return PL_EXIT_OK;
+        return print_json("calc cost-per-token", j);
     }
     if (src) {
-        printf("from run %s: %s / %s, %.1f W measured, median %.4g ms -> %.6g tokens/s\n", from_run, target, variant,
-               json_real_value(json_object_get(src, "measured_power_w")),
+        printf("from run %s: %s / %s, %.1f W measured, median %.4g ms -> %.6g tokens/s\n", PL_ESC(from_run),
+               PL_ESC(target), PL_ESC(variant), json_real_value(json_object_get(src, "measured_power_w")),
                json_real_value(json_object_get(src, "median_ms")), q.throughput_tps);
         json_decref(src);
     }
@@ -310,10 +326,11 @@ static int precision(int argc, char **argv)
     if (pl_precision_run(&q, &rows, &n, err, sizeof err) != 0)
         return pl_usage_error("calc precision", err);
     if (json) {
-        print_json(pl_precision_json(&q, rows, n));
+        rc = print_json("calc precision", pl_precision_json(&q, rows, n));
     } else {
+        rc = PL_EXIT_OK;
         printf("%s %s, inputs uniform in [-%g, %g], seed %llu; against float64\n", op_name,
-               shape ? shape : defaults[op], scale, scale, (unsigned long long)q.seed);
+               PL_ESC(shape ? shape : defaults[op]), scale, scale, (unsigned long long)q.seed);
         printf("%-16s %-9s %10s %10s %10s %10s  %s\n", "dtype", "output", "rel L2", "max abs", "max rel", "tolerance",
                "verdict");
         for (size_t i = 0; i < n; i++)
@@ -322,7 +339,7 @@ static int precision(int argc, char **argv)
                    rows[i].nonfinite ? " (non-finite outputs)" : "");
     }
     free(rows);
-    return PL_EXIT_OK;
+    return rc;
 }
 
 int pl_cmd_calc(int argc, char **argv)
@@ -337,19 +354,22 @@ int pl_cmd_calc(int argc, char **argv)
         {"precision", precision, "each dtype's error against float64 for a GEMM, norm, softmax or attention"},
     };
     const size_t n = sizeof subs / sizeof subs[0];
-    if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
-        FILE *out = argc < 1 ? stderr : stdout;
+    if (argc < 1)
+        return pl_usage_error("calc", "needs a calculator: kv-cache, cost-per-token or precision "
+                                      "(perflab calc --help describes them)");
+    if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
+        FILE *out = stdout;
         fprintf(out, "usage: perflab calc <calculator> [options]   (perflab calc <calculator> --help)\n\n");
         for (size_t i = 0; i < n; i++)
             fprintf(out, "  %-16s %s\n", subs[i].name, subs[i].what);
         fprintf(out, "\nEvery calculator needs no GPU (kv-cache reads one's free memory when there is one) and takes "
                      "--json.\nFormulas and worked examples: docs/calc.md.\n");
-        return argc < 1 ? PL_EXIT_USAGE : PL_EXIT_OK;
+        return PL_EXIT_OK;
     }
     for (size_t i = 0; i < n; i++)
         if (strcmp(argv[0], subs[i].name) == 0)
             return subs[i].fn(argc - 1, argv + 1);
     char msg[256];
-    pl_snprintf(msg, sizeof msg, "unknown calculator '%s': kv-cache, cost-per-token or precision", argv[0]);
+    pl_snprintf(msg, sizeof msg, "unknown calculator '%s': kv-cache, cost-per-token or precision", PL_ESC(argv[0]));
     return pl_usage_error("calc", msg);
 }

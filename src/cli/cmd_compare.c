@@ -60,14 +60,14 @@ static void print_result(const pl_compare_result *c, const pl_run *a, const pl_r
         pl_table_set(t, row, 6, "%s%s%s", pl_compare_verdict_name(r->verdict), r->note ? ": " : "",
                      r->note ? r->note : "");
     }
-    printf("perflab compare %s -> %s (threshold %.1f%%)\n", a->run_id ? a->run_id : "A", b->run_id ? b->run_id : "B",
-           100 * threshold);
+    printf("perflab compare %s -> %s (threshold %.1f%%)\n", PL_ESC(a->run_id ? a->run_id : "A"),
+           PL_ESC(b->run_id ? b->run_id : "B"), 100 * threshold);
     const pl_run *runs[2] = {a, b};
     for (int k = 0; k < 2; k++)
         if (!runs[k]->complete)
             printf("run %c (%s) is incomplete: it was interrupted or killed, or is still under way; %zu target%s "
                    "finished\n",
-                   'A' + k, runs[k]->run_id ? runs[k]->run_id : "?", runs[k]->n_targets,
+                   'A' + k, PL_ESC(runs[k]->run_id ? runs[k]->run_id : "?"), runs[k]->n_targets,
                    runs[k]->n_targets == 1 ? "" : "s");
     pl_table_print(t, stdout);
     pl_table_free(t);

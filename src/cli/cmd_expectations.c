@@ -33,13 +33,13 @@ static void usage(const pl_option *opts)
     pl_options_help(stdout, opts);
 }
 
-static char *path_for_key(const exp_args *a, const char *key)
+/* The file of a key, or NULL with the key refused on stderr: a key names a file, so only a plain name is one. */
+static char *path_for_key(const char *verb, const exp_args *a, const char *key, const char *from)
 {
-    char *dir = pl_expectations_dir(a->dir);
-    char *name = pl_strfmt("%s.json", key);
-    char *path = pl_path_join(dir, name);
-    free(dir);
-    free(name);
+    char err[1024];
+    char *path = pl_expectations_path(a->dir, key, from, err, sizeof err);
+    if (!path)
+        pl_usage_error(verb, err);
     return path;
 }
 
@@ -107,16 +107,16 @@ static int cmd_check(const exp_args *a, const pl_strlist *files_given)
             fprintf(stderr, "perflab expectations: %s\n", err);
             bad = 1;
         } else if (rc == 1) {
-            fprintf(stderr, "perflab expectations: %s: no such file\n", files[i]);
+            fprintf(stderr, "perflab expectations: %s: no such file\n", PL_ESC(files[i]));
             bad = 1;
         } else {
-            printf("ok %s: %zu entries for %s\n", files[i], e.n_entries, e.hardware_key);
+            printf("ok %s: %zu entries for %s\n", PL_ESC(files[i]), e.n_entries, PL_ESC(e.hardware_key));
         }
         pl_expectations_free(&e);
         free(key);
     }
     if (n == 0)
-        printf("no expectation files in %s\n", a->dir ? a->dir : "the expectations directory");
+        printf("no expectation files in %s\n", a->dir ? PL_ESC(a->dir) : "the expectations directory");
     free_files(files, n);
     return bad ? PL_EXIT_USAGE : PL_EXIT_OK;
 }
@@ -124,8 +124,8 @@ static int cmd_check(const exp_args *a, const pl_strlist *files_given)
 static void show_one(const pl_expectations *e, const char *path)
 {
     static const char *const spec[] = {"target", "variant", ">median", ">noise", ">tolerance", "params", "updated"};
-    printf("%s (%s; %s, perflab %s)\n", e->hardware_key, path, e->gpu_name ? e->gpu_name : "?",
-           e->perflab_version ? e->perflab_version : "?");
+    printf("%s (%s; %s, perflab %s)\n", PL_ESC(e->hardware_key), PL_ESC(path), PL_ESC(e->gpu_name ? e->gpu_name : "?"),
+           PL_ESC(e->perflab_version ? e->perflab_version : "?"));
     pl_table *t = pl_table_new(7, spec);
     for (size_t i = 0; i < e->n_entries; i++) {
         const pl_expect_entry *x = &e->entries[i];
@@ -148,8 +148,11 @@ static int cmd_show(const exp_args *a, const pl_strlist *pos)
     char **files = NULL;
     size_t n = 0;
     if (pos->n || a->key) {
+        char *path = path_for_key("expectations show", a, a->key ? a->key : pos->items[0], a->key ? "--key" : "KEY");
+        if (!path)
+            return PL_EXIT_USAGE;
         files = pl_xcalloc(1, sizeof *files);
-        files[n++] = path_for_key(a, a->key ? a->key : pos->items[0]);
+        files[n++] = path;
     } else {
         n = list_files(a, &files);
     }
@@ -168,7 +171,7 @@ static int cmd_show(const exp_args *a, const pl_strlist *pos)
                 fprintf(stderr,
                         "perflab expectations: %s does not exist (store some with perflab run "
                         "--update-expectations)\n",
-                        files[i]);
+                        PL_ESC(files[i]));
             rc = PL_EXIT_USAGE;
         }
         pl_expectations_free(&e);
@@ -199,7 +202,14 @@ static int load_run_and_file(const char *verb, const exp_args *a, const pl_strli
         pl_run_free(run);
         return pl_usage_error(verb, "the run names no hardware key: pass --key");
     }
-    *path = path_for_key(a, run->prov.hardware_key);
+    *path = path_for_key(verb, a, run->prov.hardware_key,
+                         a->key        ? "--key"
+                         : env && *env ? "PERFLAB_EXPECTATION_KEY"
+                                       : "the run's provenance.hardware_key");
+    if (!*path) {
+        pl_run_free(run);
+        return PL_EXIT_USAGE;
+    }
     if (pl_expectations_load(*path, run->prov.hardware_key, e, err, sizeof err) < 0) {
         pl_run_free(run);
         free(*path);
@@ -245,7 +255,7 @@ static int cmd_update(const exp_args *a, const pl_strlist *pos)
     if (pl_expectations_save(&e, path, err, sizeof err) != 0)
         rc = pl_usage_error("expectations update", err);
     else
-        printf("wrote %zu entries of %s to %s\n", written, run.prov.hardware_key, path);
+        printf("wrote %zu entries of %s to %s\n", written, PL_ESC(run.prov.hardware_key), PL_ESC(path));
     free(path);
     pl_expectations_free(&e);
     pl_run_free(&run);
@@ -268,11 +278,14 @@ int pl_cmd_expectations(int argc, char **argv)
     char err[1024];
     if (pl_options_parse("expectations", opts, argc, argv, &pos, err, sizeof err) != 0)
         return pl_usage_error("expectations", err);
-    if (a.help || pos.n == 0) {
+    if (a.help) {
         usage(opts);
         pl_strlist_free(&pos);
-        return a.help ? PL_EXIT_OK : PL_EXIT_USAGE;
+        return PL_EXIT_OK;
     }
+    if (pos.n == 0)
+        return pl_usage_error("expectations", "needs a subcommand: check, show, compare or update "
+                                              "(perflab expectations --help describes them)");
     const char *sub = pos.items[0];
     pl_strlist rest = {pos.items + 1, pos.n - 1};
     int rc;

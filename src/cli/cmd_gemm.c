@@ -295,7 +295,7 @@ int pl_cmd_gemm(int argc, char **argv)
         pl_table_print(t, stdout);
         pl_table_free(t);
         char *timing = pl_gemm_timing_line(&sel.run.settings, a.budget_s);
-        printf("\n%s\nresults: %s/{comparison.json,summary.md}\n", timing, sel.run.run_dir);
+        printf("\n%s\nresults: %s/{comparison.json,summary.md}\n", timing, PL_ESC(sel.run.run_dir));
         free(timing);
     }
     pl_buf missing = {0};

@@ -103,8 +103,8 @@ static int finish(void *user, pl_comm_job *job, pl_comm_session *s)
         free(js);
     } else {
         fputs(text.data, stdout);
-        printf("report: %s/report.json, heatmaps: %s/heatmap_p99_latency.svg, %s/heatmap_bandwidth.svg\n", out_dir,
-               out_dir, out_dir);
+        printf("report: %s/report.json, heatmaps: %s/heatmap_p99_latency.svg, %s/heatmap_bandwidth.svg\n",
+               PL_ESC(out_dir), PL_ESC(out_dir), PL_ESC(out_dir));
     }
     free(svg_lat);
     free(svg_bw);

@@ -163,8 +163,8 @@ int pl_cmd_peak(int argc, char **argv)
         free(s);
     } else {
         pl_peak_print(doc, stdout);
-        printf("peak: %s%s%s (%.0f s)\n", peak_path, ceil_path ? "; ceilings: " : "", ceil_path ? ceil_path : "",
-               pl_json_get_real(doc, "duration_s"));
+        printf("peak: %s%s%s (%.0f s)\n", PL_ESC(peak_path), ceil_path ? "; ceilings: " : "",
+               PL_ESC(ceil_path ? ceil_path : ""), pl_json_get_real(doc, "duration_s"));
     }
     free(ceil_path);
     free(peak_path);

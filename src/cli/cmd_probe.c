@@ -173,7 +173,7 @@ int pl_cmd_probe(int argc, char **argv)
         fprintf(stderr, "perflab probe: %s\n", err);
         rc = PL_EXIT_FAILED;
     } else if (!json) {
-        printf("capabilities: %s\n", path);
+        printf("capabilities: %s\n", PL_ESC(path));
     }
     free(path);
     pl_capabilities_free(&all);

@@ -43,14 +43,14 @@ static void print_doc(json_t *doc)
         json_array_foreach(json_object_get(v, "findings"), k, l) printf("  - %s\n", json_string_value(l));
         const char *rep = json_string_value(json_object_get(m, "report"));
         if (rep)
-            printf("  report: %s\n", rep);
+            printf("  report: %s\n", PL_ESC(rep));
         json_t *nsys = json_object_get(v, "nsys");
         if (nsys && json_object_get(nsys, "report"))
             printf("  nsys: %s\n", json_string_value(json_object_get(nsys, "report")));
         else if (nsys)
             printf("  nsys: %s\n", json_string_value(json_object_get(nsys, "error")));
     }
-    printf("\nartifacts: %s\n", json_string_value(json_object_get(doc, "dir")));
+    printf("\nartifacts: %s\n", PL_ESC(json_string_value(json_object_get(doc, "dir"))));
 }
 
 int pl_cmd_profile(int argc, char **argv)

@@ -18,6 +18,30 @@ static const char *kind_name(pl_report_kind k)
     return names[k];
 }
 
+/* A path or label as a JSON string: escaped (\xNN) where it is not UTF-8 text, which JSON cannot carry. */
+static json_t *text(const char *s)
+{
+    char *e = pl_escape_dup(s);
+    json_t *j = json_string(e);
+    free(e);
+    return j;
+}
+
+static void print_json(const pl_report_input *in, size_t n, const char *path)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, json_pack("{s:o, s:s, s:o}", "path", text(in[i].path), "kind",
+                                              kind_name(in[i].kind), "label", text(in[i].label)));
+    json_t *j = json_pack("{s:o, s:o}", "report", text(path), "inputs", list);
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    puts(s);
+    free(s);
+    json_decref(j);
+}
+
+#define PL_REPORT_NAME_MAX 200
+
 int pl_cmd_report(int argc, char **argv)
 {
     const char *out_dir = ".", *name = "report.html";
@@ -44,7 +68,8 @@ int pl_cmd_report(int argc, char **argv)
                "  comparison.json  perflab gemm: TFLOP/s per shape and provider\n"
                "  report.json      perflab moe-readiness (its heatmaps) or perflab comm (busbw and p99 against size)\n"
                "  profile.json     perflab profile: the findings\n"
-               "An incomplete run (interrupted or killed) is marked as such. Needs no GPU.\n\noptions:\n");
+               "An incomplete run (interrupted or killed) is marked as such. Needs no GPU. At most 64 folders, and\n"
+               "each document within the limits docs/report.md lists (checked before any work).\n\noptions:\n");
         pl_options_help(stdout, opts);
         printf("\nexit codes: 0 written; 2 bad usage, or an input that is not a perflab folder.\n");
         pl_strlist_free(&pos);
@@ -54,9 +79,16 @@ int pl_cmd_report(int argc, char **argv)
         pl_strlist_free(&pos);
         return pl_usage_error("report", "needs at least one folder: perflab report artifacts/<run_id> [...]");
     }
-    if (strchr(name, '/') || !*name || name[0] == '.') {
+    if (pos.n > PL_REPORT_MAX_INPUTS) {
         pl_strlist_free(&pos);
-        return pl_usage_error("report", "--name takes a plain file name (e.g. report.html); put the folder in --out");
+        pl_snprintf(err, sizeof err, "%zu folders; one report reads at most %d: split them over several reports", pos.n,
+                    PL_REPORT_MAX_INPUTS);
+        return pl_usage_error("report", err);
+    }
+    if (strchr(name, '/') || !*name || name[0] == '.' || strlen(name) > PL_REPORT_NAME_MAX || !pl_is_printable(name)) {
+        pl_strlist_free(&pos);
+        return pl_usage_error("report", "--name takes a plain printable file name of at most 200 bytes (e.g. "
+                                        "report.html); put the folder in --out");
     }
     if (!pl_dir_usable(out_dir, "output directory", "--out", err, sizeof err)) {
         pl_strlist_free(&pos);
@@ -70,6 +102,8 @@ int pl_cmd_report(int argc, char **argv)
             rc = pl_usage_error("report", err);
             break;
         }
+    if (rc == PL_EXIT_OK && pl_mkdir_p(out_dir, err, sizeof err) != 0) /* an --out that cannot be a folder */
+        rc = pl_usage_error("report", err);
     if (rc == PL_EXIT_OK) {
         char when[32];
         time_t now = time(NULL);
@@ -84,19 +118,11 @@ int pl_cmd_report(int argc, char **argv)
         } else {
             char *path = pl_path_join(out_dir, name);
             if (json) {
-                json_t *list = json_array();
-                for (size_t i = 0; i < loaded; i++)
-                    json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "path", in[i].path, "kind",
-                                                          kind_name(in[i].kind), "label", in[i].label));
-                json_t *j = json_pack("{s:s, s:o}", "report", path, "inputs", list);
-                char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-                puts(s);
-                free(s);
-                json_decref(j);
+                print_json(in, loaded, path);
             } else {
                 for (size_t i = 0; i < loaded; i++)
-                    printf("%-13s %s (%s)\n", kind_name(in[i].kind), in[i].label, in[i].path);
-                printf("report: %s\n", path);
+                    printf("%-13s %s (%s)\n", kind_name(in[i].kind), PL_ESC(in[i].label), PL_ESC(in[i].path));
+                printf("report: %s\n", PL_ESC(path));
             }
             free(path);
         }

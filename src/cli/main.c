@@ -61,7 +61,7 @@ int main(int argc, char **argv)
     pl_cli_argv = argv;
     pl_labs_register_all();
     if (argc < 2) {
-        usage(stderr);
+        fprintf(stderr, "perflab: needs a verb (e.g. perflab run); 'perflab --help' lists them\n");
         return PL_EXIT_USAGE;
     }
     const char *name = argv[1];

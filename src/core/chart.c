@@ -15,11 +15,24 @@ void pl_xml_escape_into(pl_buf *b, const char *s)
         case '>': pl_buf_append(b, "&gt;"); break;
         case '"': pl_buf_append(b, "&quot;"); break;
         default:
-            /* control characters are not allowed in XML 1.0 text */
-            if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t')
-                pl_buf_append(b, " ");
+            if ((unsigned char)*s < 0x80) {
+                /* control characters are not allowed in XML 1.0 text */
+                if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t')
+                    pl_buf_append(b, " ");
+                else
+                    pl_buf_appendn(b, s, 1);
+                break;
+            }
+            /* neither bytes that are not UTF-8 (a folder's name) nor U+FFFE, U+FFFF are XML characters: each
+             * becomes U+FFFD, the replacement character */
+            const size_t n = pl_utf8_length(s);
+            const int nonchar =
+                n == 3 && (unsigned char)s[0] == 0xef && (unsigned char)s[1] == 0xbf && (unsigned char)s[2] >= 0xbe;
+            if (n && !nonchar)
+                pl_buf_appendn(b, s, n);
             else
-                pl_buf_appendn(b, s, 1);
+                pl_buf_append(b, "\xef\xbf\xbd");
+            s += (n ? n : 1) - 1;
         }
     }
 }
@@ -69,16 +82,51 @@ static double nice_step(double range, int target)
     return (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag;
 }
 
+/* Every scale's domain is finite, and a log scale's positive, inside [PL_SCALE_TINY, PL_SCALE_HUGE]: extreme but
+ * valid data (a denormal, 1e308) would otherwise give an infinite span and NaN coordinates. */
+#define PL_SCALE_TINY 1e-300
+#define PL_SCALE_HUGE 1e300
+
+static double clampd(double x, double lo, double hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+static void bound_domain(pl_scale *s)
+{
+    if (s->kind == PL_AXIS_LINEAR) {
+        s->d0 = isfinite(s->d0) ? clampd(s->d0, -PL_SCALE_HUGE, PL_SCALE_HUGE) : 0;
+        s->d1 = isfinite(s->d1) ? clampd(s->d1, -PL_SCALE_HUGE, PL_SCALE_HUGE) : 1;
+        if (!(s->d1 > s->d0))
+            s->d1 = s->d0 + (s->d0 == 0 ? 1 : fabs(s->d0));
+        return;
+    }
+    s->d0 = s->d0 > 0 ? clampd(s->d0, PL_SCALE_TINY, PL_SCALE_HUGE / 10) : PL_SCALE_TINY; /* 0: an underflow */
+    s->d1 = s->d1 > 0 ? clampd(s->d1, PL_SCALE_TINY, PL_SCALE_HUGE) : s->d0 * 10;
+    if (!(s->d1 > s->d0))
+        s->d1 = s->d0 * 10;
+}
+
+static void scale_fit(pl_scale *s, const pl_axis *a, double lo, double hi);
+
 void pl_scale_fit(pl_scale *s, const pl_axis *a, double lo, double hi)
 {
+    scale_fit(s, a, lo, hi);
+    bound_domain(s);
+}
+
+static void scale_fit(pl_scale *s, const pl_axis *a, double lo, double hi)
+{
     s->kind = a->scale;
-    if (a->min != 0 || a->max != 0) {
+    if ((a->min != 0 || a->max != 0) && isfinite(a->min) && isfinite(a->max)) {
         s->d0 = a->min;
         s->d1 = a->max;
         if (!(s->d1 > s->d0))
             s->d1 = s->d0 + (s->kind == PL_AXIS_LINEAR ? 1 : s->d0 * 10);
         return;
     }
+    lo = isfinite(lo) ? clampd(lo, -PL_SCALE_HUGE, PL_SCALE_HUGE) : lo;
+    hi = isfinite(hi) ? clampd(hi, -PL_SCALE_HUGE, PL_SCALE_HUGE) : hi;
     if (s->kind == PL_AXIS_LINEAR) {
         if (!isfinite(lo) || !isfinite(hi)) {
             lo = 0;
@@ -99,6 +147,7 @@ void pl_scale_fit(pl_scale *s, const pl_axis *a, double lo, double hi)
         lo = 1;
         hi = 10;
     }
+    lo = fmax(lo, PL_SCALE_TINY);
     const double base = s->kind == PL_AXIS_LOG10 ? 10 : 2;
     s->d0 = pow(base, floor(fwd(s->kind, lo) + 1e-9));
     s->d1 = pow(base, ceil(fwd(s->kind, hi) - 1e-9));
@@ -109,7 +158,10 @@ void pl_scale_fit(pl_scale *s, const pl_axis *a, double lo, double hi)
 double pl_scale_map(const pl_scale *s, double v)
 {
     double a = fwd(s->kind, s->d0), b = fwd(s->kind, s->d1), x = fwd(s->kind, v);
-    return s->p0 + (x - a) / (b - a) * (s->p1 - s->p0);
+    const double p = s->p0 + (x - a) / (b - a) * (s->p1 - s->p0);
+    /* far outside the plot (or no number: a log of 0) stays a finite coordinate an SVG reader accepts */
+    const double reach = 100 * fabs(s->p1 - s->p0) + 1e4;
+    return isnan(p) ? s->p0 : clampd(p, fmin(s->p0, s->p1) - reach, fmax(s->p0, s->p1) + reach);
 }
 
 size_t pl_scale_ticks(const pl_scale *s, double *ticks, size_t max)

@@ -37,10 +37,23 @@ typedef struct pl_expectations {
  * ./expectations when it exists, else the source tree's expectations/. malloc'd. */
 char *pl_expectations_dir(const char *explicit_dir);
 
+/* A hardware key names a file, so it is a plain name: lower-case letters, digits and '_' ([a-z0-9_]+), the keys
+ * of GPUs of different kinds joined by '+' (2x_h200+l40s), at most PL_EXPECT_KEY_MAX bytes. -1 with one line
+ * naming where the key came from (`from`: "--key", "the run's provenance.hardware_key", ...) otherwise. */
+#define PL_EXPECT_KEY_MAX 128
+int pl_expectations_key_check(const char *key, const char *from, char *err, size_t errlen);
+/* <dir>/<key>.json with dir from pl_expectations_dir(explicit_dir); NULL with the key refused (above). */
+char *pl_expectations_path(const char *explicit_dir, const char *key, const char *from, char *err, size_t errlen);
+/* What every entry must be, for the loader and the writer alike (so that nothing is written that the loader then
+ * refuses): a printable "group:name" target and variant, a positive finite median, finite rel_noise and tolerance
+ * >= 0, optional strings in UTF-8. -1 with "what is wrong" (no file name) otherwise. */
+int pl_expect_entry_check(const pl_expect_entry *x, char *err, size_t errlen);
+
 /* Returns 0 on success, 1 when the file does not exist (*out is then an empty set for `key`), -1 when it is
  * malformed: err then reads "FILE:LINE:COLUMN: what is wrong" for a syntax error, or
  * "FILE: entries[3].median_ms: expected a positive number, found -1" for a schema error. */
 int pl_expectations_load(const char *path, const char *key, pl_expectations *out, char *err, size_t errlen);
+/* Refuses (-1, nothing written) a set the loader would refuse: an invalid key or entry. */
 int pl_expectations_save(const pl_expectations *e, const char *path, char *err, size_t errlen);
 void pl_expectations_free(pl_expectations *e);
 /* The entry of a target/variant, or NULL; the order entries are saved in (target, then variant). */

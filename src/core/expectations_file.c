@@ -53,6 +53,56 @@ char *pl_expectations_dir(const char *explicit_dir)
 #endif
 }
 
+int pl_expectations_key_check(const char *key, const char *from, char *err, size_t errlen)
+{
+    const size_t n = key ? strlen(key) : 0;
+    int ok = n > 0 && n <= PL_EXPECT_KEY_MAX && key[0] != '+' && key[n - 1] != '+';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (key[i] >= 'a' && key[i] <= 'z') || (key[i] >= '0' && key[i] <= '9') || key[i] == '_' ||
+             (key[i] == '+' && key[i + 1] != '+');
+    if (!ok)
+        pl_snprintf(err, errlen,
+                    "%s '%s' is not a hardware key: use lower-case letters, digits and '_' (h200, 2x_h100_sxm), "
+                    "at most %d characters",
+                    from, PL_ESC(key ? key : ""), PL_EXPECT_KEY_MAX);
+    return ok ? 0 : -1;
+}
+
+char *pl_expectations_path(const char *explicit_dir, const char *key, const char *from, char *err, size_t errlen)
+{
+    if (pl_expectations_key_check(key, from, err, errlen) != 0)
+        return NULL;
+    char *dir = pl_expectations_dir(explicit_dir);
+    char *name = pl_strfmt("%s.json", key);
+    char *path = pl_path_join(dir, name);
+    free(dir);
+    free(name);
+    return path;
+}
+
+int pl_expect_entry_check(const pl_expect_entry *x, char *err, size_t errlen)
+{
+    const char *colon = x->target ? strchr(x->target, ':') : NULL;
+    if (!x->target || !colon || colon == x->target || !colon[1] || !pl_is_printable(x->target))
+        pl_snprintf(err, errlen, "target '%s' is not of the form group:name", PL_ESC(x->target ? x->target : ""));
+    else if (!x->variant || !*x->variant || !pl_is_printable(x->variant))
+        pl_snprintf(err, errlen, "variant '%s' of %s is not a printable non-empty name",
+                    PL_ESC(x->variant ? x->variant : ""), PL_ESC(x->target));
+    else if (!isfinite(x->median_ms) || !(x->median_ms > 0))
+        pl_snprintf(err, errlen, "%s / %s: median_ms %g is not a positive number", PL_ESC(x->target),
+                    PL_ESC(x->variant), x->median_ms);
+    else if (!isfinite(x->rel_noise) || x->rel_noise < 0 || !isfinite(x->tolerance) || x->tolerance < 0)
+        pl_snprintf(err, errlen, "%s / %s: rel_noise %g and tolerance %g must be numbers >= 0", PL_ESC(x->target),
+                    PL_ESC(x->variant), x->rel_noise, x->tolerance);
+    else if ((x->params && !pl_is_utf8(x->params)) || (x->updated_at && !pl_is_utf8(x->updated_at)) ||
+             (x->git_commit && !pl_is_utf8(x->git_commit)))
+        pl_snprintf(err, errlen, "%s / %s: params, updated_at or git_commit is not UTF-8 text", PL_ESC(x->target),
+                    PL_ESC(x->variant));
+    else
+        return 0;
+    return -1;
+}
+
 /* ---------------------------------------------------------------- entries */
 
 static void entry_free(pl_expect_entry *x)
@@ -123,7 +173,7 @@ __attribute__((format(printf, 3, 4))) static int schema_error(const load_ctx *c,
     va_start(ap, fmt);
     char *msg = pl_vstrfmt(fmt, ap);
     va_end(ap);
-    pl_snprintf(c->err, c->errlen, "%s: %s: %s", c->path, where, msg);
+    pl_snprintf(c->err, c->errlen, "%s: %s: %s", PL_ESC(c->path), where, msg);
     free(msg);
     return -1;
 }
@@ -142,8 +192,8 @@ static int check_keys(const load_ctx *c, const char *where, json_t *obj, const c
             continue;
         char hint[128];
         if (pl_suggest(key, known, n, 1, hint, sizeof hint) > 0)
-            return schema_error(c, where, "unknown key '%s' (did you mean %s?)", key, hint);
-        return schema_error(c, where, "unknown key '%s' (remove it)", key);
+            return schema_error(c, where, "unknown key '%s' (did you mean %s?)", PL_ESC(key), hint);
+        return schema_error(c, where, "unknown key '%s' (remove it)", PL_ESC(key));
     }
     return 0;
 }
@@ -210,8 +260,9 @@ static int parse_entry(const load_ctx *c, json_t *j, size_t index, pl_expect_ent
         get_string(c, j, "params", where, 0, &x->params) || get_string(c, j, "updated_at", where, 0, &x->updated_at) ||
         get_string(c, j, "git_commit", where, 0, &x->git_commit) || get_string(c, j, "host", where, 0, &x->host))
         return -1;
-    if (!strchr(x->target, ':'))
-        return schema_error(c, where, "target '%s' is not of the form group:name", x->target);
+    char why[512];
+    if (pl_expect_entry_check(x, why, sizeof why) != 0)
+        return schema_error(c, where, "%s", why);
     return 0;
 }
 
@@ -232,8 +283,8 @@ static int parse_entries(const load_ctx *c, json_t *arr, pl_expectations *out)
             if (pl_expect_entry_cmp(&out->entries[k], x) == 0) {
                 char where[48];
                 pl_snprintf(where, sizeof where, "entries[%zu]", i);
-                return schema_error(c, where, "duplicate of entries[%zu] (%s / %s); keep one of them", k, x->target,
-                                    x->variant);
+                return schema_error(c, where, "duplicate of entries[%zu] (%s / %s); keep one of them", k,
+                                    PL_ESC(x->target), PL_ESC(x->variant));
             }
     }
     return 0;
@@ -258,7 +309,7 @@ static int parse_header(const load_ctx *c, json_t *root, const char *key, pl_exp
 {
     static const char *const known[] = {"schema_version", "hardware_key", "provenance", "entries"};
     if (!json_is_object(root)) {
-        pl_snprintf(c->err, c->errlen, "%s: expected a JSON object at the top level, found %s", c->path,
+        pl_snprintf(c->err, c->errlen, "%s: expected a JSON object at the top level, found %s", PL_ESC(c->path),
                     json_kind(root));
         return -1;
     }
@@ -274,11 +325,14 @@ static int parse_header(const load_ctx *c, json_t *root, const char *key, pl_exp
     out->schema_version = PL_EXPECTATIONS_SCHEMA_VERSION;
     if (get_string(c, root, "hardware_key", "", 1, &out->hardware_key))
         return -1;
+    char why[512];
+    if (pl_expectations_key_check(out->hardware_key, "the file's key", why, sizeof why) != 0)
+        return schema_error(c, "hardware_key", "%s", why);
     if (key && strcmp(out->hardware_key, key) != 0)
         return schema_error(c, "hardware_key",
                             "the file is for '%s', not for '%s' (use %s.json, or set "
                             "PERFLAB_EXPECTATION_KEY=%s to compare with this file)",
-                            out->hardware_key, key, key, out->hardware_key);
+                            PL_ESC(out->hardware_key), PL_ESC(key), PL_ESC(key), PL_ESC(out->hardware_key));
     return 0;
 }
 
@@ -293,7 +347,7 @@ int pl_expectations_load(const char *path, const char *key, pl_expectations *out
     if (pl_is_dir(path)) {
         pl_snprintf(err, errlen,
                     "%s is a directory, not an expectations file: move it away or pass another --expectations-dir",
-                    path);
+                    PL_ESC(path));
         return -1;
     }
     json_t *root = pl_json_load_file(path, err, errlen);
@@ -346,11 +400,35 @@ static char *parent_dir(const char *path)
     return dir;
 }
 
+/* The writer's check: the loader's rules on the key and on every entry. */
+static int check_before_save(const pl_expectations *e, const char *path, char *err, size_t errlen)
+{
+    char why[512];
+    if (pl_expectations_key_check(e->hardware_key, "hardware_key", why, sizeof why) != 0) {
+        pl_snprintf(err, errlen, "not writing %s: %s", PL_ESC(path), why);
+        return -1;
+    }
+    if ((e->gpu_name && !pl_is_utf8(e->gpu_name)) || (e->perflab_version && !pl_is_utf8(e->perflab_version)) ||
+        (e->updated_at && !pl_is_utf8(e->updated_at))) {
+        pl_snprintf(err, errlen, "not writing %s: the provenance is not UTF-8 text", PL_ESC(path));
+        return -1;
+    }
+    for (size_t i = 0; i < e->n_entries; i++)
+        if (pl_expect_entry_check(&e->entries[i], why, sizeof why) != 0) {
+            pl_snprintf(err, errlen, "not writing %s: %s (the loader would refuse the file)", PL_ESC(path), why);
+            return -1;
+        }
+    return 0;
+}
+
 int pl_expectations_save(const pl_expectations *e, const char *path, char *err, size_t errlen)
 {
+    if (check_before_save(e, path, err, errlen) != 0)
+        return -1;
     /* sorted copies of the pointers: a stable order makes each update a small diff */
     pl_expect_entry *sorted = pl_xmalloc((e->n_entries ? e->n_entries : 1) * sizeof *sorted);
-    memcpy(sorted, e->entries, e->n_entries * sizeof *sorted);
+    if (e->n_entries) /* an empty set has no array to copy (memcpy from NULL is undefined even for 0 bytes) */
+        memcpy(sorted, e->entries, e->n_entries * sizeof *sorted);
     qsort(sorted, e->n_entries, sizeof *sorted, pl_expect_entry_cmp);
 
     json_t *root = json_object();

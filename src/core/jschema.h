@@ -62,6 +62,7 @@ typedef struct pl_jfield {
 #define PL_JCHARS(T, M, K)          {.key = (K), .kind = PL_J_CHARS, .offset = offsetof(T, M), .size = sizeof(((T *)0)->M)}
 #define PL_JINT(T, M, K, D)         {.key = (K), .kind = PL_J_INT, .offset = offsetof(T, M), .dflt = (D)}
 #define PL_JBOOL(T, M, K)           {.key = (K), .kind = PL_J_BOOL, .offset = offsetof(T, M)}
+#define PL_JBOOL_D(T, M, K, D)      {.key = (K), .kind = PL_J_BOOL, .offset = offsetof(T, M), .dflt = (D)}
 #define PL_JSIZE(T, M, K)           {.key = (K), .kind = PL_J_SIZE, .offset = offsetof(T, M)}
 #define PL_JU64(T, M, K)            {.key = (K), .kind = PL_J_U64, .offset = offsetof(T, M)}
 #define PL_JREAL(T, M, K)           {.key = (K), .kind = PL_J_REAL, .offset = offsetof(T, M), .dflt = NAN}

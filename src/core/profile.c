@@ -27,11 +27,12 @@ static int target_args(const pl_profile_request *req, const char *full, pl_buf *
     for (size_t i = 0; i < req->n_extra; i++) {
         const char *spec = req->extra_args[i], *eq = strchr(spec, '=');
         if (!eq || eq == spec) {
-            pl_snprintf(err, errlen, "malformed --target-extra-arg '%s': write it as '%s=--param value'", spec, full);
+            pl_snprintf(err, errlen, "malformed --target-extra-arg '%s': write it as '%s=--param value'", PL_ESC(spec),
+                        full);
             return -1;
         }
         if (strlen(full) != (size_t)(eq - spec) || strncmp(spec, full, (size_t)(eq - spec)) != 0) {
-            pl_snprintf(err, errlen, "--target-extra-arg '%s' names another target than %s", spec, full);
+            pl_snprintf(err, errlen, "--target-extra-arg '%s' names another target than %s", PL_ESC(spec), full);
             return -1;
         }
         pl_buf_printf(args, " %s", eq + 1);
@@ -49,7 +50,7 @@ static const pl_variant *find_variant(const pl_target *t, const char *name, char
         }
         pl_buf_printf(&names, "%s%s", i ? ", " : "", t->variants[i].name);
     }
-    pl_snprintf(err, errlen, "--variant %s: %s:%s has no such variant (it has %s)", name, t->group, t->name,
+    pl_snprintf(err, errlen, "--variant %s: %s:%s has no such variant (it has %s)", PL_ESC(name), t->group, t->name,
                 names.data);
     pl_buf_free(&names);
     return NULL;

@@ -123,6 +123,14 @@ void pl_run_free(pl_run *r)
     free(dir);
 }
 
+const pl_gpu_record *pl_run_gpu(const pl_run *r)
+{
+    if (r->prov.n_gpus == 0)
+        return NULL;
+    const int d = r->settings.device >= 0 && (size_t)r->settings.device < r->prov.n_gpus ? r->settings.device : 0;
+    return &r->prov.gpus[d];
+}
+
 const pl_target_result *pl_run_find_target(const pl_run *r, const char *name)
 {
     for (size_t i = 0; i < r->n_targets; i++)

@@ -29,7 +29,7 @@ json_t *pl_json_load_file(const char *path, char *err, size_t errlen)
     json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     free(text);
     if (!j)
-        pl_snprintf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+        pl_snprintf(err, errlen, "%s:%d:%d: %s", PL_ESC(path), je.line, je.column, PL_ESC(je.text));
     return j;
 }
 
@@ -45,7 +45,7 @@ int pl_json_load_as(const char *path, int (*read)(json_t *j, void *out, char *er
     int rc = read(j, out, why, sizeof why);
     json_decref(j);
     if (rc != 0)
-        pl_snprintf(err, errlen, "%s: %s", path, why);
+        pl_snprintf(err, errlen, "%s: %s", PL_ESC(path), why);
     return rc != 0 ? -1 : 0;
 }
 
@@ -53,7 +53,7 @@ int pl_json_save_file(json_t *j, const char *path, char *err, size_t errlen)
 {
     char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     if (!text) {
-        pl_snprintf(err, errlen, "cannot encode JSON for '%s'", path);
+        pl_snprintf(err, errlen, "cannot encode JSON for '%s'", PL_ESC(path));
         return -1;
     }
     size_t len = strlen(text);
@@ -76,6 +76,41 @@ json_t *pl_run_to_json(const pl_run *r)
     return pl_run_fields_to_json(r);
 }
 
+/* What one run.json may hold, checked on the document before any statistics are computed: each variant's
+ * statistics and bootstrap intervals are work, so a small crafted file must not buy minutes of it. */
+int pl_run_json_check_size(json_t *j, char *err, size_t errlen)
+{
+    json_t *targets = json_object_get(j, "targets");
+    size_t n_variants = 0, i;
+    json_t *t;
+    if (json_array_size(targets) > PL_RUN_MAX_TARGETS) {
+        pl_snprintf(err, errlen, "%zu targets; a run.json perflab reads holds at most %d", json_array_size(targets),
+                    PL_RUN_MAX_TARGETS);
+        return -1;
+    }
+    json_array_foreach(targets, i, t)
+    {
+        json_t *variants = json_object_get(t, "variants"), *v;
+        size_t k;
+        n_variants += json_array_size(variants);
+        json_array_foreach(variants, k, v)
+        {
+            if (json_array_size(json_object_get(v, "samples_ms")) > PL_RUN_MAX_SAMPLES) {
+                pl_snprintf(err, errlen,
+                            "targets[%zu].variants[%zu]: more than %d samples (the most --iterations takes)", i, k,
+                            PL_RUN_MAX_SAMPLES);
+                return -1;
+            }
+        }
+    }
+    if (n_variants > PL_RUN_MAX_VARIANTS) {
+        pl_snprintf(err, errlen, "%zu variants in all; a run.json perflab reads holds at most %d", n_variants,
+                    PL_RUN_MAX_VARIANTS);
+        return -1;
+    }
+    return 0;
+}
+
 int pl_run_from_json(json_t *j, pl_run *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
@@ -87,6 +122,8 @@ int pl_run_from_json(json_t *j, pl_run *r, char *err, size_t errlen)
         pl_snprintf(err, errlen, "not a perflab run: no \"schema_version\"");
         return -1;
     }
+    if (pl_run_json_check_size(j, err, errlen) != 0)
+        return -1;
     json_int_t version = json_integer_value(json_object_get(j, "schema_version"));
     if (version > PL_SCHEMA_VERSION || version < 1) {
         pl_snprintf(err, errlen,
@@ -110,8 +147,8 @@ int pl_run_load(const char *path, pl_run *out, char *err, size_t errlen)
     memset(out, 0, sizeof *out);
     char *file = pl_is_dir(path) ? pl_path_join(path, "run.json") : pl_strdup(path);
     if (!pl_path_exists(file)) {
-        pl_snprintf(err, errlen, "'%s' is not a run: no %s (give an artifacts/<run_id> folder or its run.json)", path,
-                    file);
+        pl_snprintf(err, errlen, "'%s' is not a run: no %s (give an artifacts/<run_id> folder or its run.json)",
+                    PL_ESC(path), PL_ESC(file));
         free(file);
         return -1;
     }
@@ -124,7 +161,7 @@ int pl_run_load(const char *path, pl_run *out, char *err, size_t errlen)
     int rc = pl_run_from_json(j, out, sub, sizeof sub);
     json_decref(j);
     if (rc != 0) {
-        pl_snprintf(err, errlen, "%s: %s", file, sub);
+        pl_snprintf(err, errlen, "%s: %s", PL_ESC(file), sub);
         pl_run_free(out);
     } else {
         out->run_dir = pl_is_dir(path) ? pl_strdup(path) : NULL;

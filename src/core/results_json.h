@@ -2,6 +2,12 @@
 #ifndef PERFLAB_CORE_RESULTS_JSON_H
 #define PERFLAB_CORE_RESULTS_JSON_H
 
+/* The most a run.json that perflab reads may hold (refused before any statistics are computed): targets, variants
+ * over all targets, and samples of one variant (--iterations' largest value). */
+#define PL_RUN_MAX_TARGETS  1024
+#define PL_RUN_MAX_VARIANTS 1024
+#define PL_RUN_MAX_SAMPLES  10000000
+
 #include <jansson.h>
 #include "perflab/results.h"
 
@@ -11,6 +17,8 @@ json_t *pl_provenance_to_json(const pl_provenance *p);
 int pl_run_from_json(json_t *j, pl_run *out, char *err, size_t errlen);
 /* Accepts a run directory or the path of its run.json. */
 int pl_run_load(const char *path, pl_run *out, char *err, size_t errlen);
+/* The limits above on a run document (pl_run_from_json applies them first); -1 with one line. */
+int pl_run_json_check_size(json_t *j, char *err, size_t errlen);
 
 /* Each struct to JSON and back (results_schema.c: one field table per struct drives these and the frees of
  * perflab/results.h). *_from_json zeroes *out first; after an error, free it. */

@@ -351,7 +351,7 @@ static void ceilings_free(void *obj)
 static const pl_jfield run_fields[] = {
     PL_JCUSTOM("schema_version", schema_to_json, schema_from_json, NULL),
     PL_JSTR(pl_run, run_id, "run_id"),
-    PL_JINT(pl_run, complete, "complete", 1),
+    PL_JBOOL_D(pl_run, complete, "complete", 1), /* true/false; runs written before 2026-11-28 hold 1/0 */
     PL_JINT(pl_run, exit_code, "exit_code", 0),
     PL_JREAL(pl_run, duration_s, "duration_s"),
     PL_JOBJ(pl_run, prov, "provenance", &provenance_table),

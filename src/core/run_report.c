@@ -176,21 +176,31 @@ pl_table *pl_run_table(const pl_run *r)
 }
 
 /* Lines that explain every status other than ok, one per target or variant. */
+/* A reason from run.json, whole (a verification message may be long) but escaped: one line each. */
+static void line_end(pl_buf *out, const char *reason)
+{
+    pl_buf_append_escaped(out, reason ? reason : "", 0);
+    pl_buf_append(out, "\n");
+}
+
 static void problems(const pl_run *r, pl_buf *out, const char *bullet)
 {
     for (size_t i = 0; i < r->n_targets; i++) {
         const pl_target_result *t = &r->targets[i];
         if (t->reason && t->status != PL_STATUS_OK) {
-            pl_buf_printf(out, "%s%s: %s: %s\n", bullet, t->name, pl_status_name(t->status), t->reason);
+            pl_buf_printf(out, "%s%s: %s: ", bullet, PL_ESC(t->name), pl_status_name(t->status));
+            line_end(out, t->reason);
             if (t->status == PL_STATUS_SKIPPED)
                 continue;
         }
         for (size_t j = 0; j < t->n_variants; j++) {
             const pl_variant_result *v = &t->variants[j];
             if (v->reason && v->status != PL_STATUS_OK && v->status != PL_STATUS_NOT_RUN &&
-                !(t->reason && strcmp(t->reason, v->reason) == 0))
-                pl_buf_printf(out, "%s%s / %s: %s: %s\n", bullet, t->name, v->name, pl_status_name(v->status),
-                              v->reason);
+                !(t->reason && strcmp(t->reason, v->reason) == 0)) {
+                pl_buf_printf(out, "%s%s / %s: %s: ", bullet, PL_ESC(t->name), PL_ESC(v->name),
+                              pl_status_name(v->status));
+                line_end(out, v->reason);
+            }
         }
     }
 }
@@ -203,7 +213,8 @@ static void expectation_line(const pl_run *r, pl_buf *out)
     int counts[PL_EXPECT_COUNT] = {0};
     for (size_t i = 0; i < e->n_rows; i++)
         counts[e->rows[i].verdict]++;
-    pl_buf_printf(out, "expectations %s (%s): ", e->key ? e->key : "?", e->file_found ? e->file : "no file yet");
+    pl_buf_printf(out, "expectations %s (%s): ", PL_ESC(e->key ? e->key : "?"),
+                  e->file_found ? PL_ESC(e->file) : "no file yet");
     for (int v = 0; v < PL_EXPECT_COUNT; v++)
         pl_buf_printf(out, "%s%d %s", v ? ", " : "", counts[v], pl_expect_verdict_name((pl_expect_verdict)v));
     if (e->updated)
@@ -221,11 +232,13 @@ static void expectation_line(const pl_run *r, pl_buf *out)
                           w->note ? w->note : "");
         else if (isnan(w->measured_ms)) /* not timed: the reason, never NaN figures */
             pl_buf_printf(out, "  %s %s / %s: expected %.4g ms, not timed: %s\n", pl_expect_verdict_name(w->verdict),
-                          w->target, w->variant, w->expected_ms, w->note ? w->note : "no result");
+                          PL_ESC(w->target), PL_ESC(w->variant), w->expected_ms,
+                          PL_ESC(w->note ? w->note : "no result"));
         else
             pl_buf_printf(out, "  %s %s / %s: expected %.4g ms, measured %.4g ms (%+.1f%%, threshold %.1f%%)%s%s\n",
-                          pl_expect_verdict_name(w->verdict), w->target, w->variant, w->expected_ms, w->measured_ms,
-                          100 * w->change, 100 * w->threshold, w->note ? ": " : "", w->note ? w->note : "");
+                          pl_expect_verdict_name(w->verdict), PL_ESC(w->target), PL_ESC(w->variant), w->expected_ms,
+                          w->measured_ms, 100 * w->change, 100 * w->threshold, w->note ? ": " : "",
+                          PL_ESC(w->note ? w->note : ""));
     }
 }
 
@@ -239,13 +252,13 @@ static void incomplete_line(const pl_run *r, pl_buf *out)
 
 static const char *gpu_line(const pl_run *r, char *buf, size_t len)
 {
-    if (r->prov.n_gpus == 0) {
+    const pl_gpu_record *g = pl_run_gpu(r);
+    if (!g) {
         pl_snprintf(buf, len, "no GPU");
         return buf;
     }
-    int d = r->settings.device < (int)r->prov.n_gpus ? r->settings.device : 0;
-    const pl_gpu_record *g = &r->prov.gpus[d];
-    pl_snprintf(buf, len, "GPU %d %s (sm_%d%d, %d SMs)", g->ordinal, g->name, g->cc_major, g->cc_minor, g->sm_count);
+    pl_snprintf(buf, len, "GPU %d %s (sm_%d%d, %d SMs)", g->ordinal, PL_ESC(g->name), g->cc_major, g->cc_minor,
+                g->sm_count);
     return buf;
 }
 
@@ -253,22 +266,22 @@ void pl_run_print(const pl_run *r, FILE *out)
 {
     char gpu[384];
     fprintf(out, "perflab %s %s · %s · profile %s · mode %s%s\n", r->settings.verify_only ? "verify" : "run",
-            r->run_id ? r->run_id : "", gpu_line(r, gpu, sizeof gpu), r->settings.profile, r->settings.mode,
-            r->settings.graph ? " · graph replay" : "");
+            PL_ESC(r->run_id ? r->run_id : ""), gpu_line(r, gpu, sizeof gpu), PL_ESC(r->settings.profile),
+            PL_ESC(r->settings.mode), r->settings.graph ? " · graph replay" : "");
     pl_table *t = pl_run_table(r);
     pl_table_print(t, out);
     pl_table_free(t);
     pl_buf b = {0};
     incomplete_line(r, &b);
     if (r->profiler) /* roofline: which tool measured the counters, or why none did */
-        pl_buf_printf(&b, "counters: %s\n", r->profiler);
+        pl_buf_printf(&b, "counters: %s\n", PL_ESC(r->profiler));
     problems(r, &b, "");
     expectation_line(r, &b);
     if (b.data)
         fputs(b.data, out);
     pl_buf_free(&b);
     if (r->run_dir)
-        fprintf(out, "artifacts: %s\n", r->run_dir);
+        fprintf(out, "artifacts: %s\n", PL_ESC(r->run_dir));
 }
 
 char *pl_run_summary_markdown(const pl_run *r)

@@ -107,11 +107,83 @@ double pl_median_inplace(double *x, size_t n)
     return 0.5 * (lower + upper);
 }
 
-static double resampled_median(const double *x, size_t n, double *scratch, pl_rng *rng)
+/* ---- the median of a resample ----
+ * Up to PL_BOOTSTRAP_EXACT_MAX samples a resample is drawn (n indices) and its median selected: O(n) a resample.
+ * Above, the same distribution is drawn in O(1) from the sorted samples: the k-th smallest of n indices drawn with
+ * replacement is sorted[floor(n U)] with U the k-th order statistic of n uniforms, which is Beta(k, n + 1 - k)
+ * distributed; the (k+1)-th follows as the smallest of the n - k uniforms above it. So a million samples take one
+ * sort, not 2000 x 2 x a million draws. */
+#define PL_BOOTSTRAP_EXACT_MAX 256
+
+static double normal(pl_rng *rng)
 {
-    for (size_t i = 0; i < n; i++)
-        scratch[i] = x[pl_rng_below(rng, n)];
-    return pl_median_inplace(scratch, n);
+    double u;
+    do
+        u = pl_rng_uniform(rng);
+    while (u <= 0);
+    return sqrt(-2 * log(u)) * cos(6.283185307179586 * pl_rng_uniform(rng));
+}
+
+/* Marsaglia and Tsang's method, shape >= 1 (ACM TOMS 26(3), 2000). */
+static double gamma_draw(double shape, pl_rng *rng)
+{
+    const double d = shape - 1.0 / 3, c = 1 / sqrt(9 * d);
+    for (;;) {
+        double x, v;
+        do {
+            x = normal(rng);
+            v = 1 + c * x;
+        } while (v <= 0);
+        v = v * v * v;
+        const double u = pl_rng_uniform(rng);
+        if (u < 1 - 0.0331 * x * x * x * x || log(u) < 0.5 * x * x + d * (1 - v + log(v)))
+            return d * v;
+    }
+}
+
+static double sorted_at(const double *sorted, size_t n, double u)
+{
+    size_t i = (size_t)(u * (double)n);
+    return sorted[i < n ? i : n - 1];
+}
+
+typedef struct resampler {
+    const double *x;
+    size_t n;
+    double *sorted; /* large samples only */
+} resampler;
+
+static void resampler_init(resampler *r, const double *x, size_t n)
+{
+    r->x = x;
+    r->n = n;
+    r->sorted = NULL;
+    if (n > PL_BOOTSTRAP_EXACT_MAX) {
+        r->sorted = pl_xmalloc(n * sizeof *r->sorted);
+        memcpy(r->sorted, x, n * sizeof *r->sorted);
+        qsort(r->sorted, n, sizeof *r->sorted, cmp_double);
+    }
+}
+
+static double resampled_median(const resampler *r, double *scratch, pl_rng *rng)
+{
+    const size_t n = r->n;
+    if (!r->sorted) {
+        for (size_t i = 0; i < n; i++)
+            scratch[i] = r->x[pl_rng_below(rng, n)];
+        return pl_median_inplace(scratch, n);
+    }
+    const size_t k = n / 2 + n % 2; /* the upper middle for odd n, the lower for even n (1-based) */
+    const double a = gamma_draw((double)k, rng), b = gamma_draw((double)(n + 1 - k), rng);
+    const double u = a / (a + b);
+    if (n % 2)
+        return sorted_at(r->sorted, n, u);
+    double w;
+    do
+        w = pl_rng_uniform(rng);
+    while (w <= 0);
+    const double next = u + (1 - u) * (1 - pow(w, 1.0 / (double)(n - k)));
+    return 0.5 * (sorted_at(r->sorted, n, u) + sorted_at(r->sorted, n, next));
 }
 
 int pl_bootstrap_ratio(const double *num, size_t n_num, const double *den, size_t n_den, int resamples,
@@ -127,6 +199,9 @@ int pl_bootstrap_ratio(const double *num, size_t n_num, const double *den, size_
 
     size_t nmax = n_num > n_den ? n_num : n_den;
     double *scratch = pl_xmalloc(nmax * sizeof *scratch);
+    resampler rn, rd;
+    resampler_init(&rn, num, n_num);
+    resampler_init(&rd, den, n_den);
     memcpy(scratch, num, n_num * sizeof *scratch);
     double med_num = pl_median_inplace(scratch, n_num);
     memcpy(scratch, den, n_den * sizeof *scratch);
@@ -136,8 +211,8 @@ int pl_bootstrap_ratio(const double *num, size_t n_num, const double *den, size_
     pl_rng rng;
     pl_rng_seed(&rng, seed);
     for (int r = 0; r < resamples; r++) {
-        double a = resampled_median(num, n_num, scratch, &rng);
-        double b = resampled_median(den, n_den, scratch, &rng);
+        double a = resampled_median(&rn, scratch, &rng);
+        double b = resampled_median(&rd, scratch, &rng);
         ratios[r] = b > 0 ? a / b : INFINITY;
     }
     qsort(ratios, (size_t)resamples, sizeof *ratios, cmp_double);
@@ -149,6 +224,8 @@ int pl_bootstrap_ratio(const double *num, size_t n_num, const double *den, size_
     out->significant = out->lo > 1.0 || out->hi < 1.0;
     free(ratios);
     free(scratch);
+    free(rn.sorted);
+    free(rd.sorted);
     return 0;
 }
 

@@ -29,7 +29,8 @@ typedef struct suite {
     pl_expectations exp;
     char *exp_path;
     pl_run *run;
-    int artifacts_failed; /* an incremental write failed: said once, the run goes on */
+    int artifacts_failed; /* the last write failed: the run goes on; the final write decides the exit code */
+    int artifacts_said;   /* a failed write was reported (once for the whole run) */
 } suite;
 
 /* ---- step 1: the selection, each target's arguments and parameters, the artifacts folder: no GPU needed ---- */
@@ -44,7 +45,7 @@ static int apply_extra_args(suite *s, char **per_target, char *err, size_t errle
             pl_snprintf(err, errlen,
                         "malformed --target-extra-arg '%s': write it as 'group:name=--param value' "
                         "(e.g. 'memory:coalescing=--n 16m')",
-                        spec);
+                        PL_ESC(spec));
             return -1;
         }
         char *name = pl_strfmt("%.*s", (int)(eq - spec), spec);
@@ -55,10 +56,11 @@ static int apply_extra_args(suite *s, char **per_target, char *err, size_t errle
         if (k == s->n) {
             if (pl_registry_find(name))
                 pl_snprintf(err, errlen,
-                            "--target-extra-arg names '%s', which this run does not select: add it to --targets", name);
+                            "--target-extra-arg names '%s', which this run does not select: add it to --targets",
+                            PL_ESC(name));
             else
                 pl_snprintf(err, errlen, "--target-extra-arg names unknown target '%s'; 'perflab list' shows them",
-                            name);
+                            PL_ESC(name));
             free(name);
             return -1;
         }
@@ -154,9 +156,12 @@ static void copy_settings(pl_run_settings *dst, const pl_run_settings *src)
 static int load_expectations(suite *s, char *err, size_t errlen)
 {
     char *dir = pl_expectations_dir(s->req->expectations_dir);
-    char *file = pl_strfmt("%s.json", s->run->prov.hardware_key);
-    s->exp_path = pl_path_join(dir, file);
-    free(file);
+    s->exp_path =
+        pl_expectations_path(dir, s->run->prov.hardware_key, "the hardware key (PERFLAB_EXPECTATION_KEY)", err, errlen);
+    if (!s->exp_path) { /* a key names a file: only a plain name is one */
+        free(dir);
+        return -1;
+    }
     if (s->req->update_expectations && !pl_dir_usable(dir, "expectations directory", "--expectations-dir", err, errlen)) {
         free(dir);
         return -1; /* refused before the work, not after it */
@@ -173,8 +178,7 @@ static void load_ceilings(suite *s)
     if (strcmp(r->settings.profile, "roofline") != 0 || r->prov.n_gpus == 0)
         return;
     s->run->profiler = pl_ncu_describe(); /* the counters' tool, or the line saying there are none */
-    int d = r->settings.device >= 0 && (size_t)r->settings.device < r->prov.n_gpus ? r->settings.device : 0;
-    const char *name = r->prov.gpus[d].name;
+    const char *name = pl_run_gpu(r)->name;
     char *key = pl_hardware_key_from_names(&name, 1);
     char *path = pl_ceilings_path(s->req->artifacts_dir, key);
     pl_ceilings *c = pl_xcalloc(1, sizeof *c);
@@ -197,9 +201,10 @@ static void load_ceilings(suite *s)
 static void write_artifacts(suite *s)
 {
     char err[1024];
-    if (pl_artifacts_write(s->run, err, sizeof err) != 0 && !s->artifacts_failed) {
-        fprintf(stderr, "perflab %s: %s\n", s->req->verb, err);
-        s->artifacts_failed = 1;
+    if (pl_artifacts_write(s->run, err, sizeof err) != 0) {
+        if (!s->artifacts_said) /* a full disk fails every write the same way: said once */
+            fprintf(stderr, "perflab %s: %s\n", s->req->verb, err);
+        s->artifacts_said = s->artifacts_failed = 1;
     }
 }
 

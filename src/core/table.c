@@ -12,7 +12,7 @@ pl_table *pl_table_new(size_t ncols, const char *const *spec)
     t->right = pl_xcalloc(ncols, sizeof *t->right);
     for (size_t c = 0; c < ncols; c++) {
         t->right[c] = spec[c][0] == '>';
-        t->headers[c] = pl_strdup(spec[c] + t->right[c]);
+        t->headers[c] = pl_escape_dup(spec[c] + t->right[c]);
     }
     return t;
 }
@@ -30,9 +30,12 @@ void pl_table_set(pl_table *t, size_t row, size_t col, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    free(t->cells[row][col]);
-    t->cells[row][col] = pl_vstrfmt(fmt, ap);
+    char *text = pl_vstrfmt(fmt, ap);
     va_end(ap);
+    /* names from run.json, expectations and CSV files reach the terminal here: escaped, one line a row */
+    free(t->cells[row][col]);
+    t->cells[row][col] = pl_escape_dup(text);
+    free(text);
 }
 
 static const char *cell(const pl_table *t, size_t r, size_t c)

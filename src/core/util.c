@@ -1,7 +1,9 @@
 #include "core/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,8 +188,37 @@ void pl_sleep_s(double s)
     }
 }
 
+/* Temporary files "<name>.tmp.<pid>" of this path whose process is gone (killed between the open and the rename):
+ * removed at the next write, so that no kill leaves them behind for good. A live process's file is left alone. */
+static void remove_stale_temps(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? pl_strfmt("%.*s", (int)(slash == path ? 1 : slash - path), path) : pl_strdup(".");
+    const char *base = slash ? slash + 1 : path;
+    char *prefix = pl_strfmt("%s.tmp.", base);
+    const size_t plen = strlen(prefix);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, prefix, plen) != 0)
+            continue;
+        char *end;
+        errno = 0;
+        const long pid = strtol(e->d_name + plen, &end, 10);
+        if (*end || errno || pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char *stale = pl_path_join(dir, e->d_name);
+        unlink(stale);
+        free(stale);
+    }
+    if (d)
+        closedir(d);
+    free(prefix);
+    free(dir);
+}
+
 int pl_write_file_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen)
 {
+    remove_stale_temps(path);
     char *tmp = pl_strfmt("%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
@@ -224,28 +255,64 @@ int pl_write_file_atomic(const char *path, const char *data, size_t len, char *e
 
 char *pl_read_file(const char *path, size_t *len, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    return pl_read_file_max(path, PL_READ_FILE_MAX, len, err, errlen);
+}
+
+/* Opened without blocking (a FIFO would wait for a writer), then checked to be a regular file on the descriptor
+ * itself, so that a name swapped between a check and the open cannot get past it. */
+static int open_regular(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
         pl_snprintf(err, errlen, "cannot read '%s': %s", PL_ESC(path), strerror(errno));
-        return NULL;
+        return -1;
     }
+    struct stat st = {0};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        pl_snprintf(err, errlen, "cannot read '%s': %s", PL_ESC(path),
+                    S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file (a device, FIFO or socket)");
+        close(fd);
+        return -1;
+    }
+    const int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    return fd;
+}
+
+char *pl_read_file_max(const char *path, size_t max_bytes, size_t *len, char *err, size_t errlen)
+{
+    const int fd = open_regular(path, err, errlen);
+    if (fd < 0)
+        return NULL;
     pl_buf b = {0};
     char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        pl_buf_appendn(&b, chunk, n);
-    const int bad = ferror(f), why = errno; /* EISDIR for a directory */
-    fclose(f);
-    if (bad) {
-        pl_snprintf(err, errlen, "cannot read '%s': %s", PL_ESC(path), strerror(why));
-        pl_buf_free(&b);
-        return NULL;
+    for (;;) {
+        const ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            pl_snprintf(err, errlen, "cannot read '%s': %s", PL_ESC(path), strerror(errno));
+            break;
+        }
+        if (n == 0) {
+            close(fd);
+            if (!b.data)
+                pl_buf_appendn(&b, "", 0);
+            if (len)
+                *len = b.len;
+            return b.data;
+        }
+        if (b.len + (size_t)n > max_bytes) { /* checked as it grows: /proc files report a size of 0 */
+            pl_snprintf(err, errlen, "cannot read '%s': larger than %zu MiB, the most perflab reads from one file",
+                        PL_ESC(path), max_bytes >> 20);
+            break;
+        }
+        pl_buf_appendn(&b, chunk, (size_t)n);
     }
-    if (!b.data)
-        pl_buf_appendn(&b, "", 0);
-    if (len)
-        *len = b.len;
-    return b.data;
+    close(fd);
+    pl_buf_free(&b);
+    return NULL;
 }
 
 int pl_path_exists(const char *path)
@@ -367,83 +434,6 @@ int pl_suggest(const char *word, const char *const *candidates, size_t n, int ma
 
 /* The length of the valid UTF-8 sequence at p (1 to 4), or 0 when it is not one. Overlong forms, surrogates and
  * code points past U+10FFFF are not valid. */
-static size_t utf8_sequence(const unsigned char *p)
-{
-    if (p[0] < 0x80)
-        return 1;
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xbf;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf)
-        n = 2;
-    else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        n = 3;
-        lo = p[0] == 0xe0 ? 0xa0 : 0x80;
-        hi = p[0] == 0xed ? 0x9f : 0xbf;
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        n = 4;
-        lo = p[0] == 0xf0 ? 0x90 : 0x80;
-        hi = p[0] == 0xf4 ? 0x8f : 0xbf;
-    } else
-        return 0;
-    if (p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    return n;
-}
-
-void pl_buf_append_escaped(pl_buf *b, const char *s, size_t max_bytes)
-{
-    if (!s) {
-        pl_buf_append(b, "(null)");
-        return;
-    }
-    const unsigned char *p = (const unsigned char *)s;
-    const size_t total = strlen(s);
-    size_t used = 0;
-    pl_buf_appendn(b, "", 0);
-    while (p[used]) {
-        const size_t n = utf8_sequence(p + used);
-        const size_t take = n ? n : 1;
-        if (max_bytes && used + take > max_bytes) {
-            pl_buf_printf(b, "… (%zu bytes)", total);
-            return;
-        }
-        const unsigned char c = p[used];
-        const int c1_control = n == 2 && c == 0xc2 && p[used + 1] < 0xa0; /* U+0080..U+009F */
-        if (n == 1 && c >= 0x20 && c != 0x7f)
-            pl_buf_appendn(b, (const char *)p + used, 1);
-        else if (c == '\n')
-            pl_buf_append(b, "\\n");
-        else if (c == '\t')
-            pl_buf_append(b, "\\t");
-        else if (c == '\r')
-            pl_buf_append(b, "\\r");
-        else if (n > 1 && !c1_control)
-            pl_buf_appendn(b, (const char *)p + used, n);
-        else
-            for (size_t i = 0; i < take; i++)
-                pl_buf_printf(b, "\\x%02x", p[used + i]);
-        used += take;
-    }
-}
-
-const char *pl_escape(const char *s, size_t max_bytes, char *buf, size_t len)
-{
-    if (!buf || len == 0)
-        return "";
-    pl_buf b = {0};
-    pl_buf_append_escaped(&b, s, max_bytes);
-    size_t n = b.len < len ? b.len : len - 1;
-    while (n > 0 && n < b.len && ((unsigned char)b.data[n] & 0xc0) == 0x80)
-        n--; /* never cut inside a UTF-8 sequence */
-    memcpy(buf, b.data, n);
-    buf[n] = '\0';
-    pl_buf_free(&b);
-    return buf;
-}
-
 const char *pl_format_ms(double ms, char *buf, size_t len)
 {
     if (ms != ms)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "perflab/text.h" /* pl_snprintf */
+#include "core/escape.h"
 
 /* Abort with a message on out-of-memory: there is no sensible way on for a benchmark harness. */
 void *pl_xmalloc(size_t n);
@@ -43,8 +44,12 @@ void pl_sleep_s(double s);
 /* Write a whole file through a temporary name in the same folder and rename(2) it into place, so a reader
  * never sees half a file. Returns -1 with a one-line message on failure. */
 int pl_write_file_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
-/* The whole file, NUL-terminated; NULL with a message on failure. */
+/* The whole of a regular file, NUL-terminated (*len counts its bytes, NULs inside included); NULL with a message
+ * on failure, for anything that is not a regular file (a device such as /dev/zero, a FIFO, a socket, a directory;
+ * a symbolic link is followed) and for a file larger than max_bytes (PL_READ_FILE_MAX for pl_read_file). */
+#define PL_READ_FILE_MAX ((size_t)256 << 20)
 char *pl_read_file(const char *path, size_t *len, char *err, size_t errlen);
+char *pl_read_file_max(const char *path, size_t max_bytes, size_t *len, char *err, size_t errlen);
 /* mkdir -p. */
 int pl_mkdir_p(const char *path, char *err, size_t errlen);
 int pl_path_exists(const char *path);
@@ -65,18 +70,6 @@ size_t pl_edit_distance(const char *a, const char *b);
 #define PL_SUGGEST_MAX_CANDIDATES 4096
 int pl_suggest_indices(const char *word, const char *const *candidates, size_t n, int max, size_t *out);
 int pl_suggest(const char *word, const char *const *candidates, size_t n, int max, char *out, size_t outlen);
-
-/* User input echoed in a message: control characters and bytes that are not UTF-8 become \n, \t, \r or \xNN, and
- * input longer than max_bytes (0: no limit) is cut there, at a character boundary, with "…" and its length
- * ("… (100000 bytes)"). Printable text and valid UTF-8 pass unchanged, so escaping twice changes nothing. */
-void pl_buf_append_escaped(pl_buf *b, const char *s, size_t max_bytes);
-/* The same into buf (cut to fit); returns buf. PL_ESC(s) is the form for a message: it escapes into a buffer that
- * lives until the end of the enclosing statement's block, cut at PL_ESC_MAX bytes of input, e.g.
- *   pl_snprintf(err, errlen, "unknown target '%s'", PL_ESC(word)); */
-const char *pl_escape(const char *s, size_t max_bytes, char *buf, size_t len);
-#define PL_ESC_MAX 200
-#define PL_ESC_BUF (4 * PL_ESC_MAX + 32)
-#define PL_ESC(s)  pl_escape((s), PL_ESC_MAX, (char[PL_ESC_BUF]){0}, PL_ESC_BUF)
 
 /* "12.3 µs", "4.56 ms", "1.20 s" for a time in milliseconds. */
 const char *pl_format_ms(double ms, char *buf, size_t len);

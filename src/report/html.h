@@ -28,6 +28,18 @@ typedef struct pl_report_input {
     json_t *doc; /* the others */
 } pl_report_input;
 
+/* What one report reads, refused before any chart is drawn (docs/report.md lists them): the inputs of one report;
+ * a gemm comparison's providers and shapes; a MoE report's message sizes x skews cells and points; a comm
+ * report's points and curves (collective, dtype, placement); a profile's variants. A run.json is bounded by
+ * results_json.h's limits. */
+#define PL_REPORT_MAX_INPUTS    64
+#define PL_REPORT_MAX_PROVIDERS 64
+#define PL_REPORT_MAX_SHAPES    4096
+#define PL_REPORT_MAX_CELLS     4096
+#define PL_REPORT_MAX_POINTS    16384
+#define PL_REPORT_MAX_CURVES    64
+#define PL_REPORT_MAX_VARIANTS  1024
+
 /* A folder (or the JSON file itself) by what it holds. -1 with one line naming the path and what was expected. */
 int pl_report_input_load(const char *path, pl_report_input *out, char *err, size_t errlen);
 void pl_report_input_free(pl_report_input *in);

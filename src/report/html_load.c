@@ -38,11 +38,71 @@ static int classify(json_t *doc, pl_report_kind *kind)
     return 0;
 }
 
+static int over(const char *what, size_t n, size_t max, char *err, size_t errlen)
+{
+    if (n <= max)
+        return 0;
+    pl_snprintf(err, errlen, "%zu %s; a report draws at most %zu", n, what, max);
+    return 1;
+}
+
+/* The comm report's curves, counted up to one past the limit. */
+static size_t comm_curves(json_t *points)
+{
+    const char *seen[PL_REPORT_MAX_CURVES + 1][3];
+    int in_place[PL_REPORT_MAX_CURVES + 1];
+    size_t n = 0, i;
+    json_t *p;
+    json_array_foreach(points, i, p)
+    {
+        const char *c = json_string_value(json_object_get(p, "collective")),
+                   *d = json_string_value(json_object_get(p, "dtype"));
+        const int ip = json_is_true(json_object_get(p, "in_place"));
+        size_t k = 0;
+        while (k < n &&
+               !(strcmp(seen[k][0], c ? c : "") == 0 && strcmp(seen[k][1], d ? d : "") == 0 && in_place[k] == ip))
+            k++;
+        if (k < n)
+            continue;
+        if (n == PL_REPORT_MAX_CURVES)
+            return n + 1;
+        seen[n][0] = c ? c : "";
+        seen[n][1] = d ? d : "";
+        in_place[n++] = ip;
+    }
+    return n;
+}
+
+/* Limits on what a document makes the report draw (html.h), checked before any work. */
+static int check_size(pl_report_kind kind, json_t *doc, char *err, size_t errlen)
+{
+    json_t *set = json_object_get(doc, "settings");
+    switch (kind) {
+    case PL_INPUT_RUN: return 0; /* pl_run_from_json's own limits */
+    case PL_INPUT_GEMM:
+        return over("providers", json_array_size(json_object_get(doc, "providers")), PL_REPORT_MAX_PROVIDERS, err,
+                    errlen) ||
+               over("shapes", json_array_size(json_object_get(doc, "shapes")), PL_REPORT_MAX_SHAPES, err, errlen);
+    case PL_INPUT_MOE:
+        return over("message sizes x skews cells",
+                    json_array_size(json_object_get(set, "message_sizes")) *
+                        json_array_size(json_object_get(set, "skews")),
+                    PL_REPORT_MAX_CELLS, err, errlen) ||
+               over("points", json_array_size(json_object_get(doc, "points")), PL_REPORT_MAX_CELLS, err, errlen);
+    case PL_INPUT_COMM:
+        return over("points", json_array_size(json_object_get(doc, "points")), PL_REPORT_MAX_POINTS, err, errlen) ||
+               over("curves", comm_curves(json_object_get(doc, "points")), PL_REPORT_MAX_CURVES, err, errlen);
+    case PL_INPUT_PROFILE:
+        return over("variants", json_array_size(json_object_get(doc, "variants")), PL_REPORT_MAX_VARIANTS, err, errlen);
+    }
+    return 0;
+}
+
 int pl_report_input_load(const char *path, pl_report_input *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!pl_path_exists(path)) {
-        pl_snprintf(err, errlen, "%s: no such file or folder", path);
+        pl_snprintf(err, errlen, "%s: no such file or folder", PL_ESC(path));
         return -1;
     }
     char *file = NULL;
@@ -57,7 +117,7 @@ int pl_report_input_load(const char *path, pl_report_input *out, char *err, size
         if (!file) {
             pl_snprintf(err, errlen,
                         "%s: not a perflab folder (no run.json, comparison.json, report.json or profile.json in it)",
-                        path);
+                        PL_ESC(path));
             return -1;
         }
     } else {
@@ -74,7 +134,13 @@ int pl_report_input_load(const char *path, pl_report_input *out, char *err, size
         pl_snprintf(err, errlen,
                     "%s: not a perflab result (expected a run.json, a gemm comparison.json, a moe-readiness or comm "
                     "report.json, or a profile.json)",
-                    file);
+                    PL_ESC(file));
+        json_decref(doc);
+        free(file);
+        return -1;
+    }
+    if (check_size(out->kind, doc, sub, sizeof sub)) {
+        pl_snprintf(err, errlen, "%s: %s", PL_ESC(file), sub);
         json_decref(doc);
         free(file);
         return -1;
@@ -84,7 +150,7 @@ int pl_report_input_load(const char *path, pl_report_input *out, char *err, size
         int rc = pl_run_from_json(doc, &out->run, sub, sizeof sub);
         json_decref(doc);
         if (rc != 0) {
-            pl_snprintf(err, errlen, "%s: %s", file, sub);
+            pl_snprintf(err, errlen, "%s: %s", PL_ESC(file), sub);
             pl_report_input_free(out);
             return -1;
         }

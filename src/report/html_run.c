@@ -12,17 +12,9 @@
 
 #define COMPARE_SEED 20261121u
 
-static const pl_gpu_record *run_gpu(const pl_run *r)
-{
-    if (r->prov.n_gpus == 0)
-        return NULL;
-    int d = r->settings.device >= 0 && (size_t)r->settings.device < r->prov.n_gpus ? r->settings.device : 0;
-    return &r->prov.gpus[d];
-}
-
 static void provenance(pl_buf *b, const pl_run *r)
 {
-    const pl_gpu_record *g = run_gpu(r);
+    const pl_gpu_record *g = pl_run_gpu(r);
     char *gpu = g ? pl_strfmt("%s (sm_%d%d, %d SMs, %.0f GiB, power limit %.0f W)", g->name, g->cc_major, g->cc_minor,
                               g->sm_count, g->memory_gib, g->power_limit_w)
                   : pl_strdup("no GPU (host targets only)");

@@ -345,8 +345,8 @@ size_t pl_gemm_comparison_missing(const pl_gemm_comparison *c, pl_buf *out)
                 continue;
             count++;
             if (out)
-                pl_buf_printf(out, "  %s  %s  %s: %s\n", c->shapes[s].name, c->providers[p].label,
-                              pl_gemm_status_name(cell->status), cell->reason ? cell->reason : "");
+                pl_buf_printf(out, "  %s  %s  %s: %s\n", PL_ESC(c->shapes[s].name), PL_ESC(c->providers[p].label),
+                              pl_gemm_status_name(cell->status), PL_ESC(cell->reason ? cell->reason : ""));
         }
     return count;
 }

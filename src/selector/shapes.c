@@ -281,6 +281,16 @@ static int parse_item(const char *item, pl_gemm_shape_list *out, char *err, size
     return -1;
 }
 
+/* The list is bounded before it grows further: each shape is a benchmark of its own, and duplicates are found by
+ * comparing with every shape so far. */
+static int too_many(const pl_gemm_shape_list *l, const char *where, char *err, size_t errlen)
+{
+    if (l->n < PL_GEMM_MAX_SHAPES)
+        return 0;
+    pl_snprintf(err, errlen, "%s: more than %d shapes; split them over several runs", where, PL_GEMM_MAX_SHAPES);
+    return 1;
+}
+
 int pl_gemm_shapes_parse(const char *spec, pl_gemm_shape_list *out, char *err, size_t errlen)
 {
     char *copy = pl_strdup(spec);
@@ -294,7 +304,7 @@ int pl_gemm_shapes_parse(const char *spec, pl_gemm_shape_list *out, char *err, s
         if (!*tok)
             continue;
         items++;
-        rc = parse_item(tok, out, err, errlen, "--shapes: ");
+        rc = too_many(out, "--shapes", err, errlen) ? -1 : parse_item(tok, out, err, errlen, "--shapes: ");
     }
     free(copy);
     if (rc == 0 && items == 0) {
@@ -363,9 +373,19 @@ static int parse_file_line(char *line, const char *where, pl_gemm_shape_list *ou
 int pl_gemm_shapes_load_file(const char *path, pl_gemm_shape_list *out, char *err, size_t errlen)
 {
     char rerr[512];
-    char *text = pl_read_file(path, NULL, rerr, sizeof rerr);
+    size_t len;
+    char *text = pl_read_file(path, &len, rerr, sizeof rerr);
     if (!text) {
         pl_snprintf(err, errlen, "--shapes-file: %s", rerr);
+        return -1;
+    }
+    const char *nul = memchr(text, '\0', len);
+    if (nul) { /* the lines after it would be silently lost */
+        int line = 1;
+        for (const char *c = text; c < nul; c++)
+            line += *c == '\n';
+        pl_snprintf(err, errlen, "%s:%d: a NUL byte: a shapes file is text, one shape a line", PL_ESC(path), line);
+        free(text);
         return -1;
     }
     int rc = 0, lineno = 0, items = 0;
@@ -375,13 +395,14 @@ int pl_gemm_shapes_load_file(const char *path, pl_gemm_shape_list *out, char *er
             *nl = '\0';
         lineno++;
         char where[512];
-        pl_snprintf(where, sizeof where, "%s:%d: ", path, lineno);
-        rc = parse_file_line(line, where, out, &items, err, errlen);
+        pl_snprintf(where, sizeof where, "%s:%d: ", PL_ESC(path), lineno);
+        rc = too_many(out, PL_ESC(path), err, errlen) ? -1 : parse_file_line(line, where, out, &items, err, errlen);
         line = nl ? nl + 1 : NULL;
     }
     free(text);
     if (rc == 0 && items == 0) {
-        pl_snprintf(err, errlen, "%s: no shapes in the file: write one per line, e.g. 'my_proj 4096 4096 4096'", path);
+        pl_snprintf(err, errlen, "%s: no shapes in the file: write one per line, e.g. 'my_proj 4096 4096 4096'",
+                    PL_ESC(path));
         return -1;
     }
     return rc;

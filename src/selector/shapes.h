@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #define PL_GEMM_SHAPE_NAME_MAX 96
+#define PL_GEMM_MAX_SHAPES     4096        /* in one --shapes or --shapes-file */
 #define PL_GEMM_DIM_MAX        (1LL << 20) /* per dimension; M·N must also fit the kernels' 32-bit element counts */
 
 typedef struct pl_gemm_shape {

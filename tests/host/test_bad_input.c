@@ -20,6 +20,7 @@
 #include "labs.h"
 #include "selector/provider_comparison.h"
 #include "selector/cutlass.h"
+#include "selector/shapes.h"
 #include "testutil.h"
 
 /* `perflab ARGS` exits `code` with one line on stderr that holds `fragment`. Returns that line (malloc'd). */
@@ -379,6 +380,105 @@ START_TEST(an_empty_selection_is_refused)
 }
 END_TEST
 
+/* ---- raw control characters, usage lines, shapes files with NUL bytes ---- */
+
+static void hostile_names(json_t *root)
+{
+    json_t *t = json_array_get(json_object_get(root, "targets"), 0);
+    json_object_set_new(t, "name", json_string("memory:\x1b]0;owned\x07\nx"));
+    json_object_set_new(json_array_get(json_object_get(t, "variants"), 1), "name", json_string("co\x1b[2Jalesced"));
+    json_object_set_new(root, "run_id", json_string("id\x1b[31m"));
+}
+
+/* compare, expectations compare and report printed ESC/OSC sequences from names in run.json (table cells, the
+ * header, the label); gemm printed a json: record's reason over several lines. */
+START_TEST(names_from_files_reach_the_terminal_escaped)
+{
+    char *dir = pl_test_tmpdir("raw-names");
+    char *run = pl_test_write_run(dir, "run", hostile_names);
+    const char *cmds[] = {"compare '%s' '%s'", "expectations compare '%s' --key k --expectations-dir '%s'",
+                          "report '%s' --out '%s'"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char *args = pl_strfmt(cmds[i], run, i ? dir : run);
+        pl_cmd_result r = pl_run_perflab(NULL, args);
+        ck_assert_msg(r.exit_code <= 1, "%s: exit %d: %s", args, r.exit_code, r.err);
+        ck_assert_msg(!strchr(r.out, '\x1b') && !strchr(r.err, '\x1b') && !strchr(r.out, '\x07'),
+                      "%s printed a raw ESC or BEL: %s", args, r.out);
+        ck_assert_msg(strstr(r.out, "\\x1b"), "%s: the names are not shown escaped: %s", args, r.out);
+        pl_cmd_result_free(&r);
+        free(args);
+    }
+    /* the gemm comparison's lines for cells without a record */
+    pl_gemm_shape shape = {"sh\x1b[1m", 16, 16, 16};
+    pl_gemm_provider prov = {.kind = PL_PROV_JSON, .label = "p"};
+    pl_gemm_comparison c;
+    pl_gemm_comparison_init(&c, &shape, 1, &prov, 1, "bf16", "nk");
+    pl_gemm_cell_set(pl_gemm_cell_at(&c, 0, 0), PL_GEMM_FAILED, "cutlass_profiler: status \x1b[31m\nfailed");
+    pl_buf b = {0};
+    ck_assert_uint_eq(pl_gemm_comparison_missing(&c, &b), 1);
+    ck_assert_msg(!strchr(b.data, '\x1b') && strchr(b.data, '\n') == b.data + b.len - 1, "%s", b.data);
+    pl_buf_free(&b);
+    pl_gemm_comparison_free(&c);
+    free(run);
+    free(dir);
+}
+END_TEST
+
+/* `perflab` alone printed the whole usage to stderr; profile --variant and --target-extra-arg echoed raw. */
+START_TEST(usage_errors_are_one_escaped_line)
+{
+    free(expect_exit("", PL_EXIT_USAGE, "perflab --help"));
+    free(expect_exit("profile memory:coalescing --variant \"$(printf 'v\\nw')\"", PL_EXIT_USAGE, "v\\nw"));
+    free(expect_exit("run --targets selftest:sleep --target-extra-arg \"$(printf 'a\\033b')\"", PL_EXIT_USAGE,
+                     "a\\x1bb"));
+    free(expect_exit("expectations --expectations-dir \"$(printf 'd\\nx')\" show k", PL_EXIT_USAGE, NULL));
+}
+END_TEST
+
+/* A shapes file was read up to its first NUL byte, the rest silently ignored; 60,000 shapes took 38 s. */
+START_TEST(shapes_files_are_text_and_bounded)
+{
+    char *dir = pl_test_tmpdir("shapes-nul");
+    char *path = pl_path_join(dir, "shapes.txt"), err[512];
+    static const char text[] = "a 16 16 16\nb 32 32 32\0\nc 64 64 64\n";
+    ck_assert_int_eq(pl_write_file_atomic(path, text, sizeof text - 1, err, sizeof err), 0);
+    pl_gemm_shape_list l = {0};
+    ck_assert_int_eq(pl_gemm_shapes_load_file(path, &l, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, ":2: a NUL byte"), "%s", err);
+    pl_gemm_shape_list_free(&l);
+    pl_buf many = {0};
+    for (int i = 0; i < 60000; i++)
+        pl_buf_printf(&many, "s%d %d 16 16\n", i, i + 1);
+    ck_assert_int_eq(pl_write_file_atomic(path, many.data, many.len, err, sizeof err), 0);
+    pl_buf_free(&many);
+    const double t0 = pl_now_s();
+    ck_assert_int_eq(pl_gemm_shapes_load_file(path, &l, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "more than 4096 shapes"), "%s", err);
+    ck_assert_msg(pl_now_s() - t0 < 5, "%.1f s", pl_now_s() - t0);
+    pl_gemm_shape_list_free(&l);
+    free(path);
+    free(dir);
+}
+END_TEST
+
+/* A full disk printed the same error twice in run (once for the writes after each target, again for the final
+ * write). A file size limit (ulimit -f, SIGXFSZ ignored) fails every write of run.json the same way. */
+START_TEST(a_failing_disk_is_reported_once)
+{
+    char *dir = pl_test_tmpdir("full-disk");
+    char *args = pl_strfmt("run --targets selftest:sleep,selftest:gate --quiet --artifacts-dir '%s' --expectations-dir "
+                           "'%s' --min-time-s 0.05 --max-time-s 0.1",
+                           dir, dir);
+    pl_cmd_result r = pl_run_perflab("trap '' XFSZ; ulimit -f 1;", args);
+    ck_assert_msg(r.exit_code == 1, "exit %d: %s", r.exit_code, r.err);
+    const char *first = strstr(r.err, "cannot write");
+    ck_assert_msg(first && !strstr(first + 1, "cannot write"), "not said once: %s", r.err);
+    pl_cmd_result_free(&r);
+    free(args);
+    free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("bad_input");
@@ -396,6 +496,10 @@ static Suite *suite(void)
     tcase_add_test(tc, escaping_is_complete_and_idempotent);
     tcase_add_test(tc, command_line_survives_non_utf8);
     tcase_add_test(tc, an_empty_selection_is_refused);
+    tcase_add_test(tc, names_from_files_reach_the_terminal_escaped);
+    tcase_add_test(tc, usage_errors_are_one_escaped_line);
+    tcase_add_test(tc, shapes_files_are_text_and_bounded);
+    tcase_add_test(tc, a_failing_disk_is_reported_once);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -283,6 +283,84 @@ START_TEST(precision_cli)
 }
 END_TEST
 
+/* Each refused with exit 2 and one line on stderr: the message holds `says`. */
+static void expect_refused(const char *args, const char *says)
+{
+    pl_cmd_result r = pl_run_perflab(NULL, args);
+    const char *nl = strchr(r.err, '\n');
+    ck_assert_msg(r.exit_code == 2 && strstr(r.err, says) && nl && !nl[1], "%s: exit %d: %s", args, r.exit_code, r.err);
+    pl_cmd_result_free(&r);
+}
+
+/* Shapes whose size products wrapped (a heap overflow), clamped silently above 2^63, ran out of memory or took
+ * seconds: every dimension and the work are bounded before anything is allocated. */
+START_TEST(precision_shapes_are_bounded_before_work)
+{
+    expect_refused("calc precision --op softmax --shape 4294967296x4294967296", "at most");
+    expect_refused("calc precision --op gemm --shape 4294967296x4294967296x4294967296", "at most");
+    expect_refused("calc precision --op attention --shape 4294967296x4294967296", "at most");
+    expect_refused("calc precision --op gemm --shape 99999999999999999999x2x2", "at most");
+    expect_refused("calc precision --op gemm --shape 1000000x1000000x1000000", "multiply-adds");
+    expect_refused("calc precision --op gemm --shape 512x512x1024", "multiply-adds");
+    expect_refused("calc precision --op attention --shape 16384x8", "elements");
+    long long dims[3];
+    char err[256];
+    ck_assert_int_eq(pl_prec_parse_shape(PL_PREC_SOFTMAX, "9223372036854775808x2", dims, err, sizeof err), -1);
+    /* the defaults stay within the bounds */
+    const double t0 = pl_now_s();
+    json_t *j = run_json("calc precision --json");
+    ck_assert_msg(pl_now_s() - t0 < 30, "the default shape took %.1f s", pl_now_s() - t0);
+    json_decref(j);
+}
+END_TEST
+
+/* A result a double cannot hold was packed as JSON (json_pack failed, puts(NULL) crashed); a run whose samples are
+ * 0 ms gave an infinite throughput. */
+static void zero_samples(json_t *root)
+{
+    json_t *v = json_array_get(json_object_get(json_array_get(json_object_get(root, "targets"), 0), "variants"), 1);
+    json_t *samples = json_object_get(v, "samples_ms");
+    for (size_t i = 0; i < json_array_size(samples); i++)
+        json_array_set_new(samples, i, json_real(0));
+}
+
+START_TEST(cost_results_that_overflow_are_refused)
+{
+    expect_refused("calc cost-per-token --avg-power 1e-300 --throughput 1e12 --json", "double");
+    expect_refused("calc cost-per-token --avg-power 1e-300 --throughput 1e12", "double");
+    char *dir = pl_test_tmpdir("calc-zero-run");
+    char *run = pl_test_write_run(dir, "zero", zero_samples);
+    char *args = pl_strfmt("calc cost-per-token --from-run '%s' --target memory:coalescing --variant coalesced "
+                           "--tokens-per-iteration 1000 --json",
+                           run);
+    expect_refused(args, "median time of 0");
+    free(args);
+    free(run);
+    free(dir);
+}
+END_TEST
+
+/* --tokens 1.9 --batch 2.9 --page-tokens 0.5 ran as 1 token, batch 2 and no paging. */
+START_TEST(kv_cache_counts_are_whole)
+{
+    expect_refused("calc kv-cache --layers 2 --hidden 1024 --tokens 1.9", "--tokens takes a whole number");
+    expect_refused("calc kv-cache --layers 2 --hidden 1024 --tokens 16 --batch 2.9", "--batch takes a whole number");
+    expect_refused("calc kv-cache --layers 2 --hidden 1024 --tokens 16 --page-tokens 0.5",
+                   "--page-tokens takes a whole number");
+    json_t *j = run_json("calc kv-cache --layers 2 --hidden 1024 --tokens 16 --batch 2 --page-tokens 8 "
+                         "--gpu-mem-gb 1 --json");
+    json_decref(j);
+}
+END_TEST
+
+/* `perflab calc` alone printed the whole usage to stderr: one line and a pointer to --help. */
+START_TEST(calc_without_a_calculator_says_so_in_one_line)
+{
+    expect_refused("calc", "perflab calc --help");
+    expect_refused("calc \"$(printf '\\033]0;x\\007')\"", "\\x1b]0;x\\x07");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("calc");
@@ -296,6 +374,10 @@ int main(void)
     tcase_add_test(t, rounding_worked_example);
     tcase_add_test(t, precision_orders_and_verdicts);
     tcase_add_test(t, precision_cli);
+    tcase_add_test(t, precision_shapes_are_bounded_before_work);
+    tcase_add_test(t, cost_results_that_overflow_are_refused);
+    tcase_add_test(t, kv_cache_counts_are_whole);
+    tcase_add_test(t, calc_without_a_calculator_says_so_in_one_line);
     suite_add_tcase(s, t);
     return pl_run_suite(s);
 }

@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "core/expectations.h"
 #include "core/results_json.h"
 #include "core/util.h"
@@ -270,6 +272,153 @@ START_TEST(host_timed_variants_are_gated_only_on_their_host)
 }
 END_TEST
 
+/* `perflab ARGS` exits `code` with one line on stderr holding `says`. */
+static void expect_line(const char *env, const char *args, int code, const char *says)
+{
+    pl_cmd_result r = pl_run_perflab(env, args);
+    const char *nl = strchr(r.err, '\n');
+    ck_assert_msg(r.exit_code == code && strstr(r.err, says) && nl && !nl[1], "%s: exit %d, expected %d with '%s': %s",
+                  args, r.exit_code, code, says, r.err);
+    pl_cmd_result_free(&r);
+}
+
+static void device_minus_one(json_t *root)
+{
+    json_object_set_new(json_object_get(root, "settings"), "device", json_integer(-1));
+}
+
+static void device_int_min(json_t *root)
+{
+    json_object_set_new(json_object_get(root, "settings"), "device", json_integer(-2147483647 - 1));
+}
+
+/* settings.device -1 read before the GPU list (gpu_line checked the upper bound only). */
+START_TEST(a_negative_device_is_not_an_index)
+{
+    char *dir = pl_test_tmpdir("exp-device");
+    void (*edits[])(json_t *) = {device_minus_one, device_int_min};
+    for (size_t i = 0; i < 2; i++) {
+        char *run = pl_test_write_run(dir, i ? "min" : "minus1", edits[i]);
+        char *args = pl_strfmt("expectations compare '%s' --expectations-dir '%s' --key k", run, dir);
+        pl_cmd_result r = pl_run_perflab(NULL, args);
+        ck_assert_msg(r.exit_code == 0 && strstr(r.out, "GPU 0 NVIDIA H200"), "exit %d: %s%s", r.exit_code, r.out,
+                      r.err);
+        pl_cmd_result_free(&r);
+        free(args);
+        free(run);
+    }
+    free(dir);
+}
+END_TEST
+
+static void traversal_key(json_t *root)
+{
+    json_object_set_new(json_object_get(root, "provenance"), "hardware_key", json_string("../../../tmp/pl_escape_x"));
+}
+
+/* A hardware key names a file: "../../../tmp/x" from a run's provenance or --key wrote outside the directory. */
+START_TEST(hardware_keys_are_plain_names)
+{
+    char *dir = pl_test_tmpdir("exp-traversal");
+    char *exp = pl_path_join(dir, "exp/inner");
+    char *run = pl_test_write_run(dir, "run", traversal_key);
+    char *outside = pl_path_join(exp, "../../../tmp/pl_escape_x.json"); /* where the key leads */
+    unlink(outside);
+    char *args = pl_strfmt("expectations update '%s' --expectations-dir '%s'", run, exp);
+    expect_line(NULL, args, 2, "is not a hardware key");
+    free(args);
+    ck_assert_msg(!pl_path_exists(outside), "%s was written, outside the directory", outside);
+    free(outside);
+    static const char *const verbs[] = {"update", "compare"};
+    for (size_t i = 0; i < 2; i++) {
+        args = pl_strfmt("expectations %s '%s' --expectations-dir '%s' --key ../../x", verbs[i], run, exp);
+        expect_line(NULL, args, 2, "--key '../../x' is not a hardware key");
+        free(args);
+    }
+    args = pl_strfmt("expectations show --key ../x --expectations-dir '%s'", exp);
+    expect_line(NULL, args, 2, "is not a hardware key");
+    free(args);
+    args = pl_strfmt("expectations show 'a/b' --expectations-dir '%s'", exp);
+    expect_line(NULL, args, 2, "is not a hardware key");
+    free(args);
+    args = pl_strfmt("run --targets selftest:sleep --artifacts-dir '%s/art' --expectations-dir '%s'", dir, exp);
+    expect_line("PERFLAB_EXPECTATION_KEY=../../y", args, 2, "is not a hardware key");
+    free(args);
+    ck_assert(!pl_is_dir(exp)); /* nothing created */
+    char err[256];
+    ck_assert_int_eq(pl_expectations_key_check("2x_h200+l40s", "k", err, sizeof err), 0);
+    ck_assert_int_eq(pl_expectations_key_check("h100_sxm", "k", err, sizeof err), 0);
+    static const char *const bad[] = {"", "H200", "a.b", "..", "a+", "+a", "a++b", "a b", "a\nb", "a/b"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(pl_expectations_key_check(bad[i], "k", err, sizeof err) == -1, "'%s' accepted", bad[i]);
+    free(run);
+    free(exp);
+    free(dir);
+}
+END_TEST
+
+static void unloadable_names(json_t *root)
+{
+    json_t *t = json_array_get(json_object_get(root, "targets"), 0);
+    json_object_set_new(t, "name", json_string("nocolon"));
+}
+
+/* update wrote entries (a target without ':', an empty variant) that check then refused: one validator now. */
+START_TEST(update_writes_only_what_the_loader_reads)
+{
+    char *dir = pl_test_tmpdir("exp-validator");
+    char *run = pl_test_write_run(dir, "run", unloadable_names);
+    char *args = pl_strfmt("expectations update '%s' --expectations-dir '%s' --key k", run, dir);
+    expect_line(NULL, args, 2, "target 'nocolon' is not of the form group:name");
+    free(args);
+    char *file = pl_path_join(dir, "k.json");
+    ck_assert(!pl_path_exists(file));
+    /* the writer refuses what the loader refuses, entry by entry */
+    pl_expectations e = {.schema_version = 1, .hardware_key = pl_strdup("k")};
+    pl_expect_entry *x = pl_push(&e.entries, &e.n_entries, NULL, sizeof *x);
+    x->target = pl_strdup("memory:copy");
+    x->variant = pl_strdup("");
+    x->median_ms = 1;
+    char err[512];
+    ck_assert_int_eq(pl_expectations_save(&e, file, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "variant"), "%s", err);
+    ck_assert(!pl_path_exists(file));
+    free(x->variant);
+    x->variant = pl_strdup("v");
+    ck_assert_msg(pl_expectations_save(&e, file, err, sizeof err) == 0, "%s", err);
+    pl_expectations back;
+    ck_assert_msg(pl_expectations_load(file, "k", &back, err, sizeof err) == 0, "%s", err);
+    pl_expectations_free(&back);
+    pl_expectations_free(&e);
+    free(file);
+    free(run);
+    free(dir);
+}
+END_TEST
+
+/* Messages from expectation files: a JSON token holding a newline split the error in two; key names with control
+ * characters reached the terminal raw; `expectations` alone printed its usage to stdout. */
+START_TEST(expectation_messages_are_one_line)
+{
+    char *dir = pl_test_tmpdir("exp-lines");
+    char *path = pl_path_join(dir, "h200.json"), err[256];
+    const char *text = "{\"schema_version\": 1, \"hardware_key\": \"abcdef\\\n\"}";
+    ck_assert_int_eq(pl_write_file_atomic(path, text, strlen(text), err, sizeof err), 0);
+    char *args = pl_strfmt("expectations check '%s'", path);
+    expect_line(NULL, args, 2, "invalid escape near '\"abcdef\\\\n'");
+    free(args);
+    text = "{\"schema_version\": 1, \"hardware_key\": \"h200\", \"entries\": [], \"\\u001b]0;x\\u0007\\nkey\": 1}";
+    ck_assert_int_eq(pl_write_file_atomic(path, text, strlen(text), err, sizeof err), 0);
+    args = pl_strfmt("expectations check --expectations-dir '%s'", dir);
+    expect_line(NULL, args, 2, "unknown key '\\x1b]0;x\\x07\\nkey'");
+    free(args);
+    expect_line(NULL, "expectations", 2, "needs a subcommand");
+    expect_line(NULL, "expectations show --key \"$(printf 'a\\nb')\"", 2, "'a\\nb'");
+    free(path);
+    free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("expectations_cli");
@@ -280,6 +429,10 @@ static Suite *suite(void)
     tcase_add_test(tc, the_environment_key_is_honoured);
     tcase_add_test(tc, unusable_expectations_are_refused_with_the_reason);
     tcase_add_test(tc, host_timed_variants_are_gated_only_on_their_host);
+    tcase_add_test(tc, a_negative_device_is_not_an_index);
+    tcase_add_test(tc, hardware_keys_are_plain_names);
+    tcase_add_test(tc, update_writes_only_what_the_loader_reads);
+    tcase_add_test(tc, expectation_messages_are_one_line);
     suite_add_tcase(s, tc);
     return s;
 }

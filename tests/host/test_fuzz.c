@@ -9,12 +9,16 @@
  * escaped). A crash or signal fails the test (each test runs in a child process); in the sanitizer build any ASan,
  * LSan or UBSan report does too. PERFLAB_FUZZ_SEED=N repeats a run, PERFLAB_FUZZ_INPUTS=N sets its size. */
 #include <ctype.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "calc/precision.h"
+#include "cli/cli.h"
 #include "cli/options.h"
 #include "comm/job.h"
 #include "core/run_compare.h"
@@ -25,10 +29,12 @@
 #include "labs.h"
 #include "perflab/params.h"
 #include "perflab/target_registry.h"
+#include "report/html.h"
 #include "selector/provider_comparison.h"
 #include "selector/cutlass.h"
 #include "selector/shapes.h"
 #include "testutil.h"
+#include "xmlcheck.h"
 
 /* ---------------------------------------------------------------- numbers and option words */
 
@@ -500,6 +506,305 @@ START_TEST(fuzz_expectations_files)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- expectations written, then read */
+
+/* What `expectations update` writes from a run the loader reads back: the writer refuses what the loader would
+ * (one validator), and a file it wrote always loads with the same entries. */
+static void round_trip_expectations(pl_fuzz *f, const char *in, size_t len, void *ctx)
+{
+    (void)ctx;
+    pl_fuzz_write_input(f, in, len);
+    pl_run run;
+    char err[1024] = "";
+    if (pl_run_load(f->path, &run, err, sizeof err) != 0)
+        return; /* run.json's own parser is fuzzed above */
+    pl_expectations e;
+    memset(&e, 0, sizeof e);
+    e.schema_version = PL_EXPECTATIONS_SCHEMA_VERSION;
+    e.hardware_key = pl_strdup("fuzz");
+    pl_expectations_update(&e, &run);
+    char *out = pl_strfmt("%s.expect.json", f->path);
+    err[0] = '\0';
+    if (pl_fuzz_verdict(f, in, pl_expectations_save(&e, out, err, sizeof err), err)) {
+        pl_expectations back;
+        char lerr[1024] = "";
+        if (pl_expectations_load(out, "fuzz", &back, lerr, sizeof lerr) != 0)
+            pl_fuzz_fail(f, in, "the writer wrote a file the loader refuses: %s", lerr);
+        else {
+            if (back.n_entries != e.n_entries)
+                pl_fuzz_fail(f, in, "%zu entries written, %zu read back", e.n_entries, back.n_entries);
+            pl_expectations_free(&back);
+        }
+    }
+    unlink(out);
+    free(out);
+    pl_expectations_free(&e);
+    pl_run_free(&run);
+}
+
+/* Seeds the writer accepts and refuses: the full run and the same run with a target name the loader refuses. */
+START_TEST(fuzz_expectations_writer)
+{
+    seeds sd;
+    make_seeds(&sd);
+    pl_fuzz f;
+    pl_fuzz_begin(&f, "expectations-writer", 1);
+    /* the seeds: a run the writer stores, and one whose target name it must refuse */
+    pl_fuzz_corpus c = {0};
+    pl_fuzz_add(&c, sd.runs.items[0].data, sd.runs.items[0].len);
+    char *bad = pl_strdup(sd.runs.items[0].data);
+    for (char *name = strstr(bad, "memory:coalescing"); name; name = strstr(name, "memory:coalescing"))
+        name[6] = '_'; /* "memory_coalescing": no group */
+    pl_fuzz_add(&c, bad, strlen(bad));
+    free(bad);
+    for (int i = 0, n = pl_fuzz_inputs(); i < n; i++) {
+        size_t len;
+        char *in = i < (int)c.n ? pl_strdup(c.items[i].data) : pl_fuzz_mutate(&f.rng, &c, &len, 1);
+        round_trip_expectations(&f, in, i < (int)c.n ? strlen(in) : len, NULL);
+        free(in);
+    }
+    ck_assert_msg(f.accepted > 0 && f.refused > 0, "the writer never both wrote and refused");
+    pl_fuzz_end(&f);
+    pl_fuzz_corpus_free(&c);
+    free_seeds(&sd);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- the report's readers */
+
+typedef struct report_kind {
+    const char *file; /* the name the document is written under */
+} report_kind;
+
+/* Read as perflab report reads a folder's document; when accepted, the page it draws must be well-formed XML
+ * with no NaN or infinity in an attribute. */
+static void parse_report_input(pl_fuzz *f, const char *in, size_t len, void *ctx)
+{
+    const report_kind *k = ctx;
+    char *path = pl_path_join(f->path, k->file);
+    FILE *out = fopen(path, "wb");
+    ck_assert_ptr_nonnull(out);
+    ck_assert_uint_eq(fwrite(in, 1, len, out), len);
+    fclose(out);
+    pl_report_input ri;
+    char err[1024] = "";
+    if (pl_fuzz_verdict(f, in, pl_report_input_load(path, &ri, err, sizeof err), err)) {
+        char *html = pl_html_report(&ri, 1, "2026-11-28T00:00:00Z"), why[512];
+        if (pl_xml_check(html, NULL, why, sizeof why) != 0)
+            pl_fuzz_fail(f, in, "report.html: %s", why);
+        free(html);
+        pl_report_input_free(&ri);
+    }
+    free(path);
+}
+
+static void add_compact(pl_fuzz_corpus *c, json_t *doc)
+{
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(strlen(text) < PL_FUZZ_MAX_INPUT, "a seed of %zu bytes", strlen(text));
+    pl_fuzz_add_str(c, text);
+    free(text);
+    json_decref(doc);
+}
+
+static json_t *fixture(const char *rel)
+{
+    char err[512];
+    char *path = pl_strfmt("%s/docs/results/%s", PERFLAB_SOURCE_DIR, rel);
+    json_t *j = pl_json_load_file(path, err, sizeof err);
+    ck_assert_msg(j, "%s", err);
+    free(path);
+    return j;
+}
+
+/* The MoE report of two H200s, cut to fit a fuzz input: its first sizes and skews and their points, without the
+ * raw samples. */
+static json_t *small_moe(void)
+{
+    json_t *doc = fixture("2x_h200/moe_slo_report.json"), *pts = json_object_get(doc, "points"), *keep = json_array();
+    size_t i;
+    json_t *p;
+    json_array_foreach(pts, i, p)
+    {
+        if (json_array_size(keep) >= 4)
+            break;
+        json_object_del(p, "samples_ms");
+        json_object_del(p, "ranks_reported");
+        json_array_append(keep, p);
+    }
+    json_object_set_new(doc, "points", keep);
+    json_object_del(doc, "ranks");
+    return doc;
+}
+
+static json_t *small_comm(void)
+{
+    json_t *pts = json_array();
+    const char *colls[] = {"allreduce", "alltoall"};
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < 3; k++)
+            json_array_append_new(pts, json_pack("{s:s, s:s, s:b, s:I, s:f, s:{s:f, s:f}, s:s}", "collective", colls[c],
+                                                 "dtype", "bf16", "in_place", c, "size_bytes", (json_int_t)65536 << k,
+                                                 "busbw_gbps", 100.0 + 40 * k, "latency_ms", "p50", 0.01 * (k + 1),
+                                                 "p99", 0.012 * (k + 1), "status", "ok"));
+    return json_pack("{s:i, s:s, s:{s:s, s:i}, s:o}", "schema_version", 1, "kind", "comm", "settings", "launch",
+                     "threads", "ranks", 8, "points", pts);
+}
+
+static void fuzz_report_kind(const char *name, const char *file, json_t *doc, json_t *another)
+{
+    pl_fuzz_corpus c = {0};
+    add_compact(&c, doc);
+    if (another)
+        add_compact(&c, another);
+    report_kind k = {file};
+    pl_fuzz f;
+    pl_fuzz_begin(&f, name, 1);
+    /* file-based: f.path is a folder here, the document goes in it under its own name */
+    char *dir = pl_strfmt("%s.d", f.path);
+    char err[256];
+    ck_assert_int_eq(pl_mkdir_p(dir, err, sizeof err), 0);
+    free(f.path);
+    f.path = dir;
+    pl_fuzz_run(&f, &c, 1, parse_report_input, &k);
+    pl_fuzz_end(&f);
+    pl_fuzz_corpus_free(&c);
+}
+
+START_TEST(fuzz_report_gemm_comparison)
+{
+    fuzz_report_kind("report-comparison", "comparison.json", fixture("h200-report/gemm-4096/comparison.json"), NULL);
+}
+END_TEST
+
+START_TEST(fuzz_report_moe)
+{
+    fuzz_report_kind("report-moe", "report.json", small_moe(), NULL);
+}
+END_TEST
+
+START_TEST(fuzz_report_comm)
+{
+    fuzz_report_kind("report-comm", "report.json", small_comm(), NULL);
+}
+END_TEST
+
+START_TEST(fuzz_report_profile)
+{
+    fuzz_report_kind("report-profile", "profile.json", fixture("h200-report/profile-coalescing/profile.json"), NULL);
+}
+END_TEST
+
+START_TEST(fuzz_report_run)
+{
+    pl_run r;
+    pl_test_make_run(&r);
+    json_t *j = pl_run_to_json(&r);
+    pl_run_free(&r);
+    /* and an H200 roofline run (ncu counters, the ceilings it recorded), its raw samples cut to five a variant */
+    json_t *roof = fixture("h200-report/run-memory-roofline/run.json"), *t, *v;
+    size_t i, k;
+    json_array_foreach(json_object_get(roof, "targets"), i, t)
+    {
+        json_array_foreach(json_object_get(t, "variants"), k, v)
+        {
+            json_t *samples = json_object_get(v, "samples_ms");
+            while (json_array_size(samples) > 5)
+                json_array_remove(samples, json_array_size(samples) - 1);
+        }
+    }
+    fuzz_report_kind("report-run", "run.json", j, roof);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- calc flags */
+
+/* A calculator's command line run in this process, its stdout and stderr caught in files: exit 0 (with --json,
+ * one JSON document on stdout) or 2 with one printable line on stderr. Precision runs are kept short
+ * (pl_prec_limit_work): a larger one is refused like any other. */
+typedef struct calc_io {
+    int out, err, saved_out, saved_err;
+} calc_io;
+
+static char *drain(int fd)
+{
+    const off_t n = lseek(fd, 0, SEEK_END);
+    char *text = pl_xcalloc((size_t)n + 1, 1);
+    ck_assert_int_eq(pread(fd, text, (size_t)n, 0), n);
+    ck_assert_int_eq(ftruncate(fd, 0), 0);
+    lseek(fd, 0, SEEK_SET);
+    return text;
+}
+
+static void parse_calc(pl_fuzz *f, const char *in, size_t len, void *ctx)
+{
+    calc_io *io = ctx;
+    char *copy = pl_strdup(in), *argv[64], *save = NULL;
+    int argc = 0;
+    for (char *w = strtok_r(copy, " ", &save); w && argc < 64; w = strtok_r(NULL, " ", &save))
+        argv[argc++] = w;
+    fflush(stdout);
+    fflush(stderr);
+    dup2(io->out, 1);
+    dup2(io->err, 2);
+    const int rc = pl_cmd_calc(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(io->saved_out, 1);
+    dup2(io->saved_err, 2);
+    char *out = drain(io->out), *err = drain(io->err);
+    if (rc != 0 && rc != 2)
+        pl_fuzz_fail(f, in, "exit %d", rc);
+    /* the message without its "perflab calc ...: " prefix and final newline, as the verdict wants it */
+    const size_t n = strlen(err);
+    if (n && err[n - 1] == '\n')
+        err[n - 1] = '\0';
+    if (pl_fuzz_verdict(f, in, rc == 0 ? 0 : -1, err) && strstr(in, "--json") && !strstr(in, "--help") &&
+        !strstr(in, "--list-models")) {
+        json_error_t je;
+        json_t *j = json_loads(out, 0, &je);
+        if (!j)
+            pl_fuzz_fail(f, in, "--json printed no JSON: %s", je.text);
+        json_decref(j);
+    }
+    free(out);
+    free(err);
+    free(copy);
+    (void)len;
+}
+
+START_TEST(fuzz_calc_flags)
+{
+    static const char *const lines[] = {
+        "precision --op softmax --shape 8x64 --json",
+        "precision --op gemm --shape 16x16x64 --dtypes fp8_e4m3,bf16 --block 32 --input-scale 4 --seed 3",
+        "precision --op attention --shape 32x16 --json",
+        "precision --op norm --shape 4x128",
+        "kv-cache --layers 80 --hidden 8192 --tokens 4096 --batch 8 --dtype fp8 --gpu-mem-gb 192 "
+        "--kv-overhead-frac 0.10 --reserve-activations-gb 40 --json",
+        "kv-cache --model llama-3.1-8b --tokens 8192 --page-tokens 16 --gpu-mem-gb 80",
+        "cost-per-token --avg-power 800 --throughput 1500 --electricity-cost 0.16 --pue 1.5 --gpu-hour-cost 2.5 --json",
+        "cost-per-token --avg-power 350 --throughput 20000",
+        NULL};
+    pl_prec_limit_work(1 << 16);
+    char *dir = pl_test_tmpdir("fuzz-calc");
+    char *po = pl_path_join(dir, "out"), *pe = pl_path_join(dir, "err");
+    calc_io io = {open(po, O_RDWR | O_CREAT | O_TRUNC, 0644), open(pe, O_RDWR | O_CREAT | O_TRUNC, 0644), dup(1),
+                  dup(2)};
+    ck_assert(io.out >= 0 && io.err >= 0 && io.saved_out >= 0 && io.saved_err >= 0);
+    pl_fuzz_parser("calc-flags", 1, lines, 0, parse_calc, &io);
+    close(io.out);
+    close(io.err);
+    close(io.saved_out);
+    close(io.saved_err);
+    free(po);
+    free(pe);
+    free(dir);
+    pl_prec_limit_work(0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("fuzz");
@@ -515,6 +820,13 @@ static Suite *suite(void)
     tcase_add_test(tc, fuzz_json_provider_records);
     tcase_add_test(tc, fuzz_run_json_for_compare);
     tcase_add_test(tc, fuzz_expectations_files);
+    tcase_add_test(tc, fuzz_expectations_writer);
+    tcase_add_test(tc, fuzz_report_gemm_comparison);
+    tcase_add_test(tc, fuzz_report_moe);
+    tcase_add_test(tc, fuzz_report_comm);
+    tcase_add_test(tc, fuzz_report_profile);
+    tcase_add_test(tc, fuzz_report_run);
+    tcase_add_test(tc, fuzz_calc_flags);
     suite_add_tcase(s, tc);
     return s;
 }

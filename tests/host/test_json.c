@@ -150,6 +150,68 @@ START_TEST(files_load_with_positions_and_save_atomically)
 }
 END_TEST
 
+/* run.json's "complete" was 0/1 where the README and docs say false/true; runs written before still read. */
+START_TEST(complete_is_a_json_boolean)
+{
+    pl_run r;
+    pl_test_make_run(&r);
+    for (int complete = 0; complete < 2; complete++) {
+        r.complete = complete;
+        json_t *j = pl_run_to_json(&r);
+        ck_assert_msg(json_is_boolean(json_object_get(j, "complete")), "\"complete\" is not true/false");
+        ck_assert_int_eq(json_is_true(json_object_get(j, "complete")), complete);
+        json_object_set_new(j, "complete", json_integer(complete)); /* an older file */
+        pl_run back;
+        char err[256];
+        ck_assert_msg(pl_run_from_json(j, &back, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(back.complete, complete);
+        pl_run_free(&back);
+        json_object_del(j, "complete"); /* schema 1: no field, a complete run */
+        ck_assert_msg(pl_run_from_json(j, &back, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(back.complete, 1);
+        pl_run_free(&back);
+        json_decref(j);
+    }
+    pl_run_free(&r);
+}
+END_TEST
+
+/* A "<file>.tmp.<pid>" of a process killed between its open and its rename stayed for good; /dev/zero, a FIFO and a
+ * file past the size limit were read (or waited on) without end. */
+START_TEST(files_are_regular_bounded_and_leave_no_temporaries)
+{
+    char *dir = pl_test_tmpdir("json-files");
+    char *path = pl_path_join(dir, "run.json"), err[512];
+    /* a dead process's temporary (pid 2^22 + 1: above the largest pid_max Linux allows) and a live one's (pid 1) */
+    char *stale = pl_strfmt("%s.tmp.4194305", path), *live = pl_strfmt("%s.tmp.1", path);
+    ck_assert_int_eq(pl_write_file_atomic(stale, "x", 1, err, sizeof err), 0);
+    ck_assert_int_eq(pl_write_file_atomic(live, "x", 1, err, sizeof err), 0);
+    ck_assert_int_eq(pl_write_file_atomic(path, "{}", 2, err, sizeof err), 0);
+    ck_assert_msg(!pl_path_exists(stale), "the dead process's temporary file is still there");
+    ck_assert_msg(pl_path_exists(live), "a live process's temporary file was removed"); /* pid 1 lives */
+    size_t len;
+    ck_assert_ptr_null(pl_read_file("/dev/zero", &len, err, sizeof err));
+    ck_assert_msg(strstr(err, "not a regular file"), "%s", err);
+    char *fifo = pl_path_join(dir, "fifo");
+    char *cmd = pl_strfmt("mkfifo '%s'", fifo);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_ptr_null(pl_read_file(fifo, &len, err, sizeof err)); /* returns at once: no writer is waited for */
+    ck_assert_ptr_null(pl_read_file(dir, &len, err, sizeof err));
+    char *text = pl_read_file_max(path, 1, &len, err, sizeof err);
+    ck_assert_msg(!text && strstr(err, "larger than"), "%s", err);
+    text = pl_read_file_max(path, 2, &len, err, sizeof err);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_uint_eq(len, 2);
+    free(text);
+    free(cmd);
+    free(fifo);
+    free(stale);
+    free(live);
+    free(path);
+    free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("json");
@@ -158,6 +220,8 @@ static Suite *suite(void)
     tcase_add_test(tc, derive_computes_rates_and_speedup);
     tcase_add_test(tc, schema_errors_are_named);
     tcase_add_test(tc, files_load_with_positions_and_save_atomically);
+    tcase_add_test(tc, complete_is_a_json_boolean);
+    tcase_add_test(tc, files_are_regular_bounded_and_leave_no_temporaries);
     suite_add_tcase(s, tc);
     return s;
 }

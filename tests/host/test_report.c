@@ -11,46 +11,22 @@
 #include "core/results_json.h"
 #include "core/util.h"
 #include "core/chart.h"
+#include "report/html.h"
 #include "testutil.h"
+#include "xmlcheck.h"
 
 #define FIXTURES PERFLAB_SOURCE_DIR "/docs/results"
 
-/* ---- XML well-formedness, by expat ---- */
+/* ---- XML well-formedness, by expat (tests/xmlcheck.h) ---- */
 
-typedef struct xml_stats {
-    int elements, svgs, depth, max_depth;
-} xml_stats;
-
-static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **attrs)
-{
-    xml_stats *s = user;
-    s->elements++;
-    s->svgs += strcmp(name, "svg") == 0;
-    if (++s->depth > s->max_depth)
-        s->max_depth = s->depth;
-    for (int i = 0; attrs[i]; i += 2) /* a NaN or Inf never reaches a coordinate */
-        ck_assert_msg(!strstr(attrs[i + 1], "nan") && !strstr(attrs[i + 1], "inf"), "%s=\"%s\" in <%s>", attrs[i],
-                      attrs[i + 1], name);
-}
-
-static void XMLCALL on_end(void *user, const XML_Char *name)
-{
-    xml_stats *s = user;
-    s->depth--;
-}
+typedef pl_xml_stats xml_stats;
 
 /* Parses the document; fails the test with expat's message and the line on any error. */
 static xml_stats parse_xml(const char *text, const char *what)
 {
-    xml_stats s = {0};
-    XML_Parser p = XML_ParserCreate("UTF-8");
-    XML_SetUserData(p, &s);
-    XML_SetElementHandler(p, on_start, on_end);
-    int ok = XML_Parse(p, text, (int)strlen(text), 1) == XML_STATUS_OK;
-    ck_assert_msg(ok, "%s is not well-formed XML: %s at line %lu, column %lu", what,
-                  XML_ErrorString(XML_GetErrorCode(p)), (unsigned long)XML_GetCurrentLineNumber(p),
-                  (unsigned long)XML_GetCurrentColumnNumber(p));
-    XML_ParserFree(p);
+    xml_stats s;
+    char why[512];
+    ck_assert_msg(pl_xml_check(text, &s, why, sizeof why) == 0, "%s: %s", what, why);
     return s;
 }
 
@@ -328,6 +304,202 @@ START_TEST(standalone_heatmap)
 }
 END_TEST
 
+/* One line on stderr, exit `code`, the line holding `says`. */
+static void expect_line(const char *args, int code, const char *says)
+{
+    pl_cmd_result r = pl_run_perflab(NULL, args);
+    const char *nl = strchr(r.err, '\n');
+    ck_assert_msg(r.exit_code == code && strstr(r.err, says) && nl && !nl[1],
+                  "%.300s: exit %d, expected %d with '%s': %s", args, r.exit_code, code, says, r.err);
+    pl_cmd_result_free(&r);
+}
+
+static void write_doc(json_t *doc, const char *folder)
+{
+    char err[256];
+    ck_assert_int_eq(pl_mkdir_p(folder, err, sizeof err), 0);
+    char *file = pl_path_join(folder, "report.json");
+    ck_assert_msg(pl_json_save_file(doc, file, err, sizeof err) == 0, "%s", err);
+    json_decref(doc);
+    free(file);
+}
+
+/* A comm report of n_curves collectives (named by `name` and the index), two sizes each, busbw `bw`. */
+static char *comm_doc(const char *dir, const char *folder, size_t n_curves, const char *name, double bw)
+{
+    json_t *pts = json_array();
+    for (size_t c = 0; c < n_curves; c++)
+        for (int k = 0; k < 2; k++) {
+            char coll[64];
+            snprintf(coll, sizeof coll, "%s%zu", name, c);
+            json_array_append_new(pts,
+                                  json_pack("{s:s, s:s, s:b, s:I, s:f, s:{s:f, s:f}, s:s}", "collective", coll, "dtype",
+                                            "bf16", "in_place", 0, "size_bytes", (json_int_t)65536 << k, "busbw_gbps",
+                                            bw, "latency_ms", "p50", 0.01, "p99", 0.02, "status", "ok"));
+        }
+    char *out = pl_path_join(dir, folder);
+    write_doc(json_pack("{s:i, s:s, s:{s:s, s:i}, s:o}", "schema_version", 1, "kind", "comm", "settings", "launch",
+                        "threads", "ranks", 8, "points", pts),
+              out);
+    return out;
+}
+
+/* The report of the folders in `args` (--out added), parsed as XML with no NaN attribute. */
+static void report_parses(const char *dir, const char *args)
+{
+    char *out = pl_path_join(dir, "out");
+    char *full = pl_strfmt("report %s --out '%s'", args, out);
+    pl_cmd_result r = pl_run_perflab(NULL, full);
+    ck_assert_msg(r.exit_code == 0, "%s: exit %d: %s", full, r.exit_code, r.err);
+    pl_cmd_result_free(&r);
+    char *path = pl_path_join(out, "report.html"), err[256];
+    char *html = pl_read_file(path, NULL, err, sizeof err);
+    ck_assert_msg(html, "%s", err);
+    parse_xml(html, full);
+    free(html);
+    free(path);
+    free(full);
+    free(out);
+}
+
+static void extreme_speedup(json_t *root)
+{
+    json_t *vs = json_object_get(json_array_get(json_object_get(root, "targets"), 0), "variants");
+    for (size_t v = 0; v < 2; v++) {
+        json_t *samples = json_object_get(json_array_get(vs, v), "samples_ms");
+        for (size_t i = 0; i < json_array_size(samples); i++)
+            json_array_set_new(samples, i, json_real(v ? 1e-8 : 1e300));
+    }
+}
+
+/* Names with U+FFFE and folders whose names are not UTF-8 broke the XML; extreme but valid numbers (a speedup of
+ * 1e308, a busbw of 5e-324) gave NaN coordinates. */
+START_TEST(report_xml_survives_odd_names_and_extreme_numbers)
+{
+    char *dir = pl_test_tmpdir("report-odd");
+    char *odd = comm_doc(dir, "comm-\xff\xfe", 2,
+                         "all\xef\xbf\xbe"
+                         "reduce",
+                         5e-324);
+    char *run = pl_test_write_run(dir, "run-\xc3(", extreme_speedup);
+    char *args = pl_strfmt("'%s' '%s'", odd, run);
+    report_parses(dir, args);
+    free(args);
+    /* the --json listing keeps every input, escaped where it is not UTF-8 */
+    char *out = pl_path_join(dir, "out\xff");
+    args = pl_strfmt("report '%s' '%s' --out '%s' --json", odd, run, out);
+    pl_cmd_result r = pl_run_perflab(NULL, args);
+    ck_assert_msg(r.exit_code == 0, "exit %d: %s", r.exit_code, r.err);
+    json_error_t e;
+    json_t *j = json_loads(r.out, 0, &e);
+    ck_assert_msg(j, "not JSON: %s", r.out);
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "inputs")), 2);
+    ck_assert_msg(strstr(json_string_value(json_object_get(j, "report")), "out\\xff/report.html"), "%s", r.out);
+    json_decref(j);
+    pl_cmd_result_free(&r);
+    free(args);
+    /* the chart module on its own: a denormal on a log axis, +-1e308 on a linear one */
+    const double x[] = {5e-324, 1e-300, 1e308}, y[] = {-1e308, 1e308, 5e-324};
+    pl_series sr = {.name = "x", .n = 3, .x = x, .y = y, .markers = 1, .lines = 1};
+    pl_xy_chart c = {.title = "t",
+                     .x = {.label = "x", .scale = PL_AXIS_LOG10},
+                     .y = {.label = "y", .scale = PL_AXIS_LINEAR},
+                     .series = &sr,
+                     .n_series = 1};
+    char *svg = pl_chart_xy(&c, 1);
+    parse_xml(svg, "an x-y chart of extreme numbers");
+    free(svg);
+    c.x.min = 0;
+    c.x.max = 5e-324; /* an axis range that underflows */
+    c.y.scale = PL_AXIS_LOG2;
+    svg = pl_chart_xy(&c, 1);
+    parse_xml(svg, "an x-y chart with an underflowing range");
+    free(svg);
+    free(out);
+    free(run);
+    free(odd);
+    free(dir);
+}
+END_TEST
+
+/* /dev/zero read forever; a 181 KB MoE report made a 1.85 GB page; 30,000 comm curves took 44 s: limits first. */
+START_TEST(report_inputs_are_bounded)
+{
+    char *dir = pl_test_tmpdir("report-limits");
+    expect_line("report /dev/zero", 2, "not a regular file");
+    char *link = pl_path_join(dir, "zero-run"), err[256];
+    ck_assert_int_eq(pl_mkdir_p(link, err, sizeof err), 0);
+    char *cmd = pl_strfmt("ln -sf /dev/zero '%s/run.json' && mkfifo '%s/fifo.json'", link, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    free(cmd);
+    char *args = pl_strfmt("report '%s'", link);
+    expect_line(args, 2, "not a regular file");
+    free(args);
+    args = pl_strfmt("compare '%s' '%s'", link, link);
+    expect_line(args, 2, "not a regular file");
+    free(args);
+    args = pl_strfmt("report '%s/fifo.json'", dir);
+    expect_line(args, 2, "not a regular file");
+    free(args);
+
+    json_t *sizes = json_array(), *skews = json_array();
+    for (int i = 0; i < 2000; i++) {
+        json_array_append_new(sizes, json_integer(1024 + i));
+        json_array_append_new(skews, json_real(1 + i * 1e-3));
+    }
+    char *moe = pl_path_join(dir, "moe");
+    write_doc(json_pack("{s:i, s:s, s:{s:o, s:o, s:i}, s:[]}", "schema_version", 1, "kind", "moe_readiness", "settings",
+                        "message_sizes", sizes, "skews", skews, "ranks", 2, "points"),
+              moe);
+    args = pl_strfmt("report '%s'", moe);
+    const double t0 = pl_now_s();
+    expect_line(args, 2, "cells; a report draws at most");
+    free(args);
+    char *comm = comm_doc(dir, "comm-many", 30000, "c", 100);
+    args = pl_strfmt("report '%s'", comm);
+    expect_line(args, 2, "a report draws at most");
+    free(args);
+    ck_assert_msg(pl_now_s() - t0 < 20, "the refusals took %.1f s", pl_now_s() - t0);
+    /* more folders than one report reads */
+    pl_buf many = {0};
+    pl_buf_append(&many, "report");
+    for (int i = 0; i <= PL_REPORT_MAX_INPUTS; i++)
+        pl_buf_printf(&many, " '%s'", moe);
+    expect_line(many.data, 2, "at most");
+    pl_buf_free(&many);
+    free(comm);
+    free(moe);
+    free(link);
+    free(dir);
+}
+END_TEST
+
+/* --out /proc/x and a 300-byte --name exited 1 (a failed write) where run exits 2; a --name with a newline and ESC
+ * made that file. */
+START_TEST(report_output_names_are_checked_first)
+{
+    char *dir = pl_test_tmpdir("report-out");
+    char *run = pl_test_write_run(dir, "run", NULL);
+    char *args = pl_strfmt("report '%s' --out /proc/x", run);
+    expect_line(args, 2, "/proc/x");
+    free(args);
+    char name[301];
+    memset(name, 'a', 300);
+    name[300] = '\0';
+    args = pl_strfmt("report '%s' --out '%s' --name %s", run, dir, name);
+    expect_line(args, 2, "--name");
+    free(args);
+    args = pl_strfmt("report '%s' --out '%s' --name \"$(printf 'a\\nb\\033.html')\"", run, dir);
+    expect_line(args, 2, "--name");
+    free(args);
+    char *made = pl_path_join(dir, "a\nb\x1b.html");
+    ck_assert_msg(!pl_path_exists(made), "the file '%s' was made", made);
+    free(made);
+    free(run);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("report");
@@ -339,6 +511,9 @@ int main(void)
     tcase_add_test(t, standalone_heatmap);
     tcase_add_test(t, report_over_every_kind_of_folder);
     tcase_add_test(t, report_refuses_what_it_cannot_read);
+    tcase_add_test(t, report_xml_survives_odd_names_and_extreme_numbers);
+    tcase_add_test(t, report_inputs_are_bounded);
+    tcase_add_test(t, report_output_names_are_checked_first);
     suite_add_tcase(s, t);
     return pl_run_suite(s);
 }

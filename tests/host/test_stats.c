@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util.h"
 #include "perflab/stats.h"
 #include "testutil.h"
 
@@ -387,6 +388,74 @@ START_TEST(bootstrap_is_reproducible)
 }
 END_TEST
 
+/* A million samples a side took 237 s (2000 resamples x two million draws and selections); the order-statistic draw
+ * above PL_BOOTSTRAP_EXACT_MAX samples makes it one sort a side. */
+START_TEST(bootstrap_of_a_million_samples_is_fast)
+{
+    const size_t n = 1000000;
+    pl_rng rng;
+    pl_rng_seed(&rng, 5);
+    double *a = normal_samples(&rng, n, 1.1, 0.05), *b = normal_samples(&rng, n, 1.0, 0.05);
+    const double t0 = pl_now_s();
+    pl_interval iv;
+    ck_assert_int_eq(pl_bootstrap_ratio(a, n, b, n, 2000, 0.95, 9, &iv), 0);
+    pl_stats st;
+    ck_assert_int_eq(pl_stats_compute(a, n, &st), 0);
+    const double took = pl_now_s() - t0;
+    ck_assert_msg(took < 3.0, "a million samples took %.2f s", took); /* ~0.3 s; room for ASan on a loaded CI */
+    ck_assert_msg(iv.lo < 1.1 && 1.1 < iv.hi && iv.hi - iv.lo < 0.002, "[%g, %g]", iv.lo, iv.hi);
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* The order-statistic draw is the same distribution as drawing the resample: its interval matches a brute-force
+ * bootstrap of the same samples (odd and even n), and it covers the true ratio ~95% of the time. */
+static double brute_quantile(const double *x, size_t n, int resamples, double q, pl_rng *rng)
+{
+    double *med = malloc((size_t)resamples * sizeof *med), *r = malloc(n * sizeof *r);
+    for (int k = 0; k < resamples; k++) {
+        for (size_t i = 0; i < n; i++)
+            r[i] = x[pl_rng_below(rng, n)];
+        qsort(r, n, sizeof *r, cmp_double);
+        med[k] = n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+    }
+    qsort(med, (size_t)resamples, sizeof *med, cmp_double);
+    const double v = pl_percentile_sorted(med, (size_t)resamples, q);
+    free(med);
+    free(r);
+    return v;
+}
+
+START_TEST(bootstrap_order_statistics_match_resampling)
+{
+    for (size_t n = 600; n <= 601; n++) {
+        pl_rng rng;
+        pl_rng_seed(&rng, 40 + n);
+        double *a = normal_samples(&rng, n, 1.0, 0.1), one = 1.0;
+        pl_interval iv; /* against a constant 1: the interval is the bootstrap of a's median */
+        pl_bootstrap_ratio(a, n, &one, 1, 4000, 0.90, 3, &iv);
+        const double lo = brute_quantile(a, n, 4000, 5, &rng), hi = brute_quantile(a, n, 4000, 95, &rng);
+        const double width = hi - lo;
+        ck_assert_msg(fabs(iv.lo - lo) < 0.1 * width && fabs(iv.hi - hi) < 0.1 * width,
+                      "n=%zu: [%g, %g] against resampling's [%g, %g]", n, iv.lo, iv.hi, lo, hi);
+        free(a);
+    }
+    int covered = 0;
+    for (int t = 0; t < 400; t++) {
+        pl_rng rng;
+        pl_rng_seed(&rng, 700 + (uint64_t)t);
+        double *num = normal_samples(&rng, 400, 1.1, 0.033), *den = normal_samples(&rng, 400, 1.0, 0.030);
+        pl_interval iv;
+        pl_bootstrap_ratio(num, 400, den, 400, 1000, 0.95, (uint64_t)t, &iv);
+        covered += iv.lo <= 1.1 && 1.1 <= iv.hi;
+        free(num);
+        free(den);
+    }
+    ck_assert_msg(covered >= 364 && covered <= 394, "the true ratio was covered in %d of 400 trials", covered);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- generator */
 
 /* Pearson's chi-square of bucket counts against a uniform expectation. */
@@ -509,6 +578,8 @@ static Suite *stats_suite(void)
     tcase_add_test(boot, bootstrap_identical_distributions_are_not_significant);
     tcase_add_test(boot, bootstrap_detects_a_ten_percent_shift);
     tcase_add_test(boot, bootstrap_is_reproducible);
+    tcase_add_test(boot, bootstrap_of_a_million_samples_is_fast);
+    tcase_add_test(boot, bootstrap_order_statistics_match_resampling);
     suite_add_tcase(s, boot);
 
     TCase *rng = tcase_create("rng");
