@@ -6,7 +6,7 @@
 
 #include "comm/launch.h"
 #include "comm/rank.h"
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/util.h"
 
 static const pl_comm_launcher *active = &pl_comm_threads_launcher;

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/devprobe.h"
 #include "core/results_json.h"
 #include "core/util.h"

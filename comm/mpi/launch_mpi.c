@@ -11,7 +11,7 @@
 
 #include "comm/launch.h"
 #include "comm/rank.h"
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/util.h"
 
 #define ID_TIMEOUT_S 120.0

@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 #include "cli/gpu_select.h"
 #include "cli/options.h"
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/devprobe.h"
 #include "core/provenance.h"
 #include "core/util.h"

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <cuda_runtime_api.h>
 
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/nvml.h"
 #include "core/results_json.h"
 #include "core/util.h"

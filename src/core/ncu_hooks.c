@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/ncu.h"
 #include "core/results_json.h"
 #include "perflab/target_registry.h"

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "core/target_child.h"
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/ncu.h"
 #include "core/results_json.h"
 #include "core/util.h"

@@ -7,7 +7,7 @@
 
 #include "core/capabilities.h"
 #include "core/ceilings.h"
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/exit.h"
 #include "core/expectations.h"
 #include "core/ncu.h"

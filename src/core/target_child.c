@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/devprobe.h"
 #include "core/measure.h"
 #include "core/ncu.h"

@@ -17,7 +17,7 @@ void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_se
 /* {"t":"target","status","reason"}: the target as a whole failed (setup, or its process could not start). */
 void pl_child_send_target_failure(int fd, pl_status st, const char *reason);
 
-/* ---- the same target's process started by exec (child_exec.c): `--exec-children` ---- */
+/* ---- the same target's process started by exec (target_exec.c): `--exec-children` ---- */
 
 /* The runner's side, before the fork: everything pl_child_run_target takes, as one line of JSON (malloc'd). NULL
  * when a parameter's value cannot be passed on (it holds both kinds of quote). */

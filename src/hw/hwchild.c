@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <cuda_runtime_api.h>
 
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/devprobe.h"
 #include "core/util.h"
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <cuda_runtime_api.h>
 
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/nvml.h"
 #include "core/util.h"
 #include "hw/topology.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/util.h"
 #include "common/gemm_host.h"
 #include "common/kernel_req.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/util.h"
 #include "selector/bench.h"
 

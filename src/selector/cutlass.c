@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/util.h"
 
 #define MAX_COLUMNS 256

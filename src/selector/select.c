@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/childproc.h"
+#include "core/piped_child.h"
 #include "core/exit.h"
 #include "core/provenance.h"
 #include "core/util.h"

@@ -1,7 +1,7 @@
 /* Child processes that report back over a pipe, one JSON object per line: the isolation under every target
  * (a crash, a hang or a sticky CUDA error stays in the child) and under the GPU probe. */
-#ifndef PERFLAB_CORE_CHILDPROC_H
-#define PERFLAB_CORE_CHILDPROC_H
+#ifndef PERFLAB_CORE_PIPED_CHILD_H
+#define PERFLAB_CORE_PIPED_CHILD_H
 
 #include <jansson.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "core/childproc.h"
+#include "core/piped_child.h"
 
 #include <errno.h>
 #include <fcntl.h>
