@@ -2,9 +2,10 @@
  * linear layer's weights) or K×N row-major; accumulation in fp32; D is M×N row-major bf16. The epilogue, when
  * asked for, is D = GELU(A·B + bias) + residual, computed in fp32 before the one rounding to bf16.
  *
- * The kernel table (gemm/host/kernel_table.c) lists every native kernel with its tile configuration, requirements and
- * the problems it takes, so that the labs (gemm:bf16 and friends) and the selector (perflab gemm) enumerate the same
- * kernels. Every launcher enqueues on `stream`, never synchronises (so it can be captured in a graph) and returns the
+ * The kernel table lists every native kernel with its tile configuration, requirements and the problems it takes, so
+ * that the labs (gemm:bf16 and friends) and the selector (perflab gemm) enumerate the same kernels: each row is
+ * written beside its kernel's launcher (portable/<recipe>_rows.c, sm90/<recipe>_rows.c), the order in
+ * gemm/host/kernel_table.c. Every launcher enqueues on `stream`, never synchronises (so it can be captured in a graph) and returns the
  * launch's cudaError_t. */
 #ifndef PERFLAB_GEMM_H
 #define PERFLAB_GEMM_H
@@ -71,7 +72,7 @@ enum pl_gemm_kernel_flags {
 #define PL_GEMM_KERNEL_UNSEARCHED (PL_GEMM_KERNEL_TEACHING | PL_GEMM_KERNEL_LESS_ACCURATE)
 
 /* What the pick's roofline model (gemm/host/heuristic.h) knows of a kernel beyond its tiles: written in the kernel's
- * row of the table (gemm/host/kernel_table.c) from measurements, or predicted where a row says so. */
+ * row (its recipe's rows file, gemm/host/kernel_row.h) from measurements, or predicted where the row says so. */
 typedef struct pl_gemm_model {
     double eff;       /* fraction of the per-SM tensor rate its mainloop reaches with enough tiles */
     double fused_eff; /* the same with a fused epilogue (bias, residual or GELU) */
@@ -114,6 +115,7 @@ typedef struct pl_gemm_kernel {
 /* The BF16 kernels, in the table's order (where the model ties, the earlier one is picked). */
 size_t pl_gemm_kernel_count(void);
 const pl_gemm_kernel *pl_gemm_kernel_at(size_t i);
+size_t pl_gemm_kernel_index(const pl_gemm_kernel *k);        /* k's place in the order; the count when not a row */
 const pl_gemm_kernel *pl_gemm_kernel_find(const char *name); /* NULL when unknown */
 /* The kernel every shape falls back to when a fast path cannot take it (mma_sync: any M, N, K, both layouts). */
 const pl_gemm_kernel *pl_gemm_kernel_fallback(void);

@@ -116,7 +116,7 @@ int gemm_lab_native(pl_ctx *ctx, gemm_lab *lab, const char *name, int fused)
     char why[256];
     if (!k->supports(&q, why, sizeof why)) {
         const pl_gemm_kernel *fb = pl_gemm_kernel_fallback();
-        const uint64_t bit = (uint64_t)1 << (unsigned)(k - pl_gemm_kernel_at(0));
+        const uint64_t bit = (uint64_t)1 << pl_gemm_kernel_index(k);
         if (!(lab->warned & bit)) {
             fprintf(stderr, "perflab: %s cannot take this shape (%s); running %s instead\n", name, why, fb->name);
             lab->warned |= bit;

@@ -65,6 +65,7 @@ START_TEST(kernel_table)
     ck_assert_ptr_null(pl_gemm_kernel_at(all));
     ck_assert_ptr_null(pl_gemm_kernel_find("no_such_kernel"));
     ck_assert_str_eq(pl_gemm_kernel_fallback()->name, "mma_sync_128x128x32_s4");
+    ck_assert_int_eq((int)pl_gemm_kernel_index(pl_gemm_fp8_kernel_at(0)), (int)all); /* not a BF16 row */
     ck_assert_int_le((int)all, 64); /* the labs' fallback notes: one bit per kernel in 64 */
     int names_ok = 1, gemv = 0;
     for (size_t i = 0; i < all; i++) {
@@ -75,6 +76,7 @@ START_TEST(kernel_table)
                       "%s", k->name);
         for (size_t j = 0; j < i; j++)
             names_ok &= strcmp(pl_gemm_kernel_at(j)->name, k->name) != 0;
+        ck_assert_int_eq((int)pl_gemm_kernel_index(k), (int)i); /* the labs' per-kernel bit */
         /* the consumer warpgroups' 64 rows each: of A, or swapped of B (N) */
         const int x_rows = (k->flags & PL_GEMM_KERNEL_SWAP_AB) ? k->tile_n : k->tile_m;
         if (k->flags & PL_GEMM_KERNEL_SPLIT_WAVES) {

@@ -1,0 +1,36 @@
+/* What a kernel's row of the tables (gemm.h's pl_gemm_kernel) is written with. Each recipe declares its rows beside
+ * its launchers (portable/<recipe>_rows.c, sm90/<recipe>_rows.c), one `const pl_gemm_kernel pl_gemm_row_<name>` a
+ * configuration with designated initializers; host/kernel_table.c puts them in the tables' order. */
+#ifndef PERFLAB_GEMM_KERNEL_ROW_H
+#define PERFLAB_GEMM_KERNEL_ROW_H
+
+#include <stddef.h>
+
+#include "gemm/gemm.h"
+
+/* The kernels that read A and B through TMA (and the decode GEMVs, with 16-byte loads of the same rows) take B N×K
+ * (K-major for both operands, as wgmma takes them without transposition), K % 8 == 0 and 16-byte aligned A and B:
+ * TMA reads rows whose pitch is a multiple of 16 bytes from 16-byte aligned bases. 1 when p is such a problem; else 0
+ * with the reason in why. */
+int pl_gemm_supports_tma(const pl_gemm_problem *p, char *why, size_t whylen);
+
+/* ---- what the pick's model knows of a kernel (pl_gemm_model), written in its row ----
+ * Mainloop efficiencies are fractions of the per-SM tensor rate, measured on an H200 (docs/perf/gemm.md) against
+ * 132 · 4096 FLOP/clk · 1.5 GHz = 811 TFLOP/s, or predicted where a row's file says so. The teaching rungs and the
+ * FP8 kernels carry the model's floor (0.05): the pick never chooses them. */
+#define PL_GEMM_MODEL_FLOOR                                                                                            \
+    {                                                                                                                  \
+        .eff = 0.05, .fused_eff = 0.05, .mem_eff = 1.0, .resident = 1                                                  \
+    }
+/* `r` CTAs an SM, one tile each, a fused epilogue at no cost */
+#define PL_GEMM_MODEL_RESIDENT(e, r)                                                                                   \
+    {                                                                                                                  \
+        .eff = (e), .fused_eff = (e), .mem_eff = 1.0, .resident = (r)                                                  \
+    }
+/* one CTA an SM looping over tiles; a fused epilogue multiplies the efficiency by `fused` */
+#define PL_GEMM_MODEL_PERSISTENT(e, fused)                                                                             \
+    {                                                                                                                  \
+        .eff = (e), .fused_eff = (e) * (fused), .mem_eff = 1.0, .resident = 1, .persistent = 1                         \
+    }
+
+#endif
