@@ -742,8 +742,14 @@ static void parse_calc(pl_fuzz *f, const char *in, size_t len, void *ctx)
     calc_io *io = ctx;
     char *copy = pl_strdup(in), *argv[64], *save = NULL;
     int argc = 0;
-    for (char *w = strtok_r(copy, " ", &save); w && argc < 64; w = strtok_r(NULL, " ", &save))
+    /* JSON is due when --json is an argument of its own (a mutation may glue it to a value: "bf16--json") and
+     * neither --help nor --list-models is */
+    int json_due = 0, other_output = 0;
+    for (char *w = strtok_r(copy, " ", &save); w && argc < 64; w = strtok_r(NULL, " ", &save)) {
         argv[argc++] = w;
+        json_due |= strcmp(w, "--json") == 0;
+        other_output |= strcmp(w, "--help") == 0 || strcmp(w, "--list-models") == 0;
+    }
     fflush(stdout);
     fflush(stderr);
     dup2(io->out, 1);
@@ -760,8 +766,7 @@ static void parse_calc(pl_fuzz *f, const char *in, size_t len, void *ctx)
     const size_t n = strlen(err);
     if (n && err[n - 1] == '\n')
         err[n - 1] = '\0';
-    if (pl_fuzz_verdict(f, in, rc == 0 ? 0 : -1, err) && strstr(in, "--json") && !strstr(in, "--help") &&
-        !strstr(in, "--list-models")) {
+    if (pl_fuzz_verdict(f, in, rc == 0 ? 0 : -1, err) && json_due && !other_output) {
         json_error_t je;
         json_t *j = json_loads(out, 0, &je);
         if (!j)
