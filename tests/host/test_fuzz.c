@@ -743,12 +743,12 @@ static void parse_calc(pl_fuzz *f, const char *in, size_t len, void *ctx)
     char *copy = pl_strdup(in), *argv[64], *save = NULL;
     int argc = 0;
     /* JSON is due when --json is an argument of its own (a mutation may glue it to a value: "bf16--json") and
-     * neither --help nor --list-models is */
+     * neither --help (-h) nor --list-models is */
     int json_due = 0, other_output = 0;
     for (char *w = strtok_r(copy, " ", &save); w && argc < 64; w = strtok_r(NULL, " ", &save)) {
         argv[argc++] = w;
         json_due |= strcmp(w, "--json") == 0;
-        other_output |= strcmp(w, "--help") == 0 || strcmp(w, "--list-models") == 0;
+        other_output |= strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0 || strcmp(w, "--list-models") == 0;
     }
     fflush(stdout);
     fflush(stderr);
