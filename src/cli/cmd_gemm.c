@@ -45,15 +45,23 @@ static void defaults(gemm_args *a)
 
 static void usage(const pl_option *opts)
 {
-    printf("usage: perflab gemm [--shapes NAME|MxNxK,...] [--shapes-file FILE] [--providers LIST] [options]\n\n"
+    printf("usage: perflab gemm [--shapes NAME|MxNxK|random:N[:SEED],...] [--shapes-file FILE] [--providers LIST] "
+           "[options]\n\n"
            "Picks the fastest GEMM per shape: every configuration of each provider is verified against a\n"
            "reference (cuBLAS with fp32 accumulation, or float64 on the host for small shapes) and timed through\n"
            "the harness (cold L2 by default; operands rotated over more than 3x the L2 for small shapes).\n"
            "D = A·B, A M×K row-major, B N×K (--layout nk, linear-layer weights) or K×N (kn).\n\n"
+           "random:N[:SEED] draws N shapes (1-%d) no table was tuned to, the same for a seed on every machine\n"
+           "(splitmix64; integer arithmetic): M = floor(2^x), x uniform in [0, 14] in steps of 2^-16 (1-16384);\n"
+           "N and K = floor(2^x), x uniform in [8, 16] (256-65536), each with probability 1/4 a multiple of 8\n"
+           "that is none of 64, else a multiple of 64. Without SEED a fresh one comes from /dev/urandom; the seed\n"
+           "is printed on stderr and stated in comparison.json (settings.random_shapes) and summary.md. The\n"
+           "layout is --layout's: run the same seed with --layout nk and kn for both (docs/gemm.md).\n\n"
            "providers: cublas (default algorithm), cublaslt (every heuristic algorithm up to --max-algos),\n"
            "perflab (every native kernel configuration that takes the shape), cutlass (cutlass_profiler named by\n"
            "$CUTLASS_PROFILER_BIN), json:FILE (records made elsewhere, in perflab's schema).\n"
-           "Writes artifacts/gemm-<run_id>/{<provider>.json,comparison.json,summary.md,logs/}.\n\noptions:\n");
+           "Writes artifacts/gemm-<run_id>/{<provider>.json,comparison.json,summary.md,logs/}.\n\noptions:\n",
+           PL_GEMM_MAX_SHAPES);
     pl_options_help(stdout, opts);
     printf("\nexit codes: 0 every (shape, provider) has a verified record; 1 some have none (listed as missing,\n"
            "failed or unsupported); 2 bad usage or input; 3 no usable GPU for a GPU provider; 130 interrupted.\n");
@@ -189,7 +197,9 @@ int pl_cmd_gemm(int argc, char **argv)
     defaults(&a);
     const pl_option own[] = {
         {"shapes", 's', PL_OPT_STRING, &a.shapes, "LIST",
-         "built-in names, groups (default, prefill, decode, wide) or MxNxK, comma-separated (default: default)", 0, 0},
+         "built-in names, groups (default, prefill, decode, wide), MxNxK or random:N[:SEED], comma-separated "
+         "(default: default)",
+         0, 0},
         {"shapes-file", 0, PL_OPT_STRING, &a.shapes_file, "FILE",
          "more shapes, one a line: MxNxK, NAME MxNxK or NAME M N K ('#' comments)", 0, 0},
         {"list-shapes", 0, PL_OPT_FLAG, &a.list_shapes, NULL, "print the built-in shapes and groups, then exit", 0, 0},
@@ -254,11 +264,17 @@ int pl_cmd_gemm(int argc, char **argv)
     int rc = validate(&a, &shapes, &provs, &n_provs);
     if (rc != 0)
         goto out;
+    for (size_t i = 0; i < shapes.n_random; i++) /* before any work, so that a run cut short can be repeated */
+        fprintf(stderr, "perflab %s: random shapes: %u drawn with seed %llu%s (repeat: --shapes random:%u:%llu)\n",
+                VERB, shapes.random[i].count, shapes.random[i].seed, shapes.random[i].seed_given ? "" : " (fresh)",
+                shapes.random[i].count, shapes.random[i].seed);
     pl_run_settings settings;
     fill_settings(&a, &settings);
     pl_gemm_select_request req = {
         .shapes = shapes.items,
         .n_shapes = shapes.n,
+        .random = shapes.random,
+        .n_random = shapes.n_random,
         .providers = provs,
         .n_providers = n_provs,
         .dtype = a.dtype,

@@ -235,13 +235,31 @@ json_t *pl_gemm_comparison_provider_json(const pl_gemm_comparison *c, size_t pro
     return j;
 }
 
-static char *summary_markdown(const pl_gemm_comparison *cmp)
+/* The random draws of settings.random_shapes (select.c), each with the --shapes item that repeats it. */
+static void random_draws_markdown(json_t *about, pl_buf *md)
+{
+    json_t *draws = json_object_get(json_object_get(about, "settings"), "random_shapes");
+    size_t i;
+    json_t *d;
+    json_array_foreach(draws, i, d)
+    {
+        pl_buf_printf(md, "%s`%s` (seed %lld, %s)", i ? "; " : "Random shapes (docs/gemm.md, \"Random shapes\"): ",
+                      json_string_value(json_object_get(d, "spec")),
+                      (long long)json_integer_value(json_object_get(d, "seed")),
+                      json_is_true(json_object_get(d, "seed_given")) ? "given" : "drawn for this run");
+        if (i + 1 == json_array_size(draws))
+            pl_buf_printf(md, ".\n\n");
+    }
+}
+
+static char *summary_markdown(const pl_gemm_comparison *cmp, json_t *about)
 {
     pl_buf md = {0};
     pl_buf_printf(&md,
                   "# perflab gemm\n\nTFLOP/s of the best verified configuration per provider (%s, B %s); "
                   "ratios over the best of cuBLAS/cuBLASLt.\n\n",
                   cmp->dtype, strcmp(cmp->layout, "nk") == 0 ? "N×K" : "K×N");
+    random_draws_markdown(about, &md);
     pl_table *t = pl_gemm_comparison_table(cmp);
     pl_table_markdown(t, &md);
     pl_table_free(t);
@@ -298,7 +316,7 @@ int pl_gemm_report_write(const pl_gemm_comparison *cmp, const char *dir, json_t 
     files[cmp->n_providers].name = "comparison.json";
     files[cmp->n_providers].json = pl_gemm_comparison_to_json(cmp, about);
     files[cmp->n_providers + 1].name = "summary.md";
-    files[cmp->n_providers + 1].text = summary_markdown(cmp);
+    files[cmp->n_providers + 1].text = summary_markdown(cmp, about);
     int rc = pl_report_write_files(dir, files, n, err, errlen);
     for (size_t i = 0; i < n; i++) {
         free(names[i]);

@@ -17,6 +17,20 @@
 #include "selector/cutlass.h"
 
 #define PROBE_TIMEOUT_S   60.0
+
+/* The random:N[:SEED] draws, each with the item that repeats it: settings.random_shapes of comparison.json. */
+static json_t *random_draws_json(const pl_gemm_random_draw *d, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) {
+        char *repeat = pl_strfmt("random:%u:%llu", d[i].count, d[i].seed);
+        json_array_append_new(a, json_pack("{s:i, s:I, s:b, s:s}", "count", (int)d[i].count, "seed",
+                                           (json_int_t)d[i].seed, "seed_given", d[i].seed_given, "spec", repeat));
+        free(repeat);
+    }
+    return a;
+}
+
 #define CUTLASS_TIMEOUT_S 1800.0
 
 /* What comparison.json says about where and how it was measured. */
@@ -136,6 +150,9 @@ int pl_gemm_select_run(const pl_gemm_select_request *req, pl_gemm_selection *out
     out->about = about_json(&run->prov, &run->settings, req);
     json_object_set_new(out->about, "run_id", json_string(run->run_id));
     json_object_set_new(json_object_get(out->about, "settings"), "budget_s", json_real(req->budget_s));
+    if (req->n_random)
+        json_object_set_new(json_object_get(out->about, "settings"), "random_shapes",
+                            random_draws_json(req->random, req->n_random));
     if (pl_gemm_report_write(cmp, run->run_dir, out->about, err, errlen) != 0)
         rc = PL_EXIT_FAILED;
     else

@@ -11,6 +11,8 @@
 typedef struct pl_gemm_select_request {
     const pl_gemm_shape *shapes;
     size_t n_shapes;
+    const pl_gemm_random_draw *random; /* the random:N[:SEED] draws among the shapes, stated in the report */
+    size_t n_random;
     const pl_gemm_provider *providers;
     size_t n_providers;
     const char *dtype, *layout;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "selector/shapes_random.h"
 
 /* The built-in shapes. `default` (what a plain `perflab gemm` runs) is the prefill and decode groups: transformer
  * GEMMs of Llama-3 8B/70B-like widths. `wide` covers what inference and training meet, each shape's
@@ -149,10 +150,11 @@ double pl_gemm_shape_flops(const pl_gemm_shape *s)
 void pl_gemm_shape_list_free(pl_gemm_shape_list *l)
 {
     free(l->items);
+    free(l->random);
     memset(l, 0, sizeof *l);
 }
 
-static void add(pl_gemm_shape_list *l, const pl_gemm_shape *s)
+void pl_gemm_shape_list_add(pl_gemm_shape_list *l, const pl_gemm_shape *s)
 {
     for (size_t i = 0; i < l->n; i++)
         if (strcmp(l->items[i].name, s->name) == 0 && l->items[i].m == s->m && l->items[i].n == s->n &&
@@ -168,7 +170,7 @@ static int add_group(pl_gemm_shape_list *l, const char *name)
         return 0;
     for (size_t i = 0; i < N_BUILTINS; i++)
         if (pl_gemm_group_has(name, &builtins[i]))
-            add(l, &builtins[i].shape);
+            pl_gemm_shape_list_add(l, &builtins[i].shape);
     return 1;
 }
 
@@ -254,21 +256,28 @@ static void unknown_name(const char *item, char *err, size_t errlen, const char 
                     where, PL_ESC(item));
 }
 
-/* One item: a built-in or group name, or MxNxK. */
+/* One item: a built-in or group name, MxNxK or random:N[:SEED]. */
 static int parse_item(const char *item, pl_gemm_shape_list *out, char *err, size_t errlen, const char *where)
 {
+    if (strncmp(item, "random", 6) == 0 && (item[6] == ':' || !item[6])) {
+        char why[512];
+        if (pl_gemm_random_item(item, out, why, sizeof why) == 0)
+            return 0;
+        pl_snprintf(err, errlen, "%s%s", where, why);
+        return -1;
+    }
     pl_gemm_shape s;
     memset(&s, 0, sizeof s);
     if (parse_mnk(item, &s.m, &s.n, &s.k) == 0) {
         if (!limits_ok(s.m, s.n, err, errlen, item))
             return -1;
         pl_snprintf(s.name, sizeof s.name, "m%lld_n%lld_k%lld", s.m, s.n, s.k);
-        add(out, &s);
+        pl_gemm_shape_list_add(out, &s);
         return 0;
     }
     const pl_gemm_shape *b = find_builtin(item);
     if (b) {
-        add(out, b);
+        pl_gemm_shape_list_add(out, b);
         return 0;
     }
     if (add_group(out, item))
@@ -283,12 +292,17 @@ static int parse_item(const char *item, pl_gemm_shape_list *out, char *err, size
 
 /* The list is bounded before it grows further: each shape is a benchmark of its own, and duplicates are found by
  * comparing with every shape so far. */
-static int too_many(const pl_gemm_shape_list *l, const char *where, char *err, size_t errlen)
+int pl_gemm_shape_list_room(const pl_gemm_shape_list *l, size_t count, const char *where, char *err, size_t errlen)
 {
-    if (l->n < PL_GEMM_MAX_SHAPES)
+    if (l->n <= PL_GEMM_MAX_SHAPES && count <= PL_GEMM_MAX_SHAPES - l->n)
         return 0;
     pl_snprintf(err, errlen, "%s: more than %d shapes; split them over several runs", where, PL_GEMM_MAX_SHAPES);
-    return 1;
+    return -1;
+}
+
+static int too_many(const pl_gemm_shape_list *l, const char *where, char *err, size_t errlen)
+{
+    return pl_gemm_shape_list_room(l, 1, where, err, errlen) != 0;
 }
 
 int pl_gemm_shapes_parse(const char *spec, pl_gemm_shape_list *out, char *err, size_t errlen)
@@ -366,7 +380,7 @@ static int parse_file_line(char *line, const char *where, pl_gemm_shape_list *ou
     if (!limits_ok(s.m, s.n, err, errlen, w[0]))
         return -1;
     pl_snprintf(s.name, sizeof s.name, "%s", w[0]);
-    add(out, &s);
+    pl_gemm_shape_list_add(out, &s);
     return 0;
 }
 
