@@ -17,8 +17,9 @@ import sys
 
 # Folder -> the folders it may include or link. "kernels/*" stands for every kernel family and kernels/common.
 # The order of the lower layers: api (include/perflab) < core < {comm, calc, report, hw}; kernels/common < a kernel
-# family; labs/common sits on the kernels, comm and core; the targets (labs) on labs/common; the selector (perflab
-# gemm) on labs/common's GEMM glue; the CLI on everything.
+# family; the engine sits on the kernels alone (usable without the harness); labs/common on the kernels, the engine,
+# comm and core; the targets (labs) on labs/common and the engine; the selector (perflab gemm) on labs/common's GEMM
+# glue; the CLI on everything.
 ALLOWED = {
     "api": [],
     "core": ["api"],
@@ -28,8 +29,9 @@ ALLOWED = {
     "hw": ["core", "api", "kernels/*"],
     "kernels/common": [],
     "kernels/<family>": ["kernels/common"],
-    "labs/common": ["core", "api", "comm", "kernels/*"],
-    "labs": ["labs/common", "api", "comm", "kernels/*"],
+    "engine": ["kernels/*"],
+    "labs/common": ["core", "api", "comm", "engine", "kernels/*"],
+    "labs": ["labs/common", "api", "comm", "engine", "kernels/*"],
     "selector": ["core", "api", "labs/common", "kernels/*"],
     "cli": ["core", "api", "comm", "calc", "report", "hw", "labs", "labs/common", "selector", "kernels/*"],
 }
@@ -42,13 +44,14 @@ LIBRARIES = {
     "perflab_report": "report",
     "perflab_hw": "hw",
     "perflab_kernels": "kernels/*",
+    "perflab_engine": "engine",
     "perflab_labs_common": "labs/common",
     "perflab_labs": "labs",
     "perflab_selector": "selector",
 }
 
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh", ".def")
-SCANNED = ("include", "src", "comm", "labs", "kernels")
+SCANNED = ("include", "src", "comm", "engine", "labs", "kernels")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 
@@ -59,8 +62,8 @@ def folder_of(rel):
         return "api"
     if parts[0] == "src" and len(parts) > 2:
         return parts[1]
-    if parts[0] == "comm":
-        return "comm"
+    if parts[0] in ("comm", "engine"):
+        return parts[0]
     if parts[0] == "labs":
         return "labs/common" if len(parts) > 2 and parts[1] == "common" else "labs"
     if parts[0] == "kernels" and len(parts) > 2:
