@@ -42,10 +42,17 @@ int pl_kv_pages_for(int tokens, int page_size)
     return (tokens + page_size - 1) / page_size;
 }
 
+int pl_kv_pages_needed(const pl_kv_pool *pool, const pl_kv_seq *seq, int tokens)
+{
+    return pl_kv_pages_for(seq->len + tokens, pool->page_size) - seq->npages;
+}
+
 int pl_kv_seq_append(pl_kv_pool *pool, pl_kv_seq *seq, int tokens)
 {
-    const int want = pl_kv_pages_for(seq->len + tokens, pool->page_size), more = want - seq->npages;
-    if (more > pool->free_count)
+    if (tokens < 0)
+        return PL_KV_BAD_COUNT;
+    const int want = seq->npages + pl_kv_pages_needed(pool, seq, tokens);
+    if (want - seq->npages > pool->free_count)
         return PL_KV_OUT_OF_PAGES;
     if (want > seq->cap) {
         const int cap = want > 2 * seq->cap ? want : 2 * seq->cap;

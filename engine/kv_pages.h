@@ -41,10 +41,13 @@ void pl_kv_page_free(pl_kv_pool *pool, int page);
 /* Pages that hold `tokens` tokens. */
 int pl_kv_pages_for(int tokens, int page_size);
 
-/* Appends `tokens` tokens to seq, taking the pages they need. PL_KV_OUT_OF_PAGES when the pool has too few free
- * pages: nothing is taken and seq is as it was (the scheduler then waits, preempts or refuses admission);
- * PL_KV_NO_MEMORY when the page table cannot grow. */
-enum { PL_KV_OK = 0, PL_KV_OUT_OF_PAGES = -1, PL_KV_NO_MEMORY = -2 };
+/* The pages appending `tokens` tokens to seq would take (what admission compares with pool->free_count). */
+int pl_kv_pages_needed(const pl_kv_pool *pool, const pl_kv_seq *seq, int tokens);
+
+/* Appends `tokens` (>= 0) tokens to seq, taking the pages they need. PL_KV_OUT_OF_PAGES when the pool has too few
+ * free pages: nothing is taken and seq is as it was (the scheduler then waits, preempts or refuses admission);
+ * PL_KV_NO_MEMORY when the page table cannot grow; PL_KV_BAD_COUNT for tokens < 0. */
+enum { PL_KV_OK = 0, PL_KV_OUT_OF_PAGES = -1, PL_KV_NO_MEMORY = -2, PL_KV_BAD_COUNT = -3 };
 int pl_kv_seq_append(pl_kv_pool *pool, pl_kv_seq *seq, int tokens);
 /* Returns every page of seq to the pool and empties it (its table's memory kept for reuse). */
 void pl_kv_seq_release(pl_kv_pool *pool, pl_kv_seq *seq);

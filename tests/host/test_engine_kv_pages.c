@@ -98,7 +98,10 @@ START_TEST(exhaustion_and_reuse)
     ck_assert_int_eq(a.pages[0], 0);
     ck_assert_int_eq(pl_kv_seq_append(&pool, &a, 15), PL_KV_OK); /* fills page 3's rows: no new page */
     ck_assert_int_eq(a.npages, 3);
+    ck_assert_int_eq(pl_kv_pages_needed(&pool, &b, 33), 3);
+    ck_assert_int_eq(pl_kv_pages_needed(&pool, &a, 1), 1);
     ck_assert_int_eq(pl_kv_seq_append(&pool, &b, 33), PL_KV_OUT_OF_PAGES); /* needs 3, 2 are free */
+    ck_assert_int_eq(pl_kv_seq_append(&pool, &b, -1), PL_KV_BAD_COUNT);
     ck_assert_int_eq(b.len, 0);
     ck_assert_int_eq(b.npages, 0);
     ck_assert_int_eq(pool.free_count, 2);
