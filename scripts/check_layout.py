@@ -17,8 +17,9 @@ import sys
 
 # Folder -> the folders it may include or link. "kernels/*" stands for every kernel family and kernels/common.
 # The order of the lower layers: api (include/perflab) < core < {comm, calc, report, hw}; kernels/common < a kernel
-# family; labs/common sits on the kernels, comm and core; the targets (labs) on labs/common; the selector (perflab
-# gemm) on labs/common's GEMM glue; the CLI on everything.
+# family; the engine sits on the kernels alone (usable without the harness); labs/common on the kernels, the engine,
+# comm and core; the targets (labs) on labs/common and the engine; the selector (perflab gemm) on labs/common's GEMM
+# glue; the CLI on everything.
 ALLOWED = {
     "api": [],
     "core": ["api"],
@@ -28,8 +29,9 @@ ALLOWED = {
     "hw": ["core", "api", "kernels/*"],
     "kernels/common": [],
     "kernels/<family>": ["kernels/common"],
-    "labs/common": ["core", "api", "comm", "kernels/*"],
-    "labs": ["labs/common", "api", "comm", "kernels/*"],
+    "engine": ["kernels/*"],
+    "labs/common": ["core", "api", "comm", "engine", "kernels/*"],
+    "labs": ["labs/common", "api", "comm", "engine", "kernels/*"],
     "selector": ["core", "api", "labs/common", "kernels/*"],
     "cli": ["core", "api", "comm", "calc", "report", "hw", "labs", "labs/common", "selector", "kernels/*"],
 }
@@ -42,13 +44,14 @@ LIBRARIES = {
     "perflab_report": "report",
     "perflab_hw": "hw",
     "perflab_kernels": "kernels/*",
+    "perflab_engine": "engine",
     "perflab_labs_common": "labs/common",
     "perflab_labs": "labs",
     "perflab_selector": "selector",
 }
 
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh", ".def")
-SCANNED = ("include", "src", "comm", "labs", "kernels")
+SCANNED = ("include", "src", "comm", "engine", "labs", "kernels")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 
@@ -59,8 +62,8 @@ def folder_of(rel):
         return "api"
     if parts[0] == "src" and len(parts) > 2:
         return parts[1]
-    if parts[0] == "comm":
-        return "comm"
+    if parts[0] in ("comm", "engine"):
+        return parts[0]
     if parts[0] == "labs":
         return "labs/common" if len(parts) > 2 and parts[1] == "common" else "labs"
     if parts[0] == "kernels" and len(parts) > 2:
@@ -222,6 +225,7 @@ def self_test():
         "kernels/y/k.cuh": "",
         "kernels/common/c.cuh": "",
         "labs/t.c": '#include "core/a.h"\n',  # a target -> src/core
+        "engine/e.c": '#include "common/c.cuh"\n#include "core/a.h"\n',  # the engine -> src/core
         "scripts/layout_allow.txt": "kernels/x/k.cu -> kernels/z/gone.cuh\n",  # stale entry
     }
     fixed = {
@@ -229,10 +233,11 @@ def self_test():
         "src/core/a.c": '#include "core/a.h"\n',
         "kernels/x/k.cu": '#include "common/c.cuh"\n',
         "labs/t.c": '#include "perflab/perflab.h"\n',
+        "engine/e.c": '#include "common/c.cuh"\n',
         "scripts/layout_allow.txt": "",
     }
     with tempfile.TemporaryDirectory() as repo:
-        for tree, want, what in [(files, 5, "the made-up tree"), (fixed, 0, "the corrected tree")]:
+        for tree, want, what in [(files, 6, "the made-up tree"), (fixed, 0, "the corrected tree")]:
             for rel, text in tree.items():
                 os.makedirs(os.path.dirname(os.path.join(repo, rel)), exist_ok=True)
                 with open(os.path.join(repo, rel), "w", encoding="utf-8") as f:
@@ -241,7 +246,7 @@ def self_test():
             if found != want:
                 print(f"check_layout --self-test: found {found} arrows against the layout in {what}, not {want}")
                 return 1
-    print("check_layout --self-test: the five back-arrows were caught and the corrected tree passes")
+    print("check_layout --self-test: the six back-arrows were caught and the corrected tree passes")
     return 0
 
 
