@@ -21,6 +21,10 @@
 
 #include "engine/model_config.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum pl_weight_dtype { PL_WEIGHTS_BF16, PL_WEIGHTS_FP8, PL_WEIGHTS_FP8_BLOCK } pl_weight_dtype;
 
 #define PL_FP8_BLOCK 128
@@ -107,4 +111,7 @@ typedef struct pl_plan {
  * fix; *out is still filled with the figures. */
 int pl_plan_make(const pl_plan_request *req, pl_plan *out, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -6,6 +6,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct pl_model_config {
     const char *name;
     int layers, hidden;
@@ -33,4 +37,7 @@ int pl_model_is_moe(const pl_model_config *m);
  * reason in why. */
 int pl_model_valid(const pl_model_config *m, char *why, size_t whylen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -1,0 +1,39 @@
+/* A dense decoder layer's weights on the GPU: bf16 tensors in memory_plan.h's layout (attn_norm, qkv, o, mlp_norm,
+ * gate_up, down), sized by pl_layer_tensors / pl_tensor_bytes, checked against the GPU's free memory before any
+ * allocation, in one cudaMalloc, filled on the device with seeded uniform values:
+ *   GEMM weights [rows][cols]: uniform in ±1/sqrt(cols) (cols is the fan-in), so each projection keeps its input's
+ *   scale within a small factor and a layer's activations stay O(1);
+ *   norm weights: uniform in [0.5, 1.5] (not all ones, so a missing norm weight shows in a comparison).
+ * The value of element i of tensor j depends on (seed, j, i) only (a counter hash), not on the launch. */
+#ifndef PERFLAB_ENGINE_WEIGHTS_H
+#define PERFLAB_ENGINE_WEIGHTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/memory_plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pl_dense_weights {
+    const pl_model_config *model;
+    /* device pointers into one allocation, bf16 bits */
+    uint16_t *attn_norm, *qkv, *o, *mlp_norm, *gate_up, *down;
+    void *block;
+    uint64_t bytes;
+} pl_dense_weights;
+
+/* Allocates and fills one dense bf16 layer of m. 0 on success. -1 with one line in err, nothing left allocated:
+ * m is a MoE or qk-norm model (not a dense layer this engine builds yet), its weights do not fit the free memory
+ * (checked with cudaMemGetInfo before allocating), or a CUDA call failed (named with its error). */
+int pl_dense_weights_alloc(const pl_model_config *m, uint64_t seed, pl_dense_weights *w, char *err, size_t errlen);
+
+/* Frees what pl_dense_weights_alloc allocated (a zeroed struct is a no-op) and zeroes *w. */
+void pl_dense_weights_free(pl_dense_weights *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
