@@ -2,11 +2,13 @@
  * mean 1/rate, vLLM's range-ratio bounds, the long tail's mean), the scheduler on a synthetic executor (every
  * request gets exactly its output tokens in order, the token budget and the page pool hold at every step, every
  * page comes back; preemption by recompute on a small pool, counted, every preempted request complete), the metrics
- * on a scripted two-request trace checked by hand, and TTFT at rate inf above TTFT at a low rate. */
+ * on a scripted two-request trace checked by hand, TTFT at rate inf above TTFT at a low rate, and the floor
+ * executor against engine/step_cost.h's floor. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/serve_floor.h"
 #include "engine/serve_metrics.h"
 #include "engine/serve_sched.h"
 #include "engine/serve_workload.h"
@@ -373,6 +375,60 @@ START_TEST(ttft_rises_with_rate)
 }
 END_TEST
 
+START_TEST(floor_executor)
+{
+    char err[256];
+    const pl_model_config *m = pl_model_find("llama3-8b", err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    pl_serve_floor f = {.model = m, .dtype = PL_WEIGHTS_BF16, .ceilings = {989e12, 4.3e12}};
+    /* a decode of 64 sequences at 2048 tokens is step_cost's decode floor */
+    pl_serve_work dec[64], pre[2] = {{.req = 64, .start = 0, .tokens = 512}, {.req = 65, .start = 0, .tokens = 300}};
+    int lens[64];
+    for (int i = 0; i < 64; i++) {
+        dec[i] = (pl_serve_work){.req = i, .start = 2047, .tokens = 1, .emits = 1};
+        lens[i] = 2048;
+    }
+    pl_serve_step st = {.n_decode = 64, .decode = dec};
+    double got, mixed;
+    ck_assert_int_eq(pl_serve_floor_step(&f, &st, &got), 0);
+    pl_step_cost c;
+    const pl_step_batch b = {.n = 64, .lens = lens};
+    ck_assert_int_eq(pl_model_decode_cost(m, PL_WEIGHTS_BF16, 0, &b, &c), 0);
+    ck_assert_double_eq_tol(got, pl_step_floor_s(&c, &f.ceilings), 1e-12);
+    /* adding prefill chunks costs more than the decode alone, less than both steps apart (the weights read once) */
+    double pre_alone;
+    pl_serve_step only_pre = {.n_prefill = 2, .prefill = pre};
+    ck_assert_int_eq(pl_serve_floor_step(&f, &only_pre, &pre_alone), 0);
+    st.n_prefill = 2;
+    st.prefill = pre;
+    ck_assert_int_eq(pl_serve_floor_step(&f, &st, &mixed), 0);
+    ck_assert_msg(mixed > got && mixed > pre_alone && mixed < got + pre_alone, "mixed %.3g s, decode %.3g s, "
+                  "prefill %.3g s", mixed, got, pre_alone);
+
+    /* a workload through the scheduler: each step emits at most max_num_seqs tokens and reads every weight, so the
+     * output rate is under max_num_seqs · bandwidth / weight bytes (18.3k tokens/s); the prompts' compute (64 · 2048
+     * tokens, about 2.1 s at 989 TFLOP/s) and a decode's KV reads (19 GB at 2048+ tokens, beside 16 GB of weights)
+     * hold it near a quarter of that (4.2k tokens/s) */
+    pl_serve_workload_spec spec = {.num_prompts = 64, .input_len = 2048, .output_len = 256, .request_rate = INFINITY,
+                                   .seed = 1};
+    pl_serve_request *reqs = make(&spec);
+    const pl_serve_config cfg = {.max_num_batched_tokens = 8192, .max_num_seqs = 64, .num_pages = 9216,
+                                 .page_size = 16};
+    const pl_serve_executor ex = {&f, pl_serve_floor_step};
+    pl_serve_run run;
+    ck_assert_msg(pl_serve_simulate(reqs, 64, &cfg, &ex, &run, err, sizeof err) == 0, "%s", err);
+    pl_serve_metrics met;
+    const pl_serve_slo slo = {0, 0};
+    ck_assert_int_eq(pl_serve_metrics_compute(&run, cfg.num_pages, &slo, &met), 0);
+    const double bound = 64 * f.ceilings.bytes_per_s / c.weight_bytes;
+    ck_assert_msg(met.output_throughput > 0.15 * bound && met.output_throughput < 0.35 * bound,
+                  "%.0f output tokens/s at the floor; the weight-read bound is %.0f", met.output_throughput, bound);
+    pl_serve_run_free(&run);
+    pl_serve_floor_free(&f);
+    free(reqs);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine_serve");
@@ -385,6 +441,7 @@ int main(void)
     tcase_add_test(tc, preemption_on_a_small_pool);
     tcase_add_test(tc, metrics_by_hand);
     tcase_add_test(tc, ttft_rises_with_rate);
+    tcase_add_test(tc, floor_executor);
     suite_add_tcase(s, tc);
     return pl_run_suite(s);
 }
