@@ -118,8 +118,10 @@ int pl_serve_metrics_compute(const pl_serve_run *run, int num_pages, const pl_se
 }
 
 /* vLLM's result-file keys of the four distributions, in the order of pl_serve_dist's fields. */
-#define PL_DIST_KEYS(x) \
-    {"mean_" x "_ms", "median_" x "_ms", "std_" x "_ms", "p50_" x "_ms", "p90_" x "_ms", "p99_" x "_ms"}
+#define PL_DIST_KEYS(x)                                                                                                \
+    {                                                                                                                  \
+        "mean_" x "_ms", "median_" x "_ms", "std_" x "_ms", "p50_" x "_ms", "p90_" x "_ms", "p99_" x "_ms"             \
+    }
 static const char *const dist_keys[4][6] = {PL_DIST_KEYS("ttft"), PL_DIST_KEYS("tpot"), PL_DIST_KEYS("itl"),
                                             PL_DIST_KEYS("e2el")};
 

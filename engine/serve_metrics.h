@@ -43,7 +43,7 @@ typedef struct pl_serve_metrics {
     double goodput_fraction, request_goodput; /* good / completed; good per second */
     double mean_batch;
     int peak_pages, num_pages, preemptions;
-    int gate_met;  /* 1: every SLO set is met at p99 (or none is set) */
+    int gate_met;   /* 1: every SLO set is met at p99 (or none is set) */
     char miss[256]; /* empty when met; else "p99 TTFT 812.300 ms > SLO 500.000 ms" (each miss, '; ' between) */
 } pl_serve_metrics;
 

@@ -26,10 +26,10 @@ typedef struct sched {
     int n, max_seqs;
     pl_kv_pool pool;
     req_state *st;
-    int *ring, head, count;   /* waiting */
+    int *ring, head, count; /* waiting */
     int *running, nrun;
     int next_send, in_flight, done;
-    int free_slots_old;       /* client slots free since before the last step's end */
+    int free_slots_old; /* client slots free since before the last step's end */
     pl_serve_work *prefill, *decode;
     int n_prefill, n_decode;
     double now;
@@ -156,6 +156,7 @@ static void finish_step(sched *s)
         req_state *st = &s->st[w->req];
         s->out->rec[w->req].token_s[st->generated++] = s->now;
         if (st->generated == s->reqs[w->req].output_len) {
+            s->out->rec[w->req].finish_s = s->now;
             pl_kv_seq_release(&s->pool, &st->seq);
             s->in_flight--;
             s->done++;
@@ -177,8 +178,11 @@ static int run_step(sched *s, const pl_serve_executor *ex, char *err, size_t err
     const int budget = schedule_running(s, s->cfg->max_num_batched_tokens, &preempted);
     if (!preempted)
         admit_waiting(s, budget);
-    pl_serve_step step = {.n_prefill = s->n_prefill, .n_decode = s->n_decode, .prefill = s->prefill,
-                          .decode = s->decode, .pool = &s->pool};
+    pl_serve_step step = {.n_prefill = s->n_prefill,
+                          .n_decode = s->n_decode,
+                          .prefill = s->prefill,
+                          .decode = s->decode,
+                          .pool = &s->pool};
     for (int k = 0; k < s->n_prefill + s->n_decode; k++) {
         const pl_serve_work *w = k < s->n_prefill ? &s->prefill[k] : &s->decode[k - s->n_prefill];
         step.tokens += w->tokens;
@@ -212,17 +216,19 @@ static int check_config(const pl_serve_request *reqs, int n, const pl_serve_conf
         return fail(err, errlen, "no requests to serve: --num-prompts must be at least 1");
     if (cfg->max_num_batched_tokens < 1 || cfg->num_pages < 1 || cfg->page_size < 1 || cfg->max_num_seqs < 0 ||
         cfg->max_concurrency < 0)
-        return fail(err, errlen, "--max-num-batched-tokens, the KV pages and the page size must be at least 1, "
-                                 "--max-num-seqs and --max-concurrency at least 0");
+        return fail(err, errlen,
+                    "--max-num-batched-tokens, the KV pages and the page size must be at least 1, "
+                    "--max-num-seqs and --max-concurrency at least 0");
     for (int i = 0; i < n; i++) {
         const int pages = pl_kv_pages_for(reqs[i].input_len + reqs[i].output_len - 1, cfg->page_size);
         if (reqs[i].id != i || reqs[i].input_len < 1 || reqs[i].output_len < 1 ||
             (i > 0 && reqs[i].arrival_s < reqs[i - 1].arrival_s))
             return fail(err, errlen, "request %d is malformed: ids in order, lengths >= 1, arrivals not decreasing", i);
         if (pages > cfg->num_pages)
-            return fail(err, errlen, "request %d (%d in, %d out) needs %d KV pages alone and the pool has %d: give "
-                        "more pages or shorter lengths", i, reqs[i].input_len, reqs[i].output_len, pages,
-                        cfg->num_pages);
+            return fail(err, errlen,
+                        "request %d (%d in, %d out) needs %d KV pages alone and the pool has %d: give "
+                        "more pages or shorter lengths",
+                        i, reqs[i].input_len, reqs[i].output_len, pages, cfg->num_pages);
     }
     return 0;
 }

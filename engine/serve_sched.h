@@ -30,9 +30,9 @@
 
 /* One request's part of a step: KV positions [start, start + tokens) are computed; its seq already holds them. */
 typedef struct pl_serve_work {
-    int req;    /* the request's id */
+    int req; /* the request's id */
     int start, tokens;
-    int emits;  /* 1: the step completes the request's pending tokens and emits its next output token */
+    int emits; /* 1: the step completes the request's pending tokens and emits its next output token */
     const pl_kv_seq *seq;
 } pl_serve_work;
 
@@ -71,6 +71,7 @@ typedef struct pl_serve_record {
     int id, input_len, output_len;
     double arrival_s, send_s; /* when the workload sends it; when --max-concurrency let it go */
     double *token_s;          /* output_len times: when each output token was emitted (its step's end) */
+    double finish_s;          /* its last token's time, when it left the engine (pages and client slot freed) */
     int preemptions;
 } pl_serve_record;
 

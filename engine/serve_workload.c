@@ -99,7 +99,8 @@ int pl_serve_workload_make(const pl_serve_workload_spec *spec, pl_serve_request 
     if (spec->input_len < 1 || spec->output_len < 1)
         return bad(err, errlen, "--random-input-len and --random-output-len must be at least 1");
     if (!(spec->range_ratio >= 0.0 && spec->range_ratio < 1.0))
-        return bad(err, errlen, "--random-range-ratio must be in [0, 1) (vLLM's range: lengths in [len*(1-r), len*(1+r)])");
+        return bad(err, errlen,
+                   "--random-range-ratio must be in [0, 1) (vLLM's range: lengths in [len*(1-r), len*(1+r)])");
     if (spec->dist != PL_SERVE_LEN_UNIFORM && spec->dist != PL_SERVE_LEN_LOGNORMAL)
         return bad(err, errlen, "the length distribution must be uniform or lognormal");
     if (spec->dist == PL_SERVE_LEN_LOGNORMAL && !(spec->lognormal_sigma >= 0.0 && spec->lognormal_sigma <= 4.0))

@@ -31,18 +31,18 @@ typedef struct pl_serve_rng {
 
 void pl_serve_rng_seed(pl_serve_rng *r, uint64_t seed);
 uint64_t pl_serve_rng_next(pl_serve_rng *r);
-double pl_serve_rng_uniform(pl_serve_rng *r);                  /* [0, 1) */
+double pl_serve_rng_uniform(pl_serve_rng *r);                        /* [0, 1) */
 int64_t pl_serve_rng_range(pl_serve_rng *r, int64_t lo, int64_t hi); /* [lo, hi], lo <= hi */
-double pl_serve_rng_normal(pl_serve_rng *r);                   /* N(0, 1) */
-double pl_serve_rng_exponential(pl_serve_rng *r, double rate); /* mean 1 / rate */
+double pl_serve_rng_normal(pl_serve_rng *r);                         /* N(0, 1) */
+double pl_serve_rng_exponential(pl_serve_rng *r, double rate);       /* mean 1 / rate */
 
 typedef enum { PL_SERVE_LEN_UNIFORM = 0, PL_SERVE_LEN_LOGNORMAL = 1 } pl_serve_len_dist;
 
 typedef struct pl_serve_workload_spec {
-    int num_prompts;        /* --num-prompts */
-    int input_len;          /* --random-input-len */
-    int output_len;         /* --random-output-len */
-    double range_ratio;     /* --random-range-ratio, [0, 1) */
+    int num_prompts;    /* --num-prompts */
+    int input_len;      /* --random-input-len */
+    int output_len;     /* --random-output-len */
+    double range_ratio; /* --random-range-ratio, [0, 1) */
     pl_serve_len_dist dist;
     double lognormal_sigma; /* PL_SERVE_LEN_LOGNORMAL only; 0: 1.0 */
     double request_rate;    /* --request-rate, requests/s; <= 0 or INFINITY: all at t = 0 */

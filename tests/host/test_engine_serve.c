@@ -25,8 +25,8 @@ static pl_serve_request *make(const pl_serve_workload_spec *spec)
 
 START_TEST(same_seed_same_requests)
 {
-    pl_serve_workload_spec spec = {.num_prompts = 500, .input_len = 1000, .output_len = 300, .range_ratio = 0.5,
-                                   .request_rate = 8.0, .seed = 42};
+    pl_serve_workload_spec spec = {
+        .num_prompts = 500, .input_len = 1000, .output_len = 300, .range_ratio = 0.5, .request_rate = 8.0, .seed = 42};
     pl_serve_request *a = make(&spec), *b = make(&spec);
     ck_assert_int_eq(memcmp(a, b, 500 * sizeof *a), 0);
     spec.seed = 43;
@@ -79,8 +79,8 @@ END_TEST
 static void check_uniform(int len, double ratio, int out_len, int lo, int hi)
 {
     const int n = 20000;
-    pl_serve_workload_spec spec = {.num_prompts = n, .input_len = len, .output_len = out_len, .range_ratio = ratio,
-                                   .seed = 11};
+    pl_serve_workload_spec spec = {
+        .num_prompts = n, .input_len = len, .output_len = out_len, .range_ratio = ratio, .seed = 11};
     pl_serve_request *r = make(&spec);
     int in_min = 1 << 30, in_max = 0, out_min = 1 << 30, out_max = 0;
     double sum = 0.0;
@@ -91,8 +91,8 @@ static void check_uniform(int len, double ratio, int out_len, int lo, int hi)
         out_max = r[i].output_len > out_max ? r[i].output_len : out_max;
         sum += r[i].input_len;
     }
-    ck_assert_msg(in_min == lo && in_max == hi, "len %d ratio %g: inputs in [%d, %d], not [%d, %d]", len, ratio,
-                  in_min, in_max, lo, hi);
+    ck_assert_msg(in_min == lo && in_max == hi, "len %d ratio %g: inputs in [%d, %d], not [%d, %d]", len, ratio, in_min,
+                  in_max, lo, hi);
     ck_assert_msg(fabs(sum / n - 0.5 * (lo + hi)) < 0.02 * (hi - lo) + 1e-9, "mean %.2f", sum / n);
     ck_assert_int_ge(out_min, 1);
     int olo, ohi;
@@ -103,9 +103,9 @@ static void check_uniform(int len, double ratio, int out_len, int lo, int hi)
 
 START_TEST(range_ratio_bounds)
 {
-    check_uniform(100, 0.5, 10, 50, 150);  /* vLLM: [floor(len(1-r)), ceil(len(1+r))] */
+    check_uniform(100, 0.5, 10, 50, 150);    /* vLLM: [floor(len(1-r)), ceil(len(1+r))] */
     check_uniform(1000, 0.0, 7, 1000, 1000); /* r = 0: the fixed length */
-    check_uniform(3, 0.9, 1, 1, 6);        /* floor(0.3) = 0 is raised to 1; ceil(5.7) = 6 */
+    check_uniform(3, 0.9, 1, 1, 6);          /* floor(0.3) = 0 is raised to 1; ceil(5.7) = 6 */
     char err[256];
     pl_serve_request r[4];
     pl_serve_workload_spec spec = {.num_prompts = 4, .input_len = 8, .output_len = 8, .range_ratio = 1.0};
@@ -123,8 +123,12 @@ END_TEST
 START_TEST(lognormal_tail)
 {
     const int n = 40000;
-    pl_serve_workload_spec spec = {.num_prompts = n, .input_len = 500, .output_len = 200,
-                                   .dist = PL_SERVE_LEN_LOGNORMAL, .lognormal_sigma = 0.8, .seed = 5};
+    pl_serve_workload_spec spec = {.num_prompts = n,
+                                   .input_len = 500,
+                                   .output_len = 200,
+                                   .dist = PL_SERVE_LEN_LOGNORMAL,
+                                   .lognormal_sigma = 0.8,
+                                   .seed = 5};
     pl_serve_request *r = make(&spec);
     double sum = 0.0;
     int lo = 1 << 30, hi = 0, above_2x = 0;
@@ -200,6 +204,8 @@ static void serve_checked(const pl_serve_request *reqs, int n, const pl_serve_co
             bad = "a request emitted other than its output length";
         else if (c->kv_end[i] != reqs[i].input_len + reqs[i].output_len - 1)
             bad = "a request's KV ends elsewhere than input + output - 1";
+        else if (r->finish_s != r->token_s[reqs[i].output_len - 1])
+            bad = "a request's finish is not its last token's time";
         else if (r->send_s < r->arrival_s || r->token_s[0] < r->send_s)
             bad = "a request is sent before it arrives or answered before it is sent";
         for (int k = 1; k < reqs[i].output_len && !bad; k++)
@@ -217,11 +223,18 @@ static void serve_checked(const pl_serve_request *reqs, int n, const pl_serve_co
 START_TEST(scheduler_invariants)
 {
     for (unsigned seed = 1; seed <= 6; seed++) {
-        pl_serve_workload_spec spec = {.num_prompts = 300, .input_len = 300, .output_len = 120, .range_ratio = 0.9,
-                                       .request_rate = seed % 2 ? 40.0 : INFINITY, .seed = seed};
+        pl_serve_workload_spec spec = {.num_prompts = 300,
+                                       .input_len = 300,
+                                       .output_len = 120,
+                                       .range_ratio = 0.9,
+                                       .request_rate = seed % 2 ? 40.0 : INFINITY,
+                                       .seed = seed};
         pl_serve_request *reqs = make(&spec);
-        const pl_serve_config cfg = {.max_num_batched_tokens = 256 + 64 * (int)seed, .max_num_seqs = 48,
-                                     .max_concurrency = seed == 3 ? 16 : 0, .num_pages = 4096, .page_size = 16};
+        const pl_serve_config cfg = {.max_num_batched_tokens = 256 + 64 * (int)seed,
+                                     .max_num_seqs = 48,
+                                     .max_concurrency = seed == 3 ? 16 : 0,
+                                     .num_pages = 4096,
+                                     .page_size = 16};
         pl_serve_run run;
         checker c;
         serve_checked(reqs, 300, &cfg, &run, &c);
@@ -235,8 +248,12 @@ END_TEST
 
 START_TEST(preemption_on_a_small_pool)
 {
-    pl_serve_workload_spec spec = {.num_prompts = 64, .input_len = 200, .output_len = 200, .range_ratio = 0.5,
-                                   .request_rate = INFINITY, .seed = 9};
+    pl_serve_workload_spec spec = {.num_prompts = 64,
+                                   .input_len = 200,
+                                   .output_len = 200,
+                                   .range_ratio = 0.5,
+                                   .request_rate = INFINITY,
+                                   .seed = 9};
     pl_serve_request *reqs = make(&spec);
     /* 80 pages of 16 tokens: 1280 tokens, room for 3 to 5 requests at their longest (600 tokens: 38 pages) */
     const pl_serve_config cfg = {.max_num_batched_tokens = 512, .max_num_seqs = 32, .num_pages = 80, .page_size = 16};
@@ -312,7 +329,7 @@ START_TEST(metrics_by_hand)
     ck_assert_double_eq_tol(m.total_token_throughput, 13 / 15e-3, 1e-6);
     ck_assert_double_eq_tol(m.mean_batch, 5.0 / 3.0, eps);
     ck_assert_int_eq(m.peak_pages, 4); /* 5 and 4 tokens held after step 2: 2 + 1 pages; 6 + 5 earlier: 2 + 2 */
-    ck_assert_int_eq(m.good, 1);        /* request 1 only: request 0's TPOT 2.5 > 2.2 */
+    ck_assert_int_eq(m.good, 1);       /* request 1 only: request 0's TPOT 2.5 > 2.2 */
     ck_assert_double_eq_tol(m.goodput_fraction, 0.5, eps);
     ck_assert_double_eq_tol(m.request_goodput, 1 / 15e-3, 1e-6);
     ck_assert_int_eq(m.gate_met, 0);
@@ -348,8 +365,8 @@ END_TEST
 
 static double median_ttft(double rate)
 {
-    pl_serve_workload_spec spec = {.num_prompts = 64, .input_len = 512, .output_len = 64, .request_rate = rate,
-                                   .seed = 3};
+    pl_serve_workload_spec spec = {
+        .num_prompts = 64, .input_len = 512, .output_len = 64, .request_rate = rate, .seed = 3};
     pl_serve_request *reqs = make(&spec);
     const pl_serve_config cfg = {.max_num_batched_tokens = 1024, .num_pages = 4096, .page_size = 16};
     pl_serve_synthetic syn = {5e-3, 5e-5, 1e-8};
@@ -402,18 +419,20 @@ START_TEST(floor_executor)
     st.n_prefill = 2;
     st.prefill = pre;
     ck_assert_int_eq(pl_serve_floor_step(&f, &st, &mixed), 0);
-    ck_assert_msg(mixed > got && mixed > pre_alone && mixed < got + pre_alone, "mixed %.3g s, decode %.3g s, "
-                  "prefill %.3g s", mixed, got, pre_alone);
+    ck_assert_msg(mixed > got && mixed > pre_alone && mixed < got + pre_alone,
+                  "mixed %.3g s, decode %.3g s, "
+                  "prefill %.3g s",
+                  mixed, got, pre_alone);
 
     /* a workload through the scheduler: each step emits at most max_num_seqs tokens and reads every weight, so the
      * output rate is under max_num_seqs · bandwidth / weight bytes (18.3k tokens/s); the prompts' compute (64 · 2048
      * tokens, about 2.1 s at 989 TFLOP/s) and a decode's KV reads (19 GB at 2048+ tokens, beside 16 GB of weights)
      * hold it near a quarter of that (4.2k tokens/s) */
-    pl_serve_workload_spec spec = {.num_prompts = 64, .input_len = 2048, .output_len = 256, .request_rate = INFINITY,
-                                   .seed = 1};
+    pl_serve_workload_spec spec = {
+        .num_prompts = 64, .input_len = 2048, .output_len = 256, .request_rate = INFINITY, .seed = 1};
     pl_serve_request *reqs = make(&spec);
-    const pl_serve_config cfg = {.max_num_batched_tokens = 8192, .max_num_seqs = 64, .num_pages = 9216,
-                                 .page_size = 16};
+    const pl_serve_config cfg = {
+        .max_num_batched_tokens = 8192, .max_num_seqs = 64, .num_pages = 9216, .page_size = 16};
     const pl_serve_executor ex = {&f, pl_serve_floor_step};
     pl_serve_run run;
     ck_assert_msg(pl_serve_simulate(reqs, 64, &cfg, &ex, &run, err, sizeof err) == 0, "%s", err);
