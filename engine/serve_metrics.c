@@ -107,6 +107,7 @@ int pl_serve_metrics_compute(const pl_serve_run *run, int num_pages, const pl_se
         m->peak_pages = run->peak_pages;
         m->num_pages = num_pages;
         m->preemptions = run->preemptions;
+        m->sched_overhead = run->busy_s > 0 ? run->host_sched_s / run->busy_s : 0.0;
         gate(m);
         rc = 0;
     }
@@ -156,6 +157,7 @@ int pl_serve_metrics_fields(const pl_serve_metrics *m, pl_serve_field *out)
     out[n++] = (pl_serve_field){"peak_kv_pages", m->peak_pages, "pages"};
     out[n++] = (pl_serve_field){"kv_pages", m->num_pages, "pages"};
     out[n++] = (pl_serve_field){"preemptions", m->preemptions, "preemptions"};
+    out[n++] = (pl_serve_field){"scheduler_overhead", m->sched_overhead, "fraction"};
     out[n++] = (pl_serve_field){"gate_met", m->gate_met, "bool"};
     return n;
 }

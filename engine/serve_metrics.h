@@ -12,6 +12,8 @@
  *   goodput    a request is good when its TTFT <= --slo-ttft-ms and its TPOT <= --slo-tpot-ms (an SLO of 0 is not
  *              set and always met; a one-token request's TPOT counts as 0, as vLLM's): their fraction and rate.
  *   mean batch size  sequences per step, averaged over steps; peak KV pages; preemptions (each one counted).
+ *   scheduling overhead  the scheduler's host wall time over the steps' total duration (with a GPU executor, whose
+ *              steps are synchronous, the fraction of step time the GPU sits idle between steps).
  *   gate       met when p99 TTFT <= --slo-ttft-ms and p99 TPOT <= --slo-tpot-ms (those set); a miss is named.
  * pl_serve_metrics_fields() lists every figure as (key, value, unit) under vLLM's result-file keys, for a writer
  * (the CLI's JSON) without a JSON library here. */
@@ -43,8 +45,9 @@ typedef struct pl_serve_metrics {
     double goodput_fraction, request_goodput; /* good / completed; good per second */
     double mean_batch;
     int peak_pages, num_pages, preemptions;
-    int gate_met;   /* 1: every SLO set is met at p99 (or none is set) */
-    char miss[256]; /* empty when met; else "p99 TTFT 812.300 ms > SLO 500.000 ms" (each miss, '; ' between) */
+    double sched_overhead; /* host_sched_s / busy_s: the scheduler's host time per second of steps */
+    int gate_met;          /* 1: every SLO set is met at p99 (or none is set) */
+    char miss[256];        /* empty when met; else "p99 TTFT 812.300 ms > SLO 500.000 ms" (each miss, '; ' between) */
 } pl_serve_metrics;
 
 /* The percentile p (0..100) of sorted[0..n) with linear interpolation (numpy's default). n >= 1. */

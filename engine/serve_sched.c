@@ -5,12 +5,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int pl_serve_synthetic_step(void *ctx, const pl_serve_step *step, double *seconds)
 {
     const pl_serve_synthetic *s = ctx;
     *seconds = s->a + s->b * step->tokens + s->c * (double)step->kv_tokens;
     return 0;
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 typedef struct req_state {
@@ -32,7 +40,7 @@ typedef struct sched {
     int free_slots_old; /* client slots free since before the last step's end */
     pl_serve_work *prefill, *decode;
     int n_prefill, n_decode;
-    double now;
+    double now, exec_wall_s; /* the simulated clock; host time inside the executor */
     pl_serve_run *out;
 } sched;
 
@@ -194,7 +202,9 @@ static int run_step(sched *s, const pl_serve_executor *ex, char *err, size_t err
     const int used = s->pool.num_pages - s->pool.free_count;
     s->out->peak_pages = used > s->out->peak_pages ? used : s->out->peak_pages;
     double dt = 0.0;
+    const double t0 = mono_s();
     const int rc = ex->step(ex->ctx, &step, &dt);
+    s->exec_wall_s += mono_s() - t0;
     if (rc != 0) {
         fail(err, errlen, "the step executor failed (code %d) at t = %.6f s", rc, s->now);
         return rc;
@@ -284,6 +294,7 @@ int pl_serve_simulate(const pl_serve_request *reqs, int n, const pl_serve_config
     if (check_config(reqs, n, cfg, err, errlen) != 0)
         return -1;
     sched s;
+    const double start = mono_s();
     int rc = sched_init(&s, reqs, n, cfg, out) == 0 ? 0 : fail(err, errlen, "no host memory for %d requests", n);
     while (rc == 0 && s.done < n) {
         send_arrivals(&s);
@@ -295,6 +306,7 @@ int pl_serve_simulate(const pl_serve_request *reqs, int n, const pl_serve_config
     }
     if (rc == 0) {
         out->end_s = s.now;
+        out->host_sched_s = mono_s() - start - s.exec_wall_s;
         out->free_pages_at_end = s.pool.free_count;
     }
     sched_free(&s);

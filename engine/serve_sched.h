@@ -82,6 +82,9 @@ typedef struct pl_serve_run {
     int peak_pages, preemptions;
     int free_pages_at_end; /* the pool's free pages once every request finished (all of them) */
     double end_s, busy_s;  /* the last token's time; the sum of step durations */
+    double host_sched_s;   /* host wall time (CLOCK_MONOTONIC) of the scheduler's own work: the run less the
+                              executor's calls; beside busy_s when the executor returns wall time, the scheduling
+                              overhead (the GPU idle between synchronous steps) */
 } pl_serve_run;
 
 /* Serves reqs[0..n) (arrival order, ids 0..n-1) under cfg through ex. 0, -1 with one line in err (a bad config,

@@ -215,6 +215,7 @@ static void serve_checked(const pl_serve_request *reqs, int n, const pl_serve_co
     }
     ck_assert_msg(!bad, "%s", bad ? bad : "");
     ck_assert_int_le(run->peak_pages, cfg->num_pages);
+    ck_assert_msg(run->host_sched_s > 0 && run->host_sched_s < 60, "scheduler host time %g s", run->host_sched_s);
     ck_assert_msg(run->preemptions == 0 || preempted_reqs > 0, "preemptions counted but no request preempted");
     free(c->kv_end);
     free(c->emitted);
