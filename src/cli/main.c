@@ -4,8 +4,8 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
-#include "core/target_child.h"
 #include "core/ncu.h"
+#include "core/target_child.h"
 #include "core/util.h"
 #include "labs.h"
 #include "perflab_build_info.h"

@@ -5,10 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/target_child.h"
-#include "core/piped_child.h"
 #include "core/ncu.h"
+#include "core/piped_child.h"
 #include "core/results_json.h"
+#include "core/target_child.h"
 #include "core/util.h"
 #include "perflab/target_registry.h"
 

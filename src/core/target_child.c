@@ -7,10 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/piped_child.h"
 #include "core/devprobe.h"
 #include "core/measure.h"
 #include "core/ncu.h"
+#include "core/piped_child.h"
 #include "core/results_json.h"
 #include "core/telemetry.h"
 #include "core/util.h"

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "core/capabilities.h"
-#include "core/target_child.h"
 #include "core/exit.h"
 #include "core/results_json.h"
+#include "core/target_child.h"
 #include "core/util.h"
 #include "perflab/target_registry.h"
 
