@@ -1,24 +1,27 @@
-/* One dense decoder layer's decode step, the `baseline` way (one kernel per operation, launched one by one, as an
- * eager framework does), for a batch of B sequences of mixed cache lengths over the paged KV cache (kv_pages.h):
+/* One dense decoder layer's steps, decode and prefill, over the paged KV cache (kv_pages.h):
  *
- *   xn   = RMSNorm(x, attn_norm)                              pl_rmsnorm_fused
- *   qkv  = xn · qkvᵀ                  [B][(H + 2·KV)·hd]      pl_gemm_bf16
- *   q, k = RoPE(q, k at position pos[b]) (rotate-half pairs (i, i + hd/2), angle pos·theta^(-2i/hd));
- *          k and v written to cache slot slots[b]; q to [B][H][hd]          pl_engine_rope_kv_write
- *   a    = paged decode attention of q over the sequences' first seq_lens[b] tokens   pl_decode_baseline
- *   h    = x + a · oᵀ                                         pl_gemm_bf16, pl_engine_residual_add
+ *   xn   = RMSNorm(x, attn_norm)
+ *   qkv  = xn · qkvᵀ                  [rows][(H + 2·KV)·hd]
+ *   q, k = RoPE(q, k at each row's position); k and v written to the row's cache slot
+ *   a    = attention: decode, each sequence's new token over its paged cache; prefill, each prompt causally over
+ *          its own tokens (prefill starts from an empty cache)
+ *   h    = x + a · oᵀ
  *   xn   = RMSNorm(h, mlp_norm)
- *   gu   = xn · gate_upᵀ              [B][2·I] (gate first)   pl_gemm_bf16
- *   act  = SiLU(gate) · up            [B][I]                  pl_engine_swiglu
- *   out  = h + act · downᵀ                                    pl_gemm_bf16, pl_engine_residual_add
+ *   gu   = xn · gate_upᵀ              [rows][2·I] (gate first)
+ *   act  = SiLU(gate) · up
+ *   out  = h + act · downᵀ
  *
- * Every intermediate is stored in bf16 (fp32 arithmetic within each kernel), as the eager framework stores it; the
- * host reference (tests/gpu/test_engine_layer.c) rounds at the same points. */
+ * How each operation runs is the recipe's choice (pl_layer_recipe), one named technique at a time, so that the
+ * e2e: targets time what each one buys: the GEMMs through cuBLAS or perflab's own (pl_gemm_bf16, the library's
+ * pick for the shape); the attention kernels simple or fast; the fused forms of the norm, the RoPE with the KV write
+ * and the residual adds. Every intermediate is stored in bf16 (fp32 arithmetic within each kernel), as an eager
+ * framework stores it. */
 #ifndef PERFLAB_ENGINE_DENSE_LAYER_H
 #define PERFLAB_ENGINE_DENSE_LAYER_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include "engine/weights.h"
@@ -26,6 +29,30 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+typedef enum pl_layer_gemm {
+    PL_LAYER_GEMM_CUBLAS = 0,  /* cublasGemmEx, default algorithm (the handle's stream is set by each step) */
+    PL_LAYER_GEMM_PERFLAB = 1, /* pl_gemm_bf16: the library's pick for each shape */
+} pl_layer_gemm;
+
+typedef enum pl_layer_attention {
+    /* decode: pl_decode_baseline (a CTA per query head walking its sequence); prefill: pl_attn_flash_mma */
+    PL_LAYER_ATTN_SIMPLE = 0,
+    /* decode: pl_decode_rows_deep (the GQA group on the tensor cores, tiles balanced over a persistent grid);
+     * prefill: pl_attn_flash_wgmma_schedule on sm_90, flash_mma elsewhere */
+    PL_LAYER_ATTN_FAST = 1,
+} pl_layer_attention;
+
+typedef struct pl_layer_recipe {
+    pl_layer_gemm gemm;
+    pl_layer_attention attention;
+    /* 0: RMSNorm in two kernels (pl_rmsnorm_naive), RoPE and the KV write as two kernels, each residual add a kernel
+     * of its own. 1: the one-pass RMSNorm (pl_rmsnorm_fused), RoPE with the KV write in one kernel, and with
+     * perflab's GEMMs the residual adds in the O and down GEMMs' epilogues (cuBLAS keeps the add kernel). */
+    int fused;
+    int sm_count;          /* the device's SMs (the fast decode kernel's grid) */
+    cublasHandle_t cublas; /* for PL_LAYER_GEMM_CUBLAS */
+} pl_layer_recipe;
 
 /* One decode step's batch, all device pointers. Sequence b's new token has index positions[b] (the number of
  * tokens its cache held before this step) and goes to cache slot slots[b] (pl_kv_slot of that token: page id ·
@@ -38,35 +65,39 @@ typedef struct pl_decode_step {
     const int *seq_lens;
 } pl_decode_step;
 
+/* One prefill step: `prompts` prompts from an empty cache, their tokens one after another; prompt p is rows
+ * [starts[p], starts[p + 1]) (starts: host memory, prompts + 1 entries, starts[0] = 0). positions and slots are
+ * device arrays of starts[prompts] entries: each token's index in its prompt and its cache slot. */
+typedef struct pl_prefill_step {
+    int prompts;
+    const int *starts;
+    const int *positions;
+    const int64_t *slots;
+} pl_prefill_step;
+
 /* One layer's K and V pools, each [pages·page_size][kv_heads][head_dim] bf16 (kv_pages.h). */
 typedef struct pl_layer_kv {
     uint16_t *k, *v;
 } pl_layer_kv;
 
-/* Bytes of the workspace a decode step of up to max_batch sequences needs (256-byte aligned buffers: xn, qkv, q,
- * the attention output, the projections' output, gate_up and the activation). Within pl_activation_bytes(m,
- * max_batch, ...), which the memory plan reserves. */
-size_t pl_dense_decode_workspace_bytes(const pl_model_config *m, int max_batch);
+/* Bytes of the workspace a step of up to max_rows rows needs (decode: sequences; prefill: tokens), with any recipe
+ * (256-byte aligned buffers). Within pl_activation_bytes(m, max_rows, ...), which the memory plan reserves, save for
+ * the fast decode kernel's partial results (sm_count-sized). */
+size_t pl_dense_workspace_bytes(const pl_model_config *m, int max_rows, int sm_count);
 
-/* The baseline decode step of one layer: x [batch][hidden] bf16 is the residual stream in, out the residual stream
- * after the layer (h is kept in out: out may be x itself; both 16-byte aligned); k/v of each new token are written
- * into kv before the attention reads them. Enqueues on `stream`, never synchronises; returns the first failing launch's
- * error (each launch is checked with cudaGetLastError), cudaErrorInvalidValue when the step is malformed (batch < 1,
- * a workspace smaller than pl_dense_decode_workspace_bytes, a qk-norm or MoE model, a head_dim or GQA group the
- * decode kernel does not take). */
-cudaError_t pl_dense_layer_decode(const pl_dense_weights *w, const pl_decode_step *step, const pl_layer_kv *kv,
-                                  const uint16_t *x, uint16_t *out, void *workspace, size_t workspace_bytes,
-                                  cudaStream_t stream);
-
-/* The element-wise kernels of the baseline layer (dense_layer.cu), for the layer and its tests. */
-/* q [B][H][hd] = RoPE(qkv's q); K/V pools at slots[b] = RoPE(qkv's k), qkv's v. qkv is [B][(H + 2·KV)·hd]. */
-cudaError_t pl_engine_rope_kv_write(const uint16_t *qkv, int batch, int heads, int kv_heads, int head_dim, double theta,
-                                    const int *positions, const int64_t *slots, uint16_t *q, uint16_t *k_cache,
-                                    uint16_t *v_cache, cudaStream_t stream);
-/* out [rows][width] = SiLU(gu[:, :width]) · gu[:, width:], gu [rows][2·width]. */
-cudaError_t pl_engine_swiglu(const uint16_t *gu, uint16_t *out, int rows, int width, cudaStream_t stream);
-/* out[i] = x[i] + y[i] over n bf16 (fp32 sum, one rounding); out may be x. */
-cudaError_t pl_engine_residual_add(const uint16_t *x, const uint16_t *y, uint16_t *out, size_t n, cudaStream_t stream);
+/* The layer's step: x [rows][hidden] bf16 is the residual stream in, out the residual stream after the layer (out
+ * may be x itself; both 16-byte aligned); the new tokens' k/v are written into kv before the attention reads them.
+ * Enqueues on `stream`, never synchronises (a CUDA graph can capture it once the library's GEMM pick for these
+ * shapes has run once outside the capture); returns the first failing call's error (each launch is checked),
+ * cudaErrorInvalidValue when the step is malformed (no rows, a workspace smaller than pl_dense_workspace_bytes, a
+ * qk-norm or MoE model, a head_dim or GQA group the attention kernels do not take), cudaErrorNotSupported for a
+ * cuBLAS failure. */
+cudaError_t pl_dense_layer_decode(const pl_dense_weights *w, const pl_layer_recipe *r, const pl_decode_step *step,
+                                  const pl_layer_kv *kv, const uint16_t *x, uint16_t *out, void *workspace,
+                                  size_t workspace_bytes, cudaStream_t stream);
+cudaError_t pl_dense_layer_prefill(const pl_dense_weights *w, const pl_layer_recipe *r, const pl_prefill_step *step,
+                                   const pl_layer_kv *kv, const uint16_t *x, uint16_t *out, void *workspace,
+                                   size_t workspace_bytes, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

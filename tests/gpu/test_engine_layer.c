@@ -1,72 +1,75 @@
-/* On a GPU: the engine's dense layer (engine/dense_layer.h, the baseline decode step) against a float64 host
- * reference that stores every intermediate in bf16 where the layer does (so the two differ only by summation order
- * and the rare bf16 rounding that order flips). Tiny configs tiny-dense (GQA 4, head_dim 64) and tiny-dense-gqa8
- * (GQA 8, head_dim 128), batch 1 and 3, cache lengths no multiple of the 16-token page, pages of the sequences
- * interleaved in the pool. Weights are the engine's seeded device fill (copied back for the reference); the caches'
- * earlier tokens and the inputs are random in ±1 (no zeros), the output and the new tokens' cache slots are NaN
- * before each run. Two decode steps per case: the second attends to the token the first wrote (one sequence's
- * second token starts a new page), so a wrong slot, page or RoPE in the KV write shows in its output.
- * Each step checks:
- *   - the layer's output and its update (out - x) within relative L2 1e-2 of the reference's, and every element
- *     within |out - ref| <= 0.02·|ref| + 0.03·rms(ref), none NaN;
- *   - the new tokens' K and V rows equal the reference's within (|ref| + their rms) / 64 (room for a bf16 rounding
- *     flip of the projection, not for a wrong angle or slot), and every other cache element bit-identical to what was
- *     there (no stray writes);
- * and the refusals: a MoE config's weights and a workspace one byte short are refused, and the workspace the layer
- * needs fits the memory plan's activation bytes. Exits 77 without a GPU. */
+/* On a GPU: the engine's dense layer (engine/dense_layer.h), every recipe, against the float64 host reference
+ * (labs/common/layer_ref.h: bf16 wherever the layer stores bf16, so the two differ only by summation order and the
+ * rare rounding that order flips). Tiny configs tiny-dense (GQA 4, head_dim 64) and tiny-dense-gqa8 (GQA 8, head_dim
+ * 128); batch 1 and 3; cache and prompt lengths no multiple of the 16-token page; each sequence's pages scattered
+ * through the pool. Weights are the engine's seeded device fill (copied back for the reference); the caches' other
+ * tokens and the inputs are random in ±1 (no zeros); the output and the new tokens' cache slots are NaN before each
+ * run.
+ *   decode: two steps per case, the second attending to the token the first wrote, every recipe, the fused recipe
+ *           also in place (out = x) and replayed from a CUDA graph;
+ *   prefill: prompts of mixed lengths from an empty cache, every recipe;
+ *   the cache: prefill of a prompt then decode of its next token gives the last row of the prefill of the longer
+ *           prompt.
+ * Each run checks the output and its update (out - x) within relative L2 1e-2 of the reference's and every element
+ * within 0.02·|ref| + 0.03·rms(ref), none NaN; the new tokens' K and V rows within (|ref| + their rms) / 64 of the
+ * reference's, and every other cache element bit-identical to what was there. Refusals: a MoE config's weights, a
+ * workspace one byte short. Exits 77 without a GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "common/attention_host.h"
+#include "common/layer_ref.h"
 #include "engine/dense_layer.h"
 #include "engine/kv_pages.h"
 #include "perflab/device.h"
 #include "perflab/stats.h"
+#include "perflab/verify.h"
 #include "testutil.h"
 
 #define PAGE     16
-#define STEPS    2
 #define CK(call) ck_assert_msg((call) == cudaSuccess, "%s failed", #call)
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define RECIPES  4
+
+static const char *const recipe_names[RECIPES] = {"baseline", "fast_attention", "perflab_gemm", "fused"};
 
 typedef struct layer_case {
     const char *model;
-    int batch;
-    int lens[3]; /* tokens in each sequence's cache before the first step */
+    int seqs;
+    int lens[3]; /* decode: tokens cached before the first step; prefill: the prompts' lengths */
 } layer_case;
 
-static const layer_case cases[] = {
+static const layer_case decode_cases[] = {
     {"tiny-dense", 1, {47, 0, 0}},
     {"tiny-dense", 3, {15, 1, 94}},
     {"tiny-dense-gqa8", 1, {33, 0, 0}},
     {"tiny-dense-gqa8", 3, {31, 70, 5}},
 };
 
+static const layer_case prefill_cases[] = {
+    {"tiny-dense", 1, {37, 0, 0}},
+    {"tiny-dense", 3, {17, 1, 50}},
+    {"tiny-dense-gqa8", 3, {16, 33, 129}},
+};
+
 static double bf(uint16_t b)
 {
-    const uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint16_t rb(double d)
-{
-    return pl_bf16_round_host((float)d);
+    return pl_bf16_to_double(b);
 }
 
 static void fill_random(uint16_t *p, size_t n, pl_rng *r)
 {
     for (size_t i = 0; i < n; i++) {
         double v = 2.0 * pl_rng_uniform(r) - 1.0;
-        p[i] = rb(fabs(v) < 1e-3 ? 0.5 : v);
+        p[i] = pl_bf16_round_host((float)(fabs(v) < 1e-3 ? 0.5 : v));
     }
 }
 
-static uint16_t *host_copy(const uint16_t *dev, size_t n)
+static uint16_t *host_copy(const void *dev, size_t n)
 {
     uint16_t *h = malloc(n * 2);
     ck_assert(h != NULL);
@@ -74,196 +77,67 @@ static uint16_t *host_copy(const uint16_t *dev, size_t n)
     return h;
 }
 
-/* ---- the float64 reference, bf16 at the layer's storage points ---- */
-
-typedef struct host_weights {
-    uint16_t *attn_norm, *qkv, *o, *mlp_norm, *gate_up, *down;
-} host_weights;
-
-static void ref_rmsnorm(const uint16_t *x, const uint16_t *w, int rows, int cols, double eps, uint16_t *y)
-{
-    for (int r = 0; r < rows; r++) {
-        double ss = 0;
-        for (int c = 0; c < cols; c++)
-            ss += bf(x[(size_t)r * cols + c]) * bf(x[(size_t)r * cols + c]);
-        const double inv = 1.0 / sqrt(ss / cols + eps);
-        for (int c = 0; c < cols; c++)
-            y[(size_t)r * cols + c] = rb(bf(x[(size_t)r * cols + c]) * inv * bf(w[c]));
-    }
-}
-
-/* d [m][n] = a [m][k] · wᵀ, w [n][k] */
-static void ref_linear(const uint16_t *a, const uint16_t *w, int m, int n, int k, uint16_t *d)
-{
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) {
-            double s = 0;
-            for (int e = 0; e < k; e++)
-                s += bf(a[(size_t)i * k + e]) * bf(w[(size_t)j * k + e]);
-            d[(size_t)i * n + j] = rb(s);
-        }
-}
-
-static void ref_rope_row(const uint16_t *src, int hd, int pos, double theta, uint16_t *dst)
-{
-    for (int i = 0; i < hd / 2; i++) {
-        const double angle = (double)pos * exp(-(2.0 * i / hd) * log(theta));
-        const double x1 = bf(src[i]), x2 = bf(src[i + hd / 2]);
-        dst[i] = rb(x1 * cos(angle) - x2 * sin(angle));
-        dst[i + hd / 2] = rb(x2 * cos(angle) + x1 * sin(angle));
-    }
-}
-
-typedef struct host_step {
-    int batch, max_pages;
-    int *positions, *seq_lens, *table;
-    int64_t *slots;
-} host_step;
-
-/* q [B][H][hd] and the new tokens' K/V rows written into the host caches */
-static void ref_rope_kv(const pl_model_config *m, const uint16_t *qkv, const host_step *s, uint16_t *q, uint16_t *kc,
-                        uint16_t *vc)
-{
-    const int hd = m->head_dim, H = m->heads, KV = m->kv_heads, row = (H + 2 * KV) * hd;
-    for (int b = 0; b < s->batch; b++) {
-        const uint16_t *r = qkv + (size_t)b * row;
-        for (int h = 0; h < H; h++)
-            ref_rope_row(r + h * hd, hd, s->positions[b], m->rope_theta, q + ((size_t)b * H + h) * hd);
-        for (int g = 0; g < KV; g++) {
-            const size_t at = ((size_t)s->slots[b] * KV + g) * hd;
-            ref_rope_row(r + (H + g) * hd, hd, s->positions[b], m->rope_theta, kc + at);
-            memcpy(vc + at, r + (H + KV + g) * hd, (size_t)hd * 2);
-        }
-    }
-}
-
-static void ref_residual(const uint16_t *x, const uint16_t *y, uint16_t *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        out[i] = rb(bf(x[i]) + bf(y[i]));
-}
-
-static void ref_attention(const pl_model_config *m, const host_step *s, const uint16_t *q, const uint16_t *kc,
-                          const uint16_t *vc, uint16_t *attn)
-{
-    pl_decode_problem p = {.batch = s->batch,
-                           .heads = m->heads,
-                           .kv_heads = m->kv_heads,
-                           .head_dim = m->head_dim,
-                           .page_size = PAGE,
-                           .max_pages = s->max_pages,
-                           .scale = (float)(1.0 / sqrt((double)m->head_dim))};
-    const size_t n = (size_t)s->batch * m->heads * m->head_dim;
-    double *o = malloc(n * sizeof *o);
-    ck_assert(o != NULL);
-    pl_decode_reference_host(&p, q, kc, vc, s->table, s->seq_lens, o);
-    for (size_t i = 0; i < n; i++)
-        attn[i] = rb(o[i]);
-    free(o);
-}
-
-/* out = the layer of x; the new tokens' K/V written into kc, vc */
-static void ref_layer(const pl_model_config *m, const host_weights *w, const host_step *s, uint16_t *kc, uint16_t *vc,
-                      const uint16_t *x, uint16_t *out)
-{
-    const int B = s->batch, D = m->hidden, I = m->intermediate, qw = m->heads * m->head_dim;
-    const int qkvw = qw + 2 * m->kv_heads * m->head_dim;
-    uint16_t *xn = malloc((size_t)B * D * 2), *qkv = malloc((size_t)B * qkvw * 2), *q = malloc((size_t)B * qw * 2);
-    uint16_t *attn = malloc((size_t)B * qw * 2), *proj = malloc((size_t)B * D * 2);
-    uint16_t *gu = malloc((size_t)B * 2 * I * 2), *act = malloc((size_t)B * I * 2);
-    ck_assert(xn && qkv && q && attn && proj && gu && act);
-    ref_rmsnorm(x, w->attn_norm, B, D, m->rms_eps, xn);
-    ref_linear(xn, w->qkv, B, qkvw, D, qkv);
-    ref_rope_kv(m, qkv, s, q, kc, vc);
-    ref_attention(m, s, q, kc, vc, attn);
-    ref_linear(attn, w->o, B, D, qw, proj);
-    ref_residual(x, proj, out, (size_t)B * D);
-    ref_rmsnorm(out, w->mlp_norm, B, D, m->rms_eps, xn);
-    ref_linear(xn, w->gate_up, B, 2 * I, D, gu);
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < I; i++) {
-            const double g = bf(gu[(size_t)b * 2 * I + i]), u = bf(gu[(size_t)b * 2 * I + I + i]);
-            act[(size_t)b * I + i] = rb(g / (1.0 + exp(-g)) * u);
-        }
-    ref_linear(act, w->down, B, D, I, proj);
-    ref_residual(out, proj, out, (size_t)B * D);
-    free(xn), free(qkv), free(q), free(attn), free(proj), free(gu), free(act);
-}
-
-/* ---- the device side of one case ---- */
+/* ---- a layer with its pools, weights and recipes ---- */
 
 typedef struct rig {
     const pl_model_config *m;
-    const layer_case *c;
     pl_dense_weights w;
-    host_weights hw;
+    uint16_t *wh; /* the weights' block, host copy */
+    pl_layer_ref_weights hw;
     pl_kv_pool pool;
     pl_kv_seq seqs[3];
-    int max_pages;
-    size_t cache_elems, row_elems; /* a cache pool's elements; one token's K (or V) row: kv_heads · head_dim */
-    uint16_t *kc_h, *vc_h;         /* the reference's caches */
+    int nseq, max_pages, sm_count;
+    size_t cache_elems, row_elems;
+    uint16_t *kc_h, *vc_h; /* the reference's caches: what the device pools hold */
     pl_layer_kv kv;
     void *ws;
     size_t ws_bytes;
     uint16_t *x_d, *out_d;
     int *pos_d, *lens_d, *table_d;
     int64_t *slots_d;
+    cublasHandle_t cublas;
+    pl_layer_recipe recipes[RECIPES];
     pl_rng rng;
 } rig;
 
-static void copy_weights(rig *r)
+/* Pages for `need[s]` tokens of each sequence, handed out a page per sequence in turn (scattered pages). */
+static void take_pages(rig *r, const int *need)
 {
-    const pl_model_config *m = r->m;
-    const size_t D = m->hidden, qw = (size_t)m->heads * m->head_dim, I = m->intermediate;
-    const size_t qkvw = qw + 2 * (size_t)m->kv_heads * m->head_dim;
-    r->hw.attn_norm = host_copy(r->w.attn_norm, D);
-    r->hw.qkv = host_copy(r->w.qkv, qkvw * D);
-    r->hw.o = host_copy(r->w.o, D * qw);
-    r->hw.mlp_norm = host_copy(r->w.mlp_norm, D);
-    r->hw.gate_up = host_copy(r->w.gate_up, 2 * I * D);
-    r->hw.down = host_copy(r->w.down, D * I);
-}
-
-/* Pages for every sequence's tokens and the steps' new ones, handed out a page per sequence in turn so that each
- * sequence's pages are scattered through the pool. */
-static void take_pages(rig *r)
-{
-    const layer_case *c = r->c;
     int pages = 2, left[3] = {0, 0, 0}, any = 1;
-    for (int b = 0; b < c->batch; b++)
-        pages += pl_kv_pages_for(c->lens[b] + STEPS, PAGE);
+    for (int s = 0; s < r->nseq; s++)
+        pages += pl_kv_pages_for(need[s], PAGE), left[s] = need[s];
     ck_assert_int_eq(pl_kv_pool_init(&r->pool, pages, PAGE), 0);
-    for (int b = 0; b < c->batch; b++)
-        left[b] = c->lens[b] + STEPS;
     while (any) {
         any = 0;
-        for (int b = 0; b < c->batch; b++)
-            if (left[b] > 0) {
-                const int n = left[b] < PAGE ? left[b] : PAGE;
-                ck_assert_int_eq(pl_kv_seq_append(&r->pool, &r->seqs[b], n), PL_KV_OK);
-                left[b] -= n;
-                any = 1;
+        for (int s = 0; s < r->nseq; s++)
+            if (left[s] > 0) {
+                const int n = left[s] < PAGE ? left[s] : PAGE;
+                ck_assert_int_eq(pl_kv_seq_append(&r->pool, &r->seqs[s], n), PL_KV_OK);
+                left[s] -= n, any = 1;
             }
     }
     r->max_pages = 1;
-    for (int b = 0; b < c->batch; b++)
-        if (r->seqs[b].npages > r->max_pages)
-            r->max_pages = r->seqs[b].npages;
+    for (int s = 0; s < r->nseq; s++)
+        r->max_pages = r->seqs[s].npages > r->max_pages ? r->seqs[s].npages : r->max_pages;
     r->row_elems = (size_t)r->m->kv_heads * r->m->head_dim;
     r->cache_elems = (size_t)pages * PAGE * r->row_elems;
 }
 
-static void rig_init(rig *r, const layer_case *c, uint64_t seed)
+static void rig_init(rig *r, const char *model, int nseq, const int *need, int max_rows, uint64_t seed)
 {
     char err[512];
     memset(r, 0, sizeof *r);
-    r->c = c;
-    r->m = pl_model_find(c->model, err, sizeof err);
+    r->m = pl_model_find(model, err, sizeof err);
     ck_assert_msg(r->m != NULL, "%s", err);
+    r->nseq = nseq;
     pl_rng_seed(&r->rng, seed);
     ck_assert_msg(pl_dense_weights_alloc(r->m, seed, &r->w, err, sizeof err) == 0, "%s", err);
-    copy_weights(r);
-    take_pages(r);
+    r->wh = host_copy(r->w.block, r->w.bytes / 2);
+#define HOST_OF(t) (const uint16_t *)((const char *)r->wh + ((const char *)r->w.t - (const char *)r->w.block))
+    r->hw = (pl_layer_ref_weights){HOST_OF(attn_norm), HOST_OF(qkv),     HOST_OF(o),
+                                   HOST_OF(mlp_norm),  HOST_OF(gate_up), HOST_OF(down)};
+#undef HOST_OF
+    take_pages(r, need);
     r->kc_h = malloc(r->cache_elems * 2);
     r->vc_h = malloc(r->cache_elems * 2);
     ck_assert(r->kc_h && r->vc_h);
@@ -273,61 +147,73 @@ static void rig_init(rig *r, const layer_case *c, uint64_t seed)
     CK(cudaMalloc((void **)&r->kv.v, r->cache_elems * 2));
     CK(cudaMemcpy(r->kv.k, r->kc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(r->kv.v, r->vc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
-    r->ws_bytes = pl_dense_decode_workspace_bytes(r->m, c->batch);
+    CK(cudaDeviceGetAttribute(&r->sm_count, cudaDevAttrMultiProcessorCount, 0));
+    r->ws_bytes = pl_dense_workspace_bytes(r->m, max_rows, r->sm_count);
     CK(cudaMalloc(&r->ws, r->ws_bytes));
-    const size_t xn = (size_t)c->batch * r->m->hidden;
+    const size_t xn = (size_t)max_rows * r->m->hidden;
     CK(cudaMalloc((void **)&r->x_d, xn * 2));
     CK(cudaMalloc((void **)&r->out_d, xn * 2));
-    CK(cudaMalloc((void **)&r->pos_d, (size_t)c->batch * sizeof(int)));
-    CK(cudaMalloc((void **)&r->lens_d, (size_t)c->batch * sizeof(int)));
-    CK(cudaMalloc((void **)&r->slots_d, (size_t)c->batch * sizeof(int64_t)));
-    CK(cudaMalloc((void **)&r->table_d, (size_t)c->batch * r->max_pages * sizeof(int)));
+    CK(cudaMalloc((void **)&r->pos_d, (size_t)max_rows * sizeof(int)));
+    CK(cudaMalloc((void **)&r->slots_d, (size_t)max_rows * sizeof(int64_t)));
+    CK(cudaMalloc((void **)&r->lens_d, 3 * sizeof(int)));
+    CK(cudaMalloc((void **)&r->table_d, 3 * (size_t)r->max_pages * sizeof(int)));
+    ck_assert(cublasCreate(&r->cublas) == CUBLAS_STATUS_SUCCESS);
+    const pl_layer_recipe base = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, r->sm_count, r->cublas};
+    for (int i = 0; i < RECIPES; i++)
+        r->recipes[i] = base;
+    r->recipes[1].attention = r->recipes[2].attention = r->recipes[3].attention = PL_LAYER_ATTN_FAST;
+    r->recipes[2].gemm = r->recipes[3].gemm = PL_LAYER_GEMM_PERFLAB;
+    r->recipes[3].fused = 1;
 }
 
 static void rig_free(rig *r)
 {
     void *dev[] = {r->kv.k, r->kv.v, r->ws, r->x_d, r->out_d, r->pos_d, r->lens_d, r->slots_d, r->table_d};
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+    for (int i = 0; i < COUNT(dev); i++)
         CK(cudaFree(dev[i]));
-    uint16_t *host[] = {r->hw.attn_norm, r->hw.qkv,  r->hw.o, r->hw.mlp_norm,
-                        r->hw.gate_up,   r->hw.down, r->kc_h, r->vc_h};
-    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
-        free(host[i]);
-    for (int b = 0; b < r->c->batch; b++)
-        pl_kv_seq_destroy(&r->pool, &r->seqs[b]);
+    free(r->wh), free(r->kc_h), free(r->vc_h);
+    for (int s = 0; s < r->nseq; s++)
+        pl_kv_seq_destroy(&r->pool, &r->seqs[s]);
     pl_kv_pool_destroy(&r->pool);
     pl_dense_weights_free(&r->w);
+    cublasDestroy(r->cublas);
 }
 
-/* The step's batch on the host and the device; the new tokens' cache rows poisoned (NaN) on the device. */
-static void step_upload(rig *r, int step, host_step *s)
+/* ---- a step's rows on the host and the device ---- */
+
+typedef struct rows {
+    int n;
+    int pos[512], seq[512];
+    int64_t slots[512];
+    const int *tables[512];
+    int *table; /* [nseq][max_pages] */
+} rows;
+
+/* Rows for positions [first[s], first[s] + count[s]) of each sequence; the block table and lengths uploaded; the
+ * rows' cache slots poisoned (NaN) on the device. */
+static void rows_upload(rig *r, const int *first, const int *count, rows *w)
 {
-    const int B = r->c->batch;
-    int lens_held[3];
-    s->batch = B;
-    s->max_pages = r->max_pages;
-    s->positions = malloc((size_t)B * sizeof(int));
-    s->seq_lens = malloc((size_t)B * sizeof(int));
-    s->slots = malloc((size_t)B * sizeof(int64_t));
-    s->table = malloc((size_t)B * r->max_pages * sizeof(int));
-    ck_assert(s->positions && s->seq_lens && s->slots && s->table);
-    ck_assert_int_eq(pl_kv_block_table(r->seqs, B, r->max_pages, s->table, lens_held), 0);
-    for (int b = 0; b < B; b++) {
-        s->positions[b] = r->c->lens[b] + step;
-        s->seq_lens[b] = s->positions[b] + 1;
-        s->slots[b] = pl_kv_slot(&r->seqs[b], s->positions[b], PAGE);
-        CK(cudaMemset(r->kv.k + s->slots[b] * r->row_elems, 0xff, r->row_elems * 2));
-        CK(cudaMemset(r->kv.v + s->slots[b] * r->row_elems, 0xff, r->row_elems * 2));
+    int lens[3];
+    w->table = malloc(3 * (size_t)r->max_pages * sizeof(int));
+    ck_assert(w->table != NULL);
+    ck_assert_int_eq(pl_kv_block_table(r->seqs, r->nseq, r->max_pages, w->table, lens), 0);
+    w->n = 0;
+    for (int s = 0; s < r->nseq; s++) {
+        lens[s] = first[s] + count[s];
+        for (int t = first[s]; t < first[s] + count[s]; t++, w->n++) {
+            ck_assert(w->n < 512);
+            w->pos[w->n] = t;
+            w->seq[w->n] = s;
+            w->slots[w->n] = pl_kv_slot(&r->seqs[s], t, PAGE);
+            w->tables[w->n] = w->table + (size_t)s * r->max_pages;
+            CK(cudaMemset(r->kv.k + w->slots[w->n] * r->row_elems, 0xff, r->row_elems * 2));
+            CK(cudaMemset(r->kv.v + w->slots[w->n] * r->row_elems, 0xff, r->row_elems * 2));
+        }
     }
-    CK(cudaMemcpy(r->pos_d, s->positions, (size_t)B * sizeof(int), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(r->lens_d, s->seq_lens, (size_t)B * sizeof(int), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(r->slots_d, s->slots, (size_t)B * sizeof(int64_t), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(r->table_d, s->table, (size_t)B * r->max_pages * sizeof(int), cudaMemcpyHostToDevice));
-}
-
-static void step_free(host_step *s)
-{
-    free(s->positions), free(s->seq_lens), free(s->slots), free(s->table);
+    CK(cudaMemcpy(r->pos_d, w->pos, (size_t)w->n * sizeof(int), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(r->slots_d, w->slots, (size_t)w->n * sizeof(int64_t), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(r->lens_d, lens, (size_t)r->nseq * sizeof(int), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(r->table_d, w->table, (size_t)r->nseq * r->max_pages * sizeof(int), cudaMemcpyHostToDevice));
 }
 
 /* ---- comparisons ---- */
@@ -350,83 +236,214 @@ static void compare_output(const char *tag, const uint16_t *got, const uint16_t 
     }
 }
 
-static int is_new_slot(const host_step *s, size_t row)
+static int is_row_slot(const rows *w, size_t slot)
 {
-    for (int b = 0; b < s->batch; b++)
-        if ((size_t)s->slots[b] == row)
+    for (int i = 0; i < w->n; i++)
+        if ((size_t)w->slots[i] == slot)
             return 1;
     return 0;
 }
 
-/* The new tokens' rows against the reference's within (|ref| + rms of the rows) / 64: a bf16 rounding flip of the
- * projection moves a rotated element by an ulp of its pair (at most 1/128 of the pair's size) and its own rounding by
- * another; a wrong angle or slot moves it by about the rms. Every other element bit-identical to before the step. */
-static void compare_cache(const char *tag, const rig *r, const host_step *s, const uint16_t *before,
-                          const uint16_t *after, const uint16_t *ref)
+/* The rows' cache entries against the reference's within (|ref| + their rms) / 64 (a bf16 flip of the projection
+ * moves a rotated element by an ulp of its pair; a wrong angle or slot by about the rms); every other element
+ * bit-identical to `before`. */
+static void compare_cache(const char *tag, const rig *r, const rows *w, const uint16_t *before, const uint16_t *dev,
+                          const uint16_t *ref)
 {
+    uint16_t *after = host_copy(dev, r->cache_elems);
     double r2 = 0;
-    for (int b = 0; b < s->batch; b++)
+    for (int i = 0; i < w->n; i++)
         for (size_t e = 0; e < r->row_elems; e++)
-            r2 += bf(ref[s->slots[b] * r->row_elems + e]) * bf(ref[s->slots[b] * r->row_elems + e]);
-    const double rms = sqrt(r2 / ((double)s->batch * r->row_elems));
+            r2 += bf(ref[w->slots[i] * r->row_elems + e]) * bf(ref[w->slots[i] * r->row_elems + e]);
+    const double rms = sqrt(r2 / ((double)w->n * r->row_elems));
     for (size_t i = 0; i < r->cache_elems; i++) {
-        if (!is_new_slot(s, i / r->row_elems)) {
-            ck_assert_msg(after[i] == before[i],
-                          "%s: cache element %zu changed (0x%04x -> 0x%04x) outside the new "
-                          "tokens' slots",
+        if (!is_row_slot(w, i / r->row_elems)) {
+            ck_assert_msg(after[i] == before[i], "%s: cache element %zu changed (0x%04x -> 0x%04x) outside the rows' slots",
                           tag, i, before[i], after[i]);
             continue;
         }
         const double d = fabs(bf(after[i]) - bf(ref[i]));
-        ck_assert_msg(d <= (fabs(bf(ref[i])) + rms) / 64,
-                      "%s: new token's cache element %zu (slot %zu) is %.6g, the reference %.6g", tag, i,
-                      i / r->row_elems, bf(after[i]), bf(ref[i]));
+        ck_assert_msg(d <= (fabs(bf(ref[i])) + rms) / 64, "%s: cache element %zu (slot %zu) is %.6g, the reference %.6g",
+                      tag, i, i / r->row_elems, bf(after[i]), bf(ref[i]));
     }
+    free(after);
 }
 
-static void run_step(rig *r, int step)
+/* ---- running the layer ---- */
+
+typedef struct run_args {
+    rig *r;
+    const rows *w;
+    int prefill, recipe;
+    const uint16_t *x;
+    uint16_t *out;
+} run_args;
+
+static cudaError_t run_layer(const run_args *a, cudaStream_t stream)
 {
-    const size_t xn = (size_t)r->c->batch * r->m->hidden;
-    char tag[96];
-    snprintf(tag, sizeof tag, "%s batch %d step %d", r->m->name, r->c->batch, step);
-    host_step s;
-    step_upload(r, step, &s);
-    uint16_t *x = malloc(xn * 2), *ref = malloc(xn * 2);
-    ck_assert(x && ref);
+    rig *r = a->r;
+    const pl_layer_recipe *rc = &r->recipes[a->recipe];
+    if (a->prefill) {
+        int starts[4] = {0, 0, 0, 0};
+        for (int i = 0; i < a->w->n; i++)
+            starts[a->w->seq[i] + 1]++;
+        for (int s = 0; s < r->nseq; s++)
+            starts[s + 1] += starts[s];
+        const pl_prefill_step ps = {r->nseq, starts, r->pos_d, r->slots_d};
+        return pl_dense_layer_prefill(&r->w, rc, &ps, &r->kv, a->x, a->out, r->ws, r->ws_bytes, stream);
+    }
+    const pl_decode_step ds = {r->nseq, PAGE, r->max_pages, r->pos_d, r->slots_d, r->table_d, r->lens_d};
+    return pl_dense_layer_decode(&r->w, rc, &ds, &r->kv, a->x, a->out, r->ws, r->ws_bytes, stream);
+}
+
+/* 0: straight; 1: in place (out = x); 2: captured in a graph and replayed */
+static void run_mode(const run_args *base, int mode)
+{
+    run_args a = *base;
+    const size_t xn = (size_t)a.w->n * a.r->m->hidden;
+    if (mode == 1) {
+        CK(cudaMemcpy(a.out, a.x, xn * 2, cudaMemcpyDeviceToDevice));
+        a.x = a.out;
+    }
+    if (mode != 2) {
+        CK(run_layer(&a, 0));
+        CK(cudaDeviceSynchronize());
+        return;
+    }
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t e;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    const cudaError_t rc = run_layer(&a, s);
+    CK(cudaStreamEndCapture(s, &g));
+    CK(rc);
+    CK(cudaGraphInstantiate(&e, g, 0));
+    CK(cudaGraphLaunch(e, s));
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGraphExecDestroy(e));
+    CK(cudaGraphDestroy(g));
+    CK(cudaStreamDestroy(s));
+}
+
+/* The recipes whose residual adds happen in the GEMMs' epilogue (one rounding): the fused one with perflab's GEMMs. */
+static int recipe_epilogue(const pl_layer_recipe *rc)
+{
+    return rc->fused && rc->gemm == PL_LAYER_GEMM_PERFLAB;
+}
+
+/* Runs the rows through every recipe (and the fused one in place and from a graph), each against the reference. */
+static void check_rows(rig *r, const rows *w, int prefill, const char *what)
+{
+    const size_t xn = (size_t)w->n * r->m->hidden;
+    uint16_t *x = malloc(xn * 2), *ref = malloc(xn * 2), *ref_epi = malloc(xn * 2);
+    ck_assert(x && ref && ref_epi);
     fill_random(x, xn, &r->rng);
     CK(cudaMemcpy(r->x_d, x, xn * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemset(r->out_d, 0xff, xn * 2));
-    CK(cudaMemset(r->ws, 0xff, r->ws_bytes));
     uint16_t *k_before = host_copy(r->kv.k, r->cache_elems), *v_before = host_copy(r->kv.v, r->cache_elems);
-
-    const pl_decode_step ds = {.batch = r->c->batch,
-                               .page_size = PAGE,
-                               .max_pages = r->max_pages,
-                               .positions = r->pos_d,
-                               .slots = r->slots_d,
-                               .block_table = r->table_d,
-                               .seq_lens = r->lens_d};
-    CK(pl_dense_layer_decode(&r->w, &ds, &r->kv, r->x_d, r->out_d, r->ws, r->ws_bytes, 0));
-    CK(cudaDeviceSynchronize());
-    ref_layer(r->m, &r->hw, &s, r->kc_h, r->vc_h, x, ref);
-
-    uint16_t *out = host_copy(r->out_d, xn);
-    compare_output(tag, out, ref, x, xn);
-    uint16_t *k_after = host_copy(r->kv.k, r->cache_elems), *v_after = host_copy(r->kv.v, r->cache_elems);
-    compare_cache(tag, r, &s, k_before, k_after, r->kc_h);
-    compare_cache(tag, r, &s, v_before, v_after, r->vc_h);
-    free(x), free(ref), free(out), free(k_before), free(v_before), free(k_after), free(v_after);
-    step_free(&s);
+    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables};
+    ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr, 1, r->kc_h, r->vc_h, x, ref_epi), 0);
+    ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr, 0, r->kc_h, r->vc_h, x, ref), 0);
+    for (int run = 0; run < RECIPES + 2; run++) {
+        const int recipe = run < RECIPES ? run : RECIPES - 1, mode = run < RECIPES ? 0 : run - RECIPES + 1;
+        char tag[160];
+        snprintf(tag, sizeof tag, "%s %s, %s%s", r->m->name, what, recipe_names[recipe],
+                 mode == 1 ? " in place" : mode == 2 ? " from a graph" : "");
+        for (int i = 0; i < w->n; i++) {
+            CK(cudaMemset(r->kv.k + w->slots[i] * r->row_elems, 0xff, r->row_elems * 2));
+            CK(cudaMemset(r->kv.v + w->slots[i] * r->row_elems, 0xff, r->row_elems * 2));
+        }
+        CK(cudaMemset(r->out_d, 0xff, xn * 2));
+        CK(cudaMemset(r->ws, 0xff, r->ws_bytes));
+        const run_args a = {r, w, prefill, recipe, r->x_d, r->out_d};
+        run_mode(&a, mode);
+        uint16_t *out = host_copy(r->out_d, xn);
+        compare_output(tag, out, recipe_epilogue(&r->recipes[recipe]) ? ref_epi : ref, x,
+                       xn);
+        free(out);
+        compare_cache(tag, r, w, k_before, r->kv.k, r->kc_h);
+        compare_cache(tag, r, w, v_before, r->kv.v, r->vc_h);
+    }
+    /* leave the device caches as the reference's (the next step reads them) */
+    CK(cudaMemcpy(r->kv.k, r->kc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(r->kv.v, r->vc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
+    free(x), free(ref), free(ref_epi), free(k_before), free(v_before);
 }
-
-#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 START_TEST(layer_decode)
 {
+    const layer_case *c = &decode_cases[_i];
+    int need[3], count[3] = {1, 1, 1};
+    for (int s = 0; s < c->seqs; s++)
+        need[s] = c->lens[s] + 2;
     rig r;
-    rig_init(&r, &cases[_i], 20261128u + (uint64_t)_i);
-    for (int step = 0; step < STEPS; step++)
-        run_step(&r, step);
+    rig_init(&r, c->model, c->seqs, need, c->seqs, 20261128u + (uint64_t)_i);
+    for (int step = 0; step < 2; step++) {
+        int first[3];
+        for (int s = 0; s < c->seqs; s++)
+            first[s] = c->lens[s] + step;
+        rows w;
+        rows_upload(&r, first, count, &w);
+        char what[64];
+        snprintf(what, sizeof what, "decode batch %d step %d", c->seqs, step);
+        check_rows(&r, &w, 0, what);
+        free(w.table);
+    }
+    rig_free(&r);
+}
+END_TEST
+
+START_TEST(layer_prefill)
+{
+    const layer_case *c = &prefill_cases[_i];
+    int first[3] = {0, 0, 0}, rows_total = 0;
+    for (int s = 0; s < c->seqs; s++)
+        rows_total += c->lens[s];
+    rig r;
+    rig_init(&r, c->model, c->seqs, c->lens, rows_total, 20261129u + (uint64_t)_i);
+    rows w;
+    rows_upload(&r, first, c->lens, &w);
+    char what[64];
+    snprintf(what, sizeof what, "prefill of %d prompts", c->seqs);
+    check_rows(&r, &w, 1, what);
+    free(w.table);
+    rig_free(&r);
+}
+END_TEST
+
+/* Prefill of L tokens, then decode of token L, against the last row of a prefill of L + 1 tokens (the same x rows,
+ * the same weights): the cache the prefill wrote is the cache the decode reads. Fused recipe. */
+START_TEST(prefill_then_decode)
+{
+    const int L = 45, need[1] = {L + 1}, fused = RECIPES - 1;
+    rig r;
+    rig_init(&r, "tiny-dense-gqa8", 1, need, L + 1, 77);
+    const size_t D = r.m->hidden;
+    uint16_t *x = malloc((L + 1) * D * 2);
+    ck_assert(x != NULL);
+    fill_random(x, (L + 1) * D, &r.rng);
+    CK(cudaMemcpy(r.x_d, x, (L + 1) * D * 2, cudaMemcpyHostToDevice));
+    int first[1] = {0}, count[1] = {L + 1};
+    rows w;
+    rows_upload(&r, first, count, &w);
+    run_args a = {&r, &w, 1, fused, r.x_d, r.out_d};
+    run_mode(&a, 0);
+    uint16_t *whole = host_copy(r.out_d + L * D, D);
+    free(w.table);
+    count[0] = L; /* the first L tokens, then the last one as a decode step */
+    rows_upload(&r, first, count, &w);
+    a.w = &w;
+    run_mode(&a, 0);
+    free(w.table);
+    first[0] = L, count[0] = 1;
+    rows_upload(&r, first, count, &w);
+    CK(cudaMemcpy(r.x_d, x + L * D, D * 2, cudaMemcpyHostToDevice));
+    a.prefill = 0;
+    a.w = &w;
+    run_mode(&a, 0);
+    uint16_t *step = host_copy(r.out_d, D);
+    compare_output("prefill then decode against one prefill", step, whole, x + L * D, D);
+    free(w.table), free(x), free(whole), free(step);
     rig_free(&r);
 }
 END_TEST
@@ -440,28 +457,18 @@ START_TEST(refusals)
     ck_assert_int_eq(pl_dense_weights_alloc(moe, 1, &w, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "tiny-moe") != NULL && w.block == NULL, "%s", err);
 
-    const char *names[] = {"tiny-dense", "tiny-dense-gqa8", "llama3-8b", "llama3-70b"};
-    for (int i = 0; i < COUNT(names); i++) {
-        const pl_model_config *m = pl_model_find(names[i], err, sizeof err);
-        ck_assert(m != NULL);
-        ck_assert_msg(pl_dense_decode_workspace_bytes(m, 64) <= pl_activation_bytes(m, 64, 64, 2048),
-                      "%s: the layer's workspace exceeds the plan's activations", names[i]);
-    }
-
     const pl_model_config *m = pl_model_find("tiny-dense", err, sizeof err);
     ck_assert_msg(pl_dense_weights_alloc(m, 2, &w, err, sizeof err) == 0, "%s", err);
-    const size_t need = pl_dense_decode_workspace_bytes(m, 3);
+    const size_t need = pl_dense_workspace_bytes(m, 3, 132);
     void *buf;
     CK(cudaMalloc(&buf, need));
-    const pl_decode_step ds = {.batch = 3,
-                               .page_size = PAGE,
-                               .max_pages = 1,
-                               .positions = buf,
-                               .slots = buf,
-                               .block_table = buf,
-                               .seq_lens = buf};
+    const pl_decode_step ds = {3, PAGE, 1, buf, buf, buf, buf};
     const pl_layer_kv kv = {buf, buf};
-    ck_assert_int_eq(pl_dense_layer_decode(&w, &ds, &kv, buf, buf, buf, need - 1, 0), cudaErrorInvalidValue);
+    const pl_layer_recipe rc = {PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, 132, NULL};
+    ck_assert_int_eq(pl_dense_layer_decode(&w, &rc, &ds, &kv, buf, buf, buf, need - 1, 0), cudaErrorInvalidValue);
+    const pl_layer_recipe cublas_without_handle = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_FAST, 0, 132, NULL};
+    ck_assert_int_eq(pl_dense_layer_decode(&w, &cublas_without_handle, &ds, &kv, buf, buf, buf, need, 0),
+                     cudaErrorInvalidValue);
     CK(cudaGetLastError());
     CK(cudaFree(buf));
     pl_dense_weights_free(&w);
@@ -472,8 +479,10 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("engine_layer");
     TCase *tc = tcase_create("gpu");
-    tcase_set_timeout(tc, 300);
-    tcase_add_loop_test(tc, layer_decode, 0, COUNT(cases));
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, layer_decode, 0, COUNT(decode_cases));
+    tcase_add_loop_test(tc, layer_prefill, 0, COUNT(prefill_cases));
+    tcase_add_test(tc, prefill_then_decode);
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);
     return s;

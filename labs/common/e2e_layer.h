@@ -1,0 +1,80 @@
+/* The e2e: layer targets' shared glue: one dense layer of a model config (engine/), its paged KV cache with the
+ * sequences' pages scattered through the pool, the inputs, the recipes the variants run, the checks and the floor.
+ *
+ * Verification is two-sided: (1) rows the host can afford are computed by the float64 reference (layer_ref.h) from
+ * the very inputs and weights the GPU holds, independently of any kernel: decode, three whole sequences (first,
+ * middle, last: their attention over the whole cache); prefill, the first tokens of the first and last prompts;
+ * (2) every row against the baseline recipe's output (cuBLAS and the simple kernels, run once at setup), which the
+ * GPU test (tests/gpu/test_engine_layer.c) checks against the float64 reference at the tiny configs. A variant
+ * passes when both are within the bf16 tolerance and nothing is NaN or unwritten. */
+#ifndef PERFLAB_LABS_E2E_LAYER_H
+#define PERFLAB_LABS_E2E_LAYER_H
+
+#include <stdint.h>
+#include <cublas_v2.h>
+
+#include "engine/dense_layer.h"
+#include "perflab/declare.h"
+
+/* The parameters both targets take (model, page size, seed of the lengths), as pl_param_def initializers. */
+#define E2E_LAYER_COMMON_PARAMS                                                                                        \
+    PL_TEXT_PARAM("model", "llama3-8b", "a dense model config (engine/model_config.c): llama3-8b, llama3-70b, ...",  \
+                  .small_value = "tiny-dense"),                                                                        \
+        PL_FLOAT_PARAM("spread", "0", 0, 1, "lengths uniform in [(1 - spread)·len, len]"),                             \
+        PL_INT_PARAM("page-size", "16", 1, 4096, "tokens a KV page holds")
+
+typedef struct e2e_layer {
+    int prefill;
+    const pl_model_config *m;
+    pl_dense_weights w;
+    pl_layer_kv kv;
+    int seqs, rows, page_size, max_pages, pages;
+    size_t pool_elems; /* one pool's bf16 elements */
+    int *lens;         /* decode: each sequence's length with its new token; prefill: each prompt's length */
+    int *table;        /* [seqs][max_pages], host */
+    int *starts;       /* prefill: [seqs + 1] */
+    int *positions_h;
+    int64_t *slots_h;
+    int *positions_d, *seq_lens_d, *table_d;
+    int64_t *slots_d;
+    uint16_t *x, *out;
+    void *ws;
+    size_t ws_bytes;
+    cublasHandle_t cublas;
+    pl_layer_recipe recipes[4];
+    cudaGraphExec_t graph;
+    /* the checks */
+    int ref_n, ref_rows[8];
+    double *ref;         /* ref_n rows of the float64 reference */
+    double *base;        /* every row of the baseline recipe's output */
+    uint16_t *out_h;
+    /* the floor: the weights and the pools read once */
+    float *read_partial;
+    unsigned read_grid[3], read_most;
+    int last_floor; /* the last run was the floor's: the check looks at its reads, not at the layer's output */
+} e2e_layer;
+
+enum { E2E_BASELINE, E2E_FAST_ATTENTION, E2E_PERFLAB_GEMM, E2E_FUSED };
+
+/* check_params: the model is a dense config, the sizes fit the attention kernels and the GPU's memory. */
+int e2e_layer_check(const pl_params *p, int prefill, int seqs, int len, const struct pl_gpu_record *gpu, char *err,
+                    size_t errlen);
+/* Counters: the FLOPs and the fewest bytes of the step (engine/step_cost.h). */
+void e2e_layer_counters(const pl_params *p, int prefill, int seqs, int len, pl_counters *c);
+/* Everything above; the baseline run and the graph capture included. */
+int e2e_layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int seqs, int len, e2e_layer **out);
+void e2e_layer_teardown(pl_ctx *ctx, void *state);
+int e2e_layer_poison(pl_ctx *ctx, void *state);
+int e2e_layer_check_output(pl_ctx *ctx, void *state, pl_verification *v);
+
+/* One step with recipes[which]; the variants' run functions for each recipe; the captured graph of the fused
+ * recipe; the floor's reads. */
+int e2e_layer_run(pl_ctx *ctx, e2e_layer *L, int which);
+int e2e_layer_run_baseline(pl_ctx *ctx, void *state);
+int e2e_layer_run_fast_attention(pl_ctx *ctx, void *state);
+int e2e_layer_run_perflab_gemm(pl_ctx *ctx, void *state);
+int e2e_layer_run_fused(pl_ctx *ctx, void *state);
+int e2e_layer_run_graph(pl_ctx *ctx, void *state);
+int e2e_layer_run_floor(pl_ctx *ctx, void *state);
+
+#endif

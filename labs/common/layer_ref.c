@@ -1,0 +1,155 @@
+/* The float64 host reference of a dense layer (layer_ref.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/layer_ref.h"
+#include "perflab/device.h"
+#include "perflab/verify.h"
+
+static double bf(uint16_t b)
+{
+    return pl_bf16_to_double(b);
+}
+
+static uint16_t rb(double d)
+{
+    return pl_bf16_round_host((float)d);
+}
+
+static void ref_rmsnorm(const uint16_t *x, const uint16_t *w, int rows, int cols, double eps, uint16_t *y)
+{
+    for (int r = 0; r < rows; r++) {
+        const uint16_t *xr = x + (size_t)r * cols;
+        double ss = 0;
+        for (int c = 0; c < cols; c++)
+            ss += bf(xr[c]) * bf(xr[c]);
+        const double inv = 1.0 / sqrt(ss / cols + eps);
+        for (int c = 0; c < cols; c++)
+            y[(size_t)r * cols + c] = rb(bf(xr[c]) * inv * bf(w[c]));
+    }
+}
+
+/* d [m][n] = a [m][k] · wᵀ (w [n][k]), plus residual [m][n]: added to the product rounded to bf16 and rounded
+ * again (an add kernel of its own), or with one_rounding to the exact product and rounded once (a GEMM epilogue) */
+static void ref_linear(const uint16_t *a, const uint16_t *w, int m, int n, int k, const uint16_t *residual,
+                       int one_rounding, uint16_t *d)
+{
+    double *arow = malloc((size_t)k * sizeof *arow);
+    if (!arow)
+        abort();
+    for (int i = 0; i < m; i++) {
+        for (int e = 0; e < k; e++)
+            arow[e] = bf(a[(size_t)i * k + e]);
+        for (int j = 0; j < n; j++) {
+            const uint16_t *wr = w + (size_t)j * k;
+            double s = 0;
+            for (int e = 0; e < k; e++)
+                s += arow[e] * bf(wr[e]);
+            const double prod = one_rounding ? s : bf(rb(s));
+            d[(size_t)i * n + j] = rb(residual ? bf(residual[(size_t)i * n + j]) + prod : prod);
+        }
+    }
+    free(arow);
+}
+
+static void ref_rope(const uint16_t *src, int hd, int pos, double theta, uint16_t *dst)
+{
+    for (int i = 0; i < hd / 2; i++) {
+        const double angle = (double)pos * exp(-(2.0 * i / hd) * log(theta));
+        const double x1 = bf(src[i]), x2 = bf(src[i + hd / 2]);
+        dst[i] = rb(x1 * cos(angle) - x2 * sin(angle));
+        dst[i + hd / 2] = rb(x2 * cos(angle) + x1 * sin(angle));
+    }
+}
+
+/* q [rows][H][hd]; the rows' K (rotated) and V into the pools */
+static void ref_rope_kv(const pl_model_config *m, const uint16_t *qkv, const pl_layer_ref_rows *s, uint16_t *q,
+                        uint16_t *kc, uint16_t *vc)
+{
+    const int hd = m->head_dim, H = m->heads, KV = m->kv_heads, row = (H + 2 * KV) * hd;
+    for (int r = 0; r < s->rows; r++) {
+        const uint16_t *src = qkv + (size_t)r * row;
+        for (int h = 0; h < H; h++)
+            ref_rope(src + h * hd, hd, s->positions[r], m->rope_theta, q + ((size_t)r * H + h) * hd);
+        for (int g = 0; g < KV; g++) {
+            const size_t at = ((size_t)s->slots[r] * KV + g) * hd;
+            ref_rope(src + (H + g) * hd, hd, s->positions[r], m->rope_theta, kc + at);
+            memcpy(vc + at, src + (H + KV + g) * hd, (size_t)hd * 2);
+        }
+    }
+}
+
+/* attn [rows][H][hd]: each row's query heads over its sequence's tokens 0..position, softmax in float64 */
+static int ref_attention(const pl_model_config *m, const pl_layer_ref_rows *s, const uint16_t *q, const uint16_t *kc,
+                         const uint16_t *vc, uint16_t *attn)
+{
+    const int hd = m->head_dim, H = m->heads, KV = m->kv_heads, group = H / KV;
+    const double scale = 1.0 / sqrt((double)hd);
+    int most = 1;
+    for (int r = 0; r < s->rows; r++)
+        most = s->positions[r] + 1 > most ? s->positions[r] + 1 : most;
+    double *p = malloc((size_t)most * sizeof *p), *o = malloc((size_t)hd * sizeof *o);
+    if (!p || !o) {
+        free(p), free(o);
+        return -1;
+    }
+    for (int r = 0; r < s->rows; r++)
+        for (int h = 0; h < H; h++) {
+            const uint16_t *qh = q + ((size_t)r * H + h) * hd;
+            const int len = s->positions[r] + 1, g = h / group;
+            double mx = -INFINITY, sum = 0;
+            for (int t = 0; t < len; t++) {
+                const int64_t slot = (int64_t)s->table[r][t / s->page_size] * s->page_size + t % s->page_size;
+                const uint16_t *kt = kc + ((size_t)slot * KV + g) * hd;
+                double d = 0;
+                for (int e = 0; e < hd; e++)
+                    d += bf(qh[e]) * bf(kt[e]);
+                p[t] = d * scale;
+                mx = p[t] > mx ? p[t] : mx;
+            }
+            memset(o, 0, (size_t)hd * sizeof *o);
+            for (int t = 0; t < len; t++) {
+                const int64_t slot = (int64_t)s->table[r][t / s->page_size] * s->page_size + t % s->page_size;
+                const uint16_t *vt = vc + ((size_t)slot * KV + g) * hd;
+                const double w = exp(p[t] - mx);
+                sum += w;
+                for (int e = 0; e < hd; e++)
+                    o[e] += w * bf(vt[e]);
+            }
+            for (int e = 0; e < hd; e++)
+                attn[((size_t)r * H + h) * hd + e] = rb(o[e] / sum);
+        }
+    free(p), free(o);
+    return 0;
+}
+
+int pl_layer_ref(const pl_model_config *m, const pl_layer_ref_weights *w, const pl_layer_ref_rows *s,
+                 int epilogue_residual, uint16_t *kc, uint16_t *vc, const uint16_t *x, uint16_t *out)
+{
+    const size_t R = (size_t)s->rows, D = (size_t)m->hidden, I = (size_t)m->intermediate;
+    const size_t qw = (size_t)m->heads * m->head_dim, qkvw = qw + 2 * (size_t)m->kv_heads * m->head_dim;
+    uint16_t *xn = malloc(R * D * 2), *qkv = malloc(R * qkvw * 2), *q = malloc(R * qw * 2);
+    uint16_t *attn = malloc(R * qw * 2), *gu = malloc(R * 2 * I * 2), *act = malloc(R * I * 2);
+    int rc = -1;
+    if (!xn || !qkv || !q || !attn || !gu || !act)
+        goto done;
+    ref_rmsnorm(x, w->attn_norm, s->rows, m->hidden, m->rms_eps, xn);
+    ref_linear(xn, w->qkv, s->rows, (int)qkvw, m->hidden, NULL, 0, qkv);
+    ref_rope_kv(m, qkv, s, q, kc, vc);
+    if (ref_attention(m, s, q, kc, vc, attn) != 0)
+        goto done;
+    ref_linear(attn, w->o, s->rows, m->hidden, (int)qw, x, epilogue_residual, out);
+    ref_rmsnorm(out, w->mlp_norm, s->rows, m->hidden, m->rms_eps, xn);
+    ref_linear(xn, w->gate_up, s->rows, (int)(2 * I), m->hidden, NULL, 0, gu);
+    for (size_t r = 0; r < R; r++)
+        for (size_t i = 0; i < I; i++) {
+            const double g = bf(gu[r * 2 * I + i]), u = bf(gu[r * 2 * I + I + i]);
+            act[r * I + i] = rb(g / (1.0 + exp(-g)) * u);
+        }
+    ref_linear(act, w->down, s->rows, m->hidden, (int)I, out, epilogue_residual, out);
+    rc = 0;
+done:
+    free(xn), free(qkv), free(q), free(attn), free(gu), free(act);
+    return rc;
+}

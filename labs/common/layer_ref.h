@@ -1,0 +1,33 @@
+/* The float64 host reference of one dense decoder layer (engine/dense_layer.h), rounding to bf16 wherever the
+ * engine stores bf16, so that the engine and the reference differ only by summation order and the rare rounding
+ * that order flips. Rows are tokens: a decode step's one token per sequence, or a prefill's prompt tokens; row r
+ * sits at positions[r] of its sequence, whose pages are table[r] (max_pages entries) in caches of page_size-token
+ * pages, and its K/V go to slot slots[r]. Row r attends to its sequence's tokens 0..positions[r], read from the
+ * caches after every row's K/V was written (the layer writes them before its attention reads). */
+#ifndef PERFLAB_LABS_LAYER_REF_H
+#define PERFLAB_LABS_LAYER_REF_H
+
+#include <stdint.h>
+
+#include "engine/model_config.h"
+
+typedef struct pl_layer_ref_weights {
+    const uint16_t *attn_norm, *qkv, *o, *mlp_norm, *gate_up, *down; /* host copies, bf16 bits */
+} pl_layer_ref_weights;
+
+typedef struct pl_layer_ref_rows {
+    int rows, page_size;
+    const int *positions;
+    const int64_t *slots;
+    const int *const *table; /* table[r]: row r's sequence's pages */
+} pl_layer_ref_rows;
+
+/* out [rows][hidden] = the layer of x [rows][hidden]; the rows' K and V written into kc and vc (host pools,
+ * [slots][kv_heads][head_dim]). epilogue_residual 0: the O and down projections are rounded to bf16 before the
+ * residual is added (a kernel of its own adds them, as the unfused recipes do); 1: the residual is added to the
+ * unrounded product and the sum rounded once (the fused recipe's GEMM epilogue). 0, or -1 when host memory runs
+ * out. */
+int pl_layer_ref(const pl_model_config *m, const pl_layer_ref_weights *w, const pl_layer_ref_rows *rows,
+                 int epilogue_residual, uint16_t *kc, uint16_t *vc, const uint16_t *x, uint16_t *out);
+
+#endif

@@ -1,0 +1,81 @@
+/* e2e:layer_decode — one dense decoder layer's decode step (engine/dense_layer.h) for a batch of sequences over a
+ * paged KV cache, one named technique a variant over the one before: the eager way (cuBLAS, a kernel per
+ * operation, the simple decode kernel), the fast paged decode kernel, perflab's GEMMs, the fused forms, the CUDA
+ * graph; against the floor: the layer's weights and the batch's KV cache read once at the copy rate, measured in the
+ * same process. */
+#include "common/e2e_layer.h"
+#include "labs.h"
+
+static const pl_param_def decode_params[] = {
+    E2E_LAYER_COMMON_PARAMS,
+    PL_INT_PARAM("batch", "64", 1, 4096, "sequences in the step (one new token each)", .small_value = "3"),
+    PL_INT_PARAM("cache-len", "2048", 1, 1 << 20, "tokens a sequence attends to, its new one included",
+                 .small_value = "77"),
+    PL_PARAMS_END,
+};
+
+static int seqs(const pl_params *p)
+{
+    return (int)pl_param_int(p, "batch");
+}
+
+static int len(const pl_params *p)
+{
+    return (int)pl_param_int(p, "cache-len");
+}
+
+static void decode_counters(const pl_params *p, pl_counters *c)
+{
+    e2e_layer_counters(p, 0, seqs(p), len(p), c);
+}
+
+static int decode_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return e2e_layer_check(p, 0, seqs(p), len(p), gpu, err, errlen);
+}
+
+static int decode_setup(pl_ctx *ctx, const pl_params *p, void **state)
+{
+    return e2e_layer_setup(ctx, p, 0, seqs(p), len(p), (e2e_layer **)state);
+}
+
+static const pl_variant decode_variants[] = {
+    PL_VARIANT("baseline", e2e_layer_run_baseline,
+               "the eager way: cuBLAS GEMMs, a kernel per operation (two-kernel RMSNorm, RoPE, KV write, residual "
+               "adds, SwiGLU), a CTA per query head walking its paged cache"),
+    PL_VARIANT("fast_attention", e2e_layer_run_fast_attention,
+               "+ the paged decode kernel rows_deep: the GQA group on the tensor cores, the cache's tiles balanced "
+               "over a persistent grid (attention:decode_paged)",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("perflab_gemm", e2e_layer_run_perflab_gemm,
+               "+ perflab's GEMMs (pl_gemm_bf16, the library's pick for each shape: split-K decode kernels at "
+               "small batch) instead of cuBLAS",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("fused", e2e_layer_run_fused,
+               "+ one-pass RMSNorm, RoPE and the KV write in one kernel, the residual adds in the O and down GEMMs' "
+               "epilogues",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("graph", e2e_layer_run_graph, "+ the fused step captured once as a CUDA graph: one launch a step",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("floor", e2e_layer_run_floor,
+               "the layer's weights and the batch's K and V pages read once, 16-byte streaming loads: the step's "
+               "memory floor at this GPU's read rate",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANTS_END,
+};
+
+const pl_target pl_target_e2e_layer_decode = {
+    .group = "e2e",
+    .name = "layer_decode",
+    .summary = "a dense decoder layer's decode step over a paged KV cache, technique by technique, against its "
+               "memory floor",
+    .req = {.needs_gpu = 1},
+    .params = decode_params,
+    .variants = decode_variants,
+    .counters = decode_counters,
+    .setup = decode_setup,
+    .poison = e2e_layer_poison,
+    .check = e2e_layer_check_output,
+    .teardown = e2e_layer_teardown,
+    .check_params = decode_check_params,
+};
