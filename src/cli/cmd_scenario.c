@@ -27,11 +27,11 @@ int pl_cmd_scenario(int argc, char **argv)
     int help = 0, json = 0;
     const pl_option opts[] = {
         {"device", 'd', PL_OPT_INT, &o.device, "N", "the GPU of the one-GPU phases (default 0)", 0, 1024},
-        {"phase-timeout-s", 0, PL_OPT_DOUBLE, &o.phase_timeout_s, "S", "kill a phase after S seconds (default 3600)",
-         1, 86400},
+        {"phase-timeout-s", 0, PL_OPT_DOUBLE, &o.phase_timeout_s, "S", "kill a phase after S seconds (default 3600)", 1,
+         86400},
         {"serve-model", 0, PL_OPT_STRING, &o.serve_model, "NAME", "the serve sweep's model (default llama3-8b)", 0, 0},
-        {"artifacts-dir", 0, PL_OPT_STRING, &o.artifacts_dir, "D", "where the scenario folder goes (default ./artifacts)",
-         0, 0},
+        {"artifacts-dir", 0, PL_OPT_STRING, &o.artifacts_dir, "D",
+         "where the scenario folder goes (default ./artifacts)", 0, 0},
         {"json", 0, PL_OPT_FLAG, &json, NULL, "print report.json to stdout instead of the page", 0, 0},
         {"quiet", 'q', PL_OPT_FLAG, &o.quiet, NULL, "no progress on stderr", 0, 0},
         {"help", 'h', PL_OPT_FLAG, &help, NULL, "show this help", 0, 0},

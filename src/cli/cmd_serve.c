@@ -112,14 +112,14 @@ static int build_config(const serve_args *a, double *rates, pl_serve_bench_confi
     }
     c->layers = a->layers;
     c->rates = rates;
-    c->workload = (pl_serve_workload_spec){.num_prompts = a->num_prompts,
-                                           .input_len = a->input_len,
-                                           .output_len = a->output_len,
-                                           .range_ratio = a->range_ratio,
-                                           .dist = a->length_dist[0] == 'l' ? PL_SERVE_LEN_LOGNORMAL
-                                                                            : PL_SERVE_LEN_UNIFORM,
-                                           .lognormal_sigma = a->sigma,
-                                           .seed = (uint64_t)a->seed};
+    c->workload =
+        (pl_serve_workload_spec){.num_prompts = a->num_prompts,
+                                 .input_len = a->input_len,
+                                 .output_len = a->output_len,
+                                 .range_ratio = a->range_ratio,
+                                 .dist = a->length_dist[0] == 'l' ? PL_SERVE_LEN_LOGNORMAL : PL_SERVE_LEN_UNIFORM,
+                                 .lognormal_sigma = a->sigma,
+                                 .seed = (uint64_t)a->seed};
     c->sched = (pl_serve_config){.max_num_batched_tokens = a->max_batched,
                                  .max_num_seqs = a->max_seqs,
                                  .max_concurrency = a->max_concurrency,
@@ -219,8 +219,8 @@ static int run_and_report(const serve_args *a, pl_serve_bench_config *c, const p
         fputs(text.data, stdout);
         pl_buf_free(&text);
         if (dir)
-            printf("report: %s/report.json, summary: %s/summary.md (perflab report %s draws the curves)\n",
-                   PL_ESC(dir), PL_ESC(dir), PL_ESC(dir));
+            printf("report: %s/report.json, summary: %s/summary.md (perflab report %s draws the curves)\n", PL_ESC(dir),
+                   PL_ESC(dir), PL_ESC(dir));
     }
     if (!b.gate_met)
         fprintf(stderr, "perflab serve: SLO missed: %s\n", b.miss);
@@ -275,18 +275,18 @@ int pl_cmd_serve(int argc, char **argv)
          1e9},
         {"slo-tpot-ms", 0, PL_OPT_DOUBLE, &a.slo_tpot, "MS", "SLO on p99 TPOT, and goodput (default: not gated)", 0,
          1e9},
-        {"executor", 'e', PL_OPT_STRING, &a.executor, "E",
-         "gpu (measured) or floor (a computed ceiling) (default gpu)", 0, 0},
-        {"hbm-gbps", 0, PL_OPT_DOUBLE, &a.hbm_gbps, "G", "the floor's device-memory ceiling, GB/s (default: peak's)",
-         1, 1e6},
+        {"executor", 'e', PL_OPT_STRING, &a.executor, "E", "gpu (measured) or floor (a computed ceiling) (default gpu)",
+         0, 0},
+        {"hbm-gbps", 0, PL_OPT_DOUBLE, &a.hbm_gbps, "G", "the floor's device-memory ceiling, GB/s (default: peak's)", 1,
+         1e6},
         {"tensor-tflops", 0, PL_OPT_DOUBLE, &a.tensor_tflops, "T",
          "the floor's tensor-core ceiling at --dtype, TFLOP/s (default: peak's)", 0.001, 1e6},
         {"gpu-mem-gib", 0, PL_OPT_DOUBLE, &a.gpu_mem_gib, "G",
          "floor: the GPU memory the KV pool is planned in (default: the GPU's)", 0.001, 1e6},
         {"device", 'd', PL_OPT_INT, &a.device, "N", "the GPU (default 0)", 0, 1024},
         {"warmup-requests", 0, PL_OPT_INT, &a.warmup, "N", "gpu: requests served untimed first (default 4)", 0, 1000},
-        {"artifacts-dir", 0, PL_OPT_STRING, &a.artifacts_dir, "D", "where the run folder goes (default ./artifacts)",
-         0, 0},
+        {"artifacts-dir", 0, PL_OPT_STRING, &a.artifacts_dir, "D", "where the run folder goes (default ./artifacts)", 0,
+         0},
         {"json", 0, PL_OPT_FLAG, &a.json, NULL, "print report.json to stdout instead of the table", 0, 0},
         {"quiet", 'q', PL_OPT_FLAG, &a.quiet, NULL, "no progress on stderr", 0, 0},
         {"help", 'h', PL_OPT_FLAG, &a.help, NULL, "show this help", 0, 0},

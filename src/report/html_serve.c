@@ -18,13 +18,15 @@ static const char *text(json_t *o, const char *key)
 static char *rate_label(json_t *r)
 {
     json_t *v = json_object_get(r, "request_rate");
-    return json_is_string(v) ? pl_strfmt("rate %s", json_string_value(v)) : pl_strfmt("rate %g/s", json_number_value(v));
+    return json_is_string(v) ? pl_strfmt("rate %s", json_string_value(v))
+                             : pl_strfmt("rate %g/s", json_number_value(v));
 }
 
 static void settings(pl_buf *b, json_t *doc)
 {
     json_t *cfg = json_object_get(doc, "config"), *m = json_object_get(cfg, "model"),
-           *w = json_object_get(cfg, "workload"), *s = json_object_get(cfg, "scheduler"), *g = json_object_get(doc, "gate");
+           *w = json_object_get(cfg, "workload"), *s = json_object_get(cfg, "scheduler"),
+           *g = json_object_get(doc, "gate");
     const int floor = json_is_true(json_object_get(doc, "computed_ceiling"));
     if (floor)
         pl_html_elem(b, "p", "class=\"warn\"",
@@ -70,10 +72,11 @@ static void rate_table(pl_buf *b, json_t *rates)
         char *label = rate_label(r);
         pl_table_set(t, row, k++, "%s", label);
         free(label);
-        const double v[] = {pl_json_get_real(m, "output_throughput"), pl_json_get_real(r, "output_throughput_pct_of_ceiling"),
-                            pl_json_get_real(m, "p50_ttft_ms"), pl_json_get_real(m, "p99_ttft_ms"),
-                            pl_json_get_real(m, "p50_tpot_ms"), pl_json_get_real(m, "p99_tpot_ms"),
-                            pl_json_get_real(m, "p99_e2el_ms"), pl_json_get_real(e, "joules_per_output_token")};
+        const double v[] = {
+            pl_json_get_real(m, "output_throughput"), pl_json_get_real(r, "output_throughput_pct_of_ceiling"),
+            pl_json_get_real(m, "p50_ttft_ms"),       pl_json_get_real(m, "p99_ttft_ms"),
+            pl_json_get_real(m, "p50_tpot_ms"),       pl_json_get_real(m, "p99_tpot_ms"),
+            pl_json_get_real(m, "p99_e2el_ms"),       pl_json_get_real(e, "joules_per_output_token")};
         for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) {
             if (isfinite(v[j]))
                 pl_table_set(t, row, k++, j == 7 ? "%.4f" : "%.3f", v[j]);
@@ -151,8 +154,14 @@ static void curve_chart(pl_buf *b, json_t *rates)
         labels[i] = rate_label(r);
     }
     const pl_series s[2] = {
-        {.name = "p99 TPOT", .n = n, .x = x, .y = p99, .labels = (const char *const *)labels, .lines = 1,
-         .markers = 1, .colour = 0},
+        {.name = "p99 TPOT",
+         .n = n,
+         .x = x,
+         .y = p99,
+         .labels = (const char *const *)labels,
+         .lines = 1,
+         .markers = 1,
+         .colour = 0},
         {.name = "p50 TPOT", .n = n, .x = x, .y = p50, .lines = 1, .markers = 1, .dashed = 1, .colour = 1},
     };
     pl_xy_chart ch = {.title = "throughput against latency",

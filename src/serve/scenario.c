@@ -69,8 +69,8 @@ static size_t e2e_targets(void)
     return n;
 }
 
-static int e2e_args(const pl_scenario_options *o, const pl_scenario *s, const char *folder, phase_args *a,
-                    char *reason, size_t len)
+static int e2e_args(const pl_scenario_options *o, const pl_scenario *s, const char *folder, phase_args *a, char *reason,
+                    size_t len)
 {
     if (e2e_targets() == 0) {
         pl_snprintf(reason, len, "no e2e targets in this build");
@@ -82,8 +82,8 @@ static int e2e_args(const pl_scenario_options *o, const pl_scenario *s, const ch
     return 0;
 }
 
-static int moe_args(const pl_scenario_options *o, const pl_scenario *s, const char *folder, phase_args *a,
-                    char *reason, size_t len)
+static int moe_args(const pl_scenario_options *o, const pl_scenario *s, const char *folder, phase_args *a, char *reason,
+                    size_t len)
 {
     if (s->inv.device_count < 2) {
         pl_snprintf(reason, len, "moe-readiness needs 2 GPUs or more; this machine has %d", s->inv.device_count);
@@ -99,9 +99,22 @@ static int serve_args(const pl_scenario_options *o, const pl_scenario *s, const 
                       char *reason, size_t len)
 {
     /* a short sweep: 64 requests of 512 in / 128 out at three rates */
-    const char *v[] = {"serve",         "--quiet", "--model",           o->serve_model, "--num-prompts",
-                       "64",            "--random-input-len", "512",    "--random-output-len", "128",
-                       "--request-rate", "2,8,inf", "--device",         a->device,      "--artifacts-dir", folder};
+    const char *v[] = {"serve",
+                       "--quiet",
+                       "--model",
+                       o->serve_model,
+                       "--num-prompts",
+                       "64",
+                       "--random-input-len",
+                       "512",
+                       "--random-output-len",
+                       "128",
+                       "--request-rate",
+                       "2,8,inf",
+                       "--device",
+                       a->device,
+                       "--artifacts-dir",
+                       folder};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         arg(a, v[i]);
     return 0;
@@ -137,9 +150,8 @@ static void run_phase(const pl_scenario_options *o, pl_scenario *s, const phase_
     p->needs_gpu = d->needs_gpu;
     p->exit_code = -1;
     p->folder = pl_strdup(d->name);
-    char *folder = pl_path_join(s->dir, d->name), *logs = pl_path_join(s->dir, "logs"), *log_name = pl_strfmt(
-                                                                                             "%s.log", d->name),
-         *log = pl_path_join(logs, log_name);
+    char *folder = pl_path_join(s->dir, d->name), *logs = pl_path_join(s->dir, "logs"),
+         *log_name = pl_strfmt("%s.log", d->name), *log = pl_path_join(logs, log_name);
     phase_args a = {.n = 0};
     pl_snprintf(a.device, sizeof a.device, "%d", o->device);
     if (d->args(o, s, folder, &a, p->reason, sizeof p->reason) != 0) {

@@ -17,8 +17,8 @@ void pl_scenario_headline_hw(const pl_scenario *s, pl_scenario_phase *p, const c
     const pl_gpu_inventory *inv = &s->inv;
     if (!inv->usable || inv->device_count < 1)
         return;
-    p->headline = json_pack("{s:i, s:s, s:s}", "gpus", inv->device_count, "name", inv->devices[0].name,
-                            "driver", inv->driver_version);
+    p->headline = json_pack("{s:i, s:s, s:s}", "gpus", inv->device_count, "name", inv->devices[0].name, "driver",
+                            inv->driver_version);
     pl_snprintf(p->headline_text, sizeof p->headline_text, "%d x %s, driver %s", inv->device_count,
                 inv->devices[0].name, inv->driver_version[0] ? inv->driver_version : "?");
 }
@@ -140,8 +140,8 @@ void pl_scenario_headline_serve(const pl_scenario *s, pl_scenario_phase *p, cons
             pl_buf_printf(&b, " (%.0f%% of ceiling)", pct);
         pl_buf_printf(&b, ", p99 TTFT %.1f ms, p99 TPOT %.2f ms", ttft, tpot);
     }
-    p->headline = json_pack("{s:s?, s:o}", "executor", json_string_value(json_object_get(doc, "executor")), "rates",
-                            rates);
+    p->headline =
+        json_pack("{s:s?, s:o}", "executor", json_string_value(json_object_get(doc, "executor")), "rates", rates);
     pl_snprintf(p->headline_text, sizeof p->headline_text, "%s", b.data ? b.data : "");
     pl_buf_free(&b);
     json_decref(doc);

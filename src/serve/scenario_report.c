@@ -8,7 +8,9 @@
 
 static const char *exit_meaning(int code)
 {
-    return code == 0 ? "every phase that could run passed" : code == 1 ? "a phase failed" : "nothing could run on a GPU";
+    return code == 0   ? "every phase that could run passed"
+           : code == 1 ? "a phase failed"
+                       : "nothing could run on a GPU";
 }
 
 char *pl_scenario_summary_md(const pl_scenario *s)
@@ -31,8 +33,7 @@ char *pl_scenario_summary_md(const pl_scenario *s)
             pl_table_set(t, row, 2, "%.1f", p->seconds);
         else
             pl_table_set(t, row, 2, "-");
-        pl_table_set(t, row, 3, "%s%s%s", p->headline_text, p->headline_text[0] && p->reason[0] ? "; " : "",
-                     p->reason);
+        pl_table_set(t, row, 3, "%s%s%s", p->headline_text, p->headline_text[0] && p->reason[0] ? "; " : "", p->reason);
     }
     pl_table_markdown(t, &b);
     pl_table_free(t);
@@ -53,18 +54,18 @@ json_t *pl_scenario_report_json(const pl_scenario *s)
     json_t *phases = json_array();
     for (int i = 0; i < PL_SCENARIO_PHASES; i++) {
         const pl_scenario_phase *p = &s->phases[i];
-        json_array_append_new(
-            phases, json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:o, s:o, s:O, s:s, s:b}", "name", p->name, "status",
-                              pl_phase_status_name(p->status), "reason", p->reason, "command", p->command, "folder",
-                              p->command ? p->folder : NULL, "exit_code",
-                              p->exit_code >= 0 ? json_integer(p->exit_code) : json_null(), "seconds",
-                              p->command ? pl_json_real(p->seconds) : json_null(), "headline", p->headline,
-                              "headline_text", p->headline_text, "needs_gpu", p->needs_gpu));
+        json_array_append_new(phases,
+                              json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:o, s:o, s:O, s:s, s:b}", "name", p->name,
+                                        "status", pl_phase_status_name(p->status), "reason", p->reason, "command",
+                                        p->command, "folder", p->command ? p->folder : NULL, "exit_code",
+                                        p->exit_code >= 0 ? json_integer(p->exit_code) : json_null(), "seconds",
+                                        p->command ? pl_json_real(p->seconds) : json_null(), "headline", p->headline,
+                                        "headline_text", p->headline_text, "needs_gpu", p->needs_gpu));
     }
     return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:i, s:s}", "schema", PL_SCENARIO_SCHEMA, "kind", "scenario",
                      "scenario", "fullstack", "run_id", s->run_id, "gpus",
-                     s->inv.usable ? json_pack("{s:i, s:s}", "count", s->inv.device_count, "name",
-                                               s->inv.devices[0].name)
-                                   : json_pack("{s:i, s:s}", "count", 0, "why_none", s->inv.error),
+                     s->inv.usable
+                         ? json_pack("{s:i, s:s}", "count", s->inv.device_count, "name", s->inv.devices[0].name)
+                         : json_pack("{s:i, s:s}", "count", 0, "why_none", s->inv.error),
                      "phases", phases, "exit_code", s->exit_code, "exit_meaning", exit_meaning(s->exit_code));
 }

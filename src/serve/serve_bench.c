@@ -64,8 +64,7 @@ static int fail(int code, char *err, size_t errlen, const char *what)
 }
 
 /* The floor's pool when none is given: the pages the plan leaves at the GPU's memory, else every request at once. */
-static int floor_pages(const pl_serve_bench_config *c, int64_t all_pages, pl_serve_bench *out, char *err,
-                       size_t errlen)
+static int floor_pages(const pl_serve_bench_config *c, int64_t all_pages, pl_serve_bench *out, char *err, size_t errlen)
 {
     if (c->gpu_mem_bytes == 0) {
         out->num_pages = all_pages > 0x7fffffff ? 0x7fffffff : (int)all_pages;
@@ -186,8 +185,8 @@ static int run_rate(sweep *s, pl_serve_rate *r, char *err, size_t errlen)
     if (rc != 0)
         return rc;
     pl_serve_run_free(&ceil_run);
-    r->ceiling_pct = r->ceiling.output_throughput > 0 ? 100.0 * r->m.output_throughput / r->ceiling.output_throughput
-                                                      : NAN;
+    r->ceiling_pct =
+        r->ceiling.output_throughput > 0 ? 100.0 * r->m.output_throughput / r->ceiling.output_throughput : NAN;
     return 0;
 }
 

@@ -40,14 +40,14 @@ typedef struct pl_serve_rate {
     double rate;
     int n;
     pl_serve_request *reqs;
-    pl_serve_run run;          /* the executor's run */
-    pl_serve_metrics m;        /* its metrics */
-    pl_serve_metrics ceiling;  /* the floor through the same scheduler and pool (the same as m for the floor) */
-    double ceiling_pct;        /* output throughput over the ceiling's, in %; NAN for the floor executor */
-    int energy_ok;             /* 1: the three below are set */
+    pl_serve_run run;         /* the executor's run */
+    pl_serve_metrics m;       /* its metrics */
+    pl_serve_metrics ceiling; /* the floor through the same scheduler and pool (the same as m for the floor) */
+    double ceiling_pct;       /* output throughput over the ceiling's, in %; NAN for the floor executor */
+    int energy_ok;            /* 1: the three below are set */
     double energy_j, j_per_output_token, output_tokens_per_kwh;
-    char energy_note[224];     /* when !energy_ok: why not */
-    int **tokens;              /* [n][output_len] token ids the GPU executor emitted (greedy), NULL otherwise */
+    char energy_note[224]; /* when !energy_ok: why not */
+    int **tokens;          /* [n][output_len] token ids the GPU executor emitted (greedy), NULL otherwise */
 } pl_serve_rate;
 
 typedef struct pl_serve_bench {

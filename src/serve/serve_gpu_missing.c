@@ -12,8 +12,9 @@ __attribute__((weak)) int pl_serve_gpu_create(const pl_serve_gpu_options *o, pl_
     (void)o;
     (void)num_pages_out;
     *out = NULL;
-    snprintf(err, errlen, "the GPU executor is not built (engine/serve_gpu is missing from this build); "
-                          "--executor floor computes the engine's ceiling instead");
+    snprintf(err, errlen,
+             "the GPU executor is not built (engine/serve_gpu is missing from this build); "
+             "--executor floor computes the engine's ceiling instead");
     return -1;
 }
 

@@ -93,8 +93,9 @@ static json_t *rate_json(const pl_serve_rate *r)
     char *name = requests_name(r->rate);
     json_object_set_new(o, "requests_file", json_string(name));
     free(name);
-    json_object_set_new(o, "samples", json_pack("{s:o, s:o}", "ttft_ms", samples_json(&r->run, 0), "tpot_ms",
-                                                samples_json(&r->run, 1)));
+    json_object_set_new(
+        o, "samples",
+        json_pack("{s:o, s:o}", "ttft_ms", samples_json(&r->run, 0), "tpot_ms", samples_json(&r->run, 1)));
     return o;
 }
 
@@ -103,23 +104,22 @@ static json_t *config_json(const pl_serve_bench_config *c, const pl_serve_bench 
     const pl_serve_workload_spec *w = &c->workload;
     json_t *rates = json_array();
     for (int i = 0; i < c->n_rates; i++)
-        json_array_append_new(rates, isfinite(c->rates[i]) && c->rates[i] > 0 ? json_real(c->rates[i])
-                                                                              : json_string("inf"));
+        json_array_append_new(rates,
+                              isfinite(c->rates[i]) && c->rates[i] > 0 ? json_real(c->rates[i]) : json_string("inf"));
     json_t *workload = json_pack(
         "{s:i, s:i, s:i, s:o, s:s, s:o, s:o, s:I}", "num_prompts", w->num_prompts, "random_input_len", w->input_len,
         "random_output_len", w->output_len, "random_range_ratio", pl_json_real(w->range_ratio), "length_dist",
         w->dist == PL_SERVE_LEN_LOGNORMAL ? "lognormal" : "uniform", "lognormal_sigma",
         pl_json_real(w->dist == PL_SERVE_LEN_LOGNORMAL ? (w->lognormal_sigma > 0 ? w->lognormal_sigma : 1.0) : NAN),
         "request_rates", rates, "seed", (json_int_t)w->seed);
-    json_t *sched = json_pack("{s:i, s:i, s:i, s:i, s:i, s:s}", "max_num_batched_tokens",
-                              c->sched.max_num_batched_tokens, "max_num_seqs",
-                              c->sched.max_num_seqs > 0 ? c->sched.max_num_seqs : 256, "max_concurrency",
-                              c->sched.max_concurrency, "page_size", c->sched.page_size, "num_pages", b->num_pages,
-                              "num_pages_from", b->pages_source);
+    json_t *sched = json_pack(
+        "{s:i, s:i, s:i, s:i, s:i, s:s}", "max_num_batched_tokens", c->sched.max_num_batched_tokens, "max_num_seqs",
+        c->sched.max_num_seqs > 0 ? c->sched.max_num_seqs : 256, "max_concurrency", c->sched.max_concurrency,
+        "page_size", c->sched.page_size, "num_pages", b->num_pages, "num_pages_from", b->pages_source);
     return json_pack("{s:{s:s, s:s, s:i}, s:o, s:o, s:{s:o, s:o}}", "model", "name", c->model->name, "dtype",
-                     pl_weight_dtype_name(c->dtype), "layers", c->layers > 0 ? c->layers : c->model->layers,
-                     "workload", workload, "scheduler", sched, "slo", "ttft_ms", pl_json_real(c->slo.ttft_ms),
-                     "tpot_ms", pl_json_real(c->slo.tpot_ms));
+                     pl_weight_dtype_name(c->dtype), "layers", c->layers > 0 ? c->layers : c->model->layers, "workload",
+                     workload, "scheduler", sched, "slo", "ttft_ms", pl_json_real(c->slo.ttft_ms), "tpot_ms",
+                     pl_json_real(c->slo.tpot_ms));
 }
 
 json_t *pl_serve_report_json(const pl_serve_bench_config *c, const pl_serve_bench *b, const pl_serve_report_info *i)
@@ -132,14 +132,15 @@ json_t *pl_serve_report_json(const pl_serve_bench_config *c, const pl_serve_benc
     json_object_set_new(doc, "executor", json_string(c->exec == PL_SERVE_EXEC_FLOOR ? "floor" : "gpu"));
     json_object_set_new(doc, "computed_ceiling", json_boolean(c->exec == PL_SERVE_EXEC_FLOOR));
     json_object_set_new(doc, "timing", json_string(pl_serve_timing_note(c->exec)));
-    json_object_set_new(doc, "gpu", i->gpu_name ? json_pack("{s:s, s:i}", "name", i->gpu_name, "device", c->device)
-                                                : json_null());
+    json_object_set_new(doc, "gpu",
+                        i->gpu_name ? json_pack("{s:s, s:i}", "name", i->gpu_name, "device", c->device) : json_null());
     json_object_set_new(doc, "config", config_json(c, b));
     json_object_set_new(doc, "ceilings",
                         json_pack("{s:o, s:o, s:s, s:s}", "hbm_gbps", pl_json_real(c->hbm_gbps), "tensor_tflops",
                                   pl_json_real(c->tensor_tflops), "from", i->ceilings_from ? i->ceilings_from : "",
-                                  "what", "the engine's ceiling: the floor executor (max(FLOPs / peak, bytes / "
-                                          "bandwidth) a step) through the same scheduler and KV pool"));
+                                  "what",
+                                  "the engine's ceiling: the floor executor (max(FLOPs / peak, bytes / "
+                                  "bandwidth) a step) through the same scheduler and KV pool"));
     json_t *rates = json_array();
     for (int k = 0; k < b->n_rates; k++)
         json_array_append_new(rates, rate_json(&b->rates[k]));

@@ -12,22 +12,23 @@ static void header(const pl_serve_bench_config *c, const pl_serve_bench *b, int 
     if (md)
         pl_buf_printf(out, "# perflab serve: %s %s\n\n", c->model->name, pl_weight_dtype_name(c->dtype));
     pl_buf_printf(out, "%s%s\n", md ? "**" : "",
-                  c->exec == PL_SERVE_EXEC_FLOOR
-                      ? "executor floor: a COMPUTED CEILING, not a measurement"
-                      : "executor gpu: measured on the GPU");
+                  c->exec == PL_SERVE_EXEC_FLOOR ? "executor floor: a COMPUTED CEILING, not a measurement"
+                                                 : "executor gpu: measured on the GPU");
     if (md)
         pl_buf_append(out, "**\n");
     pl_buf_printf(out, "%stiming: %s\n", md ? "\n- " : "", pl_serve_timing_note(c->exec));
-    pl_buf_printf(out, "%smodel %s, %s weights, %d layers; %d prompts, input %d, output %d, range ratio %g, %s lengths, "
-                       "seed %llu\n",
+    pl_buf_printf(out,
+                  "%smodel %s, %s weights, %d layers; %d prompts, input %d, output %d, range ratio %g, %s lengths, "
+                  "seed %llu\n",
                   md ? "- " : "", c->model->name, pl_weight_dtype_name(c->dtype),
                   c->layers > 0 ? c->layers : c->model->layers, w->num_prompts, w->input_len, w->output_len,
                   w->range_ratio, w->dist == PL_SERVE_LEN_LOGNORMAL ? "lognormal" : "uniform",
                   (unsigned long long)w->seed);
     char conc[32];
     pl_snprintf(conc, sizeof conc, c->sched.max_concurrency > 0 ? "%d" : "none", c->sched.max_concurrency);
-    pl_buf_printf(out, "%sscheduler: --max-num-batched-tokens %d, --max-num-seqs %d, --max-concurrency %s, KV pool %d "
-                       "pages of %d tokens (%s)\n",
+    pl_buf_printf(out,
+                  "%sscheduler: --max-num-batched-tokens %d, --max-num-seqs %d, --max-concurrency %s, KV pool %d "
+                  "pages of %d tokens (%s)\n",
                   md ? "- " : "", c->sched.max_num_batched_tokens,
                   c->sched.max_num_seqs > 0 ? c->sched.max_num_seqs : 256, conc, b->num_pages, c->sched.page_size,
                   b->pages_source);
@@ -37,9 +38,9 @@ static void header(const pl_serve_bench_config *c, const pl_serve_bench *b, int 
 
 static pl_table *rate_table(const pl_serve_bench_config *c, const pl_serve_bench *b)
 {
-    static const char *const cols[] = {"rate/s",       ">req/s",       ">out tok/s", ">ceiling tok/s", ">% ceiling",
-                                       ">TTFT p50 ms", ">TTFT p99 ms", ">TPOT p50 ms", ">TPOT p99 ms", ">ITL p99 ms",
-                                       ">E2E p99 ms",  ">batch",       ">peak pages", ">preempt",     ">sched %",
+    static const char *const cols[] = {"rate/s",       ">req/s",       ">out tok/s",   ">ceiling tok/s", ">% ceiling",
+                                       ">TTFT p50 ms", ">TTFT p99 ms", ">TPOT p50 ms", ">TPOT p99 ms",   ">ITL p99 ms",
+                                       ">E2E p99 ms",  ">batch",       ">peak pages",  ">preempt",       ">sched %",
                                        ">goodput %",   ">J/out tok"};
     pl_table *t = pl_table_new(sizeof cols / sizeof cols[0], cols);
     for (int i = 0; i < b->n_rates; i++) {
@@ -87,8 +88,9 @@ static void footer(const pl_serve_bench_config *c, const pl_serve_bench *b, int 
             pl_buf_printf(out, "%senergy at rate %s: not available (%s)\n", li, name, r->energy_note);
     }
     if (c->exec == PL_SERVE_EXEC_FLOOR)
-        pl_buf_printf(out, "%sthe figures above are the engine's computed ceiling at these ceilings, not a "
-                           "measurement; the scheduling overhead is host time over simulated step time\n",
+        pl_buf_printf(out,
+                      "%sthe figures above are the engine's computed ceiling at these ceilings, not a "
+                      "measurement; the scheduling overhead is host time over simulated step time\n",
                       li);
     if (c->slo.ttft_ms > 0 || c->slo.tpot_ms > 0)
         pl_buf_printf(out, "%sgate (p99 TTFT <= %g ms, p99 TPOT <= %g ms; 0 = not set): %s%s%s\n", li, c->slo.ttft_ms,
