@@ -59,9 +59,12 @@ int pl_cmd_scenario(int argc, char **argv)
     if (rc != 0)
         return pl_usage_error("scenario", err);
     pl_scenario s;
-    if (pl_scenario_fullstack(&o, &s, err, sizeof err) != 0) {
-        fprintf(stderr, "perflab scenario: %s\n", err);
+    int rc_run = pl_scenario_fullstack(&o, &s, err, sizeof err);
+    if (rc_run != 0) {
         pl_scenario_free(&s);
+        if (rc_run == -2)
+            return pl_usage_error("scenario", err);
+        fprintf(stderr, "perflab scenario: %s\n", err);
         return PL_EXIT_FAILED;
     }
     if (json) {

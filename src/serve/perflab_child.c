@@ -8,7 +8,8 @@
 #include "core/ncu.h"
 #include "core/util.h"
 
-int pl_perflab_child_run(const char *const *args, const char *log_path, double timeout_s, pl_child_end *end)
+int pl_perflab_child_run(const char *const *args, const char *env, const char *log_path, double timeout_s,
+                         pl_child_end *end)
 {
     memset(end, 0, sizeof *end);
     char *exe = pl_self_exe();
@@ -31,6 +32,8 @@ int pl_perflab_child_run(const char *const *args, const char *log_path, double t
         return -1;
     }
     if (c.pid == 0) {
+        if (env)
+            putenv((char *)env);
         execv(exe, argv);
         _exit(127);
     }

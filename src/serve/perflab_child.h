@@ -6,9 +6,11 @@
 
 #include "core/piped_child.h"
 
-/* Runs `perflab args[0] args[1] ...` (args NULL-terminated). end says how it ended (end->exited and
+/* Runs `perflab args[0] args[1] ...` (args NULL-terminated), with env ("NAME=value", or NULL) added to the child's
+ * environment. end says how it ended (end->exited and
  * end->exit_code, or timed out, interrupted, killed by a signal). 0, or -1 when the process could not start (the
  * reason in end->description). */
-int pl_perflab_child_run(const char *const *args, const char *log_path, double timeout_s, pl_child_end *end);
+int pl_perflab_child_run(const char *const *args, const char *env, const char *log_path, double timeout_s,
+                         pl_child_end *end);
 
 #endif

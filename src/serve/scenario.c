@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ceilings.h"
 #include "core/provenance.h"
 #include "core/results_json.h"
 #include "core/util.h"
@@ -18,6 +19,7 @@ typedef struct phase_args {
     const char *argv[MAX_ARGS];
     int n;
     char device[16];
+    char *env; /* "NAME=value" for the child, or NULL (malloc'd) */
 } phase_args;
 
 static void arg(phase_args *a, const char *s)
@@ -98,7 +100,17 @@ static int moe_args(const pl_scenario_options *o, const pl_scenario *s, const ch
 static int serve_args(const pl_scenario_options *o, const pl_scenario *s, const char *folder, phase_args *a,
                       char *reason, size_t len)
 {
-    /* a short sweep: 64 requests of 512 in / 128 out at three rates */
+    /* a short sweep: 64 requests of 512 in / 128 out at three rates, its ceilings those the peak phase measured */
+    if (s->inv.usable && !getenv("PERFLAB_CEILINGS")) {
+        const char *names[] = {s->inv.devices[s->device].name};
+        char *key = pl_hardware_key(names, 1), *peak = pl_path_join(s->dir, "peak"),
+             *file = pl_ceilings_path(peak, key);
+        if (pl_path_exists(file))
+            a->env = pl_strfmt("PERFLAB_CEILINGS=%s", file);
+        free(key);
+        free(peak);
+        free(file);
+    }
     const char *v[] = {"serve",
                        "--quiet",
                        "--model",
@@ -165,7 +177,7 @@ static void run_phase(const pl_scenario_options *o, pl_scenario *s, const phase_
             fprintf(stderr, "perflab scenario: %s: %s\n", d->name, p->command);
         double t0 = pl_now_s();
         pl_child_end end;
-        int started = pl_perflab_child_run(a.argv, log, o->phase_timeout_s, &end) == 0;
+        int started = pl_perflab_child_run(a.argv, a.env, log, o->phase_timeout_s, &end) == 0;
         p->seconds = pl_now_s() - t0;
         p->exit_code = started && end.exited ? end.exit_code : -1;
         p->status = p->exit_code == 0 ? PL_PHASE_OK : p->exit_code == 3 ? PL_PHASE_NO_GPU : PL_PHASE_FAILED;
@@ -178,6 +190,7 @@ static void run_phase(const pl_scenario_options *o, pl_scenario *s, const phase_
     if (!o->quiet)
         fprintf(stderr, "perflab scenario: %s: %s%s%s\n", d->name, pl_phase_status_name(p->status),
                 p->reason[0] ? ": " : "", p->reason);
+    free(a.env);
     free(folder);
     free(logs);
     free(log_name);
@@ -213,17 +226,23 @@ static int write_page(pl_scenario *s, char *err, size_t errlen)
 int pl_scenario_fullstack(const pl_scenario_options *o, pl_scenario *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
+    if (pl_gpu_inventory_probe(&s->inv, 60) != 0 && !s->inv.error[0])
+        pl_snprintf(s->inv.error, sizeof s->inv.error, "the GPU probe crashed or hung");
+    if (s->inv.usable && o->device >= s->inv.device_count) {
+        pl_snprintf(err, errlen, "--device %d: this machine has %d GPU%s", o->device, s->inv.device_count,
+                    s->inv.device_count == 1 ? "" : "s");
+        return -2;
+    }
+    s->device = o->device;
     s->run_id = pl_new_run_id();
-    char *name = pl_strfmt("scenario-%s", s->run_id), *logs;
+    char *name = pl_strfmt("scenario-%s", s->run_id);
     s->dir = pl_path_join(o->artifacts_dir, name);
     free(name);
-    logs = pl_path_join(s->dir, "logs");
+    char *logs = pl_path_join(s->dir, "logs");
     int rc = pl_mkdir_p(logs, err, errlen);
     free(logs);
     if (rc != 0)
         return -1;
-    if (pl_gpu_inventory_probe(&s->inv, 60) != 0 && !s->inv.error[0])
-        pl_snprintf(s->inv.error, sizeof s->inv.error, "the GPU probe crashed or hung");
     for (int i = 0; i < PL_SCENARIO_PHASES; i++)
         run_phase(o, s, &phase_defs[i], &s->phases[i]);
     s->exit_code = scenario_exit_code(s);

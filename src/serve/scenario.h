@@ -47,12 +47,13 @@ enum { PL_SCENARIO_PHASES = 6 };
 typedef struct pl_scenario {
     char *run_id, *dir;
     pl_gpu_inventory inv; /* inv.usable: a GPU was found */
+    int device;           /* the GPU of the one-GPU phases (within inv when usable) */
     pl_scenario_phase phases[PL_SCENARIO_PHASES];
     int exit_code; /* 0 every phase that could run passed and one ran on a GPU; 1 a phase failed; 3 none ran on a GPU */
 } pl_scenario;
 
 /* Runs every phase and writes the page. -1 with err only when the scenario folder cannot be made or the page cannot be
- * written (a phase's failure is its status). */
+ * written (a phase's failure is its status); -2 with err when --device is not one of this machine's GPUs. */
 int pl_scenario_fullstack(const pl_scenario_options *o, pl_scenario *s, char *err, size_t errlen);
 void pl_scenario_free(pl_scenario *s);
 const char *pl_phase_status_name(pl_phase_status st);

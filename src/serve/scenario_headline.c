@@ -27,7 +27,7 @@ void pl_scenario_headline_peak(const pl_scenario *s, pl_scenario_phase *p, const
 {
     if (!s->inv.usable)
         return;
-    const char *names[] = {s->inv.devices[0].name};
+    const char *names[] = {s->inv.devices[s->device].name};
     char *key = pl_hardware_key(names, 1), *path = pl_ceilings_path(folder, key), err[512];
     pl_ceilings c;
     if (pl_ceilings_load(path, &c, err, sizeof err) == 0) {

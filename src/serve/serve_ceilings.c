@@ -58,7 +58,7 @@ int pl_serve_ceil_measure(const char *artifacts_dir, const char *gpu_name, int d
                           "--device", dev,       "--artifacts-dir", artifacts_dir, NULL};
     pl_child_end end;
     /* exit 1: a figure failed its check; the others are stored, and the load below says whether these two are */
-    if (pl_perflab_child_run(args, log_path, 900, &end) != 0 || !end.exited || end.exit_code > 1) {
+    if (pl_perflab_child_run(args, NULL, log_path, 900, &end) != 0 || !end.exited || end.exit_code > 1) {
         pl_snprintf(err, errlen,
                     "%s; measuring them with perflab peak %s (log: %s): give --hbm-gbps and "
                     "--tensor-tflops instead",
