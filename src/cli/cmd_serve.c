@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/options.h"
@@ -141,6 +142,15 @@ static int build_config(const serve_args *a, double *rates, pl_serve_bench_confi
     return rc;
 }
 
+static void show_progress(void *arg, int index, int n, double rate)
+{
+    (void)arg;
+    char name[32];
+    fprintf(stderr, "\rperflab serve: rate %s (%d of %d)%10s", pl_serve_rate_name(rate, name, sizeof name), index + 1,
+            n, "");
+    fflush(stderr);
+}
+
 /* The GPU (when the executor or the ceilings need one) and the floor's ceilings. An exit code, or -1 to go on. */
 static int find_gpu_and_ceilings(const serve_args *a, pl_serve_bench_config *c, pl_gpu_inventory *inv, int *have_inv,
                                  pl_serve_ceil *ceil)
@@ -191,7 +201,11 @@ static int run_and_report(const serve_args *a, pl_serve_bench_config *c, const p
 {
     char err[1024];
     pl_serve_bench b;
+    const int show = !a->quiet && isatty(STDERR_FILENO);
+    c->progress = show ? show_progress : NULL;
     int rc = pl_serve_bench_run(c, &b, err, sizeof err);
+    if (show)
+        fprintf(stderr, "\r%60s\r", "");
     if (rc != 0) {
         fprintf(stderr, "perflab serve: %s\n", err);
         return rc;

@@ -4,7 +4,7 @@
  * two runs or more, before/after from compare), gemm folders (comparison.json: TFLOP/s per shape and provider),
  * MoE readiness folders (report.json: the heatmaps), comm folders (report.json: busbw and p99 against size) and
  * profile folders (profile.json: the findings) and serve folders (report.json: the latency CDFs and the
- * throughput-latency curve). */
+ * throughput-latency curve) and scenario folders (report.json: each phase's status and headline). */
 #ifndef PERFLAB_REPORT_HTML_H
 #define PERFLAB_REPORT_HTML_H
 
@@ -14,12 +14,13 @@
 #include "perflab/results.h"
 
 typedef enum pl_report_kind {
-    PL_INPUT_RUN,     /* run.json */
-    PL_INPUT_GEMM,    /* comparison.json */
-    PL_INPUT_MOE,     /* report.json of kind moe_readiness */
-    PL_INPUT_COMM,    /* report.json of kind comm */
-    PL_INPUT_PROFILE, /* profile.json */
-    PL_INPUT_SERVE,   /* report.json of kind serve */
+    PL_INPUT_RUN,      /* run.json */
+    PL_INPUT_GEMM,     /* comparison.json */
+    PL_INPUT_MOE,      /* report.json of kind moe_readiness */
+    PL_INPUT_COMM,     /* report.json of kind comm */
+    PL_INPUT_PROFILE,  /* profile.json */
+    PL_INPUT_SERVE,    /* report.json of kind serve */
+    PL_INPUT_SCENARIO, /* report.json of kind scenario */
 } pl_report_kind;
 
 typedef struct pl_report_input {

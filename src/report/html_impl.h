@@ -34,5 +34,6 @@ void pl_html_moe_section(pl_buf *b, const pl_report_input *in);
 void pl_html_comm_section(pl_buf *b, const pl_report_input *in);
 void pl_html_profile_section(pl_buf *b, const pl_report_input *in);
 void pl_html_serve_section(pl_buf *b, const pl_report_input *in);
+void pl_html_scenario_section(pl_buf *b, const pl_report_input *in);
 
 #endif

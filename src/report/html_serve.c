@@ -1,5 +1,6 @@
-/* The serve section of report.html: what ran, the per-rate table, the TTFT and TPOT CDFs and the throughput-latency
- * curve, from a `perflab serve` report.json (src/serve/serve_report.h writes it). */
+/* The serve and scenario sections of report.html. Serve, from a `perflab serve` report.json (src/serve/serve_report.h
+ * writes it): what ran, the per-rate table, the TTFT and TPOT CDFs and the throughput-latency curve. Scenario, from a
+ * `perflab scenario` report.json: each phase's status and headline. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,4 +191,42 @@ void pl_html_serve_section(pl_buf *b, const pl_report_input *in)
     cdf_chart(b, rates, "ttft_ms", "TTFT: cumulative distribution", "time to first token (ms)");
     cdf_chart(b, rates, "tpot_ms", "TPOT: cumulative distribution", "time per output token (ms)");
     curve_chart(b, rates);
+}
+
+/* A `perflab scenario` page: the GPUs, the exit code's meaning, and each phase's status, seconds and headline. */
+void pl_html_scenario_section(pl_buf *b, const pl_report_input *in)
+{
+    json_t *doc = in->doc, *gpus = json_object_get(doc, "gpus"), *p;
+    pl_html_heading(b, "scenario-", "perflab scenario", in);
+    pl_buf_append(b, "<dl class=\"prov\">\n");
+    char *line =
+        json_integer_value(json_object_get(gpus, "count")) > 0
+            ? pl_strfmt("%lld x %s", (long long)json_integer_value(json_object_get(gpus, "count")), text(gpus, "name"))
+            : pl_strfmt("none usable (%s)", text(gpus, "why_none"));
+    pl_html_dl_item(b, "GPUs", line);
+    free(line);
+    line = pl_strfmt("%lld: %s", (long long)json_integer_value(json_object_get(doc, "exit_code")),
+                     text(doc, "exit_meaning"));
+    pl_html_dl_item(b, "exit code", line);
+    free(line);
+    pl_buf_append(b, "</dl>\n");
+    static const char *const spec[] = {"phase", "status", ">seconds", "headline, or why not", "command"};
+    pl_table *t = pl_table_new(sizeof spec / sizeof spec[0], spec);
+    size_t i;
+    json_array_foreach(json_object_get(doc, "phases"), i, p)
+    {
+        size_t row = pl_table_row(t);
+        const char *head = text(p, "headline_text"), *why = text(p, "reason");
+        const double s = pl_json_get_real(p, "seconds");
+        pl_table_set(t, row, 0, "%s", text(p, "name"));
+        pl_table_set(t, row, 1, "%s", text(p, "status"));
+        if (isfinite(s))
+            pl_table_set(t, row, 2, "%.1f", s);
+        else
+            pl_table_set(t, row, 2, "-");
+        pl_table_set(t, row, 3, "%s%s%s", head, *head && *why ? "; " : "", why);
+        pl_table_set(t, row, 4, "%s", text(p, "command"));
+    }
+    pl_html_table(b, t);
+    pl_table_free(t);
 }

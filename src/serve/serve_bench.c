@@ -283,6 +283,8 @@ static int sweep_all(sweep *s, pl_serve_bench *out, char *err, size_t errlen)
         s->cfg.num_pages = out->num_pages;
         if (rc == 0)
             rc = check_fit(out, r->reqs, r->n, c->sched.page_size, err, errlen);
+        if (rc == 0 && c->progress)
+            c->progress(c->progress_arg, i, c->n_rates, r->rate);
         if (rc == 0)
             rc = run_rate(s, r, err, errlen);
     }

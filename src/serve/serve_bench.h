@@ -34,6 +34,9 @@ typedef struct pl_serve_bench_config {
     uint64_t gpu_mem_bytes;         /* floor with num_pages 0: pages planned against it (engine/memory_plan.h);
                                        0: a pool that holds every request at once */
     int warmup_requests;            /* GPU executor: requests served once, untimed, before the first rate */
+    /* called before each rate's run (NULL: not called): its index among n and the rate */
+    void (*progress)(void *arg, int index, int n, double rate);
+    void *progress_arg;
 } pl_serve_bench_config;
 
 typedef struct pl_serve_rate {

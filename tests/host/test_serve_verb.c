@@ -290,6 +290,21 @@ START_TEST(scenario_without_gpu)
     ck_assert_ptr_nonnull(text);
     ck_assert(strstr(text, "| serve | no_gpu |") != NULL);
     ck_assert(strstr(text, "exit code 3") != NULL);
+    /* perflab report draws the page */
+    char *out = pl_test_tmpdir("scenario_html"), *rep = pl_strfmt("report %s --out %s", folder, out),
+         *path = pl_path_join(out, "report.html"), why[512];
+    pl_cmd_result h = pl_run_perflab(NULL, rep);
+    ck_assert_msg(h.exit_code == 0, "exit %d: %s", h.exit_code, h.err);
+    char *html = pl_read_file(path, NULL, NULL, 0);
+    ck_assert_ptr_nonnull(html);
+    pl_xml_stats st = {0};
+    ck_assert_msg(pl_xml_check(html, &st, why, sizeof why) == 0, "%s", why);
+    ck_assert(strstr(html, "perflab scenario") != NULL && strstr(html, "no_gpu") != NULL);
+    free(html);
+    pl_cmd_result_free(&h);
+    free(path);
+    free(rep);
+    free(out);
     free(text);
     free(md);
     json_decref(doc);
