@@ -184,8 +184,11 @@ static int find_gpu_and_ceilings(const serve_args *a, pl_serve_bench_config *c, 
         return -1;
     }
     char err[1024], *log = pl_path_join(a->artifacts_dir, "serve-peak.log");
-    int rc = pl_serve_ceil_measure(a->artifacts_dir, inv->devices[a->device].name, a->device,
-                                   c->dtype != PL_WEIGHTS_BF16, log, ceil, err, sizeof err);
+    const char *gpu = inv->devices[a->device].name;
+    if (!a->quiet && pl_serve_ceil_load(a->artifacts_dir, gpu, c->dtype != PL_WEIGHTS_BF16, ceil, err, sizeof err) == 1)
+        fprintf(stderr, "perflab serve: %s: measuring them now with perflab peak --quick (log: %s)\n", err, log);
+    int rc = pl_serve_ceil_measure(a->artifacts_dir, gpu, a->device, c->dtype != PL_WEIGHTS_BF16, log, ceil, err,
+                                   sizeof err);
     free(log);
     if (rc != 0) {
         fprintf(stderr, "perflab serve: the ceilings: %s\n", err);

@@ -16,8 +16,10 @@ const char *pl_serve_timing_note(pl_serve_exec exec)
     if (exec == PL_SERVE_EXEC_FLOOR)
         return "computed ceiling, not a measurement: every step is timed at max(FLOPs / peak, bytes / bandwidth) of "
                "the given ceilings (engine/serve_floor), on the scheduler's simulated clock";
-    return "host wall clock (CLOCK_MONOTONIC) around each step's GPU work (prefill chunks and decodes, then a "
-           "synchronize), the scheduler's host time between steps added; no HTTP, tokenizer or detokenizer";
+    return "each step's duration is the host wall clock (CLOCK_MONOTONIC) around its GPU work (the step's prefill "
+           "chunks and decodes, synchronised); the run's clock advances by those durations and jumps idle gaps to "
+           "the next arrival; the scheduler's host time between steps is measured apart (scheduler_overhead), not "
+           "added to the latencies; no HTTP, tokenizer or detokenizer";
 }
 
 /* Every figure under vLLM's key: its value, or (units) its unit. */
