@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "core/piped_child.h"
 #include "core/util.h"
 #include "serve/scenario.h"
 
@@ -18,7 +19,7 @@ static void usage(const pl_option *opts)
            "no_gpu) and headline figures. A phase that fails is a status, not the end.\n\noptions:\n");
     pl_options_help(stdout, opts);
     printf("\nexit codes: 0 every phase that could run passed; 1 a phase failed; 2 bad usage; 3 no phase could run\n"
-           "on a GPU (no usable GPU).\n");
+           "on a GPU (no usable GPU); 130 interrupted (the page holds what finished).\n");
 }
 
 int pl_cmd_scenario(int argc, char **argv)
@@ -59,6 +60,7 @@ int pl_cmd_scenario(int argc, char **argv)
     if (rc != 0)
         return pl_usage_error("scenario", err);
     pl_scenario s;
+    pl_child_install_interrupt_handler();
     int rc_run = pl_scenario_fullstack(&o, &s, err, sizeof err);
     if (rc_run != 0) {
         pl_scenario_free(&s);

@@ -166,7 +166,10 @@ static void run_phase(const pl_scenario_options *o, pl_scenario *s, const phase_
          *log_name = pl_strfmt("%s.log", d->name), *log = pl_path_join(logs, log_name);
     phase_args a = {.n = 0};
     pl_snprintf(a.device, sizeof a.device, "%d", o->device);
-    if (d->args(o, s, folder, &a, p->reason, sizeof p->reason) != 0) {
+    if (pl_interrupted) {
+        p->status = PL_PHASE_SKIPPED;
+        pl_snprintf(p->reason, sizeof p->reason, "not run: interrupted");
+    } else if (d->args(o, s, folder, &a, p->reason, sizeof p->reason) != 0) {
         p->status = PL_PHASE_SKIPPED;
     } else if (d->needs_gpu && !s->inv.usable) {
         p->status = PL_PHASE_NO_GPU;
@@ -199,6 +202,8 @@ static void run_phase(const pl_scenario_options *o, pl_scenario *s, const phase_
 
 static int scenario_exit_code(const pl_scenario *s)
 {
+    if (pl_interrupted)
+        return 130;
     int failed = 0, on_gpu = 0;
     for (int i = 0; i < PL_SCENARIO_PHASES; i++) {
         const pl_scenario_phase *p = &s->phases[i];

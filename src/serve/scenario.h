@@ -49,7 +49,8 @@ typedef struct pl_scenario {
     pl_gpu_inventory inv; /* inv.usable: a GPU was found */
     int device;           /* the GPU of the one-GPU phases (within inv when usable) */
     pl_scenario_phase phases[PL_SCENARIO_PHASES];
-    int exit_code; /* 0 every phase that could run passed and one ran on a GPU; 1 a phase failed; 3 none ran on a GPU */
+    int exit_code; /* 0 every phase that could run passed and one ran on a GPU; 1 a phase failed; 3 none ran on a GPU;
+                      130 interrupted (Ctrl-C: the phase running is stopped, the rest not run, the page written) */
 } pl_scenario;
 
 /* Runs every phase and writes the page. -1 with err only when the scenario folder cannot be made or the page cannot be
