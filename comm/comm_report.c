@@ -156,13 +156,7 @@ void pl_comm_emit_table(const pl_table *t, const char *title, pl_buf *text, pl_b
 {
     if (text) {
         pl_buf_printf(text, "# %s\n", title);
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        pl_table_print(t, f);
-        fclose(f);
-        pl_buf_append(text, buf);
-        free(buf);
+        pl_table_text(t, text);
     }
     if (markdown) {
         pl_buf_printf(markdown, "### %s\n\n", title);

@@ -18,6 +18,8 @@ int pl_cmd_gemm(int argc, char **argv);
 int pl_cmd_profile(int argc, char **argv);
 int pl_cmd_report(int argc, char **argv);
 int pl_cmd_calc(int argc, char **argv);
+int pl_cmd_serve(int argc, char **argv);
+int pl_cmd_scenario(int argc, char **argv);
 
 /* The whole command line, for provenance. */
 extern int pl_cli_argc;

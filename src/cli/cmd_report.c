@@ -14,7 +14,7 @@
 
 static const char *kind_name(pl_report_kind k)
 {
-    static const char *const names[] = {"run", "gemm", "moe_readiness", "comm", "profile"};
+    static const char *const names[] = {"run", "gemm", "moe_readiness", "comm", "profile", "serve", "scenario"};
     return names[k];
 }
 
@@ -66,7 +66,9 @@ int pl_cmd_report(int argc, char **argv)
                "                   per target the speedups with their 95%% intervals and the bytes ncu measured;\n"
                "                   with two runs or more, before/after of each later run against the first\n"
                "  comparison.json  perflab gemm: TFLOP/s per shape and provider\n"
-               "  report.json      perflab moe-readiness (its heatmaps) or perflab comm (busbw and p99 against size)\n"
+               "  report.json      perflab moe-readiness (its heatmaps), perflab comm (busbw and p99 against size)\n"
+               "                   perflab serve (TTFT and TPOT CDFs, the throughput-latency curve) or\n"
+               "                   perflab scenario (each phase's status and headline)\n"
                "  profile.json     perflab profile: the findings\n"
                "An incomplete run (interrupted or killed) is marked as such. Needs no GPU. At most 64 folders, and\n"
                "each document within the limits docs/report.md lists (checked before any work).\n\noptions:\n");

@@ -34,6 +34,8 @@ static const verb verbs[] = {
     {"calc", pl_cmd_calc, "calculators: kv-cache sizing, cost per token, precision of each dtype (no GPU needed)"},
     {"report", pl_cmd_report, "one self-contained report.html over runs, gemm, comm, moe-readiness, profile folders"},
     {"profile", pl_cmd_profile, "Nsight Compute report of a target's variants (fixed metric set) and findings"},
+    {"serve", pl_cmd_serve, "serving benchmark on the engine: TTFT/TPOT/ITL percentiles, tok/s, J/token, SLO gate"},
+    {"scenario", pl_cmd_scenario, "scenario fullstack: hw, peak, the quick suite, e2e, moe-readiness, serve; one page"},
 };
 
 static void usage(FILE *out)

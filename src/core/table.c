@@ -120,3 +120,16 @@ void pl_table_free(pl_table *t)
     free(t->cells);
     free(t);
 }
+
+void pl_table_text(const pl_table *t, pl_buf *out)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return;
+    pl_table_print(t, f);
+    fclose(f);
+    pl_buf_append(out, buf);
+    free(buf);
+}

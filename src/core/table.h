@@ -18,6 +18,8 @@ pl_table *pl_table_new(size_t ncols, const char *const *spec);
 size_t pl_table_row(pl_table *t);
 void pl_table_set(pl_table *t, size_t row, size_t col, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void pl_table_print(const pl_table *t, FILE *out);
+/* pl_table_print's text, appended to out. */
+void pl_table_text(const pl_table *t, pl_buf *out);
 void pl_table_markdown(const pl_table *t, pl_buf *out);
 void pl_table_free(pl_table *t);
 

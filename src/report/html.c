@@ -98,6 +98,8 @@ static const char *kind_name(pl_report_kind k)
     case PL_INPUT_GEMM: return "gemm";
     case PL_INPUT_MOE: return "moe-readiness";
     case PL_INPUT_COMM: return "comm";
+    case PL_INPUT_SERVE: return "serve";
+    case PL_INPUT_SCENARIO: return "scenario";
     default: return "profile";
     }
 }
@@ -109,6 +111,8 @@ static const char *id_prefix(pl_report_kind k)
     case PL_INPUT_GEMM: return "gemm-";
     case PL_INPUT_MOE: return "moe-";
     case PL_INPUT_COMM: return "comm-";
+    case PL_INPUT_SERVE: return "serve-";
+    case PL_INPUT_SCENARIO: return "scenario-";
     default: return "profile-";
     }
 }
@@ -146,6 +150,8 @@ char *pl_html_report(const pl_report_input *in, size_t n, const char *generated_
         case PL_INPUT_MOE: pl_html_moe_section(&b, &in[i]); break;
         case PL_INPUT_COMM: pl_html_comm_section(&b, &in[i]); break;
         case PL_INPUT_PROFILE: pl_html_profile_section(&b, &in[i]); break;
+        case PL_INPUT_SERVE: pl_html_serve_section(&b, &in[i]); break;
+        case PL_INPUT_SCENARIO: pl_html_scenario_section(&b, &in[i]); break;
         }
     }
     if (runs >= 2) {

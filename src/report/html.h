@@ -3,7 +3,8 @@
  * ceilings the run recorded, per target the speedups with their 95% intervals and the measured counters; with
  * two runs or more, before/after from compare), gemm folders (comparison.json: TFLOP/s per shape and provider),
  * MoE readiness folders (report.json: the heatmaps), comm folders (report.json: busbw and p99 against size) and
- * profile folders (profile.json: the findings). */
+ * profile folders (profile.json: the findings) and serve folders (report.json: the latency CDFs and the
+ * throughput-latency curve) and scenario folders (report.json: each phase's status and headline). */
 #ifndef PERFLAB_REPORT_HTML_H
 #define PERFLAB_REPORT_HTML_H
 
@@ -13,11 +14,13 @@
 #include "perflab/results.h"
 
 typedef enum pl_report_kind {
-    PL_INPUT_RUN,     /* run.json */
-    PL_INPUT_GEMM,    /* comparison.json */
-    PL_INPUT_MOE,     /* report.json of kind moe_readiness */
-    PL_INPUT_COMM,    /* report.json of kind comm */
-    PL_INPUT_PROFILE, /* profile.json */
+    PL_INPUT_RUN,      /* run.json */
+    PL_INPUT_GEMM,     /* comparison.json */
+    PL_INPUT_MOE,      /* report.json of kind moe_readiness */
+    PL_INPUT_COMM,     /* report.json of kind comm */
+    PL_INPUT_PROFILE,  /* profile.json */
+    PL_INPUT_SERVE,    /* report.json of kind serve */
+    PL_INPUT_SCENARIO, /* report.json of kind scenario */
 } pl_report_kind;
 
 typedef struct pl_report_input {
@@ -39,6 +42,8 @@ typedef struct pl_report_input {
 #define PL_REPORT_MAX_POINTS    16384
 #define PL_REPORT_MAX_CURVES    64
 #define PL_REPORT_MAX_VARIANTS  1024
+#define PL_REPORT_MAX_RATES     64      /* a serve report's request rates */
+#define PL_REPORT_MAX_SAMPLES   2000000 /* a serve report's TTFT and TPOT samples, all rates */
 
 /* A folder (or the JSON file itself) by what it holds. -1 with one line naming the path and what was expected. */
 int pl_report_input_load(const char *path, pl_report_input *out, char *err, size_t errlen);

@@ -14,7 +14,7 @@ static const char *str(json_t *o, const char *key)
     return s ? s : "";
 }
 
-static void heading(pl_buf *b, const char *prefix, const char *what, const pl_report_input *in)
+void pl_html_heading(pl_buf *b, const char *prefix, const char *what, const pl_report_input *in)
 {
     char *id = pl_html_id(prefix, in->label);
     pl_buf_printf(b, "<h2 id=\"%s\">", id);
@@ -26,7 +26,7 @@ static void heading(pl_buf *b, const char *prefix, const char *what, const pl_re
 }
 
 /* Provenance as the fabric and gemm reports store it (either a "provenance" object or its keys at the top). */
-static void provenance(pl_buf *b, json_t *doc)
+void pl_html_provenance(pl_buf *b, json_t *doc)
 {
     json_t *p = json_object_get(doc, "provenance");
     if (!json_is_object(p))
@@ -53,8 +53,8 @@ static void provenance(pl_buf *b, json_t *doc)
 void pl_html_gemm_section(pl_buf *b, const pl_report_input *in)
 {
     json_t *doc = in->doc, *provs = json_object_get(doc, "providers"), *shapes = json_object_get(doc, "shapes");
-    heading(b, "gemm-", "perflab gemm", in);
-    provenance(b, doc);
+    pl_html_heading(b, "gemm-", "perflab gemm", in);
+    pl_html_provenance(b, doc);
     const size_t np = json_array_size(provs), nsh = json_array_size(shapes);
     const char **pnames = pl_xcalloc(np + 1, sizeof *pnames), **snames = pl_xcalloc(nsh + 1, sizeof *snames);
     double *v = pl_xcalloc(np * nsh + 1, sizeof *v);
@@ -133,8 +133,8 @@ void pl_html_gemm_section(pl_buf *b, const pl_report_input *in)
 void pl_html_moe_section(pl_buf *b, const pl_report_input *in)
 {
     json_t *doc = in->doc, *v = json_object_get(doc, "verdict"), *slo = json_object_get(doc, "slo");
-    heading(b, "moe-", "MoE readiness", in);
-    provenance(b, doc);
+    pl_html_heading(b, "moe-", "MoE readiness", in);
+    pl_html_provenance(b, doc);
     const char *overall = str(v, "overall");
     pl_buf line = {0};
     pl_buf_printf(&line, "verdict: %s (%lld of %lld points missed", overall,
@@ -172,8 +172,8 @@ typedef struct curve {
 void pl_html_comm_section(pl_buf *b, const pl_report_input *in)
 {
     json_t *doc = in->doc, *points = json_object_get(doc, "points");
-    heading(b, "comm-", "perflab comm", in);
-    provenance(b, doc);
+    pl_html_heading(b, "comm-", "perflab comm", in);
+    pl_html_provenance(b, doc);
     /* one curve per collective, dtype and placement, in the order they first appear */
     curve *cs = pl_xcalloc(json_array_size(points) + 1, sizeof *cs);
     size_t nc = 0, i;
@@ -240,7 +240,7 @@ void pl_html_comm_section(pl_buf *b, const pl_report_input *in)
 void pl_html_profile_section(pl_buf *b, const pl_report_input *in)
 {
     json_t *doc = in->doc;
-    heading(b, "profile-", "perflab profile", in);
+    pl_html_heading(b, "profile-", "perflab profile", in);
     pl_buf_append(b, "<dl class=\"prov\">\n");
     pl_html_dl_item(b, "target", str(doc, "target"));
     pl_html_dl_item(b, "parameters", str(doc, "params"));

@@ -21,6 +21,11 @@ void pl_html_figure(pl_buf *b, char *svg);
 /* An id for an anchor from a label: letters, digits and '-' (malloc'd). */
 char *pl_html_id(const char *prefix, const char *label);
 
+/* A section's heading "<what> <label>" with its anchor (prefix + label), and the provenance list of a report.json
+ * that stores it as a "provenance" object or at its top (html_fabric.c). */
+void pl_html_heading(pl_buf *b, const char *prefix, const char *what, const pl_report_input *in);
+void pl_html_provenance(pl_buf *b, json_t *doc);
+
 /* The sections. */
 void pl_html_run_section(pl_buf *b, const pl_report_input *in);
 void pl_html_compare_section(pl_buf *b, const pl_report_input *a, const pl_report_input *bb);
@@ -28,5 +33,7 @@ void pl_html_gemm_section(pl_buf *b, const pl_report_input *in);
 void pl_html_moe_section(pl_buf *b, const pl_report_input *in);
 void pl_html_comm_section(pl_buf *b, const pl_report_input *in);
 void pl_html_profile_section(pl_buf *b, const pl_report_input *in);
+void pl_html_serve_section(pl_buf *b, const pl_report_input *in);
+void pl_html_scenario_section(pl_buf *b, const pl_report_input *in);
 
 #endif

@@ -33,6 +33,10 @@ static int classify(json_t *doc, pl_report_kind *kind)
         *kind = PL_INPUT_COMM;
     else if (k && strcmp(k, "perflab.profile") == 0)
         *kind = PL_INPUT_PROFILE;
+    else if (k && strcmp(k, "serve") == 0 && schema && strncmp(schema, "perflab.serve/", 14) == 0)
+        *kind = PL_INPUT_SERVE;
+    else if (k && strcmp(k, "scenario") == 0 && schema && strncmp(schema, "perflab.scenario/", 17) == 0)
+        *kind = PL_INPUT_SCENARIO;
     else
         return -1;
     return 0;
@@ -73,6 +77,19 @@ static size_t comm_curves(json_t *points)
     return n;
 }
 
+/* A serve report's TTFT and TPOT samples, every rate. */
+static size_t serve_samples(json_t *rates)
+{
+    size_t n = 0, i;
+    json_t *r;
+    json_array_foreach(rates, i, r)
+    {
+        json_t *s = json_object_get(r, "samples");
+        n += json_array_size(json_object_get(s, "ttft_ms")) + json_array_size(json_object_get(s, "tpot_ms"));
+    }
+    return n;
+}
+
 /* Limits on what a document makes the report draw (html.h), checked before any work. */
 static int check_size(pl_report_kind kind, json_t *doc, char *err, size_t errlen)
 {
@@ -94,6 +111,13 @@ static int check_size(pl_report_kind kind, json_t *doc, char *err, size_t errlen
                over("curves", comm_curves(json_object_get(doc, "points")), PL_REPORT_MAX_CURVES, err, errlen);
     case PL_INPUT_PROFILE:
         return over("variants", json_array_size(json_object_get(doc, "variants")), PL_REPORT_MAX_VARIANTS, err, errlen);
+    case PL_INPUT_SERVE:
+        return over("request rates", json_array_size(json_object_get(doc, "rates")), PL_REPORT_MAX_RATES, err,
+                    errlen) ||
+               over("latency samples", serve_samples(json_object_get(doc, "rates")), PL_REPORT_MAX_SAMPLES, err,
+                    errlen);
+    case PL_INPUT_SCENARIO:
+        return over("phases", json_array_size(json_object_get(doc, "phases")), PL_REPORT_MAX_CURVES, err, errlen);
     }
     return 0;
 }
@@ -132,8 +156,8 @@ int pl_report_input_load(const char *path, pl_report_input *out, char *err, size
     }
     if (classify(doc, &out->kind) != 0) {
         pl_snprintf(err, errlen,
-                    "%s: not a perflab result (expected a run.json, a gemm comparison.json, a moe-readiness or comm "
-                    "report.json, or a profile.json)",
+                    "%s: not a perflab result (expected a run.json, a gemm comparison.json, a moe-readiness, comm, "
+                    "serve or scenario report.json, or a profile.json)",
                     PL_ESC(file));
         json_decref(doc);
         free(file);
