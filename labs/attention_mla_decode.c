@@ -1,8 +1,9 @@
 /* attention:mla_decode — DeepSeek-style multi-head latent attention at decode: one new query token per sequence,
  * 16-128 query heads all attending to one latent KV head of 576 (the value its first 512), a paged cache of 64-token
  * pages with a block table per sequence, sequences of mixed lengths. A plain fp32 kernel against the tensor-core
- * split-KV kernel, judged by the latent rows read once (memory-bound at 16 heads) and by the FLOPs (compute-bound at
- * 128), beside a read-only stream of the same bytes (the HBM read ceiling of the same process). */
+ * split-KV kernels (mma.sync, and wgmma on sm_90a), judged by the latent rows read once (memory-bound at 16 heads)
+ * and by the FLOPs (compute-bound at 128), beside a read-only stream of the same bytes (the HBM read ceiling of the
+ * same process). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,7 @@ static void mla_counters(const pl_params *p, pl_counters *c)
 {
     const double batch = (double)pl_param_int(p, "batch"), h = (double)pl_param_int(p, "heads");
     const double tokens = (double)mla_total_tokens(p);
-    c->flops = 2.0 * h * tokens * (PL_MLA_D_QK + PL_MLA_D_V);        /* q·k over 576, p·v over 512 */
+    c->flops = 2.0 * h * tokens * (PL_MLA_D_QK + PL_MLA_D_V);                   /* q·k over 576, p·v over 512 */
     c->bytes_read = 2.0 * tokens * PL_MLA_D_QK + 2.0 * batch * h * PL_MLA_D_QK; /* each latent row once, Q */
     c->bytes_written = 2.0 * batch * h * PL_MLA_D_V;
     c->elements = batch * h * PL_MLA_D_V;
@@ -72,23 +73,25 @@ static int mla_check_params(const pl_params *params, const struct pl_gpu_record 
     if (chunk % 64 != 0)
         return pl_params_refuse(err, errlen, "--chunk %d is not a multiple of 64: use 0 (chosen) or e.g. 1024", chunk);
     if (chunk > 0 && (kv_len + (long long)chunk - 1) / chunk > 65535)
-        return pl_params_refuse(err, errlen, "--chunk %d splits --kv-len %d into more than 65535 chunks: use a larger "
-                                "chunk or 0", chunk, kv_len);
+        return pl_params_refuse(err, errlen,
+                                "--chunk %d splits --kv-len %d into more than 65535 chunks: use a larger "
+                                "chunk or 0",
+                                chunk, kv_len);
     if (!gpu)
         return 0;
     /* the cache (the pages rounded up), Q, O and the workspace at the finest split the chooser makes */
-    const double tokens = (double)mla_total_tokens(params) + (double)pl_param_int(params, "batch") *
-                                                                 (double)pl_param_int(params, "page-size");
+    const double tokens = (double)mla_total_tokens(params) +
+                          (double)pl_param_int(params, "batch") * (double)pl_param_int(params, "page-size");
     const double rows = (double)pl_param_int(params, "batch") * (double)pl_param_int(params, "heads");
-    return pl_check_device_memory(gpu, 2.0 * tokens * PL_MLA_D_QK + rows * (2.0 * PL_MLA_D_QK + 2.0 * PL_MLA_D_V) +
-                                           rows * 64.0 * (PL_MLA_D_V + 1) * 4.0,
+    return pl_check_device_memory(gpu,
+                                  2.0 * tokens * PL_MLA_D_QK + rows * (2.0 * PL_MLA_D_QK + 2.0 * PL_MLA_D_V) +
+                                      rows * 64.0 * (PL_MLA_D_V + 1) * 4.0,
                                   "pass a smaller --batch, --heads or --kv-len", err, errlen);
 }
 
 /* float64 reference of sequence b, every head, into out [heads][512]: two passes over the sequence's latent rows
  * (rows: its len × 576 elements gathered through the block table, as doubles). */
-static void mla_reference_seq(const mla_state *s, const uint16_t *q, const double *rows, int b, double *sc,
-                              double *out)
+static void mla_reference_seq(const mla_state *s, const uint16_t *q, const double *rows, int b, double *sc, double *out)
 {
     const pl_mla_problem *p = &s->p;
     const int len = s->lens_host[b];
@@ -177,8 +180,7 @@ static void mla_shape(pl_ctx *ctx, const pl_params *params, mla_state *s)
     s->checked = (size_t)((p->batch + s->ref_stride - 1) / s->ref_stride) * p->heads * PL_MLA_D_V;
 }
 
-static int mla_copy_back(pl_ctx *ctx, const mla_state *s, uint16_t *qh, size_t q_elems, uint16_t *kvh,
-                         size_t kv_elems)
+static int mla_copy_back(pl_ctx *ctx, const mla_state *s, uint16_t *qh, size_t q_elems, uint16_t *kvh, size_t kv_elems)
 {
     PL_CUDA(ctx, cudaMemcpyAsync(qh, s->p.q, q_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaMemcpyAsync(kvh, s->p.kv_cache, kv_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
@@ -242,8 +244,8 @@ static int mla_setup(pl_ctx *ctx, const pl_params *params, void **state)
     PL_TRY(pl_fill_uniform_bf16(ctx, q, q_elems, -1.0f, 1.0f, STREAM_Q));
     PL_TRY(pl_fill_uniform_bf16(ctx, kv, kv_elems, -1.0f, 1.0f, STREAM_KV));
     PL_CUDA(ctx, cudaMemcpyAsync(table, s->table_host, table_bytes, cudaMemcpyHostToDevice, ctx->stream));
-    PL_CUDA(ctx, cudaMemcpyAsync(lens, s->lens_host, (size_t)p->batch * sizeof(int), cudaMemcpyHostToDevice,
-                                 ctx->stream));
+    PL_CUDA(ctx,
+            cudaMemcpyAsync(lens, s->lens_host, (size_t)p->batch * sizeof(int), cudaMemcpyHostToDevice, ctx->stream));
     p->q = q;
     p->kv_cache = kv;
     p->block_table = table;
@@ -270,8 +272,8 @@ static int mla_check(pl_ctx *ctx, void *state, pl_verification *v)
         uint32_t x = 0;
         PL_CUDA(ctx, cudaMemcpyAsync(&x, s->read_xor, sizeof x, cudaMemcpyDeviceToHost, ctx->stream));
         PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-        pl_verify_set(v, x == s->read_xor_host, "XOR of the %lld latent rows: 0x%08x, the host's 0x%08x", s->tokens,
-                      x, s->read_xor_host);
+        pl_verify_set(v, x == s->read_xor_host, "XOR of the %lld latent rows: 0x%08x, the host's 0x%08x", s->tokens, x,
+                      s->read_xor_host);
         return 0;
     }
     PL_CUDA(ctx, cudaMemcpyAsync(s->o_host, s->p.o, s->o_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
@@ -300,6 +302,14 @@ static int run_mma(pl_ctx *ctx, void *state)
     return 0;
 }
 
+static int run_wgmma(pl_ctx *ctx, void *state)
+{
+    mla_state *s = state;
+    s->last_was_read = 0;
+    PL_CUDA(ctx, pl_mla_decode_wgmma(&s->p, s->max_len, s->chunk, s->workspace, ctx->stream));
+    return 0;
+}
+
 /* The read ceiling: the counted latent rows read once, nothing written but one word. */
 static int run_read_stream(pl_ctx *ctx, void *state)
 {
@@ -317,6 +327,11 @@ static const pl_variant mla_variants[] = {
                "a cp.async ring (one tile feeds Q·Kᵀ over 576 and P·V over 512), the sequence split over CTAs and "
                "merged by log-sum-exp",
                .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("split_wgmma", run_wgmma,
+               "split_mma's split with 64 heads as the M of wgmma m64n32k16 (S, a warpgroup per 32 tokens) and "
+               "m64n256k16 (P·V, a warpgroup per 256 columns) from 128-byte-swizzled shared memory, 64-token tiles "
+               "in two cp.async stages",
+               .req = {.needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA}),
     PL_VARIANT("read_stream", run_read_stream,
                "a read-only XOR of every word of the counted latent rows, a flat 16-byte stream: the read ceiling",
                .flags = PL_VARIANT_REFERENCE, .req = {.needs_gpu = 1, .min_cc = 80}),
@@ -327,7 +342,7 @@ const pl_target pl_target_attention_mla_decode = {
     .group = "attention",
     .name = "mla_decode",
     .summary = "DeepSeek-style MLA decode (one 576-wide latent KV head, 16-128 query heads, 64-token pages): fp32 "
-               "baseline vs tensor-core split-KV, against the HBM read ceiling",
+               "baseline vs tensor-core split-KV (mma.sync, wgmma), against the HBM read ceiling",
     .req = {.needs_gpu = 1},
     .params = mla_params,
     .variants = mla_variants,

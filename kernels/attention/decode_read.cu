@@ -3,8 +3,9 @@
  * decode kernels (reading K and V once, writing almost nothing) can approach and a device-to-device copy (a read
  * and a write of every byte) cannot show.
  *
- *   stream:    the two caches (or MLA's one latent cache: pl_mla_read) as two flat arrays, 16-byte loads, a grid-stride loop with eight loads a thread in
- *              flight: the pool read front to back, the best case of the DRAM.
+ *   stream:    the two caches as two flat arrays (or MLA's one latent cache: pl_mla_read), 16-byte loads, a
+ *              grid-stride loop with eight loads a thread in flight: the pool read front to back, the best case of
+ *              the DRAM.
  *   head rows: the access pattern of the per-head decode kernels (split_kv_mma, balanced_mma): the CTAs of kv
  *              head h read only h's 256-byte rows (head_dim 128) out of each token's rows of all the kv heads,
  *              K and V of the same tokens together; the CTAs of the kv heads of one block of tokens side by side

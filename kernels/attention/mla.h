@@ -16,6 +16,8 @@
  *   mla_decode_mma.cu       the query heads as the M rows of mma.sync m16n8k16, 32-token tiles of latent rows
  *                           streamed through shared memory with cp.async (one tile feeds both Q·Kᵀ and P·V),
  *                           the sequence split over CTAs and the splits merged by their log-sum-exp
+ *   mla_decode_wgmma_sm90a.cu  the same split with 64 heads as the M of wgmma (sm_90a), 64-token tiles in the
+ *                           128-byte-swizzled layout, two warpgroups splitting S by tokens and O by columns
  *
  * Every launcher enqueues on `stream`, never synchronises and returns the launch's cudaError_t. */
 #ifndef PERFLAB_ATTENTION_MLA_H
@@ -34,12 +36,12 @@ extern "C" {
 
 typedef struct pl_mla_problem {
     int batch, heads, page_size, max_pages;
-    float scale;               /* multiplies q·k before the softmax */
-    const uint16_t *q;         /* [batch][heads][576] bf16 bits */
-    const uint16_t *kv_cache;  /* [pages][page_size][576] bf16 bits */
-    const int *block_table;    /* [batch][max_pages] */
-    const int *seq_lens;       /* [batch], each in 1 .. max_pages·page_size */
-    uint16_t *o;               /* [batch][heads][512] bf16 bits */
+    float scale;              /* multiplies q·k before the softmax */
+    const uint16_t *q;        /* [batch][heads][576] bf16 bits */
+    const uint16_t *kv_cache; /* [pages][page_size][576] bf16 bits */
+    const int *block_table;   /* [batch][max_pages] */
+    const int *seq_lens;      /* [batch], each in 1 .. max_pages·page_size */
+    uint16_t *o;              /* [batch][heads][512] bf16 bits */
 } pl_mla_problem;
 
 /* 1 when the kernels can compute p; else 0 with the reason and the fix in why. Heads 1..4096 (the kernels pad the
@@ -57,6 +59,10 @@ cudaError_t pl_mla_decode_baseline(const pl_mla_problem *p, cudaStream_t stream)
 int pl_mla_decode_chunk(const pl_mla_problem *p, long long total_tokens, int max_len, int sm_count);
 size_t pl_mla_decode_workspace_bytes(const pl_mla_problem *p, int max_len, int chunk);
 cudaError_t pl_mla_decode_mma(const pl_mla_problem *p, int max_len, int chunk, void *workspace, cudaStream_t stream);
+
+/* Warpgroup MMA (mla_decode_wgmma_sm90a.cu, sm_90a only: the caller checks the requirements): blocks of 64 heads,
+ * 64-token tiles, wgmma from shared memory; the same chunk, workspace and combine as pl_mla_decode_mma. */
+cudaError_t pl_mla_decode_wgmma(const pl_mla_problem *p, int max_len, int chunk, void *workspace, cudaStream_t stream);
 
 /* Read-only reference (decode_read.cu): every 32-bit word of the first `rows` latent rows of the pool XORed into
  * *out (device memory, zeroed first) by a flat stream of `ctas` CTAs: the read ceiling for the bytes the decode

@@ -20,8 +20,7 @@
  * memory). */
 #include <math.h>
 
-#include "attention/mla.h"
-#include "attention/attn_common.cuh"
+#include "attention/mla_split.cuh"
 
 #define MM_NT      32                   /* tokens a tile */
 #define MM_CS      4                    /* warps of a row block: token slices of S, column slices of O */
@@ -39,35 +38,18 @@ template <int RB> struct mm_cfg {
     static constexpr int SMEM = RED_OFF + MM_CS * M * 4;
 };
 
-struct mm_args {
-    pl_mla_problem p;
-    int chunk, max_splits;
-    int page_shift; /* log2(page_size) when a power of two, else -1 */
-    float scale_log2;
-    float *ws_o;   /* [batch][heads][max_splits][512] normalised partial outputs */
-    float *ws_lse; /* [batch][heads][max_splits] base-2 log-sum-exp of the scaled scores */
-};
-
-/* Offset in the pool (elements) of token t's latent row. */
-__device__ __forceinline__ long long mm_row_of(const mm_args &a, const int *table, int t)
-{
-    const int ps = a.p.page_size;
-    const long long page = a.page_shift >= 0 ? table[t >> a.page_shift] : table[t / ps];
-    const int in_page = a.page_shift >= 0 ? (t & (ps - 1)) : t % ps;
-    return (page * ps + in_page) * PL_MLA_D_QK;
-}
-
 /* Tokens [t0, t0 + 32) into a stage, rows at or past t_end zero-filled. Warp w copies rows w·RPW .. w·RPW + RPW - 1,
  * a row at a time, 32 consecutive 16-byte chunks per instruction (the row's 72 in three); lane j < RPW looks up row
  * j's place in the pool once (one block-table read a row, not one a copy) and the warp takes it by shuffle. */
 template <int WARPS>
-__device__ __forceinline__ void mm_load_tile(uint32_t stage, const mm_args &a, const int *table, int t0, int t_end)
+__device__ __forceinline__ void mm_load_tile(uint32_t stage, const mla_split_args &a, const int *table, int t0,
+                                             int t_end)
 {
     constexpr int RPW = MM_NT / WARPS;
     const int lane = threadIdx.x & 31, r0 = (threadIdx.x >> 5) * RPW;
     long long mine = -1; /* -1: past t_end */
     if (lane < RPW && t0 + r0 + lane < t_end)
-        mine = mm_row_of(a, table, t0 + r0 + lane);
+        mine = mla_row_of(a, table, t0 + r0 + lane);
 #pragma unroll
     for (int j = 0; j < RPW; j++) {
         const long long row = __shfl_sync(0xffffffffu, mine, j);
@@ -78,8 +60,7 @@ __device__ __forceinline__ void mm_load_tile(uint32_t stage, const mm_args &a, c
 }
 
 /* The block's query rows into shared memory, zeros for rows past the last head. */
-template <int RB>
-__device__ __forceinline__ void mm_load_q(uint32_t sq, const pl_mla_problem &p, int b, int h0)
+template <int RB> __device__ __forceinline__ void mm_load_q(uint32_t sq, const pl_mla_problem &p, int b, int h0)
 {
     using C = mm_cfg<RB>;
     for (int i = threadIdx.x; i < C::M * MM_CHUNKS; i += C::THREADS) {
@@ -112,8 +93,7 @@ __device__ __forceinline__ void mm_scores(float (&s)[4], uint32_t sq, uint32_t s
  * P tile. m: running max of rows g, g + 8 (base-2 units); l: this thread's part of their sums. */
 template <int RB>
 __device__ __forceinline__ void mm_softmax(float (&s)[4], float (&m)[2], float (&l)[2], float (&o)[MM_OCOLS / 8][4],
-                                           unsigned char *smem, float sl2, int tok, int t_end, int rb, int cs,
-                                           int lane)
+                                           unsigned char *smem, float sl2, int tok, int t_end, int rb, int cs, int lane)
 {
     using C = mm_cfg<RB>;
     float *red = reinterpret_cast<float *>(smem + C::RED_OFF);
@@ -182,23 +162,14 @@ __device__ __forceinline__ void mm_pv(float (&o)[MM_OCOLS / 8][4], uint32_t sp, 
 /* The chunk's result: sums of the row block's warps merged through red, rows normalised, written with their
  * log-sum-exp to the workspace slot of (b, head, sp). */
 template <int RB>
-__device__ __forceinline__ void mm_store_partial(const mm_args &a, unsigned char *smem, float (&o)[MM_OCOLS / 8][4],
-                                                 const float (&m)[2], float (&l)[2], int b, int h0, int sp, int rb,
-                                                 int cs, int lane)
+__device__ __forceinline__ void mm_store_partial(const mla_split_args &a, unsigned char *smem,
+                                                 float (&o)[MM_OCOLS / 8][4], const float (&m)[2], float (&l)[2], int b,
+                                                 int h0, int sp, int rb, int cs, int lane)
 {
     using C = mm_cfg<RB>;
     float *red = reinterpret_cast<float *>(smem + C::RED_OFF);
     const int row = rb * 16 + (lane >> 2);
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    }
-    if ((lane & 3) == 0) {
-        red[cs * C::M + row] = l[0];
-        red[cs * C::M + row + 8] = l[1];
-    }
-    __syncthreads();
+    mla_publish_sums<C::M>(l, red, cs, row, lane & 3);
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int h = h0 + row + 8 * r;
@@ -208,19 +179,12 @@ __device__ __forceinline__ void mm_store_partial(const mm_args &a, unsigned char
 #pragma unroll
         for (int c = 0; c < MM_CS; c++)
             lt += red[c * C::M + row + 8 * r];
-        const float inv = 1.0f / lt;
-        const long long slot = ((long long)b * a.p.heads + h) * a.max_splits + sp;
-        float *dst = a.ws_o + slot * PL_MLA_D_V + cs * MM_OCOLS + 2 * (lane & 3);
-#pragma unroll
-        for (int n = 0; n < MM_OCOLS / 8; n++)
-            *reinterpret_cast<float2 *>(dst + n * 8) = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-        if (cs == 0 && (lane & 3) == 0)
-            a.ws_lse[slot] = m[r] + log2f(lt);
+        mla_store_row<MM_OCOLS / 8>(a, &o[0][0], 4, b, h, sp, cs * MM_OCOLS + 2 * (lane & 3), r, 1.0f / lt,
+                                    m[r] + log2f(lt), cs == 0 && (lane & 3) == 0);
     }
 }
 
-template <int RB>
-__global__ void __launch_bounds__(mm_cfg<RB>::THREADS) mla_decode_mma_kernel(const mm_args a)
+template <int RB> __global__ void __launch_bounds__(mm_cfg<RB>::THREADS) mla_decode_mma_kernel(const mla_split_args a)
 {
     using C = mm_cfg<RB>;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -252,14 +216,13 @@ __global__ void __launch_bounds__(mm_cfg<RB>::THREADS) mla_decode_mma_kernel(con
         __syncthreads();                /* ... for every thread; the stage of tile it - 1 is free */
         const int next = it + C::STAGES - 1;
         if (next < ntiles)
-            mm_load_tile<C::WARPS>(skv + (next % C::STAGES) * C::STAGE_BYTES, a, table, t_begin + next * MM_NT,
-                                     t_end);
+            mm_load_tile<C::WARPS>(skv + (next % C::STAGES) * C::STAGE_BYTES, a, table, t_begin + next * MM_NT, t_end);
         cp_async_commit();
         const uint32_t st = skv + (it % C::STAGES) * C::STAGE_BYTES;
         float s[4];
         mm_scores(s, sq, st, rb, cs, lane);
-        mm_softmax<RB>(s, m, l, o, smem, a.scale_log2, t_begin + it * MM_NT + cs * 8 + 2 * (lane & 3), t_end, rb,
-                       cs, lane);
+        mm_softmax<RB>(s, m, l, o, smem, a.scale_log2, t_begin + it * MM_NT + cs * 8 + 2 * (lane & 3), t_end, rb, cs,
+                       lane);
         __syncthreads(); /* the P tile complete */
         mm_pv(o, sp_tile, st, rb, cs, lane);
     }
@@ -267,42 +230,10 @@ __global__ void __launch_bounds__(mm_cfg<RB>::THREADS) mla_decode_mma_kernel(con
     mm_store_partial<RB>(a, smem, o, m, l, b, h0, sp, rb, cs, lane);
 }
 
-/* One CTA of 128 threads per (head, sequence), four columns a thread: the chunks merged by their log-sum-exp. */
-__global__ void __launch_bounds__(PL_MLA_D_V / 4) mla_combine_kernel(const mm_args a)
-{
-    const int h = blockIdx.x, b = blockIdx.y;
-    const int splits = (a.p.seq_lens[b] + a.chunk - 1) / a.chunk;
-    const long long slot0 = ((long long)b * a.p.heads + h) * a.max_splits;
-    float mx = -INFINITY;
-    for (int i = 0; i < splits; i++)
-        mx = fmaxf(mx, a.ws_lse[slot0 + i]);
-    float wsum = 0.0f;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int i = 0; i < splits; i++) {
-        const float w = attn_exp2(a.ws_lse[slot0 + i] - mx);
-        const float4 v = reinterpret_cast<const float4 *>(a.ws_o + (slot0 + i) * PL_MLA_D_V)[threadIdx.x];
-        wsum += w;
-        acc.x = fmaf(w, v.x, acc.x);
-        acc.y = fmaf(w, v.y, acc.y);
-        acc.z = fmaf(w, v.z, acc.z);
-        acc.w = fmaf(w, v.w, acc.w);
-    }
-    const float inv = 1.0f / wsum;
-    uint2 out;
-    out.x = attn_pack_bf16(acc.x * inv, acc.y * inv);
-    out.y = attn_pack_bf16(acc.z * inv, acc.w * inv);
-    reinterpret_cast<uint2 *>(a.p.o + ((long long)b * a.p.heads + h) * PL_MLA_D_V)[threadIdx.x] = out;
-}
-
 /* Rows of mma tiles a CTA: the fewest 16-row blocks that hold the heads, at most 4. */
 static int mm_row_blocks(int heads)
 {
     return heads <= 16 ? 1 : heads <= 32 ? 2 : 4;
-}
-
-static int mm_max_splits(int max_len, int chunk)
-{
-    return (max_len + chunk - 1) / chunk;
 }
 
 extern "C" int pl_mla_decode_chunk(const pl_mla_problem *p, long long total_tokens, int max_len, int sm_count)
@@ -321,45 +252,24 @@ extern "C" size_t pl_mla_decode_workspace_bytes(const pl_mla_problem *p, int max
 {
     if (chunk < 64 || max_len < 1)
         return 0;
-    const size_t n = (size_t)p->batch * p->heads * mm_max_splits(max_len, chunk);
+    const size_t n = (size_t)p->batch * p->heads * mla_max_splits(max_len, chunk);
     return n * PL_MLA_D_V * sizeof(float) + n * sizeof(float);
 }
 
-template <int RB> static cudaError_t mm_launch(const mm_args &a, cudaStream_t stream)
+template <int RB>
+static cudaError_t mm_launch(const pl_mla_problem *p, int max_len, int chunk, void *workspace, cudaStream_t stream)
 {
     using C = mm_cfg<RB>;
-    cudaError_t e = cudaFuncSetAttribute(mla_decode_mma_kernel<RB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         C::SMEM);
-    if (e != cudaSuccess)
-        return e;
-    const dim3 grid((unsigned)((a.p.heads + C::M - 1) / C::M), (unsigned)a.max_splits, (unsigned)a.p.batch);
-    mla_decode_mma_kernel<RB><<<grid, C::THREADS, C::SMEM, stream>>>(a);
-    return cudaGetLastError();
+    return mla_launch_split(mla_decode_mma_kernel<RB>, C::M, C::THREADS, C::SMEM, p, max_len, chunk, workspace, stream);
 }
 
 extern "C" cudaError_t pl_mla_decode_mma(const pl_mla_problem *p, int max_len, int chunk, void *workspace,
                                          cudaStream_t stream)
 {
-    char why[160];
-    if (!p || !pl_mla_problem_valid(p, why, sizeof why) || max_len < 1 || chunk < 64 || chunk % 64 != 0 ||
-        !workspace || ((uintptr_t)workspace & 15u) != 0 || mm_max_splits(max_len, chunk) > 65535)
+    if (!p || p->heads < 1)
         return cudaErrorInvalidValue;
-    mm_args a;
-    a.p = *p;
-    a.chunk = chunk;
-    a.max_splits = mm_max_splits(max_len, chunk);
-    a.page_shift = -1;
-    for (int s = 0; s < 31; s++)
-        if ((1 << s) == p->page_size)
-            a.page_shift = s;
-    a.scale_log2 = p->scale * PL_ATTN_LOG2E;
-    const size_t n = (size_t)p->batch * p->heads * a.max_splits;
-    a.ws_o = static_cast<float *>(workspace);
-    a.ws_lse = a.ws_o + n * PL_MLA_D_V;
     const int rb = mm_row_blocks(p->heads);
-    cudaError_t e = rb == 1 ? mm_launch<1>(a, stream) : rb == 2 ? mm_launch<2>(a, stream) : mm_launch<4>(a, stream);
-    if (e != cudaSuccess)
-        return e;
-    mla_combine_kernel<<<dim3((unsigned)p->heads, (unsigned)p->batch), PL_MLA_D_V / 4, 0, stream>>>(a);
-    return cudaGetLastError();
+    return rb == 1   ? mm_launch<1>(p, max_len, chunk, workspace, stream)
+           : rb == 2 ? mm_launch<2>(p, max_len, chunk, workspace, stream)
+                     : mm_launch<4>(p, max_len, chunk, workspace, stream);
 }
