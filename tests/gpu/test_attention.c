@@ -81,6 +81,9 @@ static const char *const mla_cases[] = {
     "--batch 7 --heads 1 --kv-len 129 --len-spread 1 --page-size 48 --chunk 128",
     /* 16-token pages (a tile spans two), 64 heads, a chunk longer than every sequence */
     "--batch 2 --heads 64 --kv-len 4097 --len-spread 0 --page-size 16 --chunk 8192",
+    /* 16 heads (one 16-row block; 48 rows of padding in split_wgmma), long sequences: the stage rings wrap many
+     * times within a 4096-token chunk */
+    "--batch 3 --heads 16 --kv-len 5000 --len-spread 0.3 --chunk 4096",
     /* 32 heads, 192-token chunks (a chunk ends inside a page), a larger softmax scale (peaked weights) */
     "--batch 3 --heads 32 --kv-len 3000 --len-spread 0.9 --chunk 192 --scale 0.3",
 };
