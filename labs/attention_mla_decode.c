@@ -45,8 +45,9 @@ static const pl_param_def mla_params[] = {
                    .small_value = "1"),
     PL_INT_PARAM("len-seed", "1", 0, 1e15, "seed of the lengths' draw"),
     PL_INT_PARAM("page-size", "64", 1, 4096, "tokens per page (64 in FlashMLA's cache)"),
-    PL_INT_PARAM("chunk", "0", 0, 1 << 24,
-                 "mma's tokens per CTA (a multiple of 64); 0: about two waves of one CTA an SM over the batch"),
+    PL_INT_PARAM(
+        "chunk", "0", 0, 1 << 24,
+        "the split kernels' tokens per CTA (a multiple of 64); 0: about four waves of one CTA an SM over the batch"),
     PL_FLOAT_PARAM("scale", "0", 0, 1e6, "softmax scale; 0: 1/sqrt(192), DeepSeek-V3's (128 + 64 query-key dims)"),
     PL_PARAMS_END,
 };

@@ -55,7 +55,8 @@ cudaError_t pl_mla_decode_baseline(const pl_mla_problem *p, cudaStream_t stream)
  * hold them, at most 64), each (head block, sequence) split into chunks of `chunk` tokens (a multiple of 64), one
  * CTA each, writing its normalised partial output and log-sum-exp to `workspace`; a second kernel merges the chunks
  * of each (sequence, head). max_len bounds the sequence lengths. chunk 0 in pl_mla_decode_chunk picks one that
- * gives the GPU's `sm_count` SMs about four CTAs each over the batch's `total_tokens`. */
+ * gives the GPU's `sm_count` SMs about four CTAs each (four waves of one CTA an SM) over the batch's
+ * `total_tokens`. */
 int pl_mla_decode_chunk(const pl_mla_problem *p, long long total_tokens, int max_len, int sm_count);
 size_t pl_mla_decode_workspace_bytes(const pl_mla_problem *p, int max_len, int chunk);
 cudaError_t pl_mla_decode_mma(const pl_mla_problem *p, int max_len, int chunk, void *workspace, cudaStream_t stream);

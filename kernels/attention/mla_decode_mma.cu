@@ -16,7 +16,7 @@
  *   At the end of the chunk each row's output is normalised and written with its base-2 log-sum-exp to the
  *   workspace; mla_combine_kernel merges the chunks of each (sequence, head): weights 2^(lse_i − max lse).
  *
- * The chunk is chosen so that the grid is about two waves of one CTA an SM (each CTA holds 160-190 KB of shared
+ * The chunk is chosen so that the grid is about four waves of one CTA an SM (each CTA holds 160-190 KB of shared
  * memory). */
 #include <math.h>
 
@@ -239,7 +239,9 @@ static int mm_row_blocks(int heads)
 extern "C" int pl_mla_decode_chunk(const pl_mla_problem *p, long long total_tokens, int max_len, int sm_count)
 {
     const long long head_blocks = (p->heads + 16 * mm_row_blocks(p->heads) - 1) / (16 * mm_row_blocks(p->heads));
-    const long long target = 2LL * (sm_count > 0 ? sm_count : 1); /* two waves of one CTA an SM */
+    /* four waves of one CTA an SM, so that the last, partly empty wave (where lengths differ) is a small share of
+     * the time, while a CTA still streams hundreds of KB for each fill of its pipeline */
+    const long long target = 4LL * (sm_count > 0 ? sm_count : 1);
     long long chunk = (head_blocks * (total_tokens > 0 ? total_tokens : 1) + target - 1) / target;
     chunk = (chunk + 63) / 64 * 64;
     const long long at_least = ((long long)max_len + 65534) / 65535; /* the grid's y dimension */
