@@ -37,6 +37,21 @@ __device__ __forceinline__ float attn_bf16_hi(uint32_t w)
     return __uint_as_float(w & 0xffff0000u);
 }
 
+/* One token's step of a warp's online softmax (base 2): this lane's part s of the token's scaled score summed over
+ * the warp, the running max m and sum l updated. Returns the token's weight; alpha rescales the accumulated output. */
+__device__ __forceinline__ float attn_warp_online_step(float s, float &m, float &l, float &alpha)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, off);
+    const float mn = fmaxf(m, s);
+    alpha = attn_exp2(m - mn); /* the first token: 2^-inf = 0 */
+    const float pe = attn_exp2(s - mn);
+    l = l * alpha + pe;
+    m = mn;
+    return pe;
+}
+
 /* 16 bytes global -> shared, asynchronously; src_bytes 0 writes zeros (rows past the sequence). */
 /* Byte offset of 16-byte chunk `chunk` of row `row` in a shared-memory tile whose rows are D bf16, the chunk index
  * XORed with the row's low 3 bits: the 8 rows of an ldmatrix matrix (and of the cp.async writes) land in 8

@@ -37,16 +37,11 @@ __global__ void __launch_bounds__(DB_THREADS) decode_baseline_kernel(const pl_de
 #pragma unroll
         for (int e = 0; e < E; e++)
             s = fmaf(q[e], __uint_as_float((uint32_t)kp[e] << 16), s);
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1)
-            s += __shfl_xor_sync(0xffffffffu, s, off);
-        const float mn = fmaxf(m, s);
-        const float alpha = attn_exp2(m - mn), pe = attn_exp2(s - mn);
-        l = l * alpha + pe;
+        float alpha;
+        const float pe = attn_warp_online_step(s, m, l, alpha);
 #pragma unroll
         for (int e = 0; e < E; e++)
             acc[e] = fmaf(pe, __uint_as_float((uint32_t)vp[e] << 16), acc[e] * alpha);
-        m = mn;
     }
     if (lane == 0) {
         sm_m[warp] = m;

@@ -3,8 +3,9 @@
  * decode kernels (reading K and V once, writing almost nothing) can approach and a device-to-device copy (a read
  * and a write of every byte) cannot show.
  *
- *   stream:    the two caches as two flat arrays, 16-byte loads, a grid-stride loop with eight loads a thread in
- *              flight: the pool read front to back, the best case of the DRAM.
+ *   stream:    the two caches as two flat arrays (or MLA's one latent cache: pl_mla_read), 16-byte loads, a
+ *              grid-stride loop with eight loads a thread in flight: the pool read front to back, the best case of
+ *              the DRAM.
  *   head rows: the access pattern of the per-head decode kernels (split_kv_mma, balanced_mma): the CTAs of kv
  *              head h read only h's 256-byte rows (head_dim 128) out of each token's rows of all the kv heads,
  *              K and V of the same tokens together; the CTAs of the kv heads of one block of tokens side by side
@@ -12,6 +13,7 @@
  *              (hb · 256 contiguous bytes of each token). The difference between a pattern and the stream is what
  *              it costs the DRAM, whatever the arithmetic. */
 #include "attention/attention.h"
+#include "attention/mla.h"
 #include "common/ld_global.cuh"
 
 #define DR_READ_THREADS 256
@@ -29,14 +31,15 @@ __device__ __forceinline__ void dr_flush(uint32_t acc, uint32_t *out)
         atomicXor(out, acc);
 }
 
-/* n16: 16-byte words in each cache. */
+/* nk, nv: 16-byte words of each array (nv 0: k alone). */
 __global__ void __launch_bounds__(DR_READ_THREADS)
-    decode_read_stream_kernel(const uint4 *k, const uint4 *v, long long n16, uint32_t *out)
+    decode_read_stream_kernel(const uint4 *k, long long nk, const uint4 *v, long long nv, uint32_t *out)
 {
     const long long stride = (long long)gridDim.x * DR_READ_THREADS;
     uint32_t acc = 0;
     for (int which = 0; which < 2; which++) {
         const uint4 *a = which ? v : k;
+        const long long n16 = which ? nv : nk;
         long long i = (long long)blockIdx.x * DR_READ_THREADS + threadIdx.x;
         for (; i + (2 * DR_READ_UNROLL - 1) * stride < n16; i += 2 * DR_READ_UNROLL * stride) {
             uint4 r[2 * DR_READ_UNROLL];
@@ -101,8 +104,22 @@ extern "C" cudaError_t pl_decode_read(const pl_decode_problem *p, int pages, int
         decode_read_rows_kernel<<<(unsigned)(ctas / blocks * blocks), DR_READ_THREADS, 0, stream>>>(
             k, v, rows, blocks, hb * p->head_dim / 8, out);
     } else {
-        decode_read_stream_kernel<<<(unsigned)ctas, DR_READ_THREADS, 0, stream>>>(
-            k, v, rows * p->kv_heads * p->head_dim / 8, out);
+        const long long n16 = rows * p->kv_heads * p->head_dim / 8;
+        decode_read_stream_kernel<<<(unsigned)ctas, DR_READ_THREADS, 0, stream>>>(k, n16, v, n16, out);
     }
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pl_mla_read(const pl_mla_problem *p, long long rows, int ctas, uint32_t *out,
+                                   cudaStream_t stream)
+{
+    if (!p || !p->kv_cache || rows < 1 || ctas < 1 || !out)
+        return cudaErrorInvalidValue;
+    cudaError_t e = cudaMemsetAsync(out, 0, sizeof *out, stream);
+    if (e != cudaSuccess)
+        return e;
+    const long long n16 = rows * PL_MLA_D_QK / 8; /* a row is 72 16-byte words */
+    decode_read_stream_kernel<<<(unsigned)ctas, DR_READ_THREADS, 0, stream>>>(
+        reinterpret_cast<const uint4 *>(p->kv_cache), n16, NULL, 0, out);
     return cudaGetLastError();
 }

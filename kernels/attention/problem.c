@@ -1,5 +1,6 @@
 /* The attention problems' shared host logic: layout parsing, strides and the argument checks every kernel makes. */
 #include "attention/attention.h"
+#include "attention/mla.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -90,6 +91,26 @@ int pl_decode_problem_valid(const pl_decode_problem *p, char *why, size_t whylen
     if (!p->q || !p->k_cache || !p->v_cache || !p->block_table || !p->seq_lens || !p->o || !aligned16(p->q) ||
         !aligned16(p->k_cache) || !aligned16(p->v_cache) || !aligned16(p->o)) {
         snprintf(why, whylen, "q, caches, block table, lengths and o must be present, tensors 16-byte aligned");
+        return 0;
+    }
+    return 1;
+}
+
+int pl_mla_problem_valid(const pl_mla_problem *p, char *why, size_t whylen)
+{
+    if (p->batch < 1 || p->batch > 65535 || p->heads < 1 || p->heads > 4096 || p->max_pages < 1 || p->page_size < 1) {
+        snprintf(why, whylen,
+                 "batch (1..65535), heads (1..4096), max_pages and page_size (>= 1) out of range (got %d, %d, %d, %d)",
+                 p->batch, p->heads, p->max_pages, p->page_size);
+        return 0;
+    }
+    if (!(p->scale > 0.0f)) {
+        snprintf(why, whylen, "the softmax scale must be > 0 (got %g)", (double)p->scale);
+        return 0;
+    }
+    if (!p->q || !p->kv_cache || !p->block_table || !p->seq_lens || !p->o || !aligned16(p->q) ||
+        !aligned16(p->kv_cache) || !aligned16(p->o)) {
+        snprintf(why, whylen, "q, the cache, block table, lengths and o must be present, tensors 16-byte aligned");
         return 0;
     }
     return 1;

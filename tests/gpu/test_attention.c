@@ -2,7 +2,11 @@
  * 77, 129, 1000 and 4097 (no multiple of any tile), causal and not, GQA groups of 1 to 8 (3 included, which the
  * decode kernel pads), both layouts, both head dimensions, both reference paths (float64 host, unfused fp32 on the
  * device), page sizes 8, 16, 24, 40 and 64 with mixed lengths; for the balanced decode kernels, a pair cut among every
- * CTA, fewer tiles than CTAs, a batch over one scan block, kv-head blocks of 5 and 6. Exits 77 without a GPU. */
+ * CTA, fewer tiles than CTAs, a batch over one scan block, kv-head blocks of 5 and 6. attention:mla_decode (every
+ * variant against its float64 host reference): one cached token, lengths no multiple of the 32-token tile or the
+ * 64-token page, batches of 1 and 3, head counts that fill no block of 16/32/64 rows (1, 20, 100), pages of 16, 48
+ * (not a power of two) and 64, one-page chunks (many splits merged) and one chunk a sequence. Exits 77 with the
+ * reason without a GPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +66,28 @@ static const char *const decode_cases[] = {
     "--read-heads 8",
 };
 
+static const char *const mla_cases[] = {
+    /* one cached token, one sequence */
+    "--batch 1 --heads 16 --kv-len 1 --len-spread 0",
+    /* lengths 1..77 (most shorter than a tile), three sequences */
+    "--batch 3 --heads 16 --kv-len 77 --len-spread 1",
+    /* 20 heads: a 32-row block, 12 rows of padding; 333 is no multiple of the tile */
+    "--batch 3 --heads 20 --kv-len 333 --len-spread 1 --page-size 64",
+    /* 128 heads in two 64-row blocks, 64-token chunks: up to 16 splits of each sequence merged */
+    "--batch 3 --heads 128 --kv-len 1000 --len-spread 0.5 --chunk 64",
+    /* 100 heads (the second block 36 rows), one sequence, the chosen chunk */
+    "--batch 1 --heads 100 --kv-len 2049 --len-spread 0",
+    /* one head, pages of 48 tokens (the page of a token by division), chunk 128 */
+    "--batch 7 --heads 1 --kv-len 129 --len-spread 1 --page-size 48 --chunk 128",
+    /* 16-token pages (a tile spans two), 64 heads, a chunk longer than every sequence */
+    "--batch 2 --heads 64 --kv-len 4097 --len-spread 0 --page-size 16 --chunk 8192",
+    /* 16 heads (one 16-row block; 48 rows of padding in split_wgmma), long sequences: the stage rings wrap many
+     * times within a 4096-token chunk */
+    "--batch 3 --heads 16 --kv-len 5000 --len-spread 0.3 --chunk 4096",
+    /* 32 heads, 192-token chunks (a chunk ends inside a page), a larger softmax scale (peaked weights) */
+    "--batch 3 --heads 32 --kv-len 3000 --len-spread 0.9 --chunk 192 --scale 0.3",
+};
+
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 START_TEST(flash_fwd_edges)
@@ -80,17 +106,32 @@ START_TEST(decode_paged_edges)
 }
 END_TEST
 
+START_TEST(mla_decode_edges)
+{
+    char tag[32];
+    snprintf(tag, sizeof tag, "attn-mla-%d", _i);
+    verify_one(tag, "attention:mla_decode", mla_cases[_i]);
+}
+END_TEST
+
+/* PL_TEST_ATTENTION=fwd, decode or mla runs one target's cases only (to spend less GPU time); unset: all three */
+static int wanted(const char *which)
+{
+    const char *only = getenv("PL_TEST_ATTENTION");
+    return !only || !*only || strcmp(only, which) == 0;
+}
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("attention");
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 900);
-    /* PL_TEST_ATTENTION=fwd or decode runs one target's cases only (to spend less GPU time); unset: both */
-    const char *only = getenv("PL_TEST_ATTENTION");
-    if (!only || strcmp(only, "decode") != 0)
+    if (wanted("fwd"))
         tcase_add_loop_test(tc, flash_fwd_edges, 0, COUNT(fwd_cases));
-    if (!only || strcmp(only, "fwd") != 0)
+    if (wanted("decode"))
         tcase_add_loop_test(tc, decode_paged_edges, 0, COUNT(decode_cases));
+    if (wanted("mla"))
+        tcase_add_loop_test(tc, mla_decode_edges, 0, COUNT(mla_cases));
     suite_add_tcase(s, tc);
     return s;
 }
