@@ -77,6 +77,23 @@ __global__ void kv_write_kernel(const uint16_t *k, const uint16_t *qkv, int head
     }
 }
 
+/* grid (rows, heads + kv_heads), a warp: one query or key head of qkv normalised in place. */
+__global__ void qk_norm_kernel(uint16_t *qkv, int heads, int kv_heads, int head_dim, const uint16_t *q_norm,
+                               const uint16_t *k_norm, float eps)
+{
+    const int r = blockIdx.x, y = blockIdx.y, lane = threadIdx.x;
+    uint16_t *h = qkv + ((size_t)r * (heads + 2 * kv_heads) + y) * head_dim;
+    const uint16_t *w = y < heads ? q_norm : k_norm;
+    float ss = 0.0f;
+    for (int i = lane; i < head_dim; i += 32)
+        ss += bf16_f(h[i]) * bf16_f(h[i]);
+    for (int o = 16; o > 0; o >>= 1)
+        ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    const float inv = rsqrtf(ss / (float)head_dim + eps);
+    for (int i = lane; i < head_dim; i += 32)
+        h[i] = f_bf16(bf16_f(h[i]) * inv * bf16_f(w[i]));
+}
+
 /* 8 outputs a thread (16-byte loads and stores) when width % 8 == 0, else one. */
 __global__ void swiglu_kernel(const uint16_t *gu, uint16_t *out, int rows, int width)
 {
@@ -154,6 +171,17 @@ extern "C" cudaError_t pl_engine_kv_write(const uint16_t *k, const uint16_t *qkv
     const dim3 grid((unsigned)rows, (unsigned)(2 * kv_heads));
     kv_write_kernel<<<grid, head_dim < 128 ? head_dim : 128, 0, stream>>>(k, qkv, heads, kv_heads, head_dim, slots,
                                                                          k_cache, v_cache, v_out);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pl_engine_qk_norm(uint16_t *qkv, int rows, int heads, int kv_heads, int head_dim,
+                                          const uint16_t *q_norm, const uint16_t *k_norm, double eps,
+                                          cudaStream_t stream)
+{
+    if (!heads_ok(rows, heads, kv_heads, head_dim, 2.0) || !q_norm || !k_norm || !(eps > 0.0))
+        return cudaErrorInvalidValue;
+    const dim3 grid((unsigned)rows, (unsigned)(heads + kv_heads));
+    qk_norm_kernel<<<grid, 32, 0, stream>>>(qkv, heads, kv_heads, head_dim, q_norm, k_norm, (float)eps);
     return cudaGetLastError();
 }
 

@@ -34,6 +34,13 @@ cudaError_t pl_engine_kv_write(const uint16_t *k, const uint16_t *qkv, int rows,
                                const int64_t *slots, uint16_t *k_cache, uint16_t *v_cache, uint16_t *v_out,
                                cudaStream_t stream);
 
+/* RMSNorm over head_dim of each query and key head of qkv [rows][(heads + 2·kv_heads)·head_dim], in place, before
+ * RoPE (Qwen3's q_norm and k_norm): a head's elements times 1/sqrt(mean(x²) + eps) and the weight (q_norm
+ * [head_dim] for the query heads, k_norm for the key heads), stored in bf16 as an eager framework stores the normed
+ * q and k. The value heads are left as they are. A kernel of its own in every recipe (a warp a head). */
+cudaError_t pl_engine_qk_norm(uint16_t *qkv, int rows, int heads, int kv_heads, int head_dim, const uint16_t *q_norm,
+                              const uint16_t *k_norm, double eps, cudaStream_t stream);
+
 /* out [rows][width] = SiLU(gu[:, :width]) · gu[:, width:], gu [rows][2·width] (gate first). */
 cudaError_t pl_engine_swiglu(const uint16_t *gu, uint16_t *out, int rows, int width, cudaStream_t stream);
 

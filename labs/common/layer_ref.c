@@ -124,32 +124,154 @@ static int ref_attention(const pl_model_config *m, const pl_layer_ref_rows *s, c
     return 0;
 }
 
+/* qkv's query and key heads RMS-normed over head_dim in place, rounded to bf16 (qk-norm models). */
+static void ref_qk_norm(const pl_model_config *m, const uint16_t *q_norm, const uint16_t *k_norm, int rows,
+                        uint16_t *qkv)
+{
+    const int hd = m->head_dim, heads = m->heads + m->kv_heads, row = (m->heads + 2 * m->kv_heads) * hd;
+    for (int r = 0; r < rows; r++)
+        for (int h = 0; h < heads; h++)
+            ref_rmsnorm(qkv + (size_t)r * row + (size_t)h * hd, h < m->heads ? q_norm : k_norm, 1, hd,
+                        m->rms_eps, qkv + (size_t)r * row + (size_t)h * hd);
+}
+
+/* h = x + attention(RMSNorm(x))·oᵀ, the rows' K/V written into the pools (qk_norm: {q_norm, k_norm} or NULL). */
+static int ref_attention_half(const pl_model_config *m, const pl_layer_ref_weights *w, const uint16_t *const *qk_norm,
+                              const pl_layer_ref_rows *s, int epilogue_residual, uint16_t *kc, uint16_t *vc,
+                              const uint16_t *x, uint16_t *h)
+{
+    const size_t R = (size_t)s->rows, D = (size_t)m->hidden;
+    const size_t qw = (size_t)m->heads * m->head_dim, qkvw = qw + 2 * (size_t)m->kv_heads * m->head_dim;
+    uint16_t *xn = malloc(R * D * 2), *qkv = malloc(R * qkvw * 2), *q = malloc(R * qw * 2), *attn = malloc(R * qw * 2);
+    int rc = -1;
+    if (!xn || !qkv || !q || !attn)
+        goto done;
+    ref_rmsnorm(x, w->attn_norm, s->rows, m->hidden, m->rms_eps, xn);
+    ref_linear(xn, w->qkv, s->rows, (int)qkvw, m->hidden, NULL, 0, qkv);
+    if (m->qk_norm && !qk_norm)
+        goto done;
+    if (m->qk_norm)
+        ref_qk_norm(m, qk_norm[0], qk_norm[1], s->rows, qkv);
+    ref_rope_kv(m, qkv, s, q, kc, vc);
+    if (ref_attention(m, s, q, kc, vc, attn) != 0)
+        goto done;
+    ref_linear(attn, w->o, s->rows, m->hidden, (int)qw, x, epilogue_residual, h);
+    rc = 0;
+done:
+    free(xn), free(qkv), free(q), free(attn);
+    return rc;
+}
+
+/* act [rows][width] = SiLU(gu[:, :width]) · gu[:, width:], rounded to bf16 */
+static void ref_swiglu(const uint16_t *gu, size_t rows, size_t width, uint16_t *act)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t i = 0; i < width; i++) {
+            const double g = bf(gu[r * 2 * width + i]), u = bf(gu[r * 2 * width + width + i]);
+            act[r * width + i] = rb(g / (1.0 + exp(-g)) * u);
+        }
+}
+
 int pl_layer_ref(const pl_model_config *m, const pl_layer_ref_weights *w, const pl_layer_ref_rows *s,
                  int epilogue_residual, uint16_t *kc, uint16_t *vc, const uint16_t *x, uint16_t *out)
 {
     const size_t R = (size_t)s->rows, D = (size_t)m->hidden, I = (size_t)m->intermediate;
-    const size_t qw = (size_t)m->heads * m->head_dim, qkvw = qw + 2 * (size_t)m->kv_heads * m->head_dim;
-    uint16_t *xn = malloc(R * D * 2), *qkv = malloc(R * qkvw * 2), *q = malloc(R * qw * 2);
-    uint16_t *attn = malloc(R * qw * 2), *gu = malloc(R * 2 * I * 2), *act = malloc(R * I * 2);
+    uint16_t *xn = malloc(R * D * 2), *gu = malloc(R * 2 * I * 2), *act = malloc(R * I * 2);
     int rc = -1;
-    if (!xn || !qkv || !q || !attn || !gu || !act)
+    if (!xn || !gu || !act || ref_attention_half(m, w, NULL, s, epilogue_residual, kc, vc, x, out) != 0)
         goto done;
-    ref_rmsnorm(x, w->attn_norm, s->rows, m->hidden, m->rms_eps, xn);
-    ref_linear(xn, w->qkv, s->rows, (int)qkvw, m->hidden, NULL, 0, qkv);
-    ref_rope_kv(m, qkv, s, q, kc, vc);
-    if (ref_attention(m, s, q, kc, vc, attn) != 0)
-        goto done;
-    ref_linear(attn, w->o, s->rows, m->hidden, (int)qw, x, epilogue_residual, out);
     ref_rmsnorm(out, w->mlp_norm, s->rows, m->hidden, m->rms_eps, xn);
     ref_linear(xn, w->gate_up, s->rows, (int)(2 * I), m->hidden, NULL, 0, gu);
-    for (size_t r = 0; r < R; r++)
-        for (size_t i = 0; i < I; i++) {
-            const double g = bf(gu[r * 2 * I + i]), u = bf(gu[r * 2 * I + I + i]);
-            act[r * I + i] = rb(g / (1.0 + exp(-g)) * u);
-        }
+    ref_swiglu(gu, R, I, act);
     ref_linear(act, w->down, s->rows, m->hidden, (int)I, out, epilogue_residual, out);
     rc = 0;
 done:
-    free(xn), free(qkv), free(q), free(attn), free(gu), free(act);
+    free(xn), free(gu), free(act);
     return rc;
+}
+
+/* ---- the MoE half ---- */
+
+/* Row xn's experts (the router's top_k, or the forced ones) and their weights; the margin of its choice. */
+static void ref_route(const pl_model_config *m, const uint16_t *router, const uint16_t *xn, const int *force,
+                      int *ids, double *weights, double *margin, double *logits)
+{
+    const int E = m->experts, k = m->top_k;
+    for (int e = 0; e < E; e++) {
+        double d = 0;
+        for (int c = 0; c < m->hidden; c++)
+            d += bf(xn[c]) * bf(router[(size_t)e * m->hidden + c]);
+        logits[e] = d;
+    }
+    unsigned char taken[PL_LAYER_REF_MAX_EXPERTS] = {0};
+    double kth = HUGE_VAL, next = -HUGE_VAL;
+    for (int i = 0; i < k; i++) {
+        int best = -1;
+        for (int e = 0; e < E; e++)
+            if (!taken[e] && (best < 0 || logits[e] > logits[best]))
+                best = e;
+        ids[i] = force && force[0] >= 0 ? force[i] : best;
+        taken[best] = 1;
+        kth = logits[best];
+    }
+    for (int e = 0; e < E; e++)
+        next = !taken[e] && logits[e] > next ? logits[e] : next;
+    if (margin)
+        *margin = k == E ? HUGE_VAL : kth - next;
+    double mx = logits[ids[0]], sum = 0;
+    for (int i = 0; i < k; i++)
+        mx = logits[ids[i]] > mx ? logits[ids[i]] : mx;
+    for (int i = 0; i < k; i++)
+        sum += weights[i] = exp(logits[ids[i]] - mx);
+    for (int i = 0; i < k; i++)
+        weights[i] /= sum;
+}
+
+/* out = h + Σ weight · down(SwiGLU(gate_up(xn))) over each row's experts (h in out). */
+static int ref_moe_half(const pl_model_config *m, const pl_layer_ref_moe_weights *mw, int rows, int epilogue_residual,
+                        const pl_layer_ref_routing *routing, uint16_t *out)
+{
+    const pl_layer_ref_weights *w = &mw->layer;
+    const size_t D = (size_t)m->hidden, I = (size_t)m->expert_intermediate;
+    const int k = m->top_k;
+    uint16_t *xn = malloc(D * 2), *gu = malloc(2 * I * 2), *act = malloc(I * 2), *y = malloc(D * 2);
+    double *logits = malloc((size_t)m->experts * sizeof *logits), *acc = malloc(D * sizeof *acc);
+    int ids[PL_LAYER_REF_MAX_TOP_K];
+    double weights[PL_LAYER_REF_MAX_TOP_K];
+    int rc = -1;
+    if (!xn || !gu || !act || !y || !logits || !acc || m->experts > PL_LAYER_REF_MAX_EXPERTS ||
+        k > PL_LAYER_REF_MAX_TOP_K)
+        goto done;
+    for (int r = 0; r < rows; r++) {
+        uint16_t *h = out + (size_t)r * D;
+        ref_rmsnorm(h, w->mlp_norm, 1, m->hidden, m->rms_eps, xn);
+        ref_route(m, mw->router, xn, routing && routing->force ? routing->force + (size_t)r * k : NULL, ids, weights,
+                  routing && routing->margin ? routing->margin + r : NULL, logits);
+        if (routing && routing->ids)
+            memcpy(routing->ids + (size_t)r * k, ids, (size_t)k * sizeof *ids);
+        memset(acc, 0, D * sizeof *acc);
+        for (int i = 0; i < k; i++) {
+            ref_linear(xn, w->gate_up + (size_t)ids[i] * 2 * I * D, 1, (int)(2 * I), m->hidden, NULL, 0, gu);
+            ref_swiglu(gu, 1, I, act);
+            ref_linear(act, w->down + (size_t)ids[i] * D * I, 1, m->hidden, (int)I, NULL, 0, y);
+            for (size_t c = 0; c < D; c++)
+                acc[c] += weights[i] * bf(y[c]);
+        }
+        for (size_t c = 0; c < D; c++)
+            h[c] = rb(bf(h[c]) + (epilogue_residual ? acc[c] : bf(rb(acc[c]))));
+    }
+    rc = 0;
+done:
+    free(xn), free(gu), free(act), free(y), free(logits), free(acc);
+    return rc;
+}
+
+int pl_layer_ref_moe(const pl_model_config *m, const pl_layer_ref_moe_weights *w, const pl_layer_ref_rows *s,
+                     int epilogue_residual, const pl_layer_ref_routing *routing, uint16_t *kc, uint16_t *vc,
+                     const uint16_t *x, uint16_t *out)
+{
+    const uint16_t *qk_norm[2] = {w->q_norm, w->k_norm};
+    if (!pl_model_is_moe(m) || ref_attention_half(m, &w->layer, qk_norm, s, epilogue_residual, kc, vc, x, out) != 0)
+        return -1;
+    return ref_moe_half(m, w, s->rows, epilogue_residual, routing, out);
 }

@@ -1,4 +1,4 @@
-/* The float64 host reference of one dense decoder layer (engine/dense_layer.h), rounding to bf16 wherever the
+/* The float64 host reference of one decoder layer, dense (engine/dense_layer.h) or MoE (engine/moe_layer.h), rounding to bf16 wherever the
  * engine stores bf16, so that the engine and the reference differ only by summation order and the rare rounding
  * that order flips. Rows are tokens: a decode step's one token per sequence, or a prefill's prompt tokens; row r
  * sits at positions[r] of its sequence, whose pages are table[r] (max_pages entries) in caches of page_size-token
@@ -15,6 +15,14 @@ typedef struct pl_layer_ref_weights {
     const uint16_t *attn_norm, *qkv, *o, *mlp_norm, *gate_up, *down; /* host copies, bf16 bits */
 } pl_layer_ref_weights;
 
+/* A MoE layer's: gate_up [experts][2·expert_intermediate][hidden] and down [experts][hidden][expert_intermediate]
+ * in `layer`, and the rest. */
+typedef struct pl_layer_ref_moe_weights {
+    pl_layer_ref_weights layer;
+    const uint16_t *q_norm, *k_norm; /* qk-norm models: [head_dim] each; else NULL */
+    const uint16_t *router;          /* [experts][hidden] */
+} pl_layer_ref_moe_weights;
+
 typedef struct pl_layer_ref_rows {
     int rows, page_size;
     const int *positions;
@@ -29,5 +37,26 @@ typedef struct pl_layer_ref_rows {
  * out. */
 int pl_layer_ref(const pl_model_config *m, const pl_layer_ref_weights *w, const pl_layer_ref_rows *rows,
                  int epilogue_residual, uint16_t *kc, uint16_t *vc, const uint16_t *x, uint16_t *out);
+
+#define PL_LAYER_REF_MAX_EXPERTS 4096
+#define PL_LAYER_REF_MAX_TOP_K   32
+
+/* The MoE layer's routing, in and out of its reference. The router's logits are float64 (the engine's are fp32), a
+ * row's experts the top_k by logit (a tie to the lower id), their weights the softmax over the chosen logits. */
+typedef struct pl_layer_ref_routing {
+    /* [rows][top_k] or NULL: where force[r·top_k] >= 0, row r takes those experts instead of its top_k (a check that
+     * found the engine's choice differing at a near tie recomputes the row with the engine's) */
+    const int *force;
+    int *ids;       /* out [rows][top_k], the experts the rows took (may be NULL) */
+    double *margin; /* out [rows]: the top_k-th largest logit minus the next (may be NULL; HUGE_VAL when top_k ==
+                       experts) */
+} pl_layer_ref_routing;
+
+/* pl_layer_ref for a MoE model (qk-norm or not): the attention half as the dense layer's, then RMSNorm, the router,
+ * each row's top_k experts (gate_up, SwiGLU, down each rounded to bf16) and their weighted sum with the residual:
+ * epilogue_residual 0, the sum rounded to bf16 before the residual add; 1, one rounding. routing may be NULL. */
+int pl_layer_ref_moe(const pl_model_config *m, const pl_layer_ref_moe_weights *w, const pl_layer_ref_rows *rows,
+                     int epilogue_residual, const pl_layer_ref_routing *routing, uint16_t *kc, uint16_t *vc,
+                     const uint16_t *x, uint16_t *out);
 
 #endif

@@ -1,0 +1,174 @@
+/* The phases the dense and the MoE layer share (layer_parts.h). */
+#include <math.h>
+#include <string.h>
+
+#include "attention/attention.h"
+#include "engine/layer_ops.h"
+#include "engine/layer_parts.h"
+#include "gemm/cublas/gemm_cublas.h"
+#include "gemm/gemm.h"
+#include "norm/norm_kernels.h"
+
+#define FAST_DECODE_WARPS 4 /* rows_deep in CTAs of 4 warps, two an SM (the attention:decode_paged default) */
+
+/* ---- the workspace ---- */
+
+enum { B_XN, B_QKV, B_Q, B_K, B_V, B_ATTN, B_PROJ, B_GU, B_ACT, B_RINV, B_LSE, B_ATTN_WS, B_COUNT };
+
+static size_t align256(size_t n)
+{
+    return (n + 255) & ~(size_t)255;
+}
+
+/* The fast decode kernel's partial results for `rows` sequences (its grid is sized by the SMs, its bookkeeping by
+ * the batch): the larger of a one-sequence and a rows-sequence batch. */
+static size_t decode_ws_bytes(const pl_model_config *m, int rows, int sm_count)
+{
+    size_t most = 0;
+    const int batches[2] = {1, rows};
+    for (int i = 0; i < 2; i++) {
+        pl_decode_problem p;
+        memset(&p, 0, sizeof p);
+        p.batch = batches[i];
+        p.heads = m->heads;
+        p.kv_heads = m->kv_heads;
+        p.head_dim = m->head_dim;
+        p.page_size = 16;
+        p.max_pages = 1;
+        const int ctas = pl_decode_rows_ctas(&p, FAST_DECODE_WARPS, sm_count > 0 ? sm_count : 1);
+        const size_t b = pl_decode_rows_workspace_bytes(&p, FAST_DECODE_WARPS, ctas);
+        most = b > most ? b : most;
+    }
+    return most;
+}
+
+size_t pl_layer_carve(const pl_model_config *m, int rows, int mlp_rows, int width, int sm_count, char *base,
+                      pl_layer_buffers *b)
+{
+    const size_t R = (size_t)rows, qw = (size_t)m->heads * m->head_dim, kw = (size_t)m->kv_heads * m->head_dim;
+    const size_t bytes[B_COUNT] = {
+        [B_XN] = R * m->hidden * 2,
+        [B_QKV] = R * (qw + 2 * kw) * 2,
+        [B_Q] = R * qw * 2,
+        [B_K] = R * kw * 2,
+        [B_V] = R * kw * 2,
+        [B_ATTN] = R * qw * 2,
+        [B_PROJ] = R * m->hidden * 2,
+        [B_GU] = (size_t)mlp_rows * 2 * (size_t)width * 2,
+        [B_ACT] = (size_t)mlp_rows * (size_t)width * 2,
+        [B_RINV] = R * sizeof(float),
+        [B_LSE] = R * (size_t)m->heads * sizeof(float),
+        [B_ATTN_WS] = decode_ws_bytes(m, rows, sm_count),
+    };
+    void **const slots[B_COUNT] = {(void **)&b->xn,   (void **)&b->qkv,  (void **)&b->q,    (void **)&b->k,
+                                   (void **)&b->v,    (void **)&b->attn, (void **)&b->proj, (void **)&b->gu,
+                                   (void **)&b->act,  (void **)&b->rinv, (void **)&b->lse,  &b->attn_ws};
+    size_t at = 0;
+    for (int i = 0; i < B_COUNT; i++) {
+        *slots[i] = base ? base + at : NULL;
+        at += align256(bytes[i]);
+    }
+    b->attn_ws_bytes = bytes[B_ATTN_WS];
+    return at;
+}
+
+/* ---- the operations, in the recipe's forms ---- */
+
+cudaError_t pl_layer_rmsnorm(const pl_layer_recipe *r, const pl_model_config *m, const uint16_t *x, const uint16_t *w,
+                             int rows, const pl_layer_buffers *b, cudaStream_t stream)
+{
+    if (r->fused)
+        return pl_rmsnorm_fused(x, w, b->xn, rows, m->hidden, (float)m->rms_eps, 0, stream);
+    return pl_rmsnorm_naive(x, w, b->xn, b->rinv, rows, m->hidden, (float)m->rms_eps, stream);
+}
+
+cudaError_t pl_layer_linear(const pl_layer_recipe *r, const uint16_t *a, const uint16_t *w, uint16_t *d, int rows,
+                            int n, int k, const uint16_t *residual, uint16_t *scratch, cudaStream_t stream)
+{
+    const int epilogue = residual && r->fused && r->gemm == PL_LAYER_GEMM_PERFLAB;
+    uint16_t *prod = residual && !epilogue ? scratch : d;
+    if (r->gemm == PL_LAYER_GEMM_CUBLAS) {
+        if (cublasSetStream(r->cublas, stream) != CUBLAS_STATUS_SUCCESS ||
+            pl_gemm_cublas(r->cublas, rows, n, k, PL_GEMM_B_NK, a, w, CUDA_R_16BF, prod, CUDA_R_16BF) !=
+                CUBLAS_STATUS_SUCCESS)
+            return cudaErrorNotSupported;
+    } else {
+        pl_gemm_problem p;
+        memset(&p, 0, sizeof p);
+        p.m = rows;
+        p.n = n;
+        p.k = k;
+        p.b_layout = PL_GEMM_B_NK;
+        p.a = a;
+        p.b = w;
+        p.d = prod;
+        p.epi.residual = epilogue ? residual : NULL;
+        PL_LAYER_STEP(pl_gemm_bf16(&p, stream));
+    }
+    if (residual && !epilogue)
+        PL_LAYER_STEP(pl_engine_residual_add(residual, prod, d, (size_t)rows * n, stream));
+    return cudaGetLastError();
+}
+
+cudaError_t pl_layer_rope_kv(const pl_layer_recipe *r, const pl_model_config *m, int rows, const int *positions,
+                             const int64_t *slots, const pl_layer_kv *kv, const pl_layer_buffers *b, int contiguous,
+                             cudaStream_t stream)
+{
+    if (r->fused)
+        return pl_engine_rope_kv_write(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions,
+                                       slots, b->q, kv->k, kv->v, contiguous ? b->k : NULL,
+                                       contiguous ? b->v : NULL, stream);
+    PL_LAYER_STEP(pl_engine_rope(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions, b->q,
+                                 b->k, stream));
+    return pl_engine_kv_write(b->k, b->qkv, rows, m->heads, m->kv_heads, m->head_dim, slots, kv->k, kv->v,
+                              contiguous ? b->v : NULL, stream);
+}
+
+/* ---- a decode step's attention half ---- */
+
+static cudaError_t decode_attention(const pl_layer_recipe *r, const pl_decode_problem *dp, const pl_layer_buffers *b,
+                                    cudaStream_t stream)
+{
+    if (r->attention == PL_LAYER_ATTN_SIMPLE)
+        return pl_decode_baseline(dp, stream);
+    const int ctas = pl_decode_rows_ctas(dp, FAST_DECODE_WARPS, r->sm_count > 0 ? r->sm_count : 1);
+    if (pl_decode_rows_workspace_bytes(dp, FAST_DECODE_WARPS, ctas) > b->attn_ws_bytes)
+        return cudaErrorInvalidValue;
+    return pl_decode_rows_deep(dp, FAST_DECODE_WARPS, ctas, 0, b->attn_ws, stream);
+}
+
+cudaError_t pl_layer_attention_decode(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,
+                                      const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x,
+                                      uint16_t *h, const pl_layer_buffers *b, cudaStream_t stream)
+{
+    const int B = step->batch, qw = m->heads * m->head_dim, qkvw = qw + 2 * m->kv_heads * m->head_dim;
+    if (m->qk_norm && (!w->q_norm || !w->k_norm))
+        return cudaErrorInvalidValue;
+    pl_decode_problem dp;
+    memset(&dp, 0, sizeof dp);
+    dp.batch = B;
+    dp.heads = m->heads;
+    dp.kv_heads = m->kv_heads;
+    dp.head_dim = m->head_dim;
+    dp.page_size = step->page_size;
+    dp.max_pages = step->max_pages;
+    dp.scale = (float)(1.0 / sqrt((double)m->head_dim));
+    dp.q = b->q;
+    dp.k_cache = kv->k;
+    dp.v_cache = kv->v;
+    dp.block_table = step->block_table;
+    dp.seq_lens = step->seq_lens;
+    dp.o = b->attn;
+    char why[256];
+    if (!pl_decode_problem_valid(&dp, why, sizeof why))
+        return cudaErrorInvalidValue;
+    PL_LAYER_STEP(pl_layer_rmsnorm(r, m, x, w->attn_norm, B, b, stream));
+    PL_LAYER_STEP(pl_layer_linear(r, b->xn, w->qkv, b->qkv, B, qkvw, m->hidden, NULL, NULL, stream));
+    if (m->qk_norm)
+        PL_LAYER_STEP(pl_engine_qk_norm(b->qkv, B, m->heads, m->kv_heads, m->head_dim, w->q_norm, w->k_norm,
+                                        m->rms_eps, stream));
+    PL_LAYER_STEP(pl_layer_rope_kv(r, m, B, step->positions, step->slots, kv, b, 0, stream));
+    PL_LAYER_STEP(decode_attention(r, &dp, b, stream));
+    PL_LAYER_STEP(pl_layer_linear(r, b->attn, w->o, h, B, m->hidden, qw, x, b->proj, stream));
+    return cudaSuccess;
+}

@@ -1,0 +1,71 @@
+/* The phases the dense and the MoE layer share (dense_layer.c, moe_layer.c): the step's workspace, the norm, the
+ * linear layer and the RoPE with the KV write in the recipe's forms, and a decode step's whole attention half
+ * (x → h = x + attention(RMSNorm(x))·oᵀ). Engine-internal: the public steps are in dense_layer.h and moe_layer.h. */
+#ifndef PERFLAB_ENGINE_LAYER_PARTS_H
+#define PERFLAB_ENGINE_LAYER_PARTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "engine/dense_layer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Returns from the enclosing function with the call's error, or the launch's (cudaGetLastError) when it succeeded. */
+#define PL_LAYER_STEP(call)                                                                                            \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ == cudaSuccess)                                                                                         \
+            e_ = cudaGetLastError();                                                                                   \
+        if (e_ != cudaSuccess)                                                                                         \
+            return e_;                                                                                                 \
+    } while (0)
+
+/* A step's buffers in the workspace (256-byte aligned): the attention half's for `rows` rows and the MLP's gate_up
+ * [mlp_rows][2·width] and activation [mlp_rows][width] (dense: the rows and the intermediate width; MoE: the
+ * rows' top_k expert rows and one expert's width). */
+typedef struct pl_layer_buffers {
+    uint16_t *xn, *qkv, *q, *k, *v, *attn, *proj, *gu, *act;
+    float *rinv, *lse;
+    void *attn_ws;
+    size_t attn_ws_bytes;
+} pl_layer_buffers;
+
+/* Carves the buffers from base (NULL: only the size is computed); returns their bytes. */
+size_t pl_layer_carve(const pl_model_config *m, int rows, int mlp_rows, int width, int sm_count, char *base,
+                      pl_layer_buffers *b);
+
+/* b->xn = RMSNorm(x, w): one pass (fused) or two kernels. */
+cudaError_t pl_layer_rmsnorm(const pl_layer_recipe *r, const pl_model_config *m, const uint16_t *x, const uint16_t *w,
+                             int rows, const pl_layer_buffers *b, cudaStream_t stream);
+
+/* d [rows][n] = a [rows][k] · wᵀ (w [n][k], a linear layer's weight), plus residual [rows][n] when not NULL (d may
+ * be the residual itself): in the GEMM's epilogue with perflab's GEMMs and the fused recipe, else by a kernel of
+ * its own on d (then `scratch` holds the product first). */
+cudaError_t pl_layer_linear(const pl_layer_recipe *r, const uint16_t *a, const uint16_t *w, uint16_t *d, int rows,
+                            int n, int k, const uint16_t *residual, uint16_t *scratch, cudaStream_t stream);
+
+/* q into b->q, k and v into the cache at slots (and, for a prefill, contiguous into b->k, b->v). */
+cudaError_t pl_layer_rope_kv(const pl_layer_recipe *r, const pl_model_config *m, int rows, const int *positions,
+                             const int64_t *slots, const pl_layer_kv *kv, const pl_layer_buffers *b, int contiguous,
+                             cudaStream_t stream);
+
+/* The attention part of a layer's weights (q_norm and k_norm NULL unless the model norms q and k). */
+typedef struct pl_attn_weights {
+    const uint16_t *attn_norm, *qkv, *q_norm, *k_norm, *o;
+} pl_attn_weights;
+
+/* h = x + attention(RMSNorm(x))·oᵀ for a decode step (h may be x): RMSNorm, the QKV GEMM, the qk-norm where the
+ * model has it, RoPE with the KV write, paged decode attention, the O GEMM with the residual. cudaErrorInvalidValue
+ * before any launch when the attention kernels do not take the step. */
+cudaError_t pl_layer_attention_decode(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,
+                                      const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x,
+                                      uint16_t *h, const pl_layer_buffers *b, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
