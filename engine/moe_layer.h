@@ -29,6 +29,7 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/dense_layer.h"
+#include "engine/moe_ops.h"
 #include "engine/weights.h"
 
 #ifdef __cplusplus

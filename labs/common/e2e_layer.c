@@ -59,15 +59,34 @@ void e2e_layer_counters(const pl_params *p, int prefill, int seqs, int len, pl_c
     free(lens);
 }
 
-int e2e_layer_check(const pl_params *p, int prefill, int seqs, int len, const struct pl_gpu_record *gpu, char *err,
-                    size_t errlen)
+void e2e_moe_counters(const pl_params *p, int seqs, int len, pl_counters *c)
 {
-    const pl_model_config *m = model_of(p, err, errlen);
-    if (!m)
-        return -1;
-    if (pl_model_is_moe(m) || m->qk_norm)
+    e2e_layer_counters(p, 0, seqs, len, c);
+}
+
+/* The model is of the target's kind (and a MoE one within what the routing kernels and the grouped GEMM take). */
+static int kind_check(const pl_model_config *m, int moe, char *err, size_t errlen)
+{
+    if (!moe && (pl_model_is_moe(m) || m->qk_norm))
         return pl_params_refuse(err, errlen, "--model %s: the dense layer takes a dense model without qk-norm: use "
                                 "llama3-8b, llama3-70b or tiny-dense", m->name);
+    if (moe && !pl_model_is_moe(m))
+        return pl_params_refuse(err, errlen, "--model %s is dense: the MoE layer takes qwen3-30b-a3b, mixtral-8x7b, "
+                                "tiny-moe or tiny-moe-gqa8", m->name);
+    if (moe && (m->experts > PL_MOE_MAX_EXPERTS || m->top_k > PL_MOE_MAX_TOP_K || m->hidden % 8 != 0 ||
+                m->expert_intermediate % 8 != 0))
+        return pl_params_refuse(err, errlen, "--model %s: the MoE layer takes at most %d experts, %d a token, and a "
+                                "hidden size and expert width that are multiples of 8 (the grouped GEMM's rows)",
+                                m->name, PL_MOE_MAX_EXPERTS, PL_MOE_MAX_TOP_K);
+    return 0;
+}
+
+static int layer_check(const pl_params *p, int prefill, int moe, int seqs, int len, const struct pl_gpu_record *gpu,
+                       char *err, size_t errlen)
+{
+    const pl_model_config *m = model_of(p, err, errlen);
+    if (!m || kind_check(m, moe, err, errlen) != 0)
+        return -1;
     if (m->head_dim != 64 && m->head_dim != 128)
         return pl_params_refuse(err, errlen, "--model %s: head_dim %d: the attention kernels take 64 or 128", m->name,
                                 m->head_dim);
@@ -94,10 +113,24 @@ int e2e_layer_check(const pl_params *p, int prefill, int seqs, int len, const st
         return pl_params_refuse(err, errlen, "%.0f rows in one step: at most 1048576; lower the batch or the lengths",
                                 rows);
     const double qkvw = (double)(m->heads + 2 * m->kv_heads) * m->head_dim;
-    const double act = rows * (10.0 * m->hidden + 6.0 * m->intermediate + 6.0 * qkvw);
+    const double slots = moe ? (double)m->top_k : 1.0, width = moe ? m->expert_intermediate : m->intermediate;
+    const double act = rows * (10.0 * m->hidden + slots * (6.0 * width + 4.0 * m->hidden) + 6.0 * qkvw);
     const double kv = prefill ? c.kv_write_bytes : c.kv_read_bytes + c.kv_write_bytes;
-    return pl_check_device_memory(gpu, c.weight_bytes + kv + act, "lower the batch, the lengths or pick a smaller model",
-                                  err, errlen);
+    pl_layer_bytes lb;
+    pl_layer_bytes_of(m, PL_WEIGHTS_BF16, &lb); /* every expert is allocated, whichever the step touches */
+    return pl_check_device_memory(gpu, (double)lb.total + kv + act,
+                                  "lower the batch, the lengths or pick a smaller model", err, errlen);
+}
+
+int e2e_layer_check(const pl_params *p, int prefill, int seqs, int len, const struct pl_gpu_record *gpu, char *err,
+                    size_t errlen)
+{
+    return layer_check(p, prefill, 0, seqs, len, gpu, err, errlen);
+}
+
+int e2e_moe_check(const pl_params *p, int seqs, int len, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    return layer_check(p, 0, 1, seqs, len, gpu, err, errlen);
 }
 
 /* ---- setup ---- */
@@ -169,7 +202,8 @@ static int alloc_step(pl_ctx *ctx, const pl_params *p, e2e_layer *L, int len)
     PL_TRY(pl_fill_uniform_bf16(ctx, L->kv.k, L->pool_elems, -1.0f, 1.0f, K_STREAM));
     PL_TRY(pl_fill_uniform_bf16(ctx, L->kv.v, L->pool_elems, -1.0f, 1.0f, V_STREAM));
     PL_TRY(pl_fill_uniform_bf16(ctx, L->x, xn, -1.0f, 1.0f, X_STREAM));
-    L->ws_bytes = pl_dense_workspace_bytes(L->m, L->rows, ctx->device->sm_count);
+    L->ws_bytes = L->moe ? pl_moe_workspace_bytes(L->m, L->rows, ctx->device->sm_count)
+                         : pl_dense_workspace_bytes(L->m, L->rows, ctx->device->sm_count);
     L->ws = pl_device_alloc(ctx, L->ws_bytes);
     return L->ws ? 0 : -1;
 }
@@ -220,7 +254,7 @@ static int reference(pl_ctx *ctx, e2e_layer *L)
     pick_ref_rows(L);
     const pl_model_config *m = L->m;
     const size_t D = m->hidden;
-    uint16_t *wb = host_copy(ctx, L->w.block, L->w.bytes);
+    uint16_t *wb = host_copy(ctx, L->wblock, L->wbytes);
     uint16_t *kc = host_copy(ctx, L->kv.k, L->pool_elems * 2), *vc = host_copy(ctx, L->kv.v, L->pool_elems * 2);
     uint16_t *x = host_copy(ctx, L->x, (size_t)L->rows * D * 2);
     uint16_t *xr = malloc((size_t)L->ref_n * D * 2), *out = malloc((size_t)L->ref_n * D * 2);
@@ -228,9 +262,14 @@ static int reference(pl_ctx *ctx, e2e_layer *L)
     int rc = -1;
     if (!wb || !kc || !vc || !x || !xr || !out || !L->ref)
         goto done;
-#define HOST_OF(t) (const uint16_t *)((const char *)wb + ((const char *)L->w.t - (const char *)L->w.block))
-    const pl_layer_ref_weights hw = {HOST_OF(attn_norm), HOST_OF(qkv), HOST_OF(o), HOST_OF(mlp_norm),
-                                     HOST_OF(gate_up), HOST_OF(down)};
+#define HOST_OF(w, t) (w.t ? (const uint16_t *)((const char *)wb + ((const char *)w.t - (const char *)L->wblock)) : NULL)
+    pl_layer_ref_moe_weights hw = {{HOST_OF(L->w, attn_norm), HOST_OF(L->w, qkv), HOST_OF(L->w, o),
+                                    HOST_OF(L->w, mlp_norm), HOST_OF(L->w, gate_up), HOST_OF(L->w, down)},
+                                   NULL, NULL, NULL};
+    if (L->moe)
+        hw = (pl_layer_ref_moe_weights){{HOST_OF(L->mw, attn_norm), HOST_OF(L->mw, qkv), HOST_OF(L->mw, o),
+                                         HOST_OF(L->mw, mlp_norm), HOST_OF(L->mw, gate_up), HOST_OF(L->mw, down)},
+                                        HOST_OF(L->mw, q_norm), HOST_OF(L->mw, k_norm), HOST_OF(L->mw, router)};
 #undef HOST_OF
     int pos[8];
     int64_t slots[8];
@@ -243,7 +282,9 @@ static int reference(pl_ctx *ctx, e2e_layer *L)
         memcpy(xr + (size_t)i * D, x + (size_t)r * D, D * 2);
     }
     const pl_layer_ref_rows rows = {L->ref_n, L->page_size, pos, slots, tables};
-    if (pl_layer_ref(m, &hw, &rows, 0, kc, vc, xr, out) != 0) {
+    const pl_layer_ref_routing routing = {NULL, L->ids_ref, L->margin_ref};
+    if ((L->moe ? pl_layer_ref_moe(m, &hw, &rows, 0, &routing, kc, vc, xr, out)
+                : pl_layer_ref(m, &hw.layer, &rows, 0, kc, vc, xr, out)) != 0) {
         pl_fail(ctx, "out of host memory for the reference layer");
         goto done;
     }
@@ -260,7 +301,7 @@ static int capture_fused(pl_ctx *ctx, void *arg, cudaStream_t stream)
     e2e_layer *L = arg;
     cudaStream_t keep = ctx->stream;
     ctx->stream = stream;
-    const int rc = e2e_layer_run(ctx, L, E2E_FUSED);
+    const int rc = e2e_layer_run(ctx, L, L->moe ? E2E_MOE_FUSED : E2E_FUSED);
     ctx->stream = keep;
     return rc;
 }
@@ -275,15 +316,30 @@ static void recipes(e2e_layer *L, int sm_count)
     L->recipes[E2E_PERFLAB_GEMM].gemm = PL_LAYER_GEMM_PERFLAB;
     L->recipes[E2E_FUSED] = L->recipes[E2E_PERFLAB_GEMM];
     L->recipes[E2E_FUSED].fused = 1;
+    L->moe_recipes[E2E_MOE_BASELINE] = (pl_moe_recipe){base, PL_MOE_EXPERTS_LOOP};
+    L->moe_recipes[E2E_MOE_GROUPED] = (pl_moe_recipe){base, PL_MOE_EXPERTS_GROUPED};
+    L->moe_recipes[E2E_MOE_FUSED] = (pl_moe_recipe){L->recipes[E2E_FUSED], PL_MOE_EXPERTS_GROUPED};
 }
 
+/* The floor's regions: the weights (whole, or the MoE layer's fixed part and touched experts), the K and V pools. */
 static int floor_setup(pl_ctx *ctx, e2e_layer *L)
 {
     unsigned resident = 0, most = 1;
     PL_CUDA(ctx, pl_stream_resident_blocks(PL_STREAM_READ, &read_config, &resident));
-    const size_t n[3] = {L->w.bytes / 4, L->pool_elems / 2, L->pool_elems / 2};
-    for (int i = 0; i < 3; i++) {
-        L->read_grid[i] = pl_stream_grid(n[i], &read_config, resident);
+    L->reads = 0;
+    if (L->moe) {
+        e2e_moe_floor_regions(L);
+    } else {
+        L->read_src[0] = (const float *)L->wblock;
+        L->read_n[0] = L->wbytes / 4;
+        L->reads = 1;
+    }
+    L->read_src[L->reads] = (const float *)L->kv.k;
+    L->read_n[L->reads++] = L->pool_elems / 2;
+    L->read_src[L->reads] = (const float *)L->kv.v;
+    L->read_n[L->reads++] = L->pool_elems / 2;
+    for (int i = 0; i < L->reads; i++) {
+        L->read_grid[i] = pl_stream_grid(L->read_n[i], &read_config, resident);
         most = L->read_grid[i] > most ? L->read_grid[i] : most;
     }
     L->read_most = most;
@@ -291,36 +347,78 @@ static int floor_setup(pl_ctx *ctx, e2e_layer *L)
     return L->read_partial ? 0 : -1;
 }
 
-int e2e_layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int seqs, int len, e2e_layer **out)
+static int alloc_weights(pl_ctx *ctx, e2e_layer *L)
+{
+    char err[512];
+    if (L->moe ? pl_moe_weights_alloc(L->m, ctx->seed, &L->mw, err, sizeof err)
+               : pl_dense_weights_alloc(L->m, ctx->seed, &L->w, err, sizeof err))
+        return pl_fail(ctx, "%s", err);
+    L->wblock = L->moe ? L->mw.block : L->w.block;
+    L->wbytes = L->moe ? L->mw.bytes : L->w.bytes;
+    return 0;
+}
+
+/* MoE: host room for the routing of the baseline's run, of each run and of the reference rows. */
+static int alloc_routing(pl_ctx *ctx, e2e_layer *L)
+{
+    if (!L->moe)
+        return 0;
+    const size_t ids = (size_t)L->rows * L->m->top_k * sizeof(int);
+    L->ids_base = pl_host_alloc(ctx, ids);
+    L->ids_run = pl_host_alloc(ctx, ids);
+    L->ids_ref = pl_host_alloc(ctx, 8 * (size_t)L->m->top_k * sizeof(int));
+    L->margin_ref = pl_host_alloc(ctx, 8 * sizeof(double));
+    return L->ids_base && L->ids_run && L->ids_ref && L->margin_ref ? 0 : -1;
+}
+
+static int layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int moe, int seqs, int len, e2e_layer **out)
 {
     char err[512];
     e2e_layer *L = pl_host_alloc(ctx, sizeof *L);
     if (!L)
         return -1;
     L->prefill = prefill;
+    L->moe = moe;
     L->seqs = seqs;
     L->page_size = (int)pl_param_int(p, "page-size");
     if (!(L->m = model_of(p, err, sizeof err)))
         return pl_fail(ctx, "%s", err);
-    if (pl_dense_weights_alloc(L->m, ctx->seed, &L->w, err, sizeof err) != 0)
-        return pl_fail(ctx, "%s", err);
+    PL_TRY(alloc_weights(ctx, L));
     *out = L; /* from here on the teardown frees the weights, the handle and the graph */
     if (cublasCreate(&L->cublas) != CUBLAS_STATUS_SUCCESS)
         return pl_fail(ctx, "cublasCreate failed");
     recipes(L, ctx->device->sm_count);
     PL_TRY(alloc_step(ctx, p, L, len));
-    PL_TRY(floor_setup(ctx, L));
+    PL_TRY(alloc_routing(ctx, L));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     PL_TRY(reference(ctx, L));
-    /* the baseline's output, every row; then the fused recipe once outside the capture (the GEMM picks are made) */
-    PL_TRY(e2e_layer_run(ctx, L, E2E_BASELINE));
+    /* the baseline's output, every row (and its routing); then the fused recipe once outside the capture (the GEMM
+     * picks are made) */
+    PL_TRY(e2e_layer_run(ctx, L, moe ? E2E_MOE_BASELINE : E2E_BASELINE));
     const size_t xn = (size_t)L->rows * L->m->hidden;
     PL_CUDA(ctx, cudaMemcpyAsync(L->out_h, L->out, xn * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     for (size_t i = 0; i < xn; i++)
         L->base[i] = pl_bf16_to_double(L->out_h[i]);
-    PL_TRY(e2e_layer_run(ctx, L, E2E_FUSED));
+    if (moe) {
+        PL_TRY(e2e_moe_read_ids(ctx, L, 1));
+        L->touched = pl_distinct_experts(L->ids_base, (int64_t)L->rows * L->m->top_k, L->m->experts);
+        fprintf(stderr, "perflab: the batch's routing touches %d of %d experts (%.1f expected under uniform routing)\n",
+                L->touched, L->m->experts, pl_expected_experts(L->m->experts, L->m->top_k, L->rows));
+    }
+    PL_TRY(floor_setup(ctx, L));
+    PL_TRY(e2e_layer_run(ctx, L, moe ? E2E_MOE_FUSED : E2E_FUSED));
     return pl_capture_graph(ctx, capture_fused, L, &L->graph);
+}
+
+int e2e_layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int seqs, int len, e2e_layer **out)
+{
+    return layer_setup(ctx, p, prefill, 0, seqs, len, out);
+}
+
+int e2e_moe_setup(pl_ctx *ctx, const pl_params *p, int seqs, int len, e2e_layer **out)
+{
+    return layer_setup(ctx, p, 0, 1, seqs, len, out);
 }
 
 void e2e_layer_teardown(pl_ctx *ctx, void *state)
@@ -332,6 +430,7 @@ void e2e_layer_teardown(pl_ctx *ctx, void *state)
     if (L->cublas)
         cublasDestroy(L->cublas);
     pl_dense_weights_free(&L->w);
+    pl_moe_weights_free(&L->mw);
 }
 
 /* ---- runs and checks ---- */
@@ -340,7 +439,12 @@ int e2e_layer_run(pl_ctx *ctx, e2e_layer *L, int which)
 {
     const pl_layer_recipe *r = &L->recipes[which];
     L->last_floor = 0;
-    if (L->prefill) {
+    if (L->moe) {
+        const pl_decode_step s = {L->seqs, L->page_size, L->max_pages, L->positions_d, L->slots_d, L->table_d,
+                                  L->seq_lens_d};
+        PL_CUDA(ctx, pl_moe_layer_decode(&L->mw, &L->moe_recipes[which], &s, &L->kv, L->x, L->out, L->ws, L->ws_bytes,
+                                         ctx->stream));
+    } else if (L->prefill) {
         const pl_prefill_step s = {L->seqs, L->starts, L->positions_d, L->slots_d};
         PL_CUDA(ctx, pl_dense_layer_prefill(&L->w, r, &s, &L->kv, L->x, L->out, L->ws, L->ws_bytes, ctx->stream));
     } else {
@@ -371,6 +475,21 @@ int e2e_layer_run_fused(pl_ctx *ctx, void *state)
     return e2e_layer_run(ctx, state, E2E_FUSED);
 }
 
+int e2e_moe_run_baseline(pl_ctx *ctx, void *state)
+{
+    return e2e_layer_run(ctx, state, E2E_MOE_BASELINE);
+}
+
+int e2e_moe_run_grouped(pl_ctx *ctx, void *state)
+{
+    return e2e_layer_run(ctx, state, E2E_MOE_GROUPED);
+}
+
+int e2e_moe_run_fused(pl_ctx *ctx, void *state)
+{
+    return e2e_layer_run(ctx, state, E2E_MOE_FUSED);
+}
+
 int e2e_layer_run_graph(pl_ctx *ctx, void *state)
 {
     ((e2e_layer *)state)->last_floor = 0;
@@ -381,11 +500,10 @@ int e2e_layer_run_graph(pl_ctx *ctx, void *state)
 int e2e_layer_run_floor(pl_ctx *ctx, void *state)
 {
     e2e_layer *L = state;
-    const float *src[3] = {(const float *)L->w.block, (const float *)L->kv.k, (const float *)L->kv.v};
-    const size_t n[3] = {L->w.bytes / 4, L->pool_elems / 2, L->pool_elems / 2};
     L->last_floor = 1;
-    for (int i = 0; i < 3; i++)
-        PL_CUDA(ctx, pl_stream_read(src[i], n[i], &read_config, L->read_grid[i], L->read_partial, ctx->stream));
+    for (int i = 0; i < L->reads; i++)
+        PL_CUDA(ctx, pl_stream_read(L->read_src[i], L->read_n[i], &read_config, L->read_grid[i], L->read_partial,
+                                    ctx->stream));
     return 0;
 }
 
@@ -416,6 +534,24 @@ static int check_floor(pl_ctx *ctx, e2e_layer *L, pl_verification *v)
     return 0;
 }
 
+/* Rows of out_h (and of ref, doubles) kept where skip is NULL or skip[row] & mask is 0, one after another into
+ * got and want; returns how many rows. */
+static int keep_rows(const e2e_layer *L, const int *rows, int n, const double *ref, const unsigned char *skip,
+                     unsigned mask, uint16_t *got, double *want)
+{
+    const size_t D = L->m->hidden;
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        const int r = rows ? rows[i] : i;
+        if (skip && (skip[r] & mask))
+            continue;
+        memcpy(got + kept * D, L->out_h + (size_t)r * D, D * 2);
+        memcpy(want + kept * D, ref + (size_t)i * D, D * sizeof(double));
+        kept++;
+    }
+    return kept;
+}
+
 int e2e_layer_check_output(pl_ctx *ctx, void *state, pl_verification *v)
 {
     e2e_layer *L = state;
@@ -424,21 +560,38 @@ int e2e_layer_check_output(pl_ctx *ctx, void *state, pl_verification *v)
     const size_t D = L->m->hidden, xn = (size_t)L->rows * D;
     PL_CUDA(ctx, cudaMemcpyAsync(L->out_h, L->out, xn * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    pl_verification host, base;
-    uint16_t *picked = malloc((size_t)L->ref_n * D * 2);
-    if (!picked)
+    int flipped = 0, bad_ref = 0;
+    unsigned char *skip = L->moe ? calloc((size_t)L->rows, 1) : NULL;
+    uint16_t *got = malloc(xn * 2);
+    double *want = malloc(xn * sizeof *want);
+    if (!got || !want || (L->moe && !skip)) {
+        free(skip), free(got), free(want);
         return pl_fail(ctx, "out of host memory for the check");
-    for (int i = 0; i < L->ref_n; i++)
-        memcpy(picked + (size_t)i * D, L->out_h + (size_t)L->ref_rows[i] * D, D * 2);
-    pl_verify_bf16(picked, L->ref, (size_t)L->ref_n * D, 0, &host);
-    free(picked);
-    pl_verify_bf16(L->out_h, L->base, xn, 0, &base);
+    }
+    if (L->moe) {
+        if (e2e_moe_read_ids(ctx, L, 0) != 0) {
+            free(skip), free(got), free(want);
+            return -1;
+        }
+        flipped = e2e_moe_route_diff(L, skip, &bad_ref);
+    }
+    pl_verification host, base;
+    const int nh = keep_rows(L, L->ref_rows, L->ref_n, L->ref, skip, 2, got, want);
+    pl_verify_bf16(got, want, (size_t)nh * D, 0, &host);
+    const int nb = keep_rows(L, NULL, L->rows, L->base, skip, 1, got, want);
+    pl_verify_bf16(got, want, (size_t)nb * D, 0, &base);
+    free(skip), free(got), free(want);
+    const int routing_ok = !bad_ref && flipped <= L->rows / 8;
     *v = host.passed && !base.passed ? base : host;
+    char routing[160] = "";
+    if (L->moe)
+        snprintf(routing, sizeof routing, "; %d of %d rows took other experts than the baseline's (near ties, left "
+                 "out)%s", flipped, L->rows, bad_ref ? ", a reference row took other experts than a clear choice" : "");
     snprintf(v->message, sizeof v->message,
              "%s; %d rows against the float64 reference: rel L2 %.2e; every row against the baseline: rel L2 %.2e, "
-             "%zu NaN/Inf, %zu unwritten",
-             host.passed && base.passed ? "ok" : "FAILED", L->ref_n, host.rel_l2_error, base.rel_l2_error,
-             base.nonfinite, base.unwritten);
-    v->passed = host.passed && base.passed;
+             "%zu NaN/Inf, %zu unwritten%s",
+             host.passed && base.passed && routing_ok ? "ok" : "FAILED", nh, host.rel_l2_error, base.rel_l2_error,
+             base.nonfinite, base.unwritten, routing);
+    v->passed = host.passed && base.passed && routing_ok;
     return 0;
 }

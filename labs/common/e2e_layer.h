@@ -1,12 +1,19 @@
-/* The e2e: layer targets' shared glue: one dense layer of a model config (engine/), its paged KV cache with the
- * sequences' pages scattered through the pool, the inputs, the recipes the variants run, the checks and the floor.
+/* The e2e: layer targets' shared glue: one dense or MoE layer of a model config (engine/), its paged KV cache with
+ * the sequences' pages scattered through the pool, the inputs, the recipes the variants run, the checks and the
+ * floor.
  *
  * Verification is two-sided: (1) rows the host can afford are computed by the float64 reference (layer_ref.h) from
  * the very inputs and weights the GPU holds, independently of any kernel: decode, three whole sequences (first,
  * middle, last: their attention over the whole cache); prefill, the first tokens of the first and last prompts;
  * (2) every row against the baseline recipe's output (cuBLAS and the simple kernels, run once at setup), which the
  * GPU test (tests/gpu/test_engine_layer.c) checks against the float64 reference at the tiny configs. A variant
- * passes when both are within the bf16 tolerance and nothing is NaN or unwritten. */
+ * passes when both are within the bf16 tolerance and nothing is NaN or unwritten.
+ * A MoE layer's routing can differ between two correct runs where a row's top_k-th and next router logits are
+ * within a rounding of each other (the bf16 roundings of h differ between recipes): the check compares each run's
+ * experts with the baseline's and the reference's (the layer leaves them in its workspace); a row that took other
+ * experts is left out of the value comparison, counted in the message, and fails the check unless the reference
+ * calls its choice a near tie (margin under E2E_MOE_TIE) for a reference row, or unless such rows are at most one
+ * in eight for the rest. */
 #ifndef PERFLAB_LABS_E2E_LAYER_H
 #define PERFLAB_LABS_E2E_LAYER_H
 
@@ -14,19 +21,29 @@
 #include <cublas_v2.h>
 
 #include "engine/dense_layer.h"
+#include "engine/moe_layer.h"
 #include "perflab/declare.h"
 
-/* The parameters both targets take (model, page size, seed of the lengths), as pl_param_def initializers. */
+/* The parameters every layer target takes (the lengths' spread, the page size), as pl_param_def initializers. */
+#define E2E_LAYER_SHAPE_PARAMS                                                                                         \
+    PL_FLOAT_PARAM("spread", "0", 0, 1, "lengths uniform in [(1 - spread)·len, len]"),                                 \
+        PL_INT_PARAM("page-size", "16", 1, 4096, "tokens a KV page holds")
+/* ... and the dense targets' model. */
 #define E2E_LAYER_COMMON_PARAMS                                                                                        \
     PL_TEXT_PARAM("model", "llama3-8b", "a dense model config (engine/model_config.c): llama3-8b, llama3-70b, ...",  \
                   .small_value = "tiny-dense"),                                                                        \
-        PL_FLOAT_PARAM("spread", "0", 0, 1, "lengths uniform in [(1 - spread)·len, len]"),                             \
-        PL_INT_PARAM("page-size", "16", 1, 4096, "tokens a KV page holds")
+        E2E_LAYER_SHAPE_PARAMS
+
+#define E2E_FLOOR_READS 5 /* the floor's regions: the weights (MoE: fixed part, experts' gate_up, down), K, V */
+#define E2E_MOE_TIE     1e-2 /* a routing margin under which a rounding may flip the choice (e2e_moe.c) */
 
 typedef struct e2e_layer {
-    int prefill;
+    int prefill, moe;
     const pl_model_config *m;
     pl_dense_weights w;
+    pl_moe_weights mw;
+    const void *wblock; /* whichever of the two holds the weights */
+    uint64_t wbytes;
     pl_layer_kv kv;
     int seqs, rows, page_size, max_pages, pages;
     size_t pool_elems; /* one pool's bf16 elements */
@@ -42,19 +59,29 @@ typedef struct e2e_layer {
     size_t ws_bytes;
     cublasHandle_t cublas;
     pl_layer_recipe recipes[4];
+    pl_moe_recipe moe_recipes[3];
     cudaGraphExec_t graph;
     /* the checks */
     int ref_n, ref_rows[8];
     double *ref;         /* ref_n rows of the float64 reference */
     double *base;        /* every row of the baseline recipe's output */
     uint16_t *out_h;
-    /* the floor: the weights and the pools read once */
+    /* MoE: the expert ids [rows][top_k] of the baseline's run and of the last run (host), the reference rows' ids
+     * and margins, the experts the baseline's routing touched */
+    int *ids_base, *ids_run, *ids_ref;
+    double *margin_ref;
+    int touched;
+    /* the floor: the weights (MoE: the fixed part and the touched experts') and the pools read once */
     float *read_partial;
-    unsigned read_grid[3], read_most;
+    const float *read_src[E2E_FLOOR_READS];
+    size_t read_n[E2E_FLOOR_READS];
+    unsigned read_grid[E2E_FLOOR_READS], read_most;
+    int reads;
     int last_floor; /* the last run was the floor's: the check looks at its reads, not at the layer's output */
 } e2e_layer;
 
 enum { E2E_BASELINE, E2E_FAST_ATTENTION, E2E_PERFLAB_GEMM, E2E_FUSED };
+enum { E2E_MOE_BASELINE, E2E_MOE_GROUPED, E2E_MOE_FUSED };
 
 /* check_params: the model is a dense config, the sizes fit the attention kernels and the GPU's memory. */
 int e2e_layer_check(const pl_params *p, int prefill, int seqs, int len, const struct pl_gpu_record *gpu, char *err,
@@ -76,5 +103,25 @@ int e2e_layer_run_perflab_gemm(pl_ctx *ctx, void *state);
 int e2e_layer_run_fused(pl_ctx *ctx, void *state);
 int e2e_layer_run_graph(pl_ctx *ctx, void *state);
 int e2e_layer_run_floor(pl_ctx *ctx, void *state);
+
+/* e2e:moe_layer_decode: the same for a MoE model's decode step (moe_layer.h). Counters: the expected experts
+ * touched under uniform routing (pl_expected_experts: the counters see the parameters, not the routing); the floor
+ * reads the experts the batch's routing touched (the baseline's run at setup). */
+int e2e_moe_check(const pl_params *p, int seqs, int len, const struct pl_gpu_record *gpu, char *err, size_t errlen);
+void e2e_moe_counters(const pl_params *p, int seqs, int len, pl_counters *c);
+int e2e_moe_setup(pl_ctx *ctx, const pl_params *p, int seqs, int len, e2e_layer **out);
+int e2e_moe_run_baseline(pl_ctx *ctx, void *state);
+int e2e_moe_run_grouped(pl_ctx *ctx, void *state);
+int e2e_moe_run_fused(pl_ctx *ctx, void *state);
+
+/* ---- e2e_moe.c: the MoE parts of the glue ---- */
+/* The MoE weights' floor regions: the fixed part, the first `touched` experts' gate_up and down (as many bytes as the
+ * touched ones). */
+void e2e_moe_floor_regions(e2e_layer *L);
+/* The last run's expert ids into L->ids_run (or L->ids_base when base); 0 or -1 (failed, with the reason). */
+int e2e_moe_read_ids(pl_ctx *ctx, e2e_layer *L, int base);
+/* Marks the rows whose experts (as sets) differ from the baseline's (differs[row] = 1); returns how many. A reference
+ * row that differs from the reference's choice beyond a near tie sets *bad_ref. */
+int e2e_moe_route_diff(const e2e_layer *L, unsigned char *differs, int *bad_ref);
 
 #endif

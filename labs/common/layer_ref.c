@@ -1,5 +1,6 @@
-/* The float64 host reference of a dense layer (layer_ref.h). */
+/* The float64 host reference of a dense or MoE layer (layer_ref.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,4 +275,33 @@ int pl_layer_ref_moe(const pl_model_config *m, const pl_layer_ref_moe_weights *w
     if (!pl_model_is_moe(m) || ref_attention_half(m, &w->layer, qk_norm, s, epilogue_residual, kc, vc, x, out) != 0)
         return -1;
     return ref_moe_half(m, w, s->rows, epilogue_residual, routing, out);
+}
+
+int pl_layer_ref_accept(const uint16_t *got, const uint16_t *ref, const uint16_t *x, size_t n, char *why,
+                        size_t whylen)
+{
+    double e2 = 0, r2 = 0, u2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(bf(got[i]))) {
+            snprintf(why, whylen, "output %zu is NaN (unwritten or a NaN reached it)", i);
+            return 0;
+        }
+        const double d = bf(got[i]) - bf(ref[i]), u = bf(ref[i]) - bf(x[i]);
+        e2 += d * d, r2 += bf(ref[i]) * bf(ref[i]), u2 += u * u;
+    }
+    const double rms = sqrt(r2 / (double)n);
+    if (!(sqrt(e2 / r2) <= 1e-2)) {
+        snprintf(why, whylen, "output relative L2 %.3g > 1e-2", sqrt(e2 / r2));
+        return 0;
+    }
+    if (!(u2 > 0 && sqrt(e2 / u2) <= 1e-2)) {
+        snprintf(why, whylen, "update (out - x) relative L2 %.3g > 1e-2", u2 > 0 ? sqrt(e2 / u2) : HUGE_VAL);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs(bf(got[i]) - bf(ref[i])) <= 0.02 * fabs(bf(ref[i])) + 0.03 * rms)) {
+            snprintf(why, whylen, "output %zu is %.6g, the reference %.6g", i, bf(got[i]), bf(ref[i]));
+            return 0;
+        }
+    return 1;
 }

@@ -1,0 +1,468 @@
+/* On a GPU: the engine's MoE layer (engine/moe_layer.h), every recipe, against the float64 host reference
+ * (labs/common/layer_ref.h, pl_layer_ref_moe: bf16 wherever the layer stores bf16, float64 router logits). Tiny
+ * configs tiny-moe (6 experts, top 2, GQA 4, head_dim 64, qk-norm) and tiny-moe-gqa8 (10 experts, top 3, GQA 8,
+ * head_dim 128); batch 1, 3 and 17; cache lengths no multiple of the 16-token page, each sequence's pages scattered
+ * through the pool; two decode steps a case, the second attending to the token the first wrote. Recipes: baseline
+ * (cuBLAS, simple attention, unfused, a GEMM loop over experts), grouped (the same with the grouped GEMM), a loop of
+ * perflab GEMMs with the fused forms, fused (the grouped GEMM with the fused forms), the last also in place (out = x)
+ * and replayed from a CUDA graph. The output, the workspace and the new tokens' cache slots are NaN before each run.
+ * Each run checks:
+ *   the routing: each row's experts (as a set) are the reference's, or the reference's choice was a near tie (its
+ *   top_k-th logit within TIE of the next: a bf16 rounding of h moves a logit by ~1e-3), in which case the
+ *   reference is recomputed with the engine's experts for that row; the counts and offsets agree with the ids;
+ *   the output and its update (out - x) within relative L2 1e-2 of the reference's and every element within
+ *   0.02·|ref| + 0.03·rms(ref), none NaN (pl_layer_ref_accept);
+ *   the new tokens' K and V rows within (|ref| + their rms) / 64 of the reference's, every other cache element
+ *   bit-identical.
+ * The grouped recipes need sm_90 (the grouped GEMM): elsewhere they are skipped with a printed line. Refusals: a
+ * dense config's MoE weights, a workspace one byte short, the unfused router without a cuBLAS handle. Exits 77
+ * without a GPU. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "common/layer_ref.h"
+#include "engine/kv_pages.h"
+#include "engine/moe_layer.h"
+#include "perflab/device.h"
+#include "perflab/stats.h"
+#include "perflab/verify.h"
+#include "testutil.h"
+
+#define PAGE     16
+#define MAX_SEQ  17
+#define MAX_K    8
+#define TIE      1e-2
+#define CK(call) ck_assert_msg((call) == cudaSuccess, "%s failed", #call)
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define RECIPES  4
+
+static const char *const recipe_names[RECIPES] = {"baseline", "grouped", "perflab_loop", "fused"};
+
+typedef struct moe_case {
+    const char *model;
+    int seqs;
+} moe_case;
+
+static const moe_case cases[] = {
+    {"tiny-moe", 1}, {"tiny-moe", 3}, {"tiny-moe", 17}, {"tiny-moe-gqa8", 1}, {"tiny-moe-gqa8", 3}, {"tiny-moe-gqa8", 17},
+};
+
+static double bf(uint16_t b)
+{
+    return pl_bf16_to_double(b);
+}
+
+static void fill_random(uint16_t *p, size_t n, pl_rng *r)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = 2.0 * pl_rng_uniform(r) - 1.0;
+        p[i] = pl_bf16_round_host((float)(fabs(v) < 1e-3 ? 0.5 : v));
+    }
+}
+
+static void *host_copy(const void *dev, size_t bytes)
+{
+    void *h = malloc(bytes);
+    ck_assert(h != NULL);
+    CK(cudaMemcpy(h, dev, bytes, cudaMemcpyDeviceToHost));
+    return h;
+}
+
+/* ---- a layer with its pools, weights and recipes ---- */
+
+typedef struct rig {
+    const pl_model_config *m;
+    pl_moe_weights w;
+    uint16_t *wh;
+    pl_layer_ref_moe_weights hw;
+    pl_kv_pool pool;
+    pl_kv_seq seqs[MAX_SEQ];
+    int nseq, max_pages, sm_count, cc;
+    size_t cache_elems, row_elems;
+    uint16_t *kc_h, *vc_h; /* the reference's caches: what the device pools hold */
+    pl_layer_kv kv;
+    void *ws;
+    size_t ws_bytes;
+    uint16_t *x_d, *out_d;
+    int *pos_d, *lens_d, *table_d;
+    int64_t *slots_d;
+    cublasHandle_t cublas;
+    pl_moe_recipe recipes[RECIPES];
+    pl_rng rng;
+} rig;
+
+/* Pages for need[s] tokens of each sequence, handed out a page per sequence in turn (scattered pages). */
+static void take_pages(rig *r, const int *need)
+{
+    int pages = 2, left[MAX_SEQ], any = 1;
+    for (int s = 0; s < r->nseq; s++)
+        pages += pl_kv_pages_for(need[s], PAGE), left[s] = need[s];
+    ck_assert_int_eq(pl_kv_pool_init(&r->pool, pages, PAGE), 0);
+    while (any) {
+        any = 0;
+        for (int s = 0; s < r->nseq; s++)
+            if (left[s] > 0) {
+                const int n = left[s] < PAGE ? left[s] : PAGE;
+                ck_assert_int_eq(pl_kv_seq_append(&r->pool, &r->seqs[s], n), PL_KV_OK);
+                left[s] -= n, any = 1;
+            }
+    }
+    r->max_pages = 1;
+    for (int s = 0; s < r->nseq; s++)
+        r->max_pages = r->seqs[s].npages > r->max_pages ? r->seqs[s].npages : r->max_pages;
+    r->row_elems = (size_t)r->m->kv_heads * r->m->head_dim;
+    r->cache_elems = (size_t)pages * PAGE * r->row_elems;
+}
+
+static void host_weights(rig *r)
+{
+    r->wh = host_copy(r->w.block, r->w.bytes);
+#define HOST_OF(t) (r->w.t ? (const uint16_t *)((const char *)r->wh + ((const char *)r->w.t - (const char *)r->w.block)) : NULL)
+    r->hw.layer = (pl_layer_ref_weights){HOST_OF(attn_norm), HOST_OF(qkv),     HOST_OF(o),
+                                         HOST_OF(mlp_norm),  HOST_OF(gate_up), HOST_OF(down)};
+    r->hw.q_norm = HOST_OF(q_norm);
+    r->hw.k_norm = HOST_OF(k_norm);
+    r->hw.router = HOST_OF(router);
+#undef HOST_OF
+}
+
+static void rig_init(rig *r, const char *model, int nseq, const int *need, uint64_t seed)
+{
+    char err[512];
+    memset(r, 0, sizeof *r);
+    r->m = pl_model_find(model, err, sizeof err);
+    ck_assert_msg(r->m != NULL, "%s", err);
+    ck_assert(r->m->top_k <= MAX_K);
+    r->nseq = nseq;
+    pl_rng_seed(&r->rng, seed);
+    ck_assert_msg(pl_moe_weights_alloc(r->m, seed, &r->w, err, sizeof err) == 0, "%s", err);
+    ck_assert(r->m->qk_norm ? r->w.q_norm && r->w.k_norm : !r->w.q_norm && !r->w.k_norm);
+    host_weights(r);
+    take_pages(r, need);
+    r->kc_h = malloc(r->cache_elems * 2);
+    r->vc_h = malloc(r->cache_elems * 2);
+    ck_assert(r->kc_h && r->vc_h);
+    fill_random(r->kc_h, r->cache_elems, &r->rng);
+    fill_random(r->vc_h, r->cache_elems, &r->rng);
+    CK(cudaMalloc((void **)&r->kv.k, r->cache_elems * 2));
+    CK(cudaMalloc((void **)&r->kv.v, r->cache_elems * 2));
+    CK(cudaMemcpy(r->kv.k, r->kc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(r->kv.v, r->vc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
+    CK(cudaDeviceGetAttribute(&r->sm_count, cudaDevAttrMultiProcessorCount, 0));
+    int major = 0, minor = 0;
+    CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
+    r->cc = major * 10 + minor;
+    r->ws_bytes = pl_moe_workspace_bytes(r->m, nseq, r->sm_count);
+    CK(cudaMalloc(&r->ws, r->ws_bytes));
+    const size_t xn = (size_t)nseq * r->m->hidden;
+    CK(cudaMalloc((void **)&r->x_d, xn * 2));
+    CK(cudaMalloc((void **)&r->out_d, xn * 2));
+    CK(cudaMalloc((void **)&r->pos_d, (size_t)nseq * sizeof(int)));
+    CK(cudaMalloc((void **)&r->slots_d, (size_t)nseq * sizeof(int64_t)));
+    CK(cudaMalloc((void **)&r->lens_d, (size_t)nseq * sizeof(int)));
+    CK(cudaMalloc((void **)&r->table_d, (size_t)nseq * r->max_pages * sizeof(int)));
+    ck_assert(cublasCreate(&r->cublas) == CUBLAS_STATUS_SUCCESS);
+    const pl_layer_recipe eager = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, r->sm_count, r->cublas};
+    const pl_layer_recipe fused = {PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, r->sm_count, r->cublas};
+    r->recipes[0] = (pl_moe_recipe){eager, PL_MOE_EXPERTS_LOOP};
+    r->recipes[1] = (pl_moe_recipe){eager, PL_MOE_EXPERTS_GROUPED};
+    r->recipes[2] = (pl_moe_recipe){fused, PL_MOE_EXPERTS_LOOP};
+    r->recipes[3] = (pl_moe_recipe){fused, PL_MOE_EXPERTS_GROUPED};
+}
+
+static void rig_free(rig *r)
+{
+    void *dev[] = {r->kv.k, r->kv.v, r->ws, r->x_d, r->out_d, r->pos_d, r->lens_d, r->slots_d, r->table_d};
+    for (int i = 0; i < COUNT(dev); i++)
+        CK(cudaFree(dev[i]));
+    free(r->wh), free(r->kc_h), free(r->vc_h);
+    for (int s = 0; s < r->nseq; s++)
+        pl_kv_seq_destroy(&r->pool, &r->seqs[s]);
+    pl_kv_pool_destroy(&r->pool);
+    pl_moe_weights_free(&r->w);
+    cublasDestroy(r->cublas);
+}
+
+/* ---- a step's rows ---- */
+
+typedef struct rows {
+    int n;
+    int pos[MAX_SEQ];
+    int64_t slots[MAX_SEQ];
+    const int *tables[MAX_SEQ];
+    int *table; /* [nseq][max_pages] */
+} rows;
+
+/* One row a sequence at position first[s]; the block table and lengths uploaded. */
+static void rows_upload(rig *r, const int *first, rows *w)
+{
+    int lens[MAX_SEQ];
+    w->table = malloc((size_t)r->nseq * r->max_pages * sizeof(int));
+    ck_assert(w->table != NULL);
+    ck_assert_int_eq(pl_kv_block_table(r->seqs, r->nseq, r->max_pages, w->table, lens), 0);
+    w->n = r->nseq;
+    for (int s = 0; s < r->nseq; s++) {
+        lens[s] = first[s] + 1;
+        w->pos[s] = first[s];
+        w->slots[s] = pl_kv_slot(&r->seqs[s], first[s], PAGE);
+        w->tables[s] = w->table + (size_t)s * r->max_pages;
+    }
+    CK(cudaMemcpy(r->pos_d, w->pos, (size_t)w->n * sizeof(int), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(r->slots_d, w->slots, (size_t)w->n * sizeof(int64_t), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(r->lens_d, lens, (size_t)r->nseq * sizeof(int), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(r->table_d, w->table, (size_t)r->nseq * r->max_pages * sizeof(int), cudaMemcpyHostToDevice));
+}
+
+/* ---- running the layer: 0 straight, 1 in place (out = x), 2 captured in a graph and replayed ---- */
+
+static cudaError_t run_layer(rig *r, int recipe, const uint16_t *x, uint16_t *out, cudaStream_t stream)
+{
+    const pl_decode_step ds = {r->nseq, PAGE, r->max_pages, r->pos_d, r->slots_d, r->table_d, r->lens_d};
+    return pl_moe_layer_decode(&r->w, &r->recipes[recipe], &ds, &r->kv, x, out, r->ws, r->ws_bytes, stream);
+}
+
+static void run_mode(rig *r, int recipe, int mode)
+{
+    const uint16_t *x = r->x_d;
+    if (mode == 1) {
+        CK(cudaMemcpy(r->out_d, r->x_d, (size_t)r->nseq * r->m->hidden * 2, cudaMemcpyDeviceToDevice));
+        x = r->out_d;
+    }
+    if (mode != 2) {
+        CK(run_layer(r, recipe, x, r->out_d, 0));
+        CK(cudaDeviceSynchronize());
+        return;
+    }
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t e;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    const cudaError_t rc = run_layer(r, recipe, x, r->out_d, s);
+    CK(cudaStreamEndCapture(s, &g));
+    CK(rc);
+    CK(cudaGraphInstantiate(&e, g, 0));
+    CK(cudaGraphLaunch(e, s));
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGraphExecDestroy(e));
+    CK(cudaGraphDestroy(g));
+    CK(cudaStreamDestroy(s));
+}
+
+/* ---- the checks ---- */
+
+static void sort_ids(int *ids, int k)
+{
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+            const int t = ids[j];
+            ids[j] = ids[j - 1], ids[j - 1] = t;
+        }
+}
+
+/* The engine's routing against the reference's: counts and offsets agree with the ids; a row's experts differ only
+ * at a near tie, and such rows go into force (the engine's experts; -1 for the other rows). Returns how many. */
+static int check_routing(const char *tag, const rig *r, const int *ref_ids, const double *margin, int *force)
+{
+    const pl_model_config *m = r->m;
+    const int k = m->top_k, E = m->experts;
+    pl_moe_routing_view v;
+    pl_moe_routing_in(m, r->nseq, r->sm_count, r->ws, &v);
+    int *ids = host_copy(v.ids, (size_t)r->nseq * k * sizeof(int));
+    int *counts = host_copy(v.counts, (size_t)E * sizeof(int)), *offsets = host_copy(v.offsets, (size_t)(E + 1) * sizeof(int));
+    int hist[64] = {0}, forced = 0;
+    ck_assert(E <= 64);
+    for (int i = 0; i < r->nseq * k; i++) {
+        ck_assert_msg(ids[i] >= 0 && ids[i] < E, "%s: slot %d's expert %d is out of range", tag, i, ids[i]);
+        hist[ids[i]]++;
+    }
+    ck_assert_int_eq(offsets[0], 0);
+    for (int e = 0; e < E; e++) {
+        ck_assert_msg(counts[e] == hist[e], "%s: expert %d's count %d, its ids %d", tag, e, counts[e], hist[e]);
+        ck_assert_int_eq(offsets[e + 1], offsets[e] + counts[e]);
+    }
+    for (int t = 0; t < r->nseq; t++) {
+        int a[MAX_K], b[MAX_K];
+        memcpy(a, ids + (size_t)t * k, (size_t)k * sizeof(int));
+        memcpy(b, ref_ids + (size_t)t * k, (size_t)k * sizeof(int));
+        sort_ids(a, k), sort_ids(b, k);
+        force[(size_t)t * k] = -1;
+        if (memcmp(a, b, (size_t)k * sizeof(int)) == 0)
+            continue;
+        ck_assert_msg(margin[t] < TIE, "%s: row %d took experts other than the reference's at a margin of %.3g", tag, t,
+                      margin[t]);
+        memcpy(force + (size_t)t * k, ids + (size_t)t * k, (size_t)k * sizeof(int));
+        forced++;
+    }
+    free(ids), free(counts), free(offsets);
+    return forced;
+}
+
+static int is_row_slot(const rows *w, size_t slot)
+{
+    for (int i = 0; i < w->n; i++)
+        if ((size_t)w->slots[i] == slot)
+            return 1;
+    return 0;
+}
+
+/* The rows' cache entries within (|ref| + their rms) / 64 of the reference's; every other element as before. */
+static void check_cache(const char *tag, const rig *r, const rows *w, const uint16_t *before, const uint16_t *dev,
+                        const uint16_t *ref)
+{
+    uint16_t *after = host_copy(dev, r->cache_elems * 2);
+    double r2 = 0;
+    for (int i = 0; i < w->n; i++)
+        for (size_t e = 0; e < r->row_elems; e++)
+            r2 += bf(ref[w->slots[i] * r->row_elems + e]) * bf(ref[w->slots[i] * r->row_elems + e]);
+    const double rms = sqrt(r2 / ((double)w->n * r->row_elems));
+    for (size_t i = 0; i < r->cache_elems; i++) {
+        if (!is_row_slot(w, i / r->row_elems)) {
+            ck_assert_msg(after[i] == before[i], "%s: cache element %zu changed outside the rows' slots", tag, i);
+            continue;
+        }
+        ck_assert_msg(fabs(bf(after[i]) - bf(ref[i])) <= (fabs(bf(ref[i])) + rms) / 64,
+                      "%s: cache element %zu is %.6g, the reference %.6g", tag, i, bf(after[i]), bf(ref[i]));
+    }
+    free(after);
+}
+
+/* The reference of the step for the recipe's rounding: its output, routing and margins (force: NULL or rows to
+ * take the given experts). */
+static void reference(rig *r, const rows *w, const uint16_t *x, int epilogue, const int *force, uint16_t *out,
+                      int *ids, double *margin)
+{
+    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables};
+    const pl_layer_ref_routing routing = {force, ids, margin};
+    ck_assert_int_eq(pl_layer_ref_moe(r->m, &r->hw, &rr, epilogue, &routing, r->kc_h, r->vc_h, x, out), 0);
+}
+
+static void check_run(rig *r, const rows *w, int recipe, int mode, const char *what, const uint16_t *x,
+                      const uint16_t *before[2])
+{
+    const size_t xn = (size_t)w->n * r->m->hidden;
+    const int epilogue = r->recipes[recipe].layer.fused;
+    char tag[200], why[200];
+    snprintf(tag, sizeof tag, "%s %s, %s%s", r->m->name, what, recipe_names[recipe],
+             mode == 1 ? " in place" : mode == 2 ? " from a graph" : "");
+    for (int i = 0; i < w->n; i++) {
+        CK(cudaMemset(r->kv.k + w->slots[i] * r->row_elems, 0xff, r->row_elems * 2));
+        CK(cudaMemset(r->kv.v + w->slots[i] * r->row_elems, 0xff, r->row_elems * 2));
+    }
+    CK(cudaMemset(r->out_d, 0xff, xn * 2));
+    CK(cudaMemset(r->ws, 0xff, r->ws_bytes));
+    run_mode(r, recipe, mode);
+    uint16_t *out = host_copy(r->out_d, xn * 2), *ref = malloc(xn * 2);
+    int ids[MAX_SEQ * MAX_K], force[MAX_SEQ * MAX_K];
+    double margin[MAX_SEQ];
+    ck_assert(ref != NULL);
+    reference(r, w, x, epilogue, NULL, ref, ids, margin);
+    if (check_routing(tag, r, ids, margin, force) > 0) {
+        printf("%s: a row's experts differ from the reference's at a near tie; compared with the engine's\n", tag);
+        reference(r, w, x, epilogue, force, ref, ids, margin);
+    }
+    ck_assert_msg(pl_layer_ref_accept(out, ref, x, xn, why, sizeof why), "%s: %s", tag, why);
+    check_cache(tag, r, w, before[0], r->kv.k, r->kc_h);
+    check_cache(tag, r, w, before[1], r->kv.v, r->vc_h);
+    free(out), free(ref);
+}
+
+/* Every recipe (the grouped ones on sm_90 only), the fused one also in place and from a graph. */
+static void check_step(rig *r, const rows *w, const char *what)
+{
+    const size_t xn = (size_t)w->n * r->m->hidden;
+    uint16_t *x = malloc(xn * 2);
+    ck_assert(x != NULL);
+    fill_random(x, xn, &r->rng);
+    CK(cudaMemcpy(r->x_d, x, xn * 2, cudaMemcpyHostToDevice));
+    const uint16_t *before[2] = {host_copy(r->kv.k, r->cache_elems * 2), host_copy(r->kv.v, r->cache_elems * 2)};
+    for (int run = 0; run < RECIPES + 2; run++) {
+        const int recipe = run < RECIPES ? run : RECIPES - 1, mode = run < RECIPES ? 0 : run - RECIPES + 1;
+        if (r->recipes[recipe].experts == PL_MOE_EXPERTS_GROUPED && r->cc != 90) {
+            if (mode == 0)
+                printf("%s: %s skipped: the grouped GEMM needs sm_90, this GPU is sm_%d\n", what,
+                       recipe_names[recipe], r->cc);
+            continue;
+        }
+        check_run(r, w, recipe, mode, what, x, before);
+    }
+    /* leave the device caches as the reference's (the next step reads them) */
+    CK(cudaMemcpy(r->kv.k, r->kc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(r->kv.v, r->vc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
+    free(x), free((void *)before[0]), free((void *)before[1]);
+}
+
+START_TEST(moe_decode)
+{
+    const moe_case *c = &cases[_i];
+    int cached[MAX_SEQ], need[MAX_SEQ];
+    for (int s = 0; s < c->seqs; s++) {
+        cached[s] = (37 * s + 11 * _i + 5) % 90 + 1; /* 1..90, mostly no multiple of the page */
+        need[s] = cached[s] + 2;
+    }
+    rig r;
+    rig_init(&r, c->model, c->seqs, need, 20261128u + (uint64_t)_i);
+    for (int step = 0; step < 2; step++) {
+        int first[MAX_SEQ];
+        for (int s = 0; s < c->seqs; s++)
+            first[s] = cached[s] + step;
+        rows w;
+        rows_upload(&r, first, &w);
+        char what[64];
+        snprintf(what, sizeof what, "decode batch %d step %d", c->seqs, step);
+        check_step(&r, &w, what);
+        free(w.table);
+    }
+    rig_free(&r);
+}
+END_TEST
+
+START_TEST(refusals)
+{
+    char err[512] = "";
+    pl_moe_weights w;
+    const pl_model_config *dense = pl_model_find("tiny-dense", err, sizeof err);
+    ck_assert(dense != NULL);
+    ck_assert_int_eq(pl_moe_weights_alloc(dense, 1, &w, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "tiny-dense") != NULL && w.block == NULL, "%s", err);
+
+    const pl_model_config *m = pl_model_find("tiny-moe", err, sizeof err);
+    ck_assert_msg(pl_moe_weights_alloc(m, 2, &w, err, sizeof err) == 0, "%s", err);
+    const size_t need = pl_moe_workspace_bytes(m, 3, 132);
+    void *buf;
+    CK(cudaMalloc(&buf, need));
+    const pl_decode_step ds = {3, PAGE, 1, buf, buf, buf, buf};
+    const pl_layer_kv kv = {buf, buf};
+    const pl_moe_recipe rc = {{PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, 132, NULL}, PL_MOE_EXPERTS_GROUPED};
+    ck_assert_int_eq(pl_moe_layer_decode(&w, &rc, &ds, &kv, buf, buf, buf, need - 1, 0), cudaErrorInvalidValue);
+    const pl_moe_recipe unfused = {{PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 0, 132, NULL}, PL_MOE_EXPERTS_GROUPED};
+    ck_assert_int_eq(pl_moe_layer_decode(&w, &unfused, &ds, &kv, buf, buf, buf, need, 0), cudaErrorInvalidValue);
+    CK(cudaGetLastError());
+    CK(cudaFree(buf));
+    pl_moe_weights_free(&w);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("engine_moe");
+    TCase *tc = tcase_create("gpu");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, moe_decode, 0, COUNT(cases));
+    tcase_add_test(tc, refusals);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    if (!pl_test_have_gpu())
+        return 77;
+    return pl_run_suite(suite());
+}
