@@ -80,7 +80,7 @@ const pl_target pl_target_e2e_moe_layer_decode = {
     .name = "moe_layer_decode",
     .summary = "a mixture-of-experts decoder layer's decode step over a paged KV cache (expert loop, grouped GEMM, "
                "fused, graph) against its memory floor",
-    .req = {.needs_gpu = 1},
+    .req = REQ_GROUPED, /* the setup runs the fused recipe (the grouped GEMM) for the graph */
     .params = moe_params,
     .variants = moe_variants,
     .counters = moe_counters,
