@@ -5,20 +5,13 @@
 
 #include "attention/attention.h"
 #include "common/device_cc.h"
+#include "engine/cuda_step.h"
 #include "engine/dense_layer.h"
 #include "engine/layer_ops.h"
 #include "gemm/cublas/gemm_cublas.h"
 #include "gemm/gemm.h"
 #include "norm/norm_kernels.h"
 
-#define STEP(call)                                                                                                     \
-    do {                                                                                                               \
-        cudaError_t e_ = (call);                                                                                       \
-        if (e_ == cudaSuccess)                                                                                         \
-            e_ = cudaGetLastError();                                                                                   \
-        if (e_ != cudaSuccess)                                                                                         \
-            return e_;                                                                                                 \
-    } while (0)
 
 #define FAST_DECODE_WARPS 4 /* rows_deep in CTAs of 4 warps, two an SM (the attention:decode_paged default) */
 
@@ -130,10 +123,10 @@ static cudaError_t linear(const pl_layer_recipe *r, const uint16_t *a, const uin
         p.b = w;
         p.d = prod;
         p.epi.residual = epilogue ? residual : NULL;
-        STEP(pl_gemm_bf16(&p, stream));
+        PL_STEP(pl_gemm_bf16(&p, stream));
     }
     if (residual && !epilogue)
-        STEP(pl_engine_residual_add(residual, prod, d, (size_t)rows * n, stream));
+        PL_STEP(pl_engine_residual_add(residual, prod, d, (size_t)rows * n, stream));
     return cudaGetLastError();
 }
 
@@ -146,7 +139,7 @@ static cudaError_t rope_kv(const pl_layer_recipe *r, const pl_model_config *m, i
         return pl_engine_rope_kv_write(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions,
                                        slots, b->q, kv->k, kv->v, contiguous ? b->k : NULL,
                                        contiguous ? b->v : NULL, stream);
-    STEP(pl_engine_rope(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions, b->q, b->k,
+    PL_STEP(pl_engine_rope(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions, b->q, b->k,
                         stream));
     return pl_engine_kv_write(b->k, b->qkv, rows, m->heads, m->kv_heads, m->head_dim, slots, kv->k, kv->v,
                               contiguous ? b->v : NULL, stream);
@@ -157,10 +150,10 @@ static cudaError_t mlp_half(const pl_dense_weights *w, const pl_layer_recipe *r,
                             const layer_buffers *b, cudaStream_t stream)
 {
     const pl_model_config *m = w->model;
-    STEP(rmsnorm(r, m, out, w->mlp_norm, rows, b, stream));
-    STEP(linear(r, b->xn, w->gate_up, b->gu, rows, 2 * m->intermediate, m->hidden, NULL, NULL, stream));
-    STEP(pl_engine_swiglu(b->gu, b->act, rows, m->intermediate, stream));
-    STEP(linear(r, b->act, w->down, out, rows, m->hidden, m->intermediate, out, b->proj, stream));
+    PL_STEP(rmsnorm(r, m, out, w->mlp_norm, rows, b, stream));
+    PL_STEP(linear(r, b->xn, w->gate_up, b->gu, rows, 2 * m->intermediate, m->hidden, NULL, NULL, stream));
+    PL_STEP(pl_engine_swiglu(b->gu, b->act, rows, m->intermediate, stream));
+    PL_STEP(linear(r, b->act, w->down, out, rows, m->hidden, m->intermediate, out, b->proj, stream));
     return cudaSuccess;
 }
 
@@ -214,11 +207,11 @@ cudaError_t pl_dense_layer_decode(const pl_dense_weights *w, const pl_layer_reci
     char why[256];
     if (!pl_decode_problem_valid(&dp, why, sizeof why))
         return cudaErrorInvalidValue;
-    STEP(rmsnorm(r, m, x, w->attn_norm, B, &b, stream));
-    STEP(linear(r, b.xn, w->qkv, b.qkv, B, qkvw, m->hidden, NULL, NULL, stream));
-    STEP(rope_kv(r, m, B, step->positions, step->slots, kv, &b, 0, stream));
-    STEP(decode_attention(r, &dp, &b, stream));
-    STEP(linear(r, b.attn, w->o, out, B, m->hidden, qw, x, b.proj, stream));
+    PL_STEP(rmsnorm(r, m, x, w->attn_norm, B, &b, stream));
+    PL_STEP(linear(r, b.xn, w->qkv, b.qkv, B, qkvw, m->hidden, NULL, NULL, stream));
+    PL_STEP(rope_kv(r, m, B, step->positions, step->slots, kv, &b, 0, stream));
+    PL_STEP(decode_attention(r, &dp, &b, stream));
+    PL_STEP(linear(r, b.attn, w->o, out, B, m->hidden, qw, x, b.proj, stream));
     return mlp_half(w, r, B, out, &b, stream);
 }
 
@@ -229,7 +222,7 @@ static cudaError_t prefill_attention(const pl_layer_recipe *r, const pl_model_co
                                      const layer_buffers *b, cudaStream_t stream)
 {
     int cc = 0;
-    STEP(pl_current_cc(&cc));
+    PL_STEP(pl_current_cc(&cc));
     const int wgmma = r->attention == PL_LAYER_ATTN_FAST && cc == 90;
     const size_t qrow = (size_t)m->heads * m->head_dim, krow = (size_t)m->kv_heads * m->head_dim;
     for (int p = 0; p < s->prompts; p++) {
@@ -252,7 +245,7 @@ static cudaError_t prefill_attention(const pl_layer_recipe *r, const pl_model_co
         char why[256];
         if (!pl_attn_problem_valid(&a, why, sizeof why))
             return cudaErrorInvalidValue;
-        STEP(wgmma ? pl_attn_flash_wgmma_schedule(&a, 0, stream) : pl_attn_flash_mma(&a, stream));
+        PL_STEP(wgmma ? pl_attn_flash_wgmma_schedule(&a, 0, stream) : pl_attn_flash_mma(&a, stream));
     }
     return cudaSuccess;
 }
@@ -278,10 +271,10 @@ cudaError_t pl_dense_layer_prefill(const pl_dense_weights *w, const pl_layer_rec
     const int qw = m->heads * m->head_dim, qkvw = qw + 2 * m->kv_heads * m->head_dim;
     layer_buffers b;
     carve(m, T, r->sm_count, (char *)workspace, &b);
-    STEP(rmsnorm(r, m, x, w->attn_norm, T, &b, stream));
-    STEP(linear(r, b.xn, w->qkv, b.qkv, T, qkvw, m->hidden, NULL, NULL, stream));
-    STEP(rope_kv(r, m, T, step->positions, step->slots, kv, &b, 1, stream));
-    STEP(prefill_attention(r, m, step, &b, stream));
-    STEP(linear(r, b.attn, w->o, out, T, m->hidden, qw, x, b.proj, stream));
+    PL_STEP(rmsnorm(r, m, x, w->attn_norm, T, &b, stream));
+    PL_STEP(linear(r, b.xn, w->qkv, b.qkv, T, qkvw, m->hidden, NULL, NULL, stream));
+    PL_STEP(rope_kv(r, m, T, step->positions, step->slots, kv, &b, 1, stream));
+    PL_STEP(prefill_attention(r, m, step, &b, stream));
+    PL_STEP(linear(r, b.attn, w->o, out, T, m->hidden, qw, x, b.proj, stream));
     return mlp_half(w, r, T, out, &b, stream);
 }

@@ -25,6 +25,15 @@ __global__ void fill_uniform_kernel(uint16_t *w, size_t n, uint64_t key, float l
     }
 }
 
+cudaError_t pl_engine_fill_uniform(uint16_t *p, size_t n, uint64_t key, float lo, float hi, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaErrorInvalidValue;
+    const unsigned blocks = (unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
+    fill_uniform_kernel<<<blocks, 256, 0, stream>>>(p, n, key, lo, hi);
+    return cudaGetLastError();
+}
+
 static uint16_t **slot_of(pl_dense_weights *w, const char *name)
 {
     static const char *const names[] = {"attn_norm", "qkv", "o", "mlp_norm", "gate_up", "down"};
@@ -56,9 +65,7 @@ static int fill(pl_dense_weights *w, const pl_weight_tensor *t, int n, const uin
         const float bound = t[i].quantized ? (float)(1.0 / sqrt((double)t[i].cols)) : 0.5f;
         const float lo = t[i].quantized ? -bound : 0.5f, hi = t[i].quantized ? bound : 1.5f;
         const uint64_t key = seed * 0x2545f4914f6cdd1dull + (uint64_t)(i + 1) * 0x632be59bd9b4e019ull;
-        const unsigned blocks = (unsigned)((elems + 255) / 256 < 4096 ? (elems + 255) / 256 : 4096);
-        fill_uniform_kernel<<<blocks, 256>>>(p, elems, key, lo, hi);
-        const cudaError_t e = cudaGetLastError();
+        const cudaError_t e = pl_engine_fill_uniform(p, elems, key, lo, hi, 0);
         if (e != cudaSuccess) {
             snprintf(err, errlen, "filling %s's weight %s: %s", w->model->name, t[i].name, cudaGetErrorString(e));
             return -1;
