@@ -12,7 +12,6 @@
 #include "gemm/gemm.h"
 #include "norm/norm_kernels.h"
 
-
 #define FAST_DECODE_WARPS 4 /* rows_deep in CTAs of 4 warps, two an SM (the attention:decode_paged default) */
 
 /* ---- the workspace ---- */
@@ -71,9 +70,9 @@ static size_t carve(const pl_model_config *m, int rows, int sm_count, char *base
         [B_LSE] = R * (size_t)m->heads * sizeof(float),
         [B_ATTN_WS] = decode_ws_bytes(m, rows, sm_count),
     };
-    void **const slots[B_COUNT] = {(void **)&b->xn,   (void **)&b->qkv,  (void **)&b->q,    (void **)&b->k,
-                                   (void **)&b->v,    (void **)&b->attn, (void **)&b->proj, (void **)&b->gu,
-                                   (void **)&b->act,  (void **)&b->rinv, (void **)&b->lse,  &b->attn_ws};
+    void **const slots[B_COUNT] = {(void **)&b->xn,  (void **)&b->qkv,  (void **)&b->q,    (void **)&b->k,
+                                   (void **)&b->v,   (void **)&b->attn, (void **)&b->proj, (void **)&b->gu,
+                                   (void **)&b->act, (void **)&b->rinv, (void **)&b->lse,  &b->attn_ws};
     size_t at = 0;
     for (int i = 0; i < B_COUNT; i++) {
         *slots[i] = base ? base + at : NULL;
@@ -137,10 +136,10 @@ static cudaError_t rope_kv(const pl_layer_recipe *r, const pl_model_config *m, i
 {
     if (r->fused)
         return pl_engine_rope_kv_write(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions,
-                                       slots, b->q, kv->k, kv->v, contiguous ? b->k : NULL,
-                                       contiguous ? b->v : NULL, stream);
-    PL_STEP(pl_engine_rope(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions, b->q, b->k,
-                        stream));
+                                       slots, b->q, kv->k, kv->v, contiguous ? b->k : NULL, contiguous ? b->v : NULL,
+                                       stream);
+    PL_STEP(
+        pl_engine_rope(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions, b->q, b->k, stream));
     return pl_engine_kv_write(b->k, b->qkv, rows, m->heads, m->kv_heads, m->head_dim, slots, kv->k, kv->v,
                               contiguous ? b->v : NULL, stream);
 }

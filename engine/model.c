@@ -59,9 +59,9 @@ static size_t carve(pl_model *M, char *base)
                             (size_t)M->max_out * D * 2,
                             (size_t)M->max_out * V * 2,
                             M->ws_bytes};
-    void **slots[] = {(void **)&M->embed, (void **)&M->final_norm, (void **)&M->lm_head, (void **)&M->k_pools,
-                      (void **)&M->v_pools, (void **)&M->x, (void **)&M->picked, (void **)&M->normed,
-                      (void **)&M->logits, &M->ws};
+    void **slots[] = {
+        (void **)&M->embed, (void **)&M->final_norm, (void **)&M->lm_head, (void **)&M->k_pools, (void **)&M->v_pools,
+        (void **)&M->x,     (void **)&M->picked,     (void **)&M->normed,  (void **)&M->logits,  &M->ws};
     size_t at = 0;
     for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++) {
         *slots[i] = base && bytes[i] ? base + at : NULL;
@@ -101,8 +101,10 @@ int pl_model_create(const pl_model_options *o, pl_model *M, char *err, size_t er
     const pl_model_config *c = o->model;
     if (!c || pl_model_is_moe(c) || c->qk_norm || o->max_rows < 1 || o->max_out < 1 || o->max_out > o->max_rows ||
         o->page_size < 8 || o->page_size % 8) {
-        snprintf(err, errlen, "%s: the model takes a dense config without qk-norm, max_rows >= max_out >= 1 and a page "
-                 "size that is a multiple of 8", c ? c->name : "(no model)");
+        snprintf(err, errlen,
+                 "%s: the model takes a dense config without qk-norm, max_rows >= max_out >= 1 and a page "
+                 "size that is a multiple of 8",
+                 c ? c->name : "(no model)");
         return -1;
     }
     M->config = c;
@@ -161,7 +163,6 @@ pl_layer_kv pl_model_kv(const pl_model *M, int l)
 
 /* ---- a step ---- */
 
-
 static int rows_ok(const pl_model *M, const pl_model_rows *s)
 {
     if (!s || s->n < 1 || s->n > M->max_rows || s->n_decode < 0 || s->n_decode > s->n || s->n_out < 0 ||
@@ -169,8 +170,8 @@ static int rows_ok(const pl_model *M, const pl_model_rows *s)
         return 0;
     if (s->n_decode > 0 && (!s->block_table || !s->seq_lens || s->max_pages < 1))
         return 0;
-    if (s->n_decode < s->n && (s->prompts < 1 || !s->starts || s->starts[0] != 0 ||
-                               s->starts[s->prompts] != s->n - s->n_decode))
+    if (s->n_decode < s->n &&
+        (s->prompts < 1 || !s->starts || s->starts[0] != 0 || s->starts[s->prompts] != s->n - s->n_decode))
         return 0;
     return s->n_out == 0 || (s->out_rows && s->out_tokens);
 }
@@ -204,7 +205,7 @@ static cudaError_t layers(pl_model *M, const pl_layer_recipe *r, const pl_model_
     for (int l = 0; l < M->layers; l++) {
         const pl_layer_kv kv = pl_model_kv(M, l);
         if (s->n_decode > 0) {
-            const pl_decode_step ds = {s->n_decode, M->page_size, s->max_pages, s->positions,
+            const pl_decode_step ds = {s->n_decode, M->page_size,   s->max_pages, s->positions,
                                        s->slots,    s->block_table, s->seq_lens};
             PL_STEP(pl_dense_layer_decode(&M->layer[l], r, &ds, &kv, M->x, M->x, M->ws, M->ws_bytes, stream));
         }

@@ -24,25 +24,25 @@ extern "C" {
 
 typedef struct pl_model_options {
     const pl_model_config *model;
-    int layers;          /* 0: the config's */
-    int page_size;       /* tokens a KV page holds (a multiple of 8) */
-    int pages;           /* KV pages; 0: as many as fit once the rest is placed */
-    int max_rows;        /* rows a step may hold (decode sequences and prompt tokens together) */
-    int max_out;         /* rows a step may sample (its logits are max_out × vocab) */
-    int max_context;     /* tokens a sequence may reach */
-    int max_seqs;        /* sequences of max_context the cache must hold at once (0: 1) */
-    uint64_t seed;       /* the weights' seed: layer l's is seed + l */
-    int sm_count;        /* the device's SMs */
+    int layers;           /* 0: the config's */
+    int page_size;        /* tokens a KV page holds (a multiple of 8) */
+    int pages;            /* KV pages; 0: as many as fit once the rest is placed */
+    int max_rows;         /* rows a step may hold (decode sequences and prompt tokens together) */
+    int max_out;          /* rows a step may sample (its logits are max_out × vocab) */
+    int max_context;      /* tokens a sequence may reach */
+    int max_seqs;         /* sequences of max_context the cache must hold at once (0: 1) */
+    uint64_t seed;        /* the weights' seed: layer l's is seed + l */
+    int sm_count;         /* the device's SMs */
     size_t reserve_bytes; /* kept free (context growth, cuBLAS, graphs); 0: 1 GiB */
 } pl_model_options;
 
 typedef struct pl_model {
     const pl_model_config *config;
     int layers, page_size, pages, max_rows, max_out, sm_count;
-    pl_dense_weights *layer; /* [layers] */
-    uint16_t *embed;         /* [vocab][hidden] */
-    uint16_t *final_norm;    /* [hidden] */
-    uint16_t *lm_head;       /* [vocab][hidden] (the embedding when tied) */
+    pl_dense_weights *layer;     /* [layers] */
+    uint16_t *embed;             /* [vocab][hidden] */
+    uint16_t *final_norm;        /* [hidden] */
+    uint16_t *lm_head;           /* [vocab][hidden] (the embedding when tied) */
     uint16_t *k_pools, *v_pools; /* [layers][pages·page_size][kv_heads][head_dim] */
     size_t pool_elems;           /* one layer's pool */
     uint16_t *x;                 /* the residual stream [max_rows][hidden] */

@@ -138,9 +138,9 @@ static int alloc_arrays(pl_serve_gpu *g, char *err, size_t errlen)
 {
     const size_t R = (size_t)g->M.max_rows;
     const size_t sizes[7] = {R * 4, R * 4, 0, R * 4, R * 4, R * 4, R * 8};
-    void **host[7] = {(void **)&g->h.tokens, (void **)&g->h.positions, (void **)&g->h.table, (void **)&g->h.seq_lens,
+    void **host[7] = {(void **)&g->h.tokens,   (void **)&g->h.positions,  (void **)&g->h.table, (void **)&g->h.seq_lens,
                       (void **)&g->h.out_rows, (void **)&g->h.out_tokens, (void **)&g->h.slots};
-    void **dev[7] = {(void **)&g->d.tokens, (void **)&g->d.positions, (void **)&g->d.table, (void **)&g->d.seq_lens,
+    void **dev[7] = {(void **)&g->d.tokens,   (void **)&g->d.positions,  (void **)&g->d.table, (void **)&g->d.seq_lens,
                      (void **)&g->d.out_rows, (void **)&g->d.out_tokens, (void **)&g->d.slots};
     for (int i = 0; i < 7; i++) {
         if (!sizes[i])
@@ -170,8 +170,7 @@ static int pow2_at_least(int n)
     return p;
 }
 
-int pl_serve_gpu_create(const pl_serve_gpu_options *o, pl_serve_gpu **out, int *num_pages_out, char *err,
-                        size_t errlen)
+int pl_serve_gpu_create(const pl_serve_gpu_options *o, pl_serve_gpu **out, int *num_pages_out, char *err, size_t errlen)
 {
     *out = NULL;
     if (o->dtype != PL_WEIGHTS_BF16) {
@@ -231,7 +230,8 @@ void pl_serve_gpu_destroy(pl_serve_gpu *g)
     for (int b = 0; b < BUCKETS; b++)
         if (g->graphs[b].exec)
             cudaGraphExecDestroy(g->graphs[b].exec);
-    void *host[7] = {g->h.tokens, g->h.positions, g->h.table, g->h.seq_lens, g->h.out_rows, g->h.out_tokens, g->h.slots};
+    void *host[7] = {g->h.tokens,   g->h.positions,  g->h.table, g->h.seq_lens,
+                     g->h.out_rows, g->h.out_tokens, g->h.slots};
     void *dev[7] = {g->d.tokens, g->d.positions, g->d.table, g->d.seq_lens, g->d.out_rows, g->d.out_tokens, g->d.slots};
     for (int i = 0; i < 7; i++) {
         if (host[i])

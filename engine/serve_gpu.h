@@ -28,8 +28,8 @@ extern "C" {
 
 typedef struct pl_serve_gpu_options {
     const pl_model_config *model;
-    pl_weight_dtype dtype; /* bf16 only so far */
-    int layers;            /* 0: the config's */
+    pl_weight_dtype dtype;    /* bf16 only so far */
+    int layers;               /* 0: the config's */
     int page_size, num_pages; /* the KV pool the scheduler uses; num_pages 0: as many as fit */
     int max_num_seqs, max_num_batched_tokens;
     uint64_t seed;

@@ -69,8 +69,7 @@ static void model_counters(const pl_params *p, pl_counters *c)
 
 static int model_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
 {
-    PL_TRY(e2e_layer_check(p, 0, (int)pl_param_int(p, "batch"), (int)pl_param_int(p, "cache-len"), NULL, err,
-                           errlen));
+    PL_TRY(e2e_layer_check(p, 0, (int)pl_param_int(p, "batch"), (int)pl_param_int(p, "cache-len"), NULL, err, errlen));
     const pl_model_config *m = pl_model_find(pl_param_str(p, "model"), err, errlen);
     pl_weight_bytes wb;
     pl_weight_bytes_of(m, PL_WEIGHTS_BF16, (int)pl_param_int(p, "layers"), &wb);
@@ -122,9 +121,16 @@ static int make_rows(pl_ctx *ctx, const pl_params *p, model_state *s)
     s->out_tokens = pl_device_alloc(ctx, (size_t)B * sizeof(int));
     if (!s->tokens || !s->positions || !s->slots || !s->table_d || !s->seq_lens || !s->out_rows || !s->out_tokens)
         return pl_fail(ctx, "copying the step's rows to the device failed");
-    s->rows = (pl_model_rows){.n = B, .tokens = s->tokens, .positions = s->positions, .slots = s->slots,
-                              .n_decode = B, .max_pages = s->max_pages, .block_table = s->table_d,
-                              .seq_lens = s->seq_lens, .n_out = B, .out_rows = s->out_rows,
+    s->rows = (pl_model_rows){.n = B,
+                              .tokens = s->tokens,
+                              .positions = s->positions,
+                              .slots = s->slots,
+                              .n_decode = B,
+                              .max_pages = s->max_pages,
+                              .block_table = s->table_d,
+                              .seq_lens = s->seq_lens,
+                              .n_out = B,
+                              .out_rows = s->out_rows,
                               .out_tokens = s->out_tokens};
     /* every layer's cache: random in ±1 (the pages the batch reads) */
     return pl_fill_uniform_bf16(ctx, s->M.k_pools, s->M.pool_elems * s->M.layers, -1.0f, 1.0f, 0xe2e2u) ||
@@ -150,7 +156,8 @@ static int floor_setup(pl_ctx *ctx, model_state *s)
     unsigned resident = 0;
     PL_CUDA(ctx, pl_stream_resident_blocks(PL_STREAM_READ, &read_config, &resident));
     s->most = 1;
-    const size_t n[3] = {s->M.layer[0].bytes / 4, s->M.pool_elems / 2, (size_t)s->M.config->vocab * s->M.config->hidden / 2};
+    const size_t n[3] = {s->M.layer[0].bytes / 4, s->M.pool_elems / 2,
+                         (size_t)s->M.config->vocab * s->M.config->hidden / 2};
     for (int i = 0; i < 3; i++) {
         s->grid[i] = pl_stream_grid(n[i], &read_config, resident);
         s->most = s->grid[i] > s->most ? s->grid[i] : s->most;
@@ -170,10 +177,16 @@ static int model_setup(pl_ctx *ctx, const pl_params *p, void **state)
         return pl_fail(ctx, "%s", err);
     s->batch = (int)pl_param_int(p, "batch");
     const int ps = (int)pl_param_int(p, "page-size"), len = (int)pl_param_int(p, "cache-len");
-    const pl_model_options o = {.model = m, .layers = (int)pl_param_int(p, "layers"), .page_size = ps,
-                                .pages = s->batch * ((len + ps - 1) / ps), .max_rows = s->batch,
-                                .max_out = s->batch, .max_context = (int)pl_param_int(p, "cache-len"),
-                                .max_seqs = s->batch, .seed = ctx->seed, .sm_count = ctx->device->sm_count};
+    const pl_model_options o = {.model = m,
+                                .layers = (int)pl_param_int(p, "layers"),
+                                .page_size = ps,
+                                .pages = s->batch * ((len + ps - 1) / ps),
+                                .max_rows = s->batch,
+                                .max_out = s->batch,
+                                .max_context = (int)pl_param_int(p, "cache-len"),
+                                .max_seqs = s->batch,
+                                .seed = ctx->seed,
+                                .sm_count = ctx->device->sm_count};
     if (pl_model_create(&o, &s->M, err, sizeof err) != 0)
         return pl_fail(ctx, "%s", err);
     *state = s;

@@ -13,10 +13,10 @@
 #include "perflab/device.h"
 #include "perflab/results.h"
 
-#define LENS_STREAM 0xe2e1u /* the lengths' and the pages' seed, from the parameters alone (counters recompute it) */
-#define K_STREAM    0xe2e2u
-#define V_STREAM    0xe2e3u
-#define X_STREAM    0xe2e4u
+#define LENS_STREAM        0xe2e1u /* the lengths' and the pages' seed, from the parameters alone (counters recompute it) */
+#define K_STREAM           0xe2e2u
+#define V_STREAM           0xe2e3u
+#define X_STREAM           0xe2e4u
 #define PREFILL_REF_TOKENS 2 /* a prompt's first tokens the float64 reference computes */
 
 static const pl_stream_config read_config = {.unroll = 8, .waves = 0, .streaming = 1};
@@ -66,8 +66,10 @@ int e2e_layer_check(const pl_params *p, int prefill, int seqs, int len, const st
     if (!m)
         return -1;
     if (pl_model_is_moe(m) || m->qk_norm)
-        return pl_params_refuse(err, errlen, "--model %s: the dense layer takes a dense model without qk-norm: use "
-                                "llama3-8b, llama3-70b or tiny-dense", m->name);
+        return pl_params_refuse(err, errlen,
+                                "--model %s: the dense layer takes a dense model without qk-norm: use "
+                                "llama3-8b, llama3-70b or tiny-dense",
+                                m->name);
     if (m->head_dim != 64 && m->head_dim != 128)
         return pl_params_refuse(err, errlen, "--model %s: head_dim %d: the attention kernels take 64 or 128", m->name,
                                 m->head_dim);
@@ -96,8 +98,8 @@ int e2e_layer_check(const pl_params *p, int prefill, int seqs, int len, const st
     const double qkvw = (double)(m->heads + 2 * m->kv_heads) * m->head_dim;
     const double act = rows * (10.0 * m->hidden + 6.0 * m->intermediate + 6.0 * qkvw);
     const double kv = prefill ? c.kv_write_bytes : c.kv_read_bytes + c.kv_write_bytes;
-    return pl_check_device_memory(gpu, c.weight_bytes + kv + act, "lower the batch, the lengths or pick a smaller model",
-                                  err, errlen);
+    return pl_check_device_memory(gpu, c.weight_bytes + kv + act,
+                                  "lower the batch, the lengths or pick a smaller model", err, errlen);
 }
 
 /* ---- setup ---- */
@@ -119,8 +121,8 @@ static int layout_rows(pl_ctx *ctx, e2e_layer *L)
         const int first = L->prefill ? 0 : L->lens[s] - 1;
         for (int t = first; t < L->lens[s]; t++, r++) {
             L->positions_h[r] = t;
-            L->slots_h[r] = (int64_t)L->table[(size_t)s * L->max_pages + t / L->page_size] * L->page_size +
-                            t % L->page_size;
+            L->slots_h[r] =
+                (int64_t)L->table[(size_t)s * L->max_pages + t / L->page_size] * L->page_size + t % L->page_size;
         }
     }
     L->starts[L->seqs] = r;
@@ -229,8 +231,8 @@ static int reference(pl_ctx *ctx, e2e_layer *L)
     if (!wb || !kc || !vc || !x || !xr || !out || !L->ref)
         goto done;
 #define HOST_OF(t) (const uint16_t *)((const char *)wb + ((const char *)L->w.t - (const char *)L->w.block))
-    const pl_layer_ref_weights hw = {HOST_OF(attn_norm), HOST_OF(qkv), HOST_OF(o), HOST_OF(mlp_norm),
-                                     HOST_OF(gate_up), HOST_OF(down)};
+    const pl_layer_ref_weights hw = {HOST_OF(attn_norm), HOST_OF(qkv),     HOST_OF(o),
+                                     HOST_OF(mlp_norm),  HOST_OF(gate_up), HOST_OF(down)};
 #undef HOST_OF
     int pos[8];
     int64_t slots[8];
@@ -344,8 +346,8 @@ int e2e_layer_run(pl_ctx *ctx, e2e_layer *L, int which)
         const pl_prefill_step s = {L->seqs, L->starts, L->positions_d, L->slots_d};
         PL_CUDA(ctx, pl_dense_layer_prefill(&L->w, r, &s, &L->kv, L->x, L->out, L->ws, L->ws_bytes, ctx->stream));
     } else {
-        const pl_decode_step s = {L->seqs, L->page_size, L->max_pages, L->positions_d, L->slots_d, L->table_d,
-                                  L->seq_lens_d};
+        const pl_decode_step s = {L->seqs,    L->page_size, L->max_pages, L->positions_d,
+                                  L->slots_d, L->table_d,   L->seq_lens_d};
         PL_CUDA(ctx, pl_dense_layer_decode(&L->w, r, &s, &L->kv, L->x, L->out, L->ws, L->ws_bytes, ctx->stream));
     }
     return 0;

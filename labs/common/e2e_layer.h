@@ -18,7 +18,7 @@
 
 /* The parameters both targets take (model, page size, seed of the lengths), as pl_param_def initializers. */
 #define E2E_LAYER_COMMON_PARAMS                                                                                        \
-    PL_TEXT_PARAM("model", "llama3-8b", "a dense model config (engine/model_config.c): llama3-8b, llama3-70b, ...",  \
+    PL_TEXT_PARAM("model", "llama3-8b", "a dense model config (engine/model_config.c): llama3-8b, llama3-70b, ...",    \
                   .small_value = "tiny-dense"),                                                                        \
         PL_FLOAT_PARAM("spread", "0", 0, 1, "lengths uniform in [(1 - spread)·len, len]"),                             \
         PL_INT_PARAM("page-size", "16", 1, 4096, "tokens a KV page holds")
@@ -45,8 +45,8 @@ typedef struct e2e_layer {
     cudaGraphExec_t graph;
     /* the checks */
     int ref_n, ref_rows[8];
-    double *ref;         /* ref_n rows of the float64 reference */
-    double *base;        /* every row of the baseline recipe's output */
+    double *ref;  /* ref_n rows of the float64 reference */
+    double *base; /* every row of the baseline recipe's output */
     uint16_t *out_h;
     /* the floor: the weights and the pools read once */
     float *read_partial;

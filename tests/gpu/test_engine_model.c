@@ -34,13 +34,13 @@ typedef struct rig {
     const pl_model_config *c;
     cublasHandle_t cublas;
     pl_layer_recipe recipe;
-    uint16_t **wh;               /* each layer's weight block, host */
-    pl_layer_ref_weights *hw;    /* per layer */
+    uint16_t **wh;                 /* each layer's weight block, host */
+    pl_layer_ref_weights *hw;      /* per layer */
     uint16_t *embed, *norm, *head; /* host */
-    uint16_t **kc, **vc;         /* host caches per layer */
+    uint16_t **kc, **vc;           /* host caches per layer */
     pl_kv_pool pool;
     pl_kv_seq seqs[4];
-    int *d_ints;                 /* device scratch for the step's int arrays */
+    int *d_ints; /* device scratch for the step's int arrays */
     int64_t *d_slots;
 } rig;
 
@@ -60,8 +60,15 @@ static void rig_init(rig *r, int recipe)
     ck_assert(r->c != NULL);
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    const pl_model_options o = {.model = r->c, .page_size = PAGE, .pages = 64, .max_rows = MAXR, .max_out = 8,
-                                .max_context = 128, .max_seqs = 4, .seed = 5, .sm_count = sms};
+    const pl_model_options o = {.model = r->c,
+                                .page_size = PAGE,
+                                .pages = 64,
+                                .max_rows = MAXR,
+                                .max_out = 8,
+                                .max_context = 128,
+                                .max_seqs = 4,
+                                .seed = 5,
+                                .sm_count = sms};
     ck_assert_msg(pl_model_create(&o, &r->M, err, sizeof err) == 0, "%s", err);
     ck_assert(cublasCreate(&r->cublas) == CUBLAS_STATUS_SUCCESS);
     const pl_layer_recipe recipes[4] = {{PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, sms, r->cublas},
@@ -162,9 +169,18 @@ static void gpu_step(rig *r, const host_rows *h, uint16_t *logits, int *tokens)
     CK(cudaMemcpy(table, h->table, (size_t)MAXR * 8 * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(lens, lens_h, (size_t)MAXR * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(outr, h->out_rows, (size_t)h->n_out * 4, cudaMemcpyHostToDevice));
-    const pl_model_rows mr = {.n = h->n, .tokens = tok, .positions = pos, .slots = r->d_slots,
-                              .n_decode = h->n_decode, .max_pages = 8, .block_table = table, .seq_lens = lens,
-                              .prompts = h->prompts, .starts = h->starts, .n_out = h->n_out, .out_rows = outr,
+    const pl_model_rows mr = {.n = h->n,
+                              .tokens = tok,
+                              .positions = pos,
+                              .slots = r->d_slots,
+                              .n_decode = h->n_decode,
+                              .max_pages = 8,
+                              .block_table = table,
+                              .seq_lens = lens,
+                              .prompts = h->prompts,
+                              .starts = h->starts,
+                              .n_out = h->n_out,
+                              .out_rows = outr,
                               .out_tokens = outt};
     CK(pl_model_step(&r->M, &r->recipe, &mr, 0));
     CK(cudaDeviceSynchronize());
@@ -225,8 +241,10 @@ static void compare(const char *tag, const rig *r, const host_rows *h, const uin
         }
         ck_assert_msg(sqrt(e2 / r2) <= 2e-2, "%s: sample %d's logits relative L2 %.3g > 2e-2", tag, o, sqrt(e2 / r2));
         const double picked = ref[(size_t)o * V + tokens[o]];
-        ck_assert_msg(picked >= best - 4 * worst, "%s: sample %d took token %d (reference logit %.5g), the "
-                      "reference's best is %.5g (largest logit error %.3g)", tag, o, tokens[o], picked, best, worst);
+        ck_assert_msg(picked >= best - 4 * worst,
+                      "%s: sample %d took token %d (reference logit %.5g), the "
+                      "reference's best is %.5g (largest logit error %.3g)",
+                      tag, o, tokens[o], picked, best, worst);
     }
 }
 
