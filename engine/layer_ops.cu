@@ -152,8 +152,8 @@ extern "C" cudaError_t pl_engine_kv_write(const uint16_t *k, const uint16_t *qkv
     if (!heads_ok(rows, heads, kv_heads, head_dim, 2.0))
         return cudaErrorInvalidValue;
     const dim3 grid((unsigned)rows, (unsigned)(2 * kv_heads));
-    kv_write_kernel < <<grid, head_dim<128 ? head_dim : 128, 0, stream>>>(k, qkv, heads, kv_heads, head_dim, slots,
-                                                                          k_cache, v_cache, v_out);
+    const unsigned threads = head_dim < 128 ? (unsigned)head_dim : 128u;
+    kv_write_kernel<<<grid, threads, 0, stream>>>(k, qkv, heads, kv_heads, head_dim, slots, k_cache, v_cache, v_out);
     return cudaGetLastError();
 }
 
