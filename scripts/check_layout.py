@@ -19,7 +19,7 @@ import sys
 # The order of the lower layers: api (include/perflab) < core < {comm, calc, report, hw}; kernels/common < a kernel
 # family; the engine sits on the kernels alone (usable without the harness); labs/common on the kernels, the engine,
 # comm and core; the targets (labs) on labs/common and the engine; the selector (perflab gemm) on labs/common's GEMM
-# glue; the CLI on everything.
+# glue; the CLI on everything; libperflab.so (src/py, the C API for Python) on the core and the kernels.
 ALLOWED = {
     "api": [],
     "core": ["api"],
@@ -34,6 +34,7 @@ ALLOWED = {
     "labs": ["labs/common", "api", "comm", "engine", "kernels/*"],
     "selector": ["core", "api", "labs/common", "kernels/*"],
     "cli": ["core", "api", "comm", "calc", "report", "hw", "labs", "labs/common", "selector", "kernels/*"],
+    "py": ["core", "api", "kernels/*"],
 }
 
 # The libraries of CMakeLists.txt and the folder each one builds.
@@ -48,6 +49,7 @@ LIBRARIES = {
     "perflab_labs_common": "labs/common",
     "perflab_labs": "labs",
     "perflab_selector": "selector",
+    "perflab_py": "py",
 }
 
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh", ".def")

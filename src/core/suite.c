@@ -170,32 +170,6 @@ static int load_expectations(suite *s, char *err, size_t errlen)
     return pl_expectations_load(s->exp_path, s->run->prov.hardware_key, &s->exp, err, errlen) < 0 ? -1 : 0;
 }
 
-/* A roofline run records the ceilings `perflab peak` stored for this GPU kind, so that its report never reads
- * them from disk later (they may have changed, or be elsewhere). */
-static void load_ceilings(suite *s)
-{
-    const pl_run *r = s->run;
-    if (strcmp(r->settings.profile, "roofline") != 0 || r->prov.n_gpus == 0)
-        return;
-    s->run->profiler = pl_ncu_describe(); /* the counters' tool, or the line saying there are none */
-    const char *name = pl_run_gpu(r)->name;
-    char *key = pl_hardware_key_from_names(&name, 1);
-    char *path = pl_ceilings_path(s->req->artifacts_dir, key);
-    pl_ceilings *c = pl_xcalloc(1, sizeof *c);
-    char err[512];
-    int rc = pl_ceilings_load(path, c, err, sizeof err);
-    if (rc < 0)
-        fprintf(stderr, "perflab %s: ignoring %s (no %% of ceilings in this run)\n", s->req->verb, err);
-    if (rc == 0) {
-        s->run->ceilings = c;
-    } else {
-        pl_ceilings_free(c);
-        free(c);
-    }
-    free(path);
-    free(key);
-}
-
 /* ---- step 4: the targets, the artifacts rewritten after each ---- */
 
 static void write_artifacts(suite *s)
@@ -280,7 +254,7 @@ int pl_suite_run(const pl_suite_request *req, pl_run *run, char *err, size_t err
     if (pl_artifacts_prepare(run, req->artifacts_dir, err, errlen) != 0)
         goto out;
     pl_capabilities_load_for_run(req->artifacts_dir, &s.caps);
-    load_ceilings(&s);
+    pl_run_load_ceilings(run, req->artifacts_dir, req->verb);
     write_artifacts(&s); /* an empty, incomplete run: it exists from the start */
 
     pl_runner_input in = {
