@@ -120,8 +120,8 @@ int pl_py_grouped_gemm(int groups, int n, int k, int rows, const int *offsets, c
                        size_t errlen);
 /* The grouped GEMM's argument checks and cluster choice without launching (no GPU needed). 1 when it takes the
  * problem, else 0 with the reason in err. */
-int pl_py_grouped_gemm_supports(int groups, int n, int k, int rows, const void *a, const void *b, const void *d,
-                                int fp8, char *err, size_t errlen);
+int pl_py_grouped_gemm_supports(int groups, int n, int k, int rows, const int *offsets, const void *a, const void *b,
+                                const void *d, int fp8, char *err, size_t errlen);
 /* y = x / sqrt(mean(x²) + eps) · w over rows of `cols`. */
 int pl_py_rms_norm(const void *x, const void *w, void *y, int rows, int cols, float eps, cudaStream_t stream, char *err,
                    size_t errlen);

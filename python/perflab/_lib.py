@@ -66,7 +66,7 @@ def _declare(lib):
         "pl_py_gemm_bf16": (c_int, [c_int] * 4 + [c_void_p] * 4 + err),
         "pl_py_gemm_fp8": (c_int, [c_int] * 3 + [c_void_p] * 5 + [c_int, c_void_p] + err),
         "pl_py_grouped_gemm": (c_int, [c_int] * 4 + [c_void_p] * 6 + [c_int, c_void_p] + err),
-        "pl_py_grouped_gemm_supports": (c_int, [c_int] * 4 + [c_void_p] * 3 + [c_int] + err),
+        "pl_py_grouped_gemm_supports": (c_int, [c_int] * 4 + [c_void_p] * 4 + [c_int] + err),
         "pl_py_rms_norm": (c_int, [c_void_p] * 3 + [c_int, c_int, c_float, c_void_p] + err),
         "pl_py_layer_norm": (c_int, [c_void_p] * 4 + [c_int, c_int, c_float, c_void_p] + err),
         "pl_py_softmax": (c_int, [c_void_p] * 2 + [c_int, c_int, c_void_p] + err),

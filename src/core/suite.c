@@ -35,7 +35,18 @@ typedef struct suite {
 
 /* ---- step 1: the selection, each target's arguments and parameters, the artifacts folder: no GPU needed ---- */
 
-/* Split 'group:name=--k v' and append the arguments to that target's string. */
+/* The arguments of 'T=--k v' or, as the seed lab writes it, 'T="--k v"': one pair of quotes around the whole value
+ * is the shell's quoting kept by an outer pair, not part of the arguments (malloc'd). */
+static char *extra_arg_value(const char *v)
+{
+    size_t n = strlen(v);
+    if (n >= 2 && (v[0] == '"' || v[0] == '\'') && v[n - 1] == v[0] && !memchr(v + 1, v[0], n - 2))
+        return pl_strfmt("%.*s", (int)(n - 2), v + 1);
+    return pl_strdup(v);
+}
+
+/* Split 'group:name=--k v' and append the arguments to that target's string. The name may be an alias of one target
+ * (labs/seed_names.def: 'labs/fullstack_cluster:moe_readiness="--skews 1.0,1.5"'). */
 static int apply_extra_args(suite *s, char **per_target, char *err, size_t errlen)
 {
     for (size_t i = 0; i < s->req->n_extra; i++) {
@@ -49,12 +60,12 @@ static int apply_extra_args(suite *s, char **per_target, char *err, size_t errle
             return -1;
         }
         char *name = pl_strfmt("%.*s", (int)(eq - spec), spec);
+        const pl_target *one = pl_registry_find_one(name);
         size_t k = 0;
-        char full[256];
-        while (k < s->n && strcmp(pl_target_full_name(s->sel[k], full, sizeof full), name) != 0)
+        while (k < s->n && s->sel[k] != one)
             k++;
         if (k == s->n) {
-            if (pl_registry_find(name))
+            if (one)
                 pl_snprintf(err, errlen,
                             "--target-extra-arg names '%s', which this run does not select: add it to --targets",
                             PL_ESC(name));
@@ -65,7 +76,9 @@ static int apply_extra_args(suite *s, char **per_target, char *err, size_t errle
             return -1;
         }
         free(name);
-        char *joined = pl_strfmt("%s %s", per_target[k] ? per_target[k] : "", eq + 1);
+        char *value = extra_arg_value(eq + 1);
+        char *joined = pl_strfmt("%s %s", per_target[k] ? per_target[k] : "", value);
+        free(value);
         free(per_target[k]);
         per_target[k] = joined;
     }

@@ -110,19 +110,16 @@ static pl_grouped_gemm_problem grouped_problem(int groups, int n, int k, int row
 
 static int grouped_valid(const pl_grouped_gemm_problem *p, int fp8, char *err, size_t errlen)
 {
-    if (p->groups < 1 || p->n < 1 || p->k < 1 || p->rows < 0)
-        return refuse(err, errlen, "grouped_gemm: groups, N and K must be >= 1 and rows >= 0 (got %d, %d, %d, %d)",
-                      p->groups, p->n, p->k, p->rows);
     char why[256];
     if (!pl_grouped_gemm_supports(p, fp8, why, sizeof why))
         return refuse(err, errlen, "grouped_gemm: %s", why);
     return 0;
 }
 
-int pl_py_grouped_gemm_supports(int groups, int n, int k, int rows, const void *a, const void *b, const void *d,
-                                int fp8, char *err, size_t errlen)
+int pl_py_grouped_gemm_supports(int groups, int n, int k, int rows, const int *offsets, const void *a, const void *b,
+                                const void *d, int fp8, char *err, size_t errlen)
 {
-    const pl_grouped_gemm_problem p = grouped_problem(groups, n, k, rows, NULL, a, b, (void *)d, NULL, NULL);
+    const pl_grouped_gemm_problem p = grouped_problem(groups, n, k, rows, offsets, a, b, (void *)d, NULL, NULL);
     return grouped_valid(&p, fp8, err, errlen) == 0;
 }
 
@@ -133,8 +130,6 @@ int pl_py_grouped_gemm(int groups, int n, int k, int rows, const int *offsets, c
     const pl_grouped_gemm_problem p = grouped_problem(groups, n, k, rows, offsets, a, b, d, scale_a, scale_b);
     if (grouped_valid(&p, fp8, err, errlen) != 0)
         return -1;
-    if (!offsets || !d)
-        return refuse(err, errlen, "grouped_gemm: offsets and D must be device pointers (not NULL)");
     if (fp8 && (!scale_a || !scale_b))
         return refuse(err, errlen, "grouped_gemm (fp8): the block scales of A and B are needed (not NULL)");
     if (needs_sm90("grouped_gemm", err, errlen) != 0)
