@@ -79,7 +79,8 @@ void pl_py_options_init(pl_py_options *o);
 /* The result of timing a set of variants as one target; opaque. */
 typedef struct pl_py_result pl_py_result;
 
-/* Verify, then time every variant on `stream` (of GPU o->device) in this process and thread, with the harness's
+/* Verify, then time every variant on `stream` (of GPU o->device; NULL: the legacy default stream, which is torch's
+ * unless it was given another) in this process and thread, with the harness's
  * measurement (src/core/measure.c: warm-up, latch, L2 flush in cold mode, adaptive stopping, throttled samples
  * discarded; interleaved rounds; statistics and bootstrap intervals). NULL with err on bad options; otherwise a
  * result whose variants carry their own status (a failed run or a wrong result is a status, not a NULL). */

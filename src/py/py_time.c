@@ -273,6 +273,8 @@ pl_py_result *pl_py_time(const pl_py_options *o, const pl_py_variant *variants, 
         return NULL;
     }
     const pl_counters counters = {.flops = o->flops, .bytes_read = o->bytes_read, .bytes_written = o->bytes_written};
+    if (!stream) /* torch's default stream is the legacy one: time there, not on a stream of the harness's own */
+        stream = cudaStreamLegacy;
     py_job job = {variants, n};
     r->run.targets = pl_xcalloc(1, sizeof *r->run.targets);
     r->run.n_targets = 1;
