@@ -39,12 +39,6 @@ def _need(op, name, t, dtypes, ndim=None, device=None):
     """t is a contiguous CUDA tensor of one of `dtypes` (and `ndim` dimensions, on `device`), else a clear error."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"perflab.ops.{op}: {name} must be a torch.Tensor, not {type(t).__name__}")
-    if t.device.type != "cuda":
-        raise ValueError(f"perflab.ops.{op}: {name} is on {t.device}; perflab's kernels take CUDA tensors "
-                         f"({name}.cuda())")
-    if device is not None and t.device != device:
-        raise ValueError(f"perflab.ops.{op}: {name} is on {t.device}, the other tensors on {device}: put them on one "
-                         "GPU")
     if t.dtype not in dtypes:
         want = " or ".join(str(d).replace("torch.", "") for d in dtypes)
         raise TypeError(f"perflab.ops.{op}: {name} is {str(t.dtype).replace('torch.', '')}; it takes {want} "
@@ -54,6 +48,12 @@ def _need(op, name, t, dtypes, ndim=None, device=None):
     if not t.is_contiguous():
         raise ValueError(f"perflab.ops.{op}: {name} is not contiguous (a transposed view or a slice): pass "
                          f"{name}.contiguous()")
+    if t.device.type != "cuda":
+        raise ValueError(f"perflab.ops.{op}: {name} is on {t.device}; perflab's kernels take CUDA tensors "
+                         f"({name}.cuda())")
+    if device is not None and t.device != device:
+        raise ValueError(f"perflab.ops.{op}: {name} is on {t.device}, the other tensors on {device}: put them on one "
+                         "GPU")
     return t
 
 

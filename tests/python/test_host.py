@@ -41,6 +41,28 @@ def test_library_not_found_says_how_to_build(monkeypatch):
         _lib.find()
 
 
+def test_pip_install_carries_the_library(tmp_path):
+    """`make python` then `pip install ./python` (no network, the platform's setuptools): the installed package loads
+    the library installed beside it."""
+    import shutil
+    if subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("pip is not installed for this Python (python3-pip)")
+    src = tmp_path / "python"
+    shutil.copytree(os.path.join(REPO, "python"), src, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    shutil.copy(_lib.find(), src / "perflab" / "libperflab.so")
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-index",
+                        "--target", str(tmp_path / "site"), str(src)], capture_output=True, text=True)
+    if p.returncode != 0 and "setuptools" in p.stderr:
+        pytest.skip("setuptools is not installed for this Python (python3-setuptools)")
+    assert p.returncode == 0, p.stderr
+    env = {k: v for k, v in os.environ.items() if k != "PERFLAB_LIB"}
+    env["PYTHONPATH"] = str(tmp_path / "site")
+    p = subprocess.run([sys.executable, "-c", "import perflab, perflab._lib as l; print(l.find())"],
+                       capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == str(tmp_path / "site" / "perflab" / "libperflab.so")
+
+
 def test_structs_match_the_library():
     """The ctypes structs have the C structs' sizes: pl_py_time refuses a pl_py_options of another size."""
     o = _lib.PyOptions()
@@ -190,3 +212,34 @@ def test_seed_verbs_are_aliases(perflab_bin, alias, verb):
     a = run_perflab(perflab_bin, *alias, "--help")
     b = run_perflab(perflab_bin, *verb, "--help")
     assert a.returncode == 0 and a.stdout == b.stdout
+
+
+# ---- with torch (CPU is enough): the Python side's checks and the verification's arithmetic ----
+
+def test_ops_refuse_what_the_kernels_cannot_take():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    x = torch.randn(8, 64, dtype=torch.bfloat16)
+    w = torch.randn(64, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="CUDA tensors"):
+        perflab.ops.rms_norm(x, w)
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        perflab.ops.layer_norm([1.0], w)
+    with pytest.raises(ValueError, match="last dimension"):
+        perflab.ops.softmax(x, dim=0)
+    with pytest.raises(TypeError, match="bfloat16"):
+        perflab.ops.rms_norm(x.float(), w)
+    with pytest.raises(ValueError, match="contiguous"):
+        perflab.ops.rms_norm(x.T, w)
+
+
+def test_verification_arithmetic():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    from perflab._timing import _dtype_name, _errors
+    ref = torch.tensor([3.0, 4.0, 0.0])
+    out = torch.tensor([3.0, 4.0, 1.0])
+    rel, max_abs, n, nonfinite = _errors(out, ref)
+    assert abs(rel - 1 / 5) < 1e-12 and max_abs == 1.0 and n == 3 and nonfinite == 0
+    rel, _, _, nonfinite = _errors((out, torch.tensor([float("nan")])), (ref, torch.tensor([1.0])))
+    assert nonfinite == 1 and abs(rel - 1 / 5) < 1e-12  # over the finite elements, as perflab's C verification
+    assert _dtype_name(torch.zeros(1, dtype=torch.bfloat16)) == "bf16"
+    assert _dtype_name([torch.zeros(1, dtype=torch.float16)]) == "fp16"
