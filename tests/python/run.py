@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """ctest's entry to the Python tests: `run.py host` runs the tests not marked gpu, `run.py gpu` those marked gpu and
 exits 77 (ctest's skip) when every one of them was skipped, after printing the reasons. Needs pytest (Debian's
-python3-pytest); without it, says so and fails."""
+python3-pytest, which CI installs); without it, says so and exits 77 too (a GPU machine may lack it)."""
 import os
 import sys
 
 try:
     import pytest
 except ImportError:
-    print("run.py: pytest is not installed: apt-get install python3-pytest", file=sys.stderr)
-    sys.exit(1)
+    print("SKIP: pytest is not installed for this Python: apt-get install python3-pytest")
+    sys.exit(77)
 
 
 class Outcomes:

@@ -47,6 +47,54 @@ def test_bench_within_one_percent_of_perflab_run(torch_gpu, perflab_bin, tmp_pat
     assert abs(ratio - 1) <= 0.01
 
 
+def _target_median_ms(perflab_bin, tmp_path, target, variant, args):
+    p = run_perflab(perflab_bin, "run", "--targets", target, "--target-extra-arg", f"{target}={args}",
+                    "--artifacts-dir", str(tmp_path), "--json")
+    assert p.returncode == 0, p.stderr
+    variants = json.loads(p.stdout)["targets"][0]["variants"]
+    return next(v for v in variants if v["name"] == variant)["stats"]["median_ms"]
+
+
+def _op_cases(torch):
+    """(target, its variant, its arguments, a call of perflab.ops on the same shapes): the kernel each op launches."""
+    bf = dict(device="cuda", dtype=torch.bfloat16)
+    x, w, b = torch.randn(ROWS, COLS, **bf), torch.randn(COLS, **bf), torch.randn(COLS, **bf)
+    hopper = torch.cuda.get_device_capability() == (9, 0)
+    q = torch.randn(4, 16, 4096, 128, **bf)
+    k, v = torch.randn_like(q), torch.randn_like(q)
+    batch, heads, kv_heads, dim, page, kv_len = 64, 32, 8, 128, 16, 8192
+    max_pages = kv_len // page
+    qd = torch.randn(batch, heads, dim, **bf)
+    kc = torch.randn(batch * max_pages, page, kv_heads, dim, **bf)
+    vc = torch.randn_like(kc)
+    table = torch.arange(batch * max_pages, device="cuda", dtype=torch.int32).view(batch, max_pages)
+    lens = torch.full((batch,), kv_len, device="cuda", dtype=torch.int32)
+    rows = f"--rows {ROWS} --cols {COLS}"
+    return [
+        ("norm:layernorm", "fused", rows, lambda: perflab.ops.layer_norm(x, w, b)),
+        ("softmax:rows", "online_fused", rows, lambda: perflab.ops.softmax(x)),
+        ("attention:flash_fwd", "flash_wgmma" if hopper else "flash_mma", "--batch 4 --heads 16 --seq 4096",
+         lambda: perflab.ops.flash_attn(q, k, v)),
+        ("attention:decode_paged", "balanced_mma", f"--len-spread 0 --kv-len {kv_len}",
+         lambda: perflab.ops.paged_decode(qd, kc, vc, table, lens)),
+    ]
+
+
+def test_ops_as_fast_as_their_targets(torch_gpu, perflab_bin, tmp_path):
+    """Each op from Python within 2% of the same kernel in its target (perflab run), same shapes, same GPU."""
+    torch = torch_gpu
+    failures = []
+    for target, variant, args, call in _op_cases(torch):
+        ms_target = _target_median_ms(perflab_bin, tmp_path, target, variant, args)
+        ms_python = perflab.bench(call).median_ms
+        ratio = ms_python / ms_target
+        print(f"{target} {variant}: perflab.ops {ms_python * 1e3:.2f} us, target {ms_target * 1e3:.2f} us, "
+              f"ratio {ratio:.4f}")
+        if abs(ratio - 1) > 0.02:
+            failures.append(f"{target} {variant}: ratio {ratio:.4f}")
+    assert not failures, failures
+
+
 def test_ops_match_pytorch(torch_gpu):
     torch = torch_gpu
     F = torch.nn.functional
