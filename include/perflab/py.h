@@ -71,6 +71,7 @@ typedef struct pl_py_options {
     unsigned long long seed;
     double flops, bytes_read, bytes_written; /* the work of one run, 0 when unknown: TFLOP/s, GB/s, roofline */
     const char *artifacts_dir; /* where roofline's ceilings are looked up (perflab peak stores them); NULL: artifacts */
+    int host;            /* 1: host work (no GPU needed): timed with the host clock, the stream NULL, no latch or flush */
 } pl_py_options;
 
 /* perflab run's defaults (hot, 3 warm-up runs, 10 samples over 0.25 s at least, 3 s at most, 2% noise, ...). */

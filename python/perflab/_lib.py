@@ -46,7 +46,7 @@ class PyOptions(ctypes.Structure):
                 ("throttle_threshold", ctypes.c_double), ("rounds", ctypes.c_int), ("power_bound", ctypes.c_int),
                 ("graph", ctypes.c_int), ("seed", ctypes.c_ulonglong), ("flops", ctypes.c_double),
                 ("bytes_read", ctypes.c_double), ("bytes_written", ctypes.c_double),
-                ("artifacts_dir", ctypes.c_char_p)]
+                ("artifacts_dir", ctypes.c_char_p), ("host", ctypes.c_int)]
 
 
 def _declare(lib):

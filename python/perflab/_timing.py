@@ -23,14 +23,16 @@ class NoGPU(PerflabError):
 
 
 class Result(dict):
-    """One variant as run.json holds it (status, verification, stats, tflops, gbps, speedup, telemetry, samples_ms,
-    throttled_discarded, ...), readable as attributes too (r.stats["median_ms"], r.median_ms)."""
+    """One variant as run.json holds it (status, verification, stats, derived {tflops, gbps, ...}, timing
+    {throttled_discarded, reps_per_sample, latched, stop_reason, ...}, speedup, telemetry, samples_ms), readable as
+    attributes too, the fields of derived and timing included (r.stats["median_ms"], r.median_ms, r.gbps,
+    r.throttled_discarded)."""
 
     def __getattr__(self, key):
-        try:
-            return self[key]
-        except KeyError:
-            raise AttributeError(key) from None
+        for d in (self, self.get("derived") or {}, self.get("timing") or {}):
+            if key in d:
+                return d[key]
+        raise AttributeError(key)
 
     @property
     def median_ms(self):
@@ -195,7 +197,7 @@ _OPTION_FIELDS = ("iterations", "warmup", "min_samples", "min_time_s", "max_time
 
 
 def _options(target, summary, mode, profile, device, flops, bytes_read, bytes_written, power_bound, graph,
-             artifacts_dir, timing):
+             artifacts_dir, timing, host=False):
     o = _lib.PyOptions()
     _lib.lib().pl_py_options_init(ctypes.byref(o))
     o.target, o.summary = target.encode(), (summary or "").encode() or None
@@ -204,6 +206,7 @@ def _options(target, summary, mode, profile, device, flops, bytes_read, bytes_wr
     o.flops, o.bytes_read, o.bytes_written = float(flops or 0), float(bytes_read or 0), float(bytes_written or 0)
     o.power_bound, o.graph = int(bool(power_bound)), int(bool(graph))
     o.artifacts_dir = artifacts_dir.encode() if artifacts_dir else None
+    o.host = int(bool(host))
     for key, value in timing.items():
         if key not in _OPTION_FIELDS:
             raise TypeError(f"unknown option {key!r}: the timing options are {', '.join(_OPTION_FIELDS)}")
@@ -261,14 +264,16 @@ def _sync():
 
 def bench(fn, *args, reference=None, check=None, mode="hot", flops=None, bytes=None, bytes_read=None,
           bytes_written=None, name="callable", target="python:bench", dtype=None, tolerance=None, profile="minimal",
-          host_bound=False, graph=False, stream=None, device=None, artifacts_dir=None, kwargs=None, **timing):
+          host_bound=False, graph=False, stream=None, device=None, artifacts_dir=None, kwargs=None, host=False,
+          **timing):
     """Time fn(*args) on the current CUDA stream by perflab's rules; returns a Result (the statistics of a target's
     variant). reference: the expected output (or a callable of the same arguments computing it): the output of the
     checked run is compared with it first (relative L2 error against the dtype's tolerance, NaN/Inf fail), and a wrong
     result is status "failed_verification", not timed. check(out, ref) -> bool | (bool, message) replaces that
     comparison. flops / bytes (or bytes_read + bytes_written) of one call give TFLOP/s and GB/s. Timing options as
     perflab run's: iterations, warmup, min_samples, min_time_s, max_time_s, max_noise (a fraction),
-    throttle_threshold (a fraction), seed. artifacts_dir: also write a run folder there."""
+    throttle_threshold (a fraction), seed. artifacts_dir: also write a run folder there. host=True: work on the host
+    (no GPU needed), timed with the host clock."""
     kwargs = kwargs or {}
     stream, dev = _stream_and_device(stream, device)
     ref = _reference_of(reference, fn, args, kwargs)
@@ -279,8 +284,8 @@ def bench(fn, *args, reference=None, check=None, mode="hot", flops=None, bytes=N
         v.dtype = _dtype_name(ref if ref is not None else fn(*args, **kwargs))
     _sync()
     options = _options(target, None, mode, profile, dev, flops, bytes_read if bytes is None else bytes,
-                       bytes_written, False, graph, artifacts_dir, timing)
-    t, run_dir, _ = _time([v], options, stream, verified, artifacts_dir)
+                       bytes_written, False, graph, artifacts_dir, timing, host)
+    t, run_dir, _ = _time([v], options, 0 if host else stream, verified, artifacts_dir)
     r = Result(t["variants"][0])
     r["counters"] = t.get("counters")
     r["run_dir"] = run_dir
@@ -304,14 +309,15 @@ def _normalise(variants):
 def compare(variants, *args, check=True, reference=None, interleave=True, power_bound=False, mode="hot",
             flops=None, bytes=None, bytes_read=None, bytes_written=None, target="python:compare", summary=None,
             dtype=None, tolerance=None, profile="minimal", host_bound=False, graph=False, stream=None, device=None,
-            artifacts_dir="artifacts", show=True, kwargs=None, **timing):
+            artifacts_dir="artifacts", show=True, kwargs=None, host=False, **timing):
     """Run {"baseline": f0, "compiled": torch.compile(f0), ...} on the same arguments as one target would: every
     variant verified first against the reference (a tensor, or a callable computing it; default: the baseline's
     output), then timed, in interleaved rounds (A, B, A, B, ...) when interleave is set (power_bound also keeps the
     samples the power cap slows, as perflab run does for power-bound targets); speedups over the baseline with 95%
     bootstrap intervals. Writes a run folder under artifacts_dir (None: none) that `perflab compare`, `perflab report`
     and the expectations read; prints perflab run's table when show is set. check: True (relative L2 error against
-    the dtype's tolerance, or `tolerance`), False (unverified), or check(out, ref) -> bool | (bool, message)."""
+    the dtype's tolerance, or `tolerance`), False (unverified), or check(out, ref) -> bool | (bool, message).
+    host=True: work on the host (no GPU needed), timed with the host clock."""
     kwargs = kwargs or {}
     items = _normalise(variants)
     stream, dev = _stream_and_device(stream, device)
@@ -332,8 +338,8 @@ def compare(variants, *args, check=True, reference=None, interleave=True, power_
         timing["rounds"] = (0 if power_bound else 5) if interleave and len(vs) > 1 else 1
     _sync()
     options = _options(target, summary, mode, profile, dev, flops, bytes_read if bytes is None else bytes,
-                       bytes_written, power_bound, graph, artifacts_dir, timing)
-    t, run_dir, table = _time(vs, options, stream, verified, artifacts_dir)
+                       bytes_written, power_bound, graph, artifacts_dir, timing, host)
+    t, run_dir, table = _time(vs, options, 0 if host else stream, verified, artifacts_dir)
     result = Comparison(t, run_dir, table)
     if show:
         print(table, end="" if table.endswith("\n") else "\n")

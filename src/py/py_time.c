@@ -208,7 +208,7 @@ static int start_run(pl_run *run, const pl_py_options *o, int verified, char *er
 {
     pl_gpu_inventory inv;
     pl_gpu_inventory_query(&inv);
-    if (!inv.usable || o->device >= inv.device_count) {
+    if (!o->host && (!inv.usable || o->device >= inv.device_count)) {
         if (!inv.usable)
             pl_snprintf(err, errlen, "no usable GPU: %s", inv.error[0] ? inv.error : "unknown reason");
         else
@@ -221,7 +221,7 @@ static int start_run(pl_run *run, const pl_py_options *o, int verified, char *er
     run->run_id = pl_new_run_id();
     settings_of(o, verified, &run->settings);
     char *argv[] = {"python", NULL};
-    pl_provenance_collect(&run->prov, 1, argv, &inv);
+    pl_provenance_collect(&run->prov, 1, argv, inv.device_count > 0 ? &inv : NULL);
     pl_gpu_inventory_free(&inv);
     pl_run_load_ceilings(run, o->artifacts_dir ? o->artifacts_dir : "artifacts", "python");
     return 0;
@@ -237,7 +237,7 @@ static void build_target(const pl_py_options *o, const pl_py_variant *v, size_t 
     t->group = group;
     t->name = colon + 1;
     t->summary = o->summary ? o->summary : "callables timed from Python";
-    t->req.needs_gpu = 1;
+    t->req.needs_gpu = !o->host;
     t->flags = o->power_bound ? PL_TARGET_POWER_BOUND : 0;
     t->check = verified ? py_check : NULL;
     memset(tv, 0, (n + 1) * sizeof *tv);
@@ -273,7 +273,7 @@ pl_py_result *pl_py_time(const pl_py_options *o, const pl_py_variant *variants, 
         return NULL;
     }
     const pl_counters counters = {.flops = o->flops, .bytes_read = o->bytes_read, .bytes_written = o->bytes_written};
-    if (!stream) /* torch's default stream is the legacy one: time there, not on a stream of the harness's own */
+    if (!stream && !o->host) /* torch's default stream is the legacy one: time there, not on a stream of its own */
         stream = cudaStreamLegacy;
     py_job job = {variants, n};
     r->run.targets = pl_xcalloc(1, sizeof *r->run.targets);

@@ -1,6 +1,7 @@
 """The Python package and libperflab.so where there may be no GPU and no torch: import, the C API's argument checks,
 the seed lab's names in the CLI."""
 import ctypes
+import json
 import os
 import subprocess
 import sys
@@ -243,3 +244,45 @@ def test_verification_arithmetic():
     assert nonfinite == 1 and abs(rel - 1 / 5) < 1e-12  # over the finite elements, as perflab's C verification
     assert _dtype_name(torch.zeros(1, dtype=torch.bfloat16)) == "bf16"
     assert _dtype_name([torch.zeros(1, dtype=torch.float16)]) == "fp16"
+
+
+# ---- host work (no GPU): the whole path from Python through the harness to a run folder the CLI reads ----
+
+def _spin(seconds):
+    import time
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        pass
+    return 42.0
+
+
+def test_compare_of_host_callables_writes_a_run_the_cli_reads(perflab_bin, tmp_path):
+    variants = {"baseline": lambda: _spin(200e-6), "fast": lambda: _spin(50e-6), "wrong": lambda: _spin(50e-6) + 1}
+    c = perflab.compare(variants, host=True, artifacts_dir=str(tmp_path), iterations=30, show=False,
+                        target="python:spin", summary="host spins of 200 and 50 us")
+    assert c["baseline"].status == "ok" and c["fast"].status == "ok", c.table
+    assert c["wrong"].status == "failed_verification" and not c["wrong"].get("stats")
+    assert c.status == "failed_verification"
+    assert c["fast"].stats["n"] == 30 and c["fast"].verification["passed"]
+    s = c.speedup("fast")
+    assert s["significant"] and s["ci_low"] > 1.5, s
+    assert "fast" in c.table and "wrong" in c.table
+    run = json.load(open(os.path.join(c.run_dir, "run.json")))
+    assert run["targets"][0]["name"] == "python:spin" and run["complete"]
+    assert run_perflab(perflab_bin, "report", c.run_dir, "--out", str(tmp_path / "report")).returncode == 0
+    p = run_perflab(perflab_bin, "compare", c.run_dir, c.run_dir)
+    assert p.returncode == 0 and "python:spin" in p.stdout, p.stdout + p.stderr
+
+
+def test_bench_raises_the_callables_exception():
+    def broken():
+        raise KeyError("from the callable")
+    with pytest.raises(KeyError, match="from the callable"):
+        perflab.bench(broken, host=True, iterations=5)
+
+
+def test_bench_of_host_work_reports_statistics():
+    r = perflab.bench(_spin, 100e-6, host=True, reference=42.0, iterations=20, bytes=1e6)
+    assert r.status == "ok" and r.verification["passed"]
+    assert 0.09 < r.median_ms < 1.0, r
+    assert r.gbps > 0 and len(r.samples_ms) == 20
