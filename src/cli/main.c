@@ -55,10 +55,10 @@ static void usage(FILE *out)
                  "statistics, artifacts you can compare, and per-GPU expectations for CI.\n\nverbs:\n");
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         fprintf(out, "  %-14s %s\n", verbs[i].name, verbs[i].summary);
-    fprintf(out, "\nthe seed lab's names:");
+    fprintf(out, "\nthe seed lab's names for verbs:\n");
     for (size_t i = 0; i < sizeof verb_aliases / sizeof verb_aliases[0]; i++)
-        fprintf(out, " %s (%s%s%s)", verb_aliases[i].name, verb_aliases[i].verb, verb_aliases[i].sub ? " " : "",
-                verb_aliases[i].sub ? verb_aliases[i].sub : "");
+        fprintf(out, "  %-18s perflab %s%s%s\n", verb_aliases[i].name, verb_aliases[i].verb,
+                verb_aliases[i].sub ? " " : "", verb_aliases[i].sub ? verb_aliases[i].sub : "");
     fprintf(out, "\noptions:\n"
                  "  --version      the version and the git commit it was built from\n"
                  "  -h, --help     this help\n");
