@@ -25,8 +25,8 @@ from torch_timing import perflab  # noqa: E402
 def perflab_run_us(binary, rows, cols):
     with tempfile.TemporaryDirectory() as d:
         p = subprocess.run([binary, "run", "--targets", "norm:rmsnorm", "--target-extra-arg",
-                            f"norm:rmsnorm=--rows {rows} --cols {cols}", "--artifacts-dir", d, "--json"],
-                           capture_output=True, text=True)
+                            f"norm:rmsnorm=--rows {rows} --cols {cols}", "--artifacts-dir", d,
+                            "--expectations-dir", d, "--json"], capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"perflab run exited {p.returncode}: {p.stderr.strip()}")
     variants = json.loads(p.stdout)["targets"][0]["variants"]
