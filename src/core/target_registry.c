@@ -120,8 +120,8 @@ const pl_target *pl_registry_find_one(const char *name)
 
 static void unknown_name_error(const char *word, char *err, size_t errlen)
 {
-    /* candidates: every full name and every group */
-    const char **names = pl_xcalloc(2 * n_targets + 1, sizeof *names);
+    /* candidates: every full name, every group and every alias */
+    const char **names = pl_xcalloc(2 * n_targets + n_aliases + 1, sizeof *names);
     char(*full)[256] = pl_xcalloc(n_targets + 1, sizeof *full);
     size_t n = 0;
     for (size_t i = 0; i < n_targets; i++) {
@@ -132,6 +132,8 @@ static void unknown_name_error(const char *word, char *err, size_t errlen)
         if (!seen)
             names[n++] = targets[i]->group;
     }
+    for (size_t i = 0; i < n_aliases; i++)
+        names[n++] = aliases[i]->name;
     char sugg[512];
     if (pl_suggest(word, names, n, 3, sugg, sizeof sugg) > 0)
         pl_snprintf(err, errlen, "unknown target '%s' (did you mean %s?); 'perflab list' shows them all", PL_ESC(word),
