@@ -6,7 +6,7 @@
 #define PL_STR(x)  PL_STR2(x)
 
 static const pl_target_alias seed_names[] = {
-#define PL_SEED_NAME(name, targets, missing) {name, targets, NULL, missing},
+#define PL_SEED_NAME(name, targets, missing)        {name, targets, NULL, missing},
 #define PL_SEED_CHAPTER(n, focus, targets, missing) {"ch" PL_STR(n), targets, focus, missing},
 #include "seed_names.def"
 #undef PL_SEED_NAME

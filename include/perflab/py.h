@@ -32,11 +32,11 @@ typedef int (*pl_py_run_fn)(void *user, cudaStream_t stream);
 
 /* What a variant's check found after its checked run (verification before timing). */
 typedef struct pl_py_check {
-    int verdict;          /* -1: judge by rel_l2_error against the tolerance; 0 wrong; 1 right */
-    double rel_l2_error;  /* ||out - ref|| / ||ref|| over the finite elements */
+    int verdict;         /* -1: judge by rel_l2_error against the tolerance; 0 wrong; 1 right */
+    double rel_l2_error; /* ||out - ref|| / ||ref|| over the finite elements */
     double max_abs_error;
     unsigned long long elements, nonfinite;
-    char message[256];    /* why it is wrong, or a short summary; may be empty */
+    char message[256]; /* why it is wrong, or a short summary; may be empty */
 } pl_py_check;
 
 /* 0 with *out filled, non-zero when the check itself failed (not a wrong result). */
@@ -47,11 +47,11 @@ typedef struct pl_py_variant {
     const char *name;      /* "baseline" first by convention; names unique */
     const char *technique; /* one line; may be NULL */
     pl_py_run_fn run;
-    pl_py_check_fn check;  /* NULL when the run is not verified (every variant has one, or none) */
-    void *user;            /* passed to run and check */
-    const char *dtype;     /* the output's dtype for the default tolerance: fp32, tf32, bf16, fp16, fp8 (NULL: bf16) */
-    double tolerance;      /* relative L2 error allowed; <= 0: the dtype's (SPEC: bf16 1e-2, ...) */
-    int host_bound;        /* 1: time it as the host issues it, without the latch (its launch cost is the lesson) */
+    pl_py_check_fn check; /* NULL when the run is not verified (every variant has one, or none) */
+    void *user;           /* passed to run and check */
+    const char *dtype;    /* the output's dtype for the default tolerance: fp32, tf32, bf16, fp16, fp8 (NULL: bf16) */
+    double tolerance;     /* relative L2 error allowed; <= 0: the dtype's (SPEC: bf16 1e-2, ...) */
+    int host_bound;       /* 1: time it as the host issues it, without the latch (its launch cost is the lesson) */
 } pl_py_variant;
 
 typedef struct pl_py_options {
@@ -65,13 +65,13 @@ typedef struct pl_py_options {
     int warmup, min_samples;
     double min_time_s, max_time_s, max_noise; /* adaptive stopping; max_noise a fraction */
     double throttle_threshold;                /* fraction of the maximum SM clock; < 0: perflab run's default */
-    int rounds;          /* interleaved rounds (A,B,A,B): 0 the target's way (power_bound: 5), 1 one after another */
-    int power_bound;     /* 1: runs at the power limit (interleaved, throttle threshold 50% unless given) */
-    int graph;           /* 1: replay each sample as a CUDA graph (the callable must be capturable) */
+    int rounds;      /* interleaved rounds (A,B,A,B): 0 the target's way (power_bound: 5), 1 one after another */
+    int power_bound; /* 1: runs at the power limit (interleaved, throttle threshold 50% unless given) */
+    int graph;       /* 1: replay each sample as a CUDA graph (the callable must be capturable) */
     unsigned long long seed;
     double flops, bytes_read, bytes_written; /* the work of one run, 0 when unknown: TFLOP/s, GB/s, roofline */
     const char *artifacts_dir; /* where roofline's ceilings are looked up (perflab peak stores them); NULL: artifacts */
-    int host;            /* 1: host work (no GPU needed): timed with the host clock, the stream NULL, no latch or flush */
+    int host; /* 1: host work (no GPU needed): timed with the host clock, the stream NULL, no latch or flush */
 } pl_py_options;
 
 /* perflab run's defaults (hot, 3 warm-up runs, 10 samples over 0.25 s at least, 3 s at most, 2% noise, ...). */

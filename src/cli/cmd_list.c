@@ -102,8 +102,7 @@ static void print_target(const pl_target *t)
 
 /* --chapter N (or chN, or any of the seed lab's names): the alias it names and the targets it selects; an empty
  * chapter prints what it would need. -1 with err when the name is none of them. */
-static int chapter_selection(const char *chapter, int json, const pl_target ***sel, size_t *n, char *err,
-                             size_t errlen)
+static int chapter_selection(const char *chapter, int json, const pl_target ***sel, size_t *n, char *err, size_t errlen)
 {
     FILE *out = json ? stderr : stdout; /* --json keeps stdout JSON alone */
     char name[64];
@@ -111,18 +110,19 @@ static int chapter_selection(const char *chapter, int json, const pl_target ***s
     pl_snprintf(name, sizeof name, "%s%s", *chapter && !*digits ? "ch" : "", chapter);
     const pl_target_alias *a = pl_registry_find_alias(name);
     if (!a) {
-        pl_snprintf(err, errlen, "--chapter '%s' is neither a chapter (1-20) nor one of the seed lab's names "
-                                 "(labs/seed_names.def)",
+        pl_snprintf(err, errlen,
+                    "--chapter '%s' is neither a chapter (1-20) nor one of the seed lab's names "
+                    "(labs/seed_names.def)",
                     PL_ESC(chapter));
         return -1;
     }
     if (!*a->targets) {
         fprintf(out, "%s%s%s%s: no perflab target yet; it would need %s\n", a->name, a->title ? " (" : "",
-               a->title ? a->title : "", a->title ? ")" : "", a->missing ? a->missing : "a target of its own");
+                a->title ? a->title : "", a->title ? ")" : "", a->missing ? a->missing : "a target of its own");
         return 0;
     }
     fprintf(out, "%s%s%s%s: %s\n", a->name, a->title ? " (" : "", a->title ? a->title : "", a->title ? ")" : "",
-           a->targets);
+            a->targets);
     if (a->missing)
         fprintf(out, "  not covered: %s\n", a->missing);
     return pl_registry_select(a->name, sel, n, err, errlen);
@@ -153,7 +153,8 @@ int pl_cmd_list(int argc, char **argv)
     if (pl_options_parse("list", opts, argc, argv, &pos, err, sizeof err) != 0)
         return pl_usage_error("list", err);
     if (help) {
-        printf("usage: perflab list [--group G] [--chapter N] [--json]\n\nEvery target: its summary, suite (quick = the default "
+        printf("usage: perflab list [--group G] [--chapter N] [--json]\n\nEvery target: its summary, suite (quick = "
+               "the default "
                "run), requirements,\nvariants (baseline first) and parameters with defaults (set them with\n"
                "perflab run --target-extra-arg 'group:name=--param value').\n\noptions:\n");
         pl_options_help(stdout, opts);

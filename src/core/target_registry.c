@@ -92,8 +92,9 @@ void pl_registry_add_alias(const pl_target_alias *a)
 {
     if (!a->name || !a->targets || pl_registry_find_alias(a->name) || pl_registry_find(a->name) ||
         group_exists(a->name) || n_aliases == PL_MAX_ALIASES) {
-        fprintf(stderr, "perflab: internal error: alias '%s' is unnamed, registered twice, a target's or group's "
-                        "name, or one too many (PL_MAX_ALIASES)\n",
+        fprintf(stderr,
+                "perflab: internal error: alias '%s' is unnamed, registered twice, a target's or group's "
+                "name, or one too many (PL_MAX_ALIASES)\n",
                 a->name ? a->name : "(null)");
         abort();
     }

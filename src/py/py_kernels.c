@@ -65,8 +65,9 @@ static int rows_valid(const char *what, const void *x, const void *y, int rows, 
     if (!x || !y)
         return refuse(err, errlen, "%s: x and y must be device pointers (not NULL)", what);
     if (((uintptr_t)x - (uintptr_t)y) % 16 != 0)
-        return refuse(err, errlen, "%s: y must have x's alignment modulo 16 bytes (fresh allocations do; slice "
-                                   "neither, or make both contiguous copies)",
+        return refuse(err, errlen,
+                      "%s: y must have x's alignment modulo 16 bytes (fresh allocations do; slice "
+                      "neither, or make both contiguous copies)",
                       what);
     return 0;
 }
@@ -89,7 +90,14 @@ int pl_py_gemm_fp8(int m, int n, int k, const void *a, const void *b, void *d, c
 {
     if (m < 1 || n < 1 || k < 1)
         return refuse(err, errlen, "gemm (fp8): M, N and K must be >= 1 (got %d, %d, %d)", m, n, k);
-    pl_gemm_fp8_problem p = {.m = m, .n = n, .k = k, .a = a, .b = b, .d = d, .scale_a = scale_a, .scale_b = scale_b,
+    pl_gemm_fp8_problem p = {.m = m,
+                             .n = n,
+                             .k = k,
+                             .a = a,
+                             .b = b,
+                             .d = d,
+                             .scale_a = scale_a,
+                             .scale_b = scale_b,
                              .scaling = block ? PL_FP8_SCALING_BLOCK : PL_FP8_SCALING_TENSOR};
     char why[256];
     if (!d)
@@ -104,8 +112,16 @@ int pl_py_gemm_fp8(int m, int n, int k, const void *a, const void *b, void *d, c
 static pl_grouped_gemm_problem grouped_problem(int groups, int n, int k, int rows, const int *offsets, const void *a,
                                                const void *b, void *d, const float *scale_a, const float *scale_b)
 {
-    return (pl_grouped_gemm_problem){.groups = groups, .n = n, .k = k, .rows = rows, .offsets = offsets, .a = a,
-                                     .b = b, .d = d, .scale_a = scale_a, .scale_b = scale_b};
+    return (pl_grouped_gemm_problem){.groups = groups,
+                                     .n = n,
+                                     .k = k,
+                                     .rows = rows,
+                                     .offsets = offsets,
+                                     .a = a,
+                                     .b = b,
+                                     .d = d,
+                                     .scale_a = scale_a,
+                                     .scale_b = scale_b};
 }
 
 static int grouped_valid(const pl_grouped_gemm_problem *p, int fp8, char *err, size_t errlen)
@@ -158,8 +174,9 @@ int pl_py_layer_norm(const void *x, const void *w, const void *b, void *y, int r
     if (rows_valid("layer_norm", x, y, rows, cols, err, errlen) != 0)
         return -1;
     if (!w || !b)
-        return refuse(err, errlen, "layer_norm: the weight w and bias b must be device pointers (a zero bias for "
-                                   "none)");
+        return refuse(err, errlen,
+                      "layer_norm: the weight w and bias b must be device pointers (a zero bias for "
+                      "none)");
     if (!(eps >= 0))
         return refuse(err, errlen, "layer_norm: eps %g must be >= 0", (double)eps);
     return launched(pl_layernorm_fused(x, w, b, y, rows, cols, eps, 0, stream), "layer_norm", err, errlen);
@@ -177,15 +194,25 @@ int pl_py_flash_attn(int batch, int heads, int kv_heads, int seq, int head_dim, 
                      size_t errlen)
 {
     if (layout != PL_ATTN_BHSD && layout != PL_ATTN_BSHD)
-        return refuse(err, errlen, "flash_attn: layout %d: 0 ([batch][heads][seq][dim]) or 1 ([batch][seq][heads][dim])",
-                      layout);
+        return refuse(err, errlen,
+                      "flash_attn: layout %d: 0 ([batch][heads][seq][dim]) or 1 ([batch][seq][heads][dim])", layout);
     if (batch < 1 || heads < 1 || kv_heads < 1 || seq < 1)
         return refuse(err, errlen, "flash_attn: batch, heads, kv_heads and seq must be >= 1");
     if (!lse)
         return refuse(err, errlen, "flash_attn: lse must be a device buffer of batch·heads·seq floats (not NULL)");
-    pl_attn_problem p = {.batch = batch, .heads = heads, .kv_heads = kv_heads, .seq = seq, .head_dim = head_dim,
-                         .causal = causal != 0, .layout = (pl_attn_layout)layout, .scale = scale, .q = q, .k = k,
-                         .v = v, .o = o, .lse = lse};
+    pl_attn_problem p = {.batch = batch,
+                         .heads = heads,
+                         .kv_heads = kv_heads,
+                         .seq = seq,
+                         .head_dim = head_dim,
+                         .causal = causal != 0,
+                         .layout = (pl_attn_layout)layout,
+                         .scale = scale,
+                         .q = q,
+                         .k = k,
+                         .v = v,
+                         .o = o,
+                         .lse = lse};
     char why[256];
     if (!pl_attn_problem_valid(&p, why, sizeof why))
         return refuse(err, errlen, "flash_attn: %s", why);
@@ -206,8 +233,13 @@ int pl_py_flash_attn(int batch, int heads, int kv_heads, int seq, int head_dim, 
 static pl_decode_problem decode_problem(int batch, int heads, int kv_heads, int head_dim, int page_size, int max_pages,
                                         float scale)
 {
-    return (pl_decode_problem){.batch = batch, .heads = heads, .kv_heads = kv_heads, .head_dim = head_dim,
-                               .page_size = page_size, .max_pages = max_pages, .scale = scale};
+    return (pl_decode_problem){.batch = batch,
+                               .heads = heads,
+                               .kv_heads = kv_heads,
+                               .head_dim = head_dim,
+                               .page_size = page_size,
+                               .max_pages = max_pages,
+                               .scale = scale};
 }
 
 /* The balanced kernel's grid on `device` (all its CTAs resident at once). 0 when it cannot be asked. */
@@ -251,10 +283,12 @@ int pl_py_paged_decode(int batch, int heads, int kv_heads, int head_dim, int pag
     const int ctas = decode_ctas(&p, device);
     const size_t need = ctas > 0 ? pl_decode_balanced_workspace_bytes(&p, ctas) : 0;
     if (ctas < 1)
-        return refuse(err, errlen, "paged_decode: no CTA of the balanced kernel fits an SM (the occupancy query failed)");
+        return refuse(err, errlen,
+                      "paged_decode: no CTA of the balanced kernel fits an SM (the occupancy query failed)");
     if (!workspace || workspace_bytes < need || (uintptr_t)workspace % 256 != 0)
-        return refuse(err, errlen, "paged_decode: the workspace must be %zu bytes, 256-byte aligned (got %zu): size it "
-                                   "with pl_py_paged_decode_workspace_bytes",
+        return refuse(err, errlen,
+                      "paged_decode: the workspace must be %zu bytes, 256-byte aligned (got %zu): size it "
+                      "with pl_py_paged_decode_workspace_bytes",
                       need, workspace_bytes);
     return launched(pl_decode_balanced_mma(&p, ctas, 0, workspace, stream), "paged_decode", err, errlen);
 }

@@ -118,9 +118,10 @@ static int py_check(pl_ctx *ctx, void *state, pl_verification *out)
 static int options_valid(const pl_py_options *o, const pl_py_variant *v, size_t n, char *err, size_t errlen)
 {
     if (!o || o->size != sizeof *o) {
-        pl_snprintf(err, errlen, "pl_py_options of %zu bytes, this library's are %zu: rebuild the caller against "
-                                 "this perflab/py.h (or reinstall the Python package beside this library)",
-                     o ? o->size : 0, sizeof *o);
+        pl_snprintf(err, errlen,
+                    "pl_py_options of %zu bytes, this library's are %zu: rebuild the caller against "
+                    "this perflab/py.h (or reinstall the Python package beside this library)",
+                    o ? o->size : 0, sizeof *o);
         return -1;
     }
     const char *colon = o->target ? strchr(o->target, ':') : NULL;
@@ -140,18 +141,20 @@ static int options_valid(const pl_py_options *o, const pl_py_variant *v, size_t 
     }
     if (!o->profile || (strcmp(o->profile, "none") != 0 && strcmp(o->profile, "minimal") != 0 &&
                         strcmp(o->profile, "roofline") != 0)) {
-        pl_snprintf(err, errlen, "profile '%s': use none, minimal (+ clocks, power, temperature) or roofline (+ %% of "
-                                 "the measured ceilings)",
-                     o->profile ? o->profile : "(null)");
+        pl_snprintf(err, errlen,
+                    "profile '%s': use none, minimal (+ clocks, power, temperature) or roofline (+ %% of "
+                    "the measured ceilings)",
+                    o->profile ? o->profile : "(null)");
         return -1;
     }
     if (o->min_time_s > o->max_time_s || o->max_time_s <= 0 || o->max_noise <= 0 || o->iterations < 0 ||
         o->warmup < 0 || o->min_samples < 1 || o->rounds < 0 || o->device < 0) {
-        pl_snprintf(err, errlen, "timing options out of range (min_time_s %g <= max_time_s %g, max_noise %g > 0, "
-                                 "iterations %d >= 0, warmup %d >= 0, min_samples %d >= 1, rounds %d >= 0, device %d "
-                                 ">= 0): fix the one that is not",
-                     o->min_time_s, o->max_time_s, o->max_noise, o->iterations, o->warmup, o->min_samples, o->rounds,
-                     o->device);
+        pl_snprintf(err, errlen,
+                    "timing options out of range (min_time_s %g <= max_time_s %g, max_noise %g > 0, "
+                    "iterations %d >= 0, warmup %d >= 0, min_samples %d >= 1, rounds %d >= 0, device %d "
+                    ">= 0): fix the one that is not",
+                    o->min_time_s, o->max_time_s, o->max_noise, o->iterations, o->warmup, o->min_samples, o->rounds,
+                    o->device);
         return -1;
     }
     size_t checked = 0;
