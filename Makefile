@@ -5,7 +5,7 @@ ARGS ?=
 
 ASAN_BUILD ?= build-asan
 
-.PHONY: all build run test test-asan clean deps
+.PHONY: all build run test test-asan clean deps python
 
 all: build
 
@@ -39,6 +39,12 @@ $(ASAN_BUILD)/CMakeCache.txt:
 test-asan: $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest -L host --output-on-failure -j $(JOBS)
+
+# The Python package with the library beside it: `pip install ./python` then carries libperflab.so (Debian's pip:
+# add --no-build-isolation, and --break-system-packages or a venv made with --system-site-packages). Without
+# installing: PYTHONPATH=python (the package finds build/libperflab.so).
+python: build
+	cp $(BUILD)/libperflab.so python/perflab/libperflab.so
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -8,9 +8,8 @@
 #include "common/device_cc.h"
 #include "engine/dense_layer.h"
 #include "engine/layer_ops.h"
+#include "engine/cuda_step.h"
 #include "engine/layer_parts.h"
-
-#define STEP(call) PL_LAYER_STEP(call)
 
 static size_t carve(const pl_model_config *m, int rows, int sm_count, char *base, pl_layer_buffers *b)
 {
@@ -28,10 +27,10 @@ static cudaError_t mlp_half(const pl_dense_weights *w, const pl_layer_recipe *r,
                             const pl_layer_buffers *b, cudaStream_t stream)
 {
     const pl_model_config *m = w->model;
-    STEP(pl_layer_rmsnorm(r, m, out, w->mlp_norm, rows, b, stream));
-    STEP(pl_layer_linear(r, b->xn, w->gate_up, b->gu, rows, 2 * m->intermediate, m->hidden, NULL, NULL, stream));
-    STEP(pl_engine_swiglu(b->gu, b->act, rows, m->intermediate, stream));
-    STEP(pl_layer_linear(r, b->act, w->down, out, rows, m->hidden, m->intermediate, out, b->proj, stream));
+    PL_STEP(pl_layer_rmsnorm(r, m, out, w->mlp_norm, rows, b, stream));
+    PL_STEP(pl_layer_linear(r, b->xn, w->gate_up, b->gu, rows, 2 * m->intermediate, m->hidden, NULL, NULL, stream));
+    PL_STEP(pl_engine_swiglu(b->gu, b->act, rows, m->intermediate, stream));
+    PL_STEP(pl_layer_linear(r, b->act, w->down, out, rows, m->hidden, m->intermediate, out, b->proj, stream));
     return cudaSuccess;
 }
 
@@ -56,7 +55,7 @@ cudaError_t pl_dense_layer_decode(const pl_dense_weights *w, const pl_layer_reci
     pl_layer_buffers b;
     carve(m, step->batch, r->sm_count, (char *)workspace, &b);
     const pl_attn_weights aw = {w->attn_norm, w->qkv, NULL, NULL, w->o};
-    STEP(pl_layer_attention_decode(m, &aw, r, step, kv, x, out, &b, stream));
+    PL_STEP(pl_layer_attention_decode(m, &aw, r, step, kv, x, out, &b, stream));
     return mlp_half(w, r, step->batch, out, &b, stream);
 }
 
@@ -67,7 +66,7 @@ static cudaError_t prefill_attention(const pl_layer_recipe *r, const pl_model_co
                                      const pl_layer_buffers *b, cudaStream_t stream)
 {
     int cc = 0;
-    STEP(pl_current_cc(&cc));
+    PL_STEP(pl_current_cc(&cc));
     const int wgmma = r->attention == PL_LAYER_ATTN_FAST && cc == 90;
     const size_t qrow = (size_t)m->heads * m->head_dim, krow = (size_t)m->kv_heads * m->head_dim;
     for (int p = 0; p < s->prompts; p++) {
@@ -90,7 +89,7 @@ static cudaError_t prefill_attention(const pl_layer_recipe *r, const pl_model_co
         char why[256];
         if (!pl_attn_problem_valid(&a, why, sizeof why))
             return cudaErrorInvalidValue;
-        STEP(wgmma ? pl_attn_flash_wgmma_schedule(&a, 0, stream) : pl_attn_flash_mma(&a, stream));
+        PL_STEP(wgmma ? pl_attn_flash_wgmma_schedule(&a, 0, stream) : pl_attn_flash_mma(&a, stream));
     }
     return cudaSuccess;
 }
@@ -116,10 +115,10 @@ cudaError_t pl_dense_layer_prefill(const pl_dense_weights *w, const pl_layer_rec
     const int qw = m->heads * m->head_dim, qkvw = qw + 2 * m->kv_heads * m->head_dim;
     pl_layer_buffers b;
     carve(m, T, r->sm_count, (char *)workspace, &b);
-    STEP(pl_layer_rmsnorm(r, m, x, w->attn_norm, T, &b, stream));
-    STEP(pl_layer_linear(r, b.xn, w->qkv, b.qkv, T, qkvw, m->hidden, NULL, NULL, stream));
-    STEP(pl_layer_rope_kv(r, m, T, step->positions, step->slots, kv, &b, 1, stream));
-    STEP(prefill_attention(r, m, step, &b, stream));
-    STEP(pl_layer_linear(r, b.attn, w->o, out, T, m->hidden, qw, x, b.proj, stream));
+    PL_STEP(pl_layer_rmsnorm(r, m, x, w->attn_norm, T, &b, stream));
+    PL_STEP(pl_layer_linear(r, b.xn, w->qkv, b.qkv, T, qkvw, m->hidden, NULL, NULL, stream));
+    PL_STEP(pl_layer_rope_kv(r, m, T, step->positions, step->slots, kv, &b, 1, stream));
+    PL_STEP(prefill_attention(r, m, step, &b, stream));
+    PL_STEP(pl_layer_linear(r, b.attn, w->o, out, T, m->hidden, qw, x, b.proj, stream));
     return mlp_half(w, r, T, out, &b, stream);
 }

@@ -57,7 +57,8 @@ __global__ void rope_kernel(const uint16_t *qkv, int heads, int kv_heads, int he
 {
     const int r = blockIdx.x, y = blockIdx.y, half = head_dim / 2;
     const uint16_t *src = qkv + ((size_t)r * (heads + 2 * kv_heads) + y) * head_dim;
-    uint16_t *dst = y < heads ? q + ((size_t)r * heads + y) * head_dim : k + ((size_t)r * kv_heads + y - heads) * head_dim;
+    uint16_t *dst =
+        y < heads ? q + ((size_t)r * heads + y) * head_dim : k + ((size_t)r * kv_heads + y - heads) * head_dim;
     rope_pair(src, dst, threadIdx.x, half, positions[r], log_theta);
 }
 
@@ -152,8 +153,7 @@ extern "C" cudaError_t pl_engine_rope_kv_write(const uint16_t *qkv, int rows, in
 }
 
 extern "C" cudaError_t pl_engine_rope(const uint16_t *qkv, int rows, int heads, int kv_heads, int head_dim,
-                                      double theta, const int *positions, uint16_t *q, uint16_t *k,
-                                      cudaStream_t stream)
+                                      double theta, const int *positions, uint16_t *q, uint16_t *k, cudaStream_t stream)
 {
     if (!heads_ok(rows, heads, kv_heads, head_dim, theta))
         return cudaErrorInvalidValue;
@@ -169,14 +169,14 @@ extern "C" cudaError_t pl_engine_kv_write(const uint16_t *k, const uint16_t *qkv
     if (!heads_ok(rows, heads, kv_heads, head_dim, 2.0))
         return cudaErrorInvalidValue;
     const dim3 grid((unsigned)rows, (unsigned)(2 * kv_heads));
-    kv_write_kernel<<<grid, head_dim < 128 ? head_dim : 128, 0, stream>>>(k, qkv, heads, kv_heads, head_dim, slots,
-                                                                         k_cache, v_cache, v_out);
+    const unsigned threads = head_dim < 128 ? (unsigned)head_dim : 128u;
+    kv_write_kernel<<<grid, threads, 0, stream>>>(k, qkv, heads, kv_heads, head_dim, slots, k_cache, v_cache, v_out);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t pl_engine_qk_norm(uint16_t *qkv, int rows, int heads, int kv_heads, int head_dim,
-                                          const uint16_t *q_norm, const uint16_t *k_norm, double eps,
-                                          cudaStream_t stream)
+                                         const uint16_t *q_norm, const uint16_t *k_norm, double eps,
+                                         cudaStream_t stream)
 {
     if (!heads_ok(rows, heads, kv_heads, head_dim, 2.0) || !q_norm || !k_norm || !(eps > 0.0))
         return cudaErrorInvalidValue;

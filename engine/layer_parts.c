@@ -4,6 +4,7 @@
 
 #include "attention/attention.h"
 #include "engine/layer_ops.h"
+#include "engine/cuda_step.h"
 #include "engine/layer_parts.h"
 #include "gemm/cublas/gemm_cublas.h"
 #include "gemm/gemm.h"
@@ -60,9 +61,9 @@ size_t pl_layer_carve(const pl_model_config *m, int rows, int mlp_rows, int widt
         [B_LSE] = R * (size_t)m->heads * sizeof(float),
         [B_ATTN_WS] = decode_ws_bytes(m, rows, sm_count),
     };
-    void **const slots[B_COUNT] = {(void **)&b->xn,   (void **)&b->qkv,  (void **)&b->q,    (void **)&b->k,
-                                   (void **)&b->v,    (void **)&b->attn, (void **)&b->proj, (void **)&b->gu,
-                                   (void **)&b->act,  (void **)&b->rinv, (void **)&b->lse,  &b->attn_ws};
+    void **const slots[B_COUNT] = {(void **)&b->xn,  (void **)&b->qkv,  (void **)&b->q,    (void **)&b->k,
+                                   (void **)&b->v,   (void **)&b->attn, (void **)&b->proj, (void **)&b->gu,
+                                   (void **)&b->act, (void **)&b->rinv, (void **)&b->lse,  &b->attn_ws};
     size_t at = 0;
     for (int i = 0; i < B_COUNT; i++) {
         *slots[i] = base ? base + at : NULL;
@@ -103,10 +104,10 @@ cudaError_t pl_layer_linear(const pl_layer_recipe *r, const uint16_t *a, const u
         p.b = w;
         p.d = prod;
         p.epi.residual = epilogue ? residual : NULL;
-        PL_LAYER_STEP(pl_gemm_bf16(&p, stream));
+        PL_STEP(pl_gemm_bf16(&p, stream));
     }
     if (residual && !epilogue)
-        PL_LAYER_STEP(pl_engine_residual_add(residual, prod, d, (size_t)rows * n, stream));
+        PL_STEP(pl_engine_residual_add(residual, prod, d, (size_t)rows * n, stream));
     return cudaGetLastError();
 }
 
@@ -116,10 +117,10 @@ cudaError_t pl_layer_rope_kv(const pl_layer_recipe *r, const pl_model_config *m,
 {
     if (r->fused)
         return pl_engine_rope_kv_write(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions,
-                                       slots, b->q, kv->k, kv->v, contiguous ? b->k : NULL,
-                                       contiguous ? b->v : NULL, stream);
-    PL_LAYER_STEP(pl_engine_rope(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions, b->q,
-                                 b->k, stream));
+                                       slots, b->q, kv->k, kv->v, contiguous ? b->k : NULL, contiguous ? b->v : NULL,
+                                       stream);
+    PL_STEP(
+        pl_engine_rope(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions, b->q, b->k, stream));
     return pl_engine_kv_write(b->k, b->qkv, rows, m->heads, m->kv_heads, m->head_dim, slots, kv->k, kv->v,
                               contiguous ? b->v : NULL, stream);
 }
@@ -138,8 +139,8 @@ static cudaError_t decode_attention(const pl_layer_recipe *r, const pl_decode_pr
 }
 
 cudaError_t pl_layer_attention_decode(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,
-                                      const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x,
-                                      uint16_t *h, const pl_layer_buffers *b, cudaStream_t stream)
+                                      const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x, uint16_t *h,
+                                      const pl_layer_buffers *b, cudaStream_t stream)
 {
     const int B = step->batch, qw = m->heads * m->head_dim, qkvw = qw + 2 * m->kv_heads * m->head_dim;
     if (m->qk_norm && (!w->q_norm || !w->k_norm))
@@ -162,13 +163,13 @@ cudaError_t pl_layer_attention_decode(const pl_model_config *m, const pl_attn_we
     char why[256];
     if (!pl_decode_problem_valid(&dp, why, sizeof why))
         return cudaErrorInvalidValue;
-    PL_LAYER_STEP(pl_layer_rmsnorm(r, m, x, w->attn_norm, B, b, stream));
-    PL_LAYER_STEP(pl_layer_linear(r, b->xn, w->qkv, b->qkv, B, qkvw, m->hidden, NULL, NULL, stream));
+    PL_STEP(pl_layer_rmsnorm(r, m, x, w->attn_norm, B, b, stream));
+    PL_STEP(pl_layer_linear(r, b->xn, w->qkv, b->qkv, B, qkvw, m->hidden, NULL, NULL, stream));
     if (m->qk_norm)
-        PL_LAYER_STEP(pl_engine_qk_norm(b->qkv, B, m->heads, m->kv_heads, m->head_dim, w->q_norm, w->k_norm,
-                                        m->rms_eps, stream));
-    PL_LAYER_STEP(pl_layer_rope_kv(r, m, B, step->positions, step->slots, kv, b, 0, stream));
-    PL_LAYER_STEP(decode_attention(r, &dp, b, stream));
-    PL_LAYER_STEP(pl_layer_linear(r, b->attn, w->o, h, B, m->hidden, qw, x, b->proj, stream));
+        PL_STEP(
+            pl_engine_qk_norm(b->qkv, B, m->heads, m->kv_heads, m->head_dim, w->q_norm, w->k_norm, m->rms_eps, stream));
+    PL_STEP(pl_layer_rope_kv(r, m, B, step->positions, step->slots, kv, b, 0, stream));
+    PL_STEP(decode_attention(r, &dp, b, stream));
+    PL_STEP(pl_layer_linear(r, b->attn, w->o, h, B, m->hidden, qw, x, b->proj, stream));
     return cudaSuccess;
 }

@@ -14,16 +14,6 @@
 extern "C" {
 #endif
 
-/* Returns from the enclosing function with the call's error, or the launch's (cudaGetLastError) when it succeeded. */
-#define PL_LAYER_STEP(call)                                                                                            \
-    do {                                                                                                               \
-        cudaError_t e_ = (call);                                                                                       \
-        if (e_ == cudaSuccess)                                                                                         \
-            e_ = cudaGetLastError();                                                                                   \
-        if (e_ != cudaSuccess)                                                                                         \
-            return e_;                                                                                                 \
-    } while (0)
-
 /* A step's buffers in the workspace (256-byte aligned): the attention half's for `rows` rows and the MLP's gate_up
  * [mlp_rows][2·width] and activation [mlp_rows][width] (dense: the rows and the intermediate width; MoE: the
  * rows' top_k expert rows and one expert's width). */
@@ -62,8 +52,8 @@ typedef struct pl_attn_weights {
  * model has it, RoPE with the KV write, paged decode attention, the O GEMM with the residual. cudaErrorInvalidValue
  * before any launch when the attention kernels do not take the step. */
 cudaError_t pl_layer_attention_decode(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,
-                                      const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x,
-                                      uint16_t *h, const pl_layer_buffers *b, cudaStream_t stream);
+                                      const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x, uint16_t *h,
+                                      const pl_layer_buffers *b, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -5,13 +5,12 @@
 
 #include "common/device_cc.h"
 #include "engine/layer_ops.h"
+#include "engine/cuda_step.h"
 #include "engine/layer_parts.h"
 #include "engine/moe_layer.h"
 #include "engine/moe_ops.h"
 #include "gemm/cublas/gemm_cublas.h"
 #include "gemm/grouped.h"
-
-#define STEP(call) PL_LAYER_STEP(call)
 
 /* ---- the workspace: the dense layer's buffers (gu and act over the rows' expert slots), then the routing ---- */
 
@@ -29,13 +28,19 @@ static size_t carve(const pl_model_config *m, int rows, int sm_count, char *base
     const size_t R = (size_t)rows, S = R * (size_t)m->top_k, E = (size_t)m->experts, H = (size_t)m->hidden;
     size_t at = pl_layer_carve(m, rows, (int)S, m->expert_intermediate, sm_count, base, &b->layer);
     const size_t bytes[M_COUNT] = {
-        [M_LOGITS] = R * E * sizeof(float), [M_IDS] = S * sizeof(int),          [M_WEIGHTS] = S * sizeof(float),
-        [M_COUNTS] = E * sizeof(int),       [M_OFFSETS] = (E + 1) * sizeof(int), [M_ROW_OF_SLOT] = S * sizeof(int),
-        [M_TOKEN_OF_ROW] = S * sizeof(int), [M_XG] = S * H * 2,                  [M_Y] = S * H * 2,
+        [M_LOGITS] = R * E * sizeof(float),
+        [M_IDS] = S * sizeof(int),
+        [M_WEIGHTS] = S * sizeof(float),
+        [M_COUNTS] = E * sizeof(int),
+        [M_OFFSETS] = (E + 1) * sizeof(int),
+        [M_ROW_OF_SLOT] = S * sizeof(int),
+        [M_TOKEN_OF_ROW] = S * sizeof(int),
+        [M_XG] = S * H * 2,
+        [M_Y] = S * H * 2,
     };
-    void **const slots[M_COUNT] = {(void **)&b->logits,      (void **)&b->ids,          (void **)&b->weights,
-                                   (void **)&b->counts,      (void **)&b->offsets,      (void **)&b->row_of_slot,
-                                   (void **)&b->token_of_row, (void **)&b->xg,          (void **)&b->y};
+    void **const slots[M_COUNT] = {(void **)&b->logits,       (void **)&b->ids,     (void **)&b->weights,
+                                   (void **)&b->counts,       (void **)&b->offsets, (void **)&b->row_of_slot,
+                                   (void **)&b->token_of_row, (void **)&b->xg,      (void **)&b->y};
     for (int i = 0; i < M_COUNT; i++) {
         *slots[i] = base ? base + at : NULL;
         at += (bytes[i] + 255) & ~(size_t)255;
@@ -72,8 +77,8 @@ static cudaError_t route(const pl_moe_weights *w, const pl_moe_recipe *r, int ro
         return pl_moe_router_topk(b->layer.xn, w->router, rows, m->hidden, m->experts, m->top_k, b->ids, b->weights,
                                   stream);
     if (cublasSetStream(r->layer.cublas, stream) != CUBLAS_STATUS_SUCCESS ||
-        pl_gemm_cublas(r->layer.cublas, rows, m->experts, m->hidden, PL_GEMM_B_NK, b->layer.xn, w->router,
-                       CUDA_R_16BF, b->logits, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS)
+        pl_gemm_cublas(r->layer.cublas, rows, m->experts, m->hidden, PL_GEMM_B_NK, b->layer.xn, w->router, CUDA_R_16BF,
+                       b->logits, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS)
         return cudaErrorNotSupported;
     return pl_moe_topk(b->logits, rows, m->experts, m->top_k, b->ids, b->weights, stream);
 }
@@ -87,8 +92,8 @@ static cudaError_t experts_loop(const pl_moe_weights *w, const pl_layer_recipe *
     int *offsets = malloc(((size_t)E + 1) * sizeof *offsets);
     if (!offsets)
         return cudaErrorMemoryAllocation;
-    cudaError_t e = cudaMemcpyAsync(offsets, b->offsets, ((size_t)E + 1) * sizeof *offsets, cudaMemcpyDeviceToHost,
-                                    stream);
+    cudaError_t e =
+        cudaMemcpyAsync(offsets, b->offsets, ((size_t)E + 1) * sizeof *offsets, cudaMemcpyDeviceToHost, stream);
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(stream);
     for (int x = 0; x < E && e == cudaSuccess; x++) {
@@ -133,11 +138,11 @@ static cudaError_t experts_grouped(const pl_moe_weights *w, int rows, const moe_
     const pl_model_config *m = w->model;
     const int E = m->experts, H = m->hidden, I = m->expert_intermediate, S = rows * m->top_k;
     int cc = 0;
-    STEP(pl_current_cc(&cc));
+    PL_STEP(pl_current_cc(&cc));
     if (cc != 90)
         return cudaErrorNotSupported;
-    STEP(grouped(b->xg, w->gate_up, b->layer.gu, 2 * I, H, S, E, b->offsets, stream));
-    STEP(pl_engine_swiglu(b->layer.gu, b->layer.act, S, I, stream));
+    PL_STEP(grouped(b->xg, w->gate_up, b->layer.gu, 2 * I, H, S, E, b->offsets, stream));
+    PL_STEP(pl_engine_swiglu(b->layer.gu, b->layer.act, S, I, stream));
     return grouped(b->layer.act, w->down, b->y, H, I, S, E, b->offsets, stream);
 }
 
@@ -147,7 +152,7 @@ static cudaError_t combine(const pl_model_config *m, const pl_layer_recipe *r, i
 {
     if (r->fused)
         return pl_moe_combine(b->y, b->row_of_slot, b->weights, rows, m->top_k, m->hidden, out, out, stream);
-    STEP(pl_moe_combine(b->y, b->row_of_slot, b->weights, rows, m->top_k, m->hidden, NULL, b->layer.proj, stream));
+    PL_STEP(pl_moe_combine(b->y, b->row_of_slot, b->weights, rows, m->top_k, m->hidden, NULL, b->layer.proj, stream));
     return pl_engine_residual_add(out, b->layer.proj, out, (size_t)rows * m->hidden, stream);
 }
 
@@ -156,18 +161,18 @@ static cudaError_t moe_half(const pl_moe_weights *w, const pl_moe_recipe *r, int
                             const moe_buffers *b, cudaStream_t stream)
 {
     const pl_model_config *m = w->model;
-    STEP(pl_layer_rmsnorm(&r->layer, m, out, w->mlp_norm, rows, &b->layer, stream));
-    STEP(route(w, r, rows, b, stream));
-    STEP(pl_moe_group(b->ids, rows, m->top_k, m->experts, b->counts, b->offsets, b->row_of_slot, b->token_of_row,
-                      stream));
-    STEP(pl_moe_gather(b->layer.xn, b->token_of_row, rows * m->top_k, m->hidden, b->xg, stream));
-    STEP(r->experts == PL_MOE_EXPERTS_LOOP ? experts_loop(w, &r->layer, b, stream)
-                                           : experts_grouped(w, rows, b, stream));
+    PL_STEP(pl_layer_rmsnorm(&r->layer, m, out, w->mlp_norm, rows, &b->layer, stream));
+    PL_STEP(route(w, r, rows, b, stream));
+    PL_STEP(pl_moe_group(b->ids, rows, m->top_k, m->experts, b->counts, b->offsets, b->row_of_slot, b->token_of_row,
+                         stream));
+    PL_STEP(pl_moe_gather(b->layer.xn, b->token_of_row, rows * m->top_k, m->hidden, b->xg, stream));
+    PL_STEP(r->experts == PL_MOE_EXPERTS_LOOP ? experts_loop(w, &r->layer, b, stream)
+                                              : experts_grouped(w, rows, b, stream));
     return combine(m, &r->layer, rows, b, out, stream);
 }
 
-static int layer_ok(const pl_moe_weights *w, const pl_moe_recipe *r, int rows, const uint16_t *x,
-                    const uint16_t *out, const void *workspace, size_t workspace_bytes)
+static int layer_ok(const pl_moe_weights *w, const pl_moe_recipe *r, int rows, const uint16_t *x, const uint16_t *out,
+                    const void *workspace, size_t workspace_bytes)
 {
     const pl_model_config *m = w ? w->model : NULL;
     if (!m || !w->block || !r || rows < 1 || !pl_model_is_moe(m) || !x || !out || !workspace)
@@ -188,6 +193,6 @@ cudaError_t pl_moe_layer_decode(const pl_moe_weights *w, const pl_moe_recipe *r,
     moe_buffers b;
     carve(m, step->batch, r->layer.sm_count, (char *)workspace, &b);
     const pl_attn_weights aw = {w->attn_norm, w->qkv, w->q_norm, w->k_norm, w->o};
-    STEP(pl_layer_attention_decode(m, &aw, &r->layer, step, kv, x, out, &b.layer, stream));
+    PL_STEP(pl_layer_attention_decode(m, &aw, &r->layer, step, kv, x, out, &b.layer, stream));
     return moe_half(w, r, step->batch, out, &b, stream);
 }

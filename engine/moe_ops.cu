@@ -207,13 +207,13 @@ extern "C" cudaError_t pl_moe_topk(const float *logits, int rows, int experts, i
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t pl_moe_router_topk(const uint16_t *xn, const uint16_t *router, int rows, int hidden,
-                                          int experts, int top_k, int *ids, float *weights, cudaStream_t stream)
+extern "C" cudaError_t pl_moe_router_topk(const uint16_t *xn, const uint16_t *router, int rows, int hidden, int experts,
+                                          int top_k, int *ids, float *weights, cudaStream_t stream)
 {
     if (!routing_ok(rows, experts, top_k) || hidden < 1 || !xn || !router || !ids || !weights)
         return cudaErrorInvalidValue;
     router_topk_kernel<<<rows, ROUTER_WARPS * 32, topk_smem(experts, top_k), stream>>>(xn, router, hidden, experts,
-                                                                                      top_k, ids, weights);
+                                                                                       top_k, ids, weights);
     return cudaGetLastError();
 }
 
@@ -244,6 +244,6 @@ extern "C" cudaError_t pl_moe_combine(const uint16_t *y, const int *row_of_slot,
     if (rows < 1 || top_k < 1 || hidden < 1 || !y || !row_of_slot || !weights || !out)
         return cudaErrorInvalidValue;
     combine_kernel<<<grid_for((size_t)rows * hidden), 256, 0, stream>>>(y, row_of_slot, weights, rows, top_k, hidden,
-                                                                       residual, out);
+                                                                        residual, out);
     return cudaGetLastError();
 }

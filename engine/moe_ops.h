@@ -28,14 +28,14 @@ cudaError_t pl_moe_topk(const float *logits, int rows, int experts, int top_k, i
 
 /* The router and the top-k in one kernel: each token's fp32 logits xn [rows][hidden] · routerᵀ (router
  * [experts][hidden] bf16) kept in shared memory, then the top-k as pl_moe_topk (a CTA a token). */
-cudaError_t pl_moe_router_topk(const uint16_t *xn, const uint16_t *router, int rows, int hidden, int experts,
-                               int top_k, int *ids, float *weights, cudaStream_t stream);
+cudaError_t pl_moe_router_topk(const uint16_t *xn, const uint16_t *router, int rows, int hidden, int experts, int top_k,
+                               int *ids, float *weights, cudaStream_t stream);
 
 /* The tokens grouped by expert, in one CTA: counts[e] the slots routed to e, offsets [experts + 1] their prefix sums,
  * and the permutation: slot j (= t·top_k + i) goes to row row_of_slot[j] of the grouped rows, expert e's rows being
  * offsets[e] .. offsets[e+1] - 1 in increasing slot order (deterministic), and token_of_row[row] = its token. */
-cudaError_t pl_moe_group(const int *ids, int rows, int top_k, int experts, int *counts, int *offsets,
-                         int *row_of_slot, int *token_of_row, cudaStream_t stream);
+cudaError_t pl_moe_group(const int *ids, int rows, int top_k, int experts, int *counts, int *offsets, int *row_of_slot,
+                         int *token_of_row, cudaStream_t stream);
 
 /* xg [rows·top_k][hidden]: grouped row j is x's row token_of_row[j]. */
 cudaError_t pl_moe_gather(const uint16_t *x, const int *token_of_row, int grouped_rows, int hidden, uint16_t *xg,

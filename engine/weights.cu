@@ -1,5 +1,5 @@
-/* A dense or MoE layer's bf16 weights: sized from the memory plan's tensor list, checked against cudaMemGetInfo before the
- * one cudaMalloc, filled by a counter-hash kernel (weights.h). */
+/* A dense or MoE layer's bf16 weights: sized from the memory plan's tensor list, checked against cudaMemGetInfo before
+ * the one cudaMalloc, filled by a counter-hash kernel (weights.h). */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -23,6 +23,15 @@ __global__ void fill_uniform_kernel(uint16_t *w, size_t n, uint64_t key, float l
         const __nv_bfloat16 v = __float2bfloat16_rn(lo + (hi - lo) * u);
         w[i] = *(const uint16_t *)&v;
     }
+}
+
+cudaError_t pl_engine_fill_uniform(uint16_t *p, size_t n, uint64_t key, float lo, float hi, cudaStream_t stream)
+{
+    if (n == 0)
+        return cudaErrorInvalidValue;
+    const unsigned blocks = (unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
+    fill_uniform_kernel<<<blocks, 256, 0, stream>>>(p, n, key, lo, hi);
+    return cudaGetLastError();
 }
 
 /* Where each tensor of the layer goes: its name in pl_layer_tensors and the struct's pointer for it. */
@@ -80,9 +89,7 @@ static int fill(const layer_alloc *a, const pl_weight_tensor *t, int n, const ui
         const float bound = (float)(1.0 / sqrt((double)t[i].cols));
         const float lo = is_norm(&t[i]) ? 0.5f : -bound, hi = is_norm(&t[i]) ? 1.5f : bound;
         const uint64_t key = seed * 0x2545f4914f6cdd1dull + (uint64_t)(i + 1) * 0x632be59bd9b4e019ull;
-        const unsigned blocks = (unsigned)((elems + 255) / 256 < 4096 ? (elems + 255) / 256 : 4096);
-        fill_uniform_kernel<<<blocks, 256>>>(p, elems, key, lo, hi);
-        const cudaError_t e = cudaGetLastError();
+        const cudaError_t e = pl_engine_fill_uniform(p, elems, key, lo, hi, 0);
         if (e != cudaSuccess) {
             snprintf(err, errlen, "filling %s's weight %s: %s", a->m->name, t[i].name, cudaGetErrorString(e));
             return -1;
@@ -170,10 +177,14 @@ int pl_moe_weights_alloc(const pl_model_config *m, uint64_t seed, pl_moe_weights
         snprintf(err, errlen, "%s is a dense model: the MoE layer takes a MoE model (e.g. tiny-moe)", m->name);
         return -1;
     }
-    const named_slot slots[] = {{"attn_norm", &w->attn_norm},   {"qkv", &w->qkv},
-                                {"q_norm", &w->q_norm},         {"k_norm", &w->k_norm},
-                                {"o", &w->o},                   {"mlp_norm", &w->mlp_norm},
-                                {"router", &w->router},         {"expert_gate_up", &w->gate_up},
+    const named_slot slots[] = {{"attn_norm", &w->attn_norm},
+                                {"qkv", &w->qkv},
+                                {"q_norm", &w->q_norm},
+                                {"k_norm", &w->k_norm},
+                                {"o", &w->o},
+                                {"mlp_norm", &w->mlp_norm},
+                                {"router", &w->router},
+                                {"expert_gate_up", &w->gate_up},
                                 {"expert_down", &w->down}};
     const layer_alloc a = {m, slots, 9, &w->block, &w->bytes};
     if (layer_alloc_fill(&a, seed, err, errlen) != 0) {

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <cuda_runtime_api.h>
 
 #include "engine/memory_plan.h"
 
@@ -30,6 +31,9 @@ typedef struct pl_dense_weights {
  * m is a MoE or qk-norm model (not a dense layer this engine builds yet), its weights do not fit the free memory
  * (checked with cudaMemGetInfo before allocating), or a CUDA call failed (named with its error). */
 int pl_dense_weights_alloc(const pl_model_config *m, uint64_t seed, pl_dense_weights *w, char *err, size_t errlen);
+
+/* p[i] = uniform in [lo, hi] from (key, i) (the counter hash every engine weight is filled with), n bf16. */
+cudaError_t pl_engine_fill_uniform(uint16_t *p, size_t n, uint64_t key, float lo, float hi, cudaStream_t stream);
 
 /* Frees what pl_dense_weights_alloc allocated (a zeroed struct is a no-op) and zeroes *w. */
 void pl_dense_weights_free(pl_dense_weights *w);

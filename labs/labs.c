@@ -17,4 +17,5 @@ void pl_labs_register_all(void)
         return;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         pl_registry_add(all[i]);
+    pl_labs_register_seed_names();
 }

@@ -6,5 +6,7 @@
 
 /* Adds every target of labs/targets.def to the registry, in its order (idempotent). */
 void pl_labs_register_all(void);
+/* The seed lab's names for them (labs/seed_names.def); pl_labs_register_all adds them after the targets. */
+void pl_labs_register_seed_names(void);
 
 #endif

@@ -19,7 +19,8 @@ import sys
 # The order of the lower layers: api (include/perflab) < core < {comm, calc, report, hw}; kernels/common < a kernel
 # family; the engine sits on the kernels alone (usable without the harness); labs/common on the kernels, the engine,
 # comm and core; the targets (labs) on labs/common and the engine; the selector (perflab gemm) on labs/common's GEMM
-# glue; serve (perflab serve and scenario) on the engine, hw and core; the CLI on everything.
+# glue; serve (perflab serve and scenario) on the engine, hw and core; the CLI on everything; libperflab.so (src/py,
+# the C API for Python) on the core and the kernels.
 ALLOWED = {
     "api": [],
     "core": ["api"],
@@ -36,6 +37,7 @@ ALLOWED = {
     "serve": ["core", "api", "hw", "engine"],
     "cli": ["core", "api", "comm", "calc", "report", "hw", "labs", "labs/common", "selector", "serve", "engine",
             "kernels/*"],
+    "py": ["core", "api", "kernels/*"],
 }
 
 # The libraries of CMakeLists.txt and the folder each one builds.
@@ -51,6 +53,7 @@ LIBRARIES = {
     "perflab_labs": "labs",
     "perflab_selector": "selector",
     "perflab_serve": "serve",
+    "perflab_py": "py",
 }
 
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh", ".def")

@@ -10,6 +10,7 @@ command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 ls /usr/lib/*/libsubunit.a >/dev/null 2>&1 || missing+=(libsubunit-dev)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || missing+=(python3) # scripts/check_layout.py, a host test
+[ -d /usr/lib/python3/dist-packages/pytest ] || missing+=(python3-pytest) # the Python package's tests
 # the report's tests: expat parses every HTML/SVG file, zlib reads the headless-Chromium screenshot (chromium itself
 # is optional: that test skips without it)
 [ -f /usr/include/expat.h ] && ls /usr/lib/*/libexpat.a >/dev/null 2>&1 || missing+=(libexpat1-dev)

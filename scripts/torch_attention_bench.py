@@ -9,27 +9,27 @@ region) and the row says "expanded" -- its bytes are still counted with the real
 token per sequence against a contiguous cache (SDPA has no paged cache), GB/s from K and V read once, beside a
 device-to-device copy of the same bytes timed in the same process (the HBM ceiling).
 
-Timing: CUDA events around each call after warm-up, the median of many (--iters). Latched (the default), as
-perflab times: before the start event a spin kernel (torch.cuda._sleep) holds the stream until the host has
-enqueued the event, the call and the stop event, so that the events time the GPU's work and not the Python and
-dispatch cost of the call (an unlatched call of a 0.5 ms kernel counts the host's ~20 µs before its launch).
---latch both also prints the unlatched figure (backend name + " unlatched").
---sustained adds a row per backend timed as perflab times by default (hot, at the power limit): one second of
-back-to-back calls first, then samples of 20 calls back to back between two events (the stream latched
-before each), the median per call. The latched single calls above leave the GPU idle ~1 ms before each call, a
-duty cycle that keeps a compute-bound kernel off the 700 W cap; the sustained rows are the like-for-like figure.
+Timing: perflab.bench (scripts/torch_timing.py), the harness of `perflab run` on torch's stream: warm-up, then at
+least --iters samples, latched (the default): perflab's latch holds the stream until the host has enqueued the whole
+sample, so that the events time the GPU's work and not the Python and dispatch cost of the call (an unlatched call
+of a 0.5 ms kernel counts the host's ~20 µs before its launch). --latch both also prints the unlatched figure
+(backend name + " unlatched": perflab.bench with host_bound=True).
+--sustained adds a row per backend timed as perflab times by default (hot, adaptive: at least a second of samples
+at load, where a compute-bound kernel meets the power cap): the like-for-like figure for `perflab run`.
+Each shape also gets SDPA under torch.compile (default and max-autotune; PyTorch's own choice of backend), unless
+--no-compile.
 
     python3 scripts/torch_attention_bench.py [--iters 50] [--sustained] [--decode-only] [--json out.json]
 """
 import argparse
 import json
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from torch_timing import compiled, median_ms
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 
@@ -45,45 +45,14 @@ PREFILL = [
 DECODE = [("decode b64 h32/kv8 len8192 d128", 64, 32, 8, 8192, 128)]
 
 
-LATCH_CYCLES = 2_000_000  # ~1 ms of spinning at the H200's clocks: longer than the host takes to enqueue a call
+def time_ms(fn, iters, latch=True):
+    """perflab.bench's median: at least `iters` samples, latched unless latch is False."""
+    return median_ms(fn, min_samples=iters, host_bound=not latch)
 
 
-def time_ms(fn, iters, warmup=5, latch=True):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        if latch:
-            torch.cuda._sleep(LATCH_CYCLES)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
-
-
-def time_sustained_ms(fn, samples, batch, warm_s=1.0):
-    """Per-call median of `samples` samples of `batch` back-to-back calls, after warm_s seconds of calls at load."""
-    end = time.perf_counter() + warm_s
-    while time.perf_counter() < end:
-        fn()
-        torch.cuda.synchronize()  # the GPU, not the host's queue, decides when the warm-up is over
-    times = []
-    for _ in range(samples):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(LATCH_CYCLES)
-        a.record()
-        for _ in range(batch):
-            fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / batch)
-    return statistics.median(times)
+def time_sustained_ms(fn):
+    """perflab.bench's median with at least a second of samples at load (perflab run's hot mode at the power cap)."""
+    return median_ms(fn, min_time_s=1.0, max_time_s=5.0)
 
 
 def sdpa_call(backend, q, k, v, causal, gqa):
@@ -114,7 +83,7 @@ def latch_modes(latch, sustained=False):
 
 def timed(fn, iters, timing):
     if timing == "sustained":
-        return time_sustained_ms(fn, max(5, iters // 5), 20)
+        return time_sustained_ms(fn)
     return time_ms(fn, iters, latch=timing)
 
 
@@ -134,6 +103,16 @@ def time_backends(rows, name, q, k, v, causal, flops, nbytes, iters, latch, sust
             print(rows[-1], flush=True)
 
 
+def time_compiled(rows, name, q, k, v, causal, flops, nbytes, iters):
+    """SDPA under torch.compile's modes (PyTorch picks the backend), latched, one row each."""
+    gqa = k.shape[1] != q.shape[1]
+    for label, fn in compiled(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa),
+                              name):
+        ms = time_ms(fn, iters)
+        rows.append(dict(shape=name, backend=label, note="", ms=ms, tflops=flops / ms / 1e9, gbps=nbytes / ms / 1e6))
+        print(rows[-1], flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iters", type=int, default=50)
@@ -143,6 +122,7 @@ def main():
                     help="also time each backend sustained at load, as perflab's hot mode does (rows '... sustained')")
     ap.add_argument("--decode-only", action="store_true", help="only the decode shape (skip the prefill shapes)")
     ap.add_argument("--json", help="write the rows here too")
+    ap.add_argument("--no-compile", action="store_true", help="no torch.compile rows")
     args = ap.parse_args()
     dev = torch.device("cuda")
     torch.manual_seed(0)
@@ -156,6 +136,8 @@ def main():
         flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
         nbytes = 2.0 * (2 * b * h * s * d + 2 * b * kv * s * d)
         time_backends(rows, name, q, k, v, causal, flops, nbytes, args.iters, args.latch, args.sustained)
+        if not args.no_compile:
+            time_compiled(rows, name, q, k, v, causal, flops, nbytes, args.iters)
         del q, k, v
         torch.cuda.empty_cache()
     for name, b, h, kv, n, d in DECODE:
@@ -172,6 +154,8 @@ def main():
                              gbps=nbytes / ms / 1e6))
             print(rows[-1], flush=True)
         time_backends(rows, name, q, k, v, False, flops, nbytes, args.iters, args.latch, args.sustained)
+        if not args.no_compile:
+            time_compiled(rows, name, q, k, v, False, flops, nbytes, args.iters)
     print()
     print(f"{'shape':34} {'backend':20} {'ms':>9} {'TFLOP/s':>8} {'GB/s':>8}  note (latch {args.latch})")
     for r in rows:

@@ -9,29 +9,32 @@ comparison in the same request.
   fp8:     torch._scaled_mm at M x N x K with per-tensor scales, and with 1x128 / 128x128 block scales where this
            PyTorch and cuBLASLt take them.
 
-Timing as perflab's hot mode: CUDA events around each call after --warmup-s seconds of warm-up, the median of at
-least --iters samples over at least --min-time-s seconds (the power limit's steady state, as perflab measures; 0 and 0
-give the short measurement this script made before 2026-11-27, whose first tens of milliseconds ran at boost clocks).
+Timing by perflab.bench (scripts/torch_timing.py: perflab's hot mode on torch's stream, latched) after --warmup-s
+seconds of calls at load, the median of at least --iters samples over at least --min-time-s seconds (the power limit's
+steady state, as perflab measures; 0 and 0 give the short measurement this script made before 2026-11-27, whose first
+tens of milliseconds ran at boost clocks). The torch.mm loop and torch._grouped_mm also run under torch.compile
+(default and max-autotune) unless --no-compile.
 
     python3 scripts/torch_moe_bench.py --experts 64 --n 1536 --k 4096 --tokens 8192 --topk 2
     python3 scripts/torch_moe_bench.py --experts 8 --n 14336 --fp8-shape 8192x8192x8192
 
 Same process, same inputs (--perflab-lib): perflab's grouped GEMMs (grouped_c2 and grouped_t), loaded from the shared
-library every build makes (build/libperflab_grouped.so), called through ctypes on PyTorch's stream beside the
-torch.mm loop and torch._grouped_mm, in --rounds interleaved rounds (each row the median of the rounds' medians), after
-checking their output against the loop's: under the power limit a measurement's place in the run and its inputs' bits
-move it by several per cent, so only an interleaved comparison on the same tensors is even.
+library every build makes (build/libperflab.so), called through ctypes on PyTorch's stream beside the torch.mm loop
+and torch._grouped_mm, in --rounds interleaved rounds by perflab.compare (the schedule `perflab run` gives power-bound
+targets), after checking their output against the loop's: under the power limit a measurement's place in the run and
+its inputs' bits move it by several per cent, so only an interleaved comparison on the same tensors is even.
 
-    python3 scripts/torch_moe_bench.py --experts 8 --n 14336 --perflab-lib build/libperflab_grouped.so --rounds 5
+    python3 scripts/torch_moe_bench.py --experts 8 --n 14336 --perflab-lib build/libperflab.so --rounds 5
 """
 import ctypes
 import argparse
 import math
-import statistics
 import sys
 import time
 
 import torch
+
+from torch_timing import compiled, median_ms, perflab
 
 MASK64 = (1 << 64) - 1
 
@@ -99,28 +102,33 @@ def routing(experts, tokens, topk, alpha, seed):
 # Seconds of warm-up and of sampling per measurement (set from --warmup-s and --min-time-s). A GPU at its power limit
 # runs a large GEMM at boost clocks for its first tens of milliseconds: 50 samples of an 0.8 ms FP8 GEMM alone read
 # up to 10% faster than the steady state perflab's rounds of at least 0.25 s a variant measure.
-TIMING = {"warmup_s": 1.0, "min_time_s": 1.0}
+TIMING = {"warmup_s": 1.0, "min_time_s": 1.0, "compile": True}
 
 
-def time_ms(fn, iters, warmup=10):
+def warm(fn):
+    """Calls at load for TIMING["warmup_s"] seconds (the power limit's steady state), outside the timing."""
     t0 = time.perf_counter()
     done = 0
-    while done < warmup or time.perf_counter() - t0 < TIMING["warmup_s"]:
+    while done < 10 or time.perf_counter() - t0 < TIMING["warmup_s"]:
         fn()
         done += 1
         if done % 16 == 0:
             torch.cuda.synchronize()
     torch.cuda.synchronize()
-    samples = []
-    t0 = time.perf_counter()
-    while len(samples) < iters or (time.perf_counter() - t0 < TIMING["min_time_s"] and len(samples) < 100000):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-    return statistics.median(samples)
+
+
+def time_ms(fn, iters):
+    warm(fn)
+    return median_ms(fn, min_samples=iters, min_time_s=TIMING["min_time_s"],
+                     max_time_s=max(3.0, 2 * TIMING["min_time_s"]))
+
+
+def time_with_compiled(rows, name, shape, fn, iters, flops, note=""):
+    """A row for fn eager, then one per torch.compile mode."""
+    row(rows, name, shape, time_ms(fn, iters), flops, note)
+    if TIMING["compile"]:
+        for label, cfn in compiled(fn, name):
+            row(rows, f"{name} [{label}]", shape, time_ms(cfn, iters), flops, note)
 
 
 def row(rows, name, shape, ms, flops, note=""):
@@ -192,22 +200,21 @@ def bench_moe(args, rows):
             if not err < 1e-2:
                 raise RuntimeError(f"{name}: rel L2 {err:.2e} against the torch.mm loop")
             ops.append((f"moe perflab {label} (bf16)", run))
-        per = {name: [] for name, _ in ops}
-        for _ in range(args.rounds):
-            for name, fn in ops:
-                per[name].append(time_ms(fn, args.iters))
+        for _, fn in ops:
+            warm(fn)
+        c = perflab.compare(dict(ops), check=False, rounds=args.rounds, min_samples=args.iters,
+                            min_time_s=TIMING["min_time_s"], artifacts_dir=None, show=False, profile="none")
         for name, _ in ops:
-            row(rows, name, shape, statistics.median(per[name]), flops,
-                f"rounds {' '.join(f'{x:.4f}' for x in per[name])}")
+            row(rows, name, shape, c[name].median_ms, flops, f"{args.rounds} interleaved rounds (perflab.compare)")
         return
-    row(rows, "moe torch.mm loop (bf16)", shape, time_ms(loop, args.iters), flops)
+    time_with_compiled(rows, "moe torch.mm loop (bf16)", shape, loop, args.iters, flops)
     try:
         ref = torch._grouped_mm(a, b.transpose(-2, -1), offs=offs)
         loop()
         err = ((ref.float() - d.float()).norm() / d.float().norm()).item()
-        row(rows, "moe torch._grouped_mm (bf16)", shape,
-            time_ms(lambda: torch._grouped_mm(a, b.transpose(-2, -1), offs=offs), args.iters), flops,
-            f"rel L2 vs loop {err:.1e}")
+        time_with_compiled(rows, "moe torch._grouped_mm (bf16)", shape,
+                           lambda: torch._grouped_mm(a, b.transpose(-2, -1), offs=offs), args.iters, flops,
+                           f"rel L2 vs loop {err:.1e}")
     except Exception as ex:  # noqa: BLE001 - report and go on
         row(rows, "moe torch._grouped_mm (bf16)", shape, float("nan"), flops, f"n/a: {str(ex)[:80]}")
     try:
@@ -232,7 +239,7 @@ def bench_fp8(args, rows):
     w = torch.empty(n, k, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
     xq, xs = to_e4m3(x)
     wq, ws = to_e4m3(w)
-    row(rows, "gemm torch.mm (bf16)", shape, time_ms(lambda: torch.mm(x, w.t()), args.iters), flops)
+    time_with_compiled(rows, "gemm torch.mm (bf16)", shape, lambda: torch.mm(x, w.t()), args.iters, flops)
     for fast in (False, True):
         try:
             fn = lambda: torch._scaled_mm(xq, wq.t(), scale_a=xs, scale_b=ws, out_dtype=torch.bfloat16,  # noqa: E731
@@ -270,8 +277,10 @@ def main():
     ap.add_argument("--perflab-lib", default="", help="a shared library of perflab's grouped GEMMs: time them beside "
                     "PyTorch's in the same process, interleaved")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds with --perflab-lib")
+    ap.add_argument("--no-compile", action="store_true", help="eager only (no torch.compile rows)")
     args = ap.parse_args()
     TIMING["warmup_s"], TIMING["min_time_s"] = args.warmup_s, args.min_time_s
+    TIMING["compile"] = not args.no_compile
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name()}", file=sys.stderr)
     rows = []

@@ -8,6 +8,10 @@ factors: allreduce 2(n-1)/n, alltoall/allgather/reducescatter (n-1)/n.
 
     python3 scripts/torch_nccl_bench.py --collectives alltoall,allreduce -b 1m -e 1g --json torch.json
     torchrun --nproc_per_node=4 scripts/torch_nccl_bench.py ...   (or let it spawn one process per GPU)
+
+Unlike the other scripts/torch_*_bench.py, neither perflab.bench nor torch.compile: a collective's time spans every
+rank's stream (perflab.bench times one process's), and compiling the Python around an NCCL call leaves the NCCL kernel
+that is timed as it is. The script says so when it starts.
 """
 import argparse
 import json
@@ -151,6 +155,11 @@ def worker(rank, world, args, port):
     dist.destroy_process_group()
 
 
+NOT_COMPILED = ("torch.compile: not applied: the time is the NCCL kernel's, which compiling the Python around the "
+                "call does not change; perflab.bench: not used: a collective spans every rank's stream, timed here as "
+                "perflab comm times it")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--collectives", default="alltoall,allreduce",
@@ -164,6 +173,7 @@ def main():
     ap.add_argument("--gpus", type=int, default=0, help="processes to spawn (default: every GPU)")
     ap.add_argument("--no-hold", action="store_true", help="do not hold the stream while enqueueing")
     ap.add_argument("--json", help="write the results here")
+    print(NOT_COMPILED, file=sys.stderr)
     args = ap.parse_args()
     if "RANK" in os.environ:  # under torchrun
         worker(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args, None)

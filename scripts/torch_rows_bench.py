@@ -4,9 +4,9 @@
 Same shapes and dtypes as norm:rmsnorm, norm:layernorm, softmax:rows and fusion:elementwise_chain (bf16 rows x
 cols, bf16 weight/bias, the same eps and scale) and memory:transpose (fp32, its own --transpose-rows/-cols; the op
 is `--ops transpose`, not in the default list), the same byte counts (x read once, y written once, the cols-sized
-vectors once), and timing in perflab's spirit: CUDA events around a batch of calls enqueued back to back (the
-stream held by torch.cuda._sleep while the host enqueues, as perflab's latch does), warm-up first, the median over
-many batches. A device-to-device copy of x into y is the ceiling, as perflab's cuda_memcpy variant.
+vectors once), timed by perflab.bench (scripts/torch_timing.py: the harness of `perflab run`, latched, on torch's
+stream), eager and under torch.compile (default and max-autotune; a mode that cannot compile is said and left out).
+A device-to-device copy of x into y is the ceiling, as perflab's cuda_memcpy variant.
 
     python3 scripts/torch_rows_bench.py                        # 16384 x 8192, table on stdout
     python3 scripts/torch_rows_bench.py --perflab-csv ART/*/results.csv --json torch_rows.json
@@ -18,13 +18,12 @@ import argparse
 import csv
 import glob
 import json
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
 
-HOLD_US_PER_CALL = 30.0  # the stream is held this long per enqueued call: longer than Python takes to issue one
+from torch_timing import compiled, median_ms
 
 
 def make_ops(rows, cols, rms_eps, ln_eps, scale, dev, t_rows, t_cols):
@@ -61,23 +60,6 @@ def make_ops(rows, cols, rms_eps, ln_eps, scale, dev, t_rows, t_cols):
     }
 
 
-def time_call(fn, batch, batches, warmup, cycles_per_us):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    per_call = []
-    for _ in range(batches):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(int(batch * HOLD_US_PER_CALL * cycles_per_us))
-        start.record()
-        for _ in range(batch):
-            fn()
-        stop.record()
-        torch.cuda.synchronize()
-        per_call.append(start.elapsed_time(stop) / batch)
-    return per_call
-
-
 def load_perflab(paths):
     """(target, variant) -> median ms from perflab results.csv files (the last one wins)."""
     out = {}
@@ -100,9 +82,7 @@ def main():
     ap.add_argument("--ln-eps", type=float, default=1e-5)
     ap.add_argument("--scale", type=float, default=1.7)
     ap.add_argument("--ops", default="rmsnorm,layernorm,softmax,elementwise_chain,copy")
-    ap.add_argument("--batch", type=int, default=20, help="calls per timed batch")
-    ap.add_argument("--batches", type=int, default=30, help="timed batches (the median is over these)")
-    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--no-compile", action="store_true", help="eager only (no torch.compile rows)")
     ap.add_argument("--perflab-csv", nargs="*", default=[], help="perflab results.csv files (globs) to compare with")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
@@ -111,20 +91,24 @@ def main():
         return 3
     dev = torch.device("cuda", 0)
     props = torch.cuda.get_device_properties(dev)
-    cycles_per_us = getattr(props, "clock_rate", 1980000) / 1e3
     ops = make_ops(args.rows, args.cols, args.rms_eps, args.ln_eps, args.scale, dev, args.transpose_rows,
                    args.transpose_cols)
     perflab = load_perflab(args.perflab_csv)
     results = []
-    print(f"# {props.name}, torch {torch.__version__}, {args.rows} x {args.cols} bf16, "
-          f"median of {args.batches} batches of {args.batch}")
+    print(f"# {props.name}, torch {torch.__version__}, {args.rows} x {args.cols} bf16, perflab.bench medians")
     header = f"{'op':<18} {'torch call':<32} {'torch us':>9} {'GB/s':>7}"
     if perflab:
         header += f" {'perflab variant':<30} {'us':>8} {'GB/s':>7} {'perflab speedup':>15}"
     print(header)
     for name in args.ops.split(","):
         fn, nbytes, target, variants, what = ops[name]
-        med = statistics.median(time_call(fn, args.batch, args.batches, args.warmup, cycles_per_us))
+        for label, cfn in [] if args.no_compile or name == "copy" else compiled(fn, name):
+            med = median_ms(cfn, nbytes)
+            results.append({"op": name, "torch_call": f"{what} [{label}]", "bytes": nbytes, "torch_median_ms": med,
+                            "torch_gbps": nbytes / (med * 1e-3) / 1e9, "torch_version": torch.__version__,
+                            "gpu": props.name, "perflab": []})
+            print(f"{name:<18} {label:<32} {med * 1e3:9.1f} {results[-1]['torch_gbps']:7.0f}", flush=True)
+        med = median_ms(fn, nbytes)
         shape = ((args.transpose_rows, args.transpose_cols, "fp32") if name == "transpose"
                  else (args.rows, args.cols, "bf16"))
         r = {"op": name, "torch_call": what, "rows": shape[0], "cols": shape[1], "dtype": shape[2],

@@ -144,6 +144,15 @@ typedef struct pl_provenance {
     size_t n_gpus;
 } pl_provenance;
 
+/* perflab run's timing defaults: its options (src/cli/timing_options.c) and the Python API (src/py) start from them. */
+#define PL_DEFAULT_WARMUP      3
+#define PL_DEFAULT_MIN_SAMPLES 10
+#define PL_DEFAULT_MIN_TIME_S  0.25
+#define PL_DEFAULT_MAX_TIME_S  3.0
+#define PL_DEFAULT_MAX_NOISE   0.02 /* a fraction */
+#define PL_DEFAULT_THROTTLE    0.75 /* of the maximum SM clock (power-bound targets: PL_POWER_BOUND_THROTTLE) */
+#define PL_DEFAULT_SEED        20261121
+
 typedef struct pl_run_settings {
     char *profile; /* none | minimal | roofline */
     char *mode;    /* hot | cold */

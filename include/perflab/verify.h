@@ -49,6 +49,9 @@ void pl_verify_bf16(const uint16_t *out, const double *ref, size_t n, double tol
 void pl_verify_f16(const uint16_t *out, const double *ref, size_t n, double tolerance, pl_verification *v);
 /* Exact comparison for integer outputs. */
 void pl_verify_i32(const int32_t *out, const int32_t *ref, size_t n, pl_verification *v);
+/* The verdict on errors measured elsewhere (rel_l2_error, max_abs_error, elements, nonfinite, unwritten, dtype and
+ * tolerance set): passed and the message, as the comparisons above judge. */
+void pl_verify_judge(pl_verification *v);
 /* A verdict computed by the target itself (e.g. a self-test): sets checked=1 and the message. */
 void pl_verify_set(pl_verification *v, int passed, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

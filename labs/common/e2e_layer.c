@@ -13,10 +13,10 @@
 #include "perflab/device.h"
 #include "perflab/results.h"
 
-#define LENS_STREAM 0xe2e1u /* the lengths' and the pages' seed, from the parameters alone (counters recompute it) */
-#define K_STREAM    0xe2e2u
-#define V_STREAM    0xe2e3u
-#define X_STREAM    0xe2e4u
+#define LENS_STREAM        0xe2e1u /* the lengths' and the pages' seed, from the parameters alone (counters recompute it) */
+#define K_STREAM           0xe2e2u
+#define V_STREAM           0xe2e3u
+#define X_STREAM           0xe2e4u
 #define PREFILL_REF_TOKENS 2 /* a prompt's first tokens the float64 reference computes */
 
 static const pl_stream_config read_config = {.unroll = 8, .waves = 0, .streaming = 1};
@@ -68,14 +68,19 @@ void e2e_moe_counters(const pl_params *p, int seqs, int len, pl_counters *c)
 static int kind_check(const pl_model_config *m, int moe, char *err, size_t errlen)
 {
     if (!moe && (pl_model_is_moe(m) || m->qk_norm))
-        return pl_params_refuse(err, errlen, "--model %s: the dense layer takes a dense model without qk-norm: use "
-                                "llama3-8b, llama3-70b or tiny-dense", m->name);
+        return pl_params_refuse(err, errlen,
+                                "--model %s: the dense layer takes a dense model without qk-norm: use "
+                                "llama3-8b, llama3-70b or tiny-dense",
+                                m->name);
     if (moe && !pl_model_is_moe(m))
-        return pl_params_refuse(err, errlen, "--model %s is dense: the MoE layer takes qwen3-30b-a3b, mixtral-8x7b, "
-                                "tiny-moe or tiny-moe-gqa8", m->name);
+        return pl_params_refuse(err, errlen,
+                                "--model %s is dense: the MoE layer takes qwen3-30b-a3b, mixtral-8x7b, "
+                                "tiny-moe or tiny-moe-gqa8",
+                                m->name);
     if (moe && (m->experts > PL_MOE_MAX_EXPERTS || m->top_k > PL_MOE_MAX_TOP_K || m->hidden % 8 != 0 ||
                 m->expert_intermediate % 8 != 0))
-        return pl_params_refuse(err, errlen, "--model %s: the MoE layer takes at most %d experts, %d a token, and a "
+        return pl_params_refuse(err, errlen,
+                                "--model %s: the MoE layer takes at most %d experts, %d a token, and a "
                                 "hidden size and expert width that are multiples of 8 (the grouped GEMM's rows)",
                                 m->name, PL_MOE_MAX_EXPERTS, PL_MOE_MAX_TOP_K);
     return 0;
@@ -152,8 +157,8 @@ static int layout_rows(pl_ctx *ctx, e2e_layer *L)
         const int first = L->prefill ? 0 : L->lens[s] - 1;
         for (int t = first; t < L->lens[s]; t++, r++) {
             L->positions_h[r] = t;
-            L->slots_h[r] = (int64_t)L->table[(size_t)s * L->max_pages + t / L->page_size] * L->page_size +
-                            t % L->page_size;
+            L->slots_h[r] =
+                (int64_t)L->table[(size_t)s * L->max_pages + t / L->page_size] * L->page_size + t % L->page_size;
         }
     }
     L->starts[L->seqs] = r;
@@ -262,14 +267,19 @@ static int reference(pl_ctx *ctx, e2e_layer *L)
     int rc = -1;
     if (!wb || !kc || !vc || !x || !xr || !out || !L->ref)
         goto done;
-#define HOST_OF(w, t) (w.t ? (const uint16_t *)((const char *)wb + ((const char *)w.t - (const char *)L->wblock)) : NULL)
+#define HOST_OF(w, t)                                                                                                  \
+    (w.t ? (const uint16_t *)((const char *)wb + ((const char *)w.t - (const char *)L->wblock)) : NULL)
     pl_layer_ref_moe_weights hw = {{HOST_OF(L->w, attn_norm), HOST_OF(L->w, qkv), HOST_OF(L->w, o),
                                     HOST_OF(L->w, mlp_norm), HOST_OF(L->w, gate_up), HOST_OF(L->w, down)},
-                                   NULL, NULL, NULL};
+                                   NULL,
+                                   NULL,
+                                   NULL};
     if (L->moe)
         hw = (pl_layer_ref_moe_weights){{HOST_OF(L->mw, attn_norm), HOST_OF(L->mw, qkv), HOST_OF(L->mw, o),
                                          HOST_OF(L->mw, mlp_norm), HOST_OF(L->mw, gate_up), HOST_OF(L->mw, down)},
-                                        HOST_OF(L->mw, q_norm), HOST_OF(L->mw, k_norm), HOST_OF(L->mw, router)};
+                                        HOST_OF(L->mw, q_norm),
+                                        HOST_OF(L->mw, k_norm),
+                                        HOST_OF(L->mw, router)};
 #undef HOST_OF
     int pos[8];
     int64_t slots[8];
@@ -440,16 +450,16 @@ int e2e_layer_run(pl_ctx *ctx, e2e_layer *L, int which)
     const pl_layer_recipe *r = &L->recipes[which];
     L->last_floor = 0;
     if (L->moe) {
-        const pl_decode_step s = {L->seqs, L->page_size, L->max_pages, L->positions_d, L->slots_d, L->table_d,
-                                  L->seq_lens_d};
+        const pl_decode_step s = {L->seqs,    L->page_size, L->max_pages, L->positions_d,
+                                  L->slots_d, L->table_d,   L->seq_lens_d};
         PL_CUDA(ctx, pl_moe_layer_decode(&L->mw, &L->moe_recipes[which], &s, &L->kv, L->x, L->out, L->ws, L->ws_bytes,
                                          ctx->stream));
     } else if (L->prefill) {
         const pl_prefill_step s = {L->seqs, L->starts, L->positions_d, L->slots_d};
         PL_CUDA(ctx, pl_dense_layer_prefill(&L->w, r, &s, &L->kv, L->x, L->out, L->ws, L->ws_bytes, ctx->stream));
     } else {
-        const pl_decode_step s = {L->seqs, L->page_size, L->max_pages, L->positions_d, L->slots_d, L->table_d,
-                                  L->seq_lens_d};
+        const pl_decode_step s = {L->seqs,    L->page_size, L->max_pages, L->positions_d,
+                                  L->slots_d, L->table_d,   L->seq_lens_d};
         PL_CUDA(ctx, pl_dense_layer_decode(&L->w, r, &s, &L->kv, L->x, L->out, L->ws, L->ws_bytes, ctx->stream));
     }
     return 0;
@@ -585,8 +595,10 @@ int e2e_layer_check_output(pl_ctx *ctx, void *state, pl_verification *v)
     *v = host.passed && !base.passed ? base : host;
     char routing[160] = "";
     if (L->moe)
-        snprintf(routing, sizeof routing, "; %d of %d rows took other experts than the baseline's (near ties, left "
-                 "out)%s", flipped, L->rows, bad_ref ? ", a reference row took other experts than a clear choice" : "");
+        snprintf(routing, sizeof routing,
+                 "; %d of %d rows took other experts than the baseline's (near ties, left "
+                 "out)%s",
+                 flipped, L->rows, bad_ref ? ", a reference row took other experts than a clear choice" : "");
     snprintf(v->message, sizeof v->message,
              "%s; %d rows against the float64 reference: rel L2 %.2e; every row against the baseline: rel L2 %.2e, "
              "%zu NaN/Inf, %zu unwritten%s",

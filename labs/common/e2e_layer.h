@@ -30,11 +30,11 @@
         PL_INT_PARAM("page-size", "16", 1, 4096, "tokens a KV page holds")
 /* ... and the dense targets' model. */
 #define E2E_LAYER_COMMON_PARAMS                                                                                        \
-    PL_TEXT_PARAM("model", "llama3-8b", "a dense model config (engine/model_config.c): llama3-8b, llama3-70b, ...",  \
+    PL_TEXT_PARAM("model", "llama3-8b", "a dense model config (engine/model_config.c): llama3-8b, llama3-70b, ...",    \
                   .small_value = "tiny-dense"),                                                                        \
         E2E_LAYER_SHAPE_PARAMS
 
-#define E2E_FLOOR_READS 5 /* the floor's regions: the weights (MoE: fixed part, experts' gate_up, down), K, V */
+#define E2E_FLOOR_READS 5    /* the floor's regions: the weights (MoE: fixed part, experts' gate_up, down), K, V */
 #define E2E_MOE_TIE     1e-2 /* a routing margin under which a rounding may flip the choice (e2e_moe.c) */
 
 typedef struct e2e_layer {
@@ -63,8 +63,8 @@ typedef struct e2e_layer {
     cudaGraphExec_t graph;
     /* the checks */
     int ref_n, ref_rows[8];
-    double *ref;         /* ref_n rows of the float64 reference */
-    double *base;        /* every row of the baseline recipe's output */
+    double *ref;  /* ref_n rows of the float64 reference */
+    double *base; /* every row of the baseline recipe's output */
     uint16_t *out_h;
     /* MoE: the expert ids [rows][top_k] of the baseline's run and of the last run (host), the reference rows' ids
      * and margins, the experts the baseline's routing touched */

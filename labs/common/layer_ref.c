@@ -132,8 +132,8 @@ static void ref_qk_norm(const pl_model_config *m, const uint16_t *q_norm, const 
     const int hd = m->head_dim, heads = m->heads + m->kv_heads, row = (m->heads + 2 * m->kv_heads) * hd;
     for (int r = 0; r < rows; r++)
         for (int h = 0; h < heads; h++)
-            ref_rmsnorm(qkv + (size_t)r * row + (size_t)h * hd, h < m->heads ? q_norm : k_norm, 1, hd,
-                        m->rms_eps, qkv + (size_t)r * row + (size_t)h * hd);
+            ref_rmsnorm(qkv + (size_t)r * row + (size_t)h * hd, h < m->heads ? q_norm : k_norm, 1, hd, m->rms_eps,
+                        qkv + (size_t)r * row + (size_t)h * hd);
 }
 
 /* h = x + attention(RMSNorm(x))·oᵀ, the rows' K/V written into the pools (qk_norm: {q_norm, k_norm} or NULL). */
@@ -194,8 +194,8 @@ done:
 /* ---- the MoE half ---- */
 
 /* Row xn's experts (the router's top_k, or the forced ones) and their weights; the margin of its choice. */
-static void ref_route(const pl_model_config *m, const uint16_t *router, const uint16_t *xn, const int *force,
-                      int *ids, double *weights, double *margin, double *logits)
+static void ref_route(const pl_model_config *m, const uint16_t *router, const uint16_t *xn, const int *force, int *ids,
+                      double *weights, double *margin, double *logits)
 {
     const int E = m->experts, k = m->top_k;
     for (int e = 0; e < E; e++) {
@@ -277,8 +277,7 @@ int pl_layer_ref_moe(const pl_model_config *m, const pl_layer_ref_moe_weights *w
     return ref_moe_half(m, w, s->rows, epilogue_residual, routing, out);
 }
 
-int pl_layer_ref_accept(const uint16_t *got, const uint16_t *ref, const uint16_t *x, size_t n, char *why,
-                        size_t whylen)
+int pl_layer_ref_accept(const uint16_t *got, const uint16_t *ref, const uint16_t *x, size_t n, char *why, size_t whylen)
 {
     double e2 = 0, r2 = 0, u2 = 0;
     for (size_t i = 0; i < n; i++) {

@@ -1,9 +1,9 @@
-/* The float64 host reference of one decoder layer, dense (engine/dense_layer.h) or MoE (engine/moe_layer.h), rounding to bf16 wherever the
- * engine stores bf16, so that the engine and the reference differ only by summation order and the rare rounding
- * that order flips. Rows are tokens: a decode step's one token per sequence, or a prefill's prompt tokens; row r
- * sits at positions[r] of its sequence, whose pages are table[r] (max_pages entries) in caches of page_size-token
- * pages, and its K/V go to slot slots[r]. Row r attends to its sequence's tokens 0..positions[r], read from the
- * caches after every row's K/V was written (the layer writes them before its attention reads). */
+/* The float64 host reference of one decoder layer, dense (engine/dense_layer.h) or MoE (engine/moe_layer.h), rounding
+ * to bf16 wherever the engine stores bf16, so that the engine and the reference differ only by summation order and the
+ * rare rounding that order flips. Rows are tokens: a decode step's one token per sequence, or a prefill's prompt
+ * tokens; row r sits at positions[r] of its sequence, whose pages are table[r] (max_pages entries) in caches of
+ * page_size-token pages, and its K/V go to slot slots[r]. Row r attends to its sequence's tokens 0..positions[r], read
+ * from the caches after every row's K/V was written (the layer writes them before its attention reads). */
 #ifndef PERFLAB_LABS_LAYER_REF_H
 #define PERFLAB_LABS_LAYER_REF_H
 

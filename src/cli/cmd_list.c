@@ -100,12 +100,50 @@ static void print_target(const pl_target *t)
                p->help ? p->help : "");
 }
 
+/* --chapter N (or chN, or any of the seed lab's names): the alias it names and the targets it selects; an empty
+ * chapter prints what it would need. -1 with err when the name is none of them. */
+static int chapter_selection(const char *chapter, int json, const pl_target ***sel, size_t *n, char *err, size_t errlen)
+{
+    FILE *out = json ? stderr : stdout; /* --json keeps stdout JSON alone */
+    char name[64];
+    const char *digits = chapter + strspn(chapter, "0123456789");
+    pl_snprintf(name, sizeof name, "%s%s", *chapter && !*digits ? "ch" : "", chapter);
+    const pl_target_alias *a = pl_registry_find_alias(name);
+    if (!a) {
+        pl_snprintf(err, errlen,
+                    "--chapter '%s' is neither a chapter (1-20) nor one of the seed lab's names "
+                    "(labs/seed_names.def)",
+                    PL_ESC(chapter));
+        return -1;
+    }
+    if (!*a->targets) {
+        fprintf(out, "%s%s%s%s: no perflab target yet; it would need %s\n", a->name, a->title ? " (" : "",
+                a->title ? a->title : "", a->title ? ")" : "", a->missing ? a->missing : "a target of its own");
+        return 0;
+    }
+    fprintf(out, "%s%s%s%s: %s\n", a->name, a->title ? " (" : "", a->title ? a->title : "", a->title ? ")" : "",
+            a->targets);
+    if (a->missing)
+        fprintf(out, "  not covered: %s\n", a->missing);
+    return pl_registry_select(a->name, sel, n, err, errlen);
+}
+
+static int in_selection(const pl_target *const *sel, size_t n, const pl_target *t)
+{
+    for (size_t i = 0; i < n; i++)
+        if (sel[i] == t)
+            return 1;
+    return 0;
+}
+
 int pl_cmd_list(int argc, char **argv)
 {
-    const char *group = NULL;
+    const char *group = NULL, *chapter = NULL;
     int json = 0, help = 0;
     const pl_option opts[] = {
         {"group", 'g', PL_OPT_STRING, &group, "G", "only the targets of group G", 0, 0},
+        {"chapter", 'c', PL_OPT_STRING, &chapter, "N",
+         "only the targets covering chapter N of the seed lab (1-20, ch7), or a seed lab name", 0, 0},
         {"json", 0, PL_OPT_FLAG, &json, NULL, "print JSON instead of text", 0, 0},
         {"help", 'h', PL_OPT_FLAG, &help, NULL, "show this help", 0, 0},
         {0},
@@ -115,7 +153,8 @@ int pl_cmd_list(int argc, char **argv)
     if (pl_options_parse("list", opts, argc, argv, &pos, err, sizeof err) != 0)
         return pl_usage_error("list", err);
     if (help) {
-        printf("usage: perflab list [--group G] [--json]\n\nEvery target: its summary, suite (quick = the default "
+        printf("usage: perflab list [--group G] [--chapter N] [--json]\n\nEvery target: its summary, suite (quick = "
+               "the default "
                "run), requirements,\nvariants (baseline first) and parameters with defaults (set them with\n"
                "perflab run --target-extra-arg 'group:name=--param value').\n\noptions:\n");
         pl_options_help(stdout, opts);
@@ -129,11 +168,17 @@ int pl_cmd_list(int argc, char **argv)
         return pl_usage_error("list", err);
     }
     pl_strlist_free(&pos);
+    const pl_target **sel = NULL;
+    size_t n_sel = 0;
+    if (chapter && chapter_selection(chapter, json, &sel, &n_sel, err, sizeof err) != 0)
+        return pl_usage_error("list", err);
+    if (chapter && !sel)
+        return PL_EXIT_OK; /* an empty chapter: said what it would need */
     size_t shown = 0;
     json_t *all = json_array();
     for (size_t i = 0; i < pl_registry_count(); i++) {
         const pl_target *t = pl_registry_at(i);
-        if (group && strcmp(group, t->group) != 0)
+        if ((group && strcmp(group, t->group) != 0) || (chapter && !in_selection(sel, n_sel, t)))
             continue;
         shown++;
         if (json)
@@ -141,6 +186,7 @@ int pl_cmd_list(int argc, char **argv)
         else
             print_target(t);
     }
+    free(sel);
     if (group && shown == 0) {
         json_decref(all);
         pl_snprintf(err, sizeof err, "no target in group '%s'; 'perflab list' shows every group", PL_ESC(group));

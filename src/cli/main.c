@@ -38,6 +38,17 @@ static const verb verbs[] = {
     {"scenario", pl_cmd_scenario, "scenario fullstack: hw, peak, the quick suite, e2e, moe-readiness, serve; one page"},
 };
 
+/* The seed lab's names for perflab's verbs (its CLI's list-targets and `utils --tool NAME`): the verb, and its first
+ * argument when the name stands for a subcommand. */
+static const struct {
+    const char *name, *verb, *sub;
+} verb_aliases[] = {
+    {"list-targets", "list", NULL},
+    {"compare-precision", "calc", "precision"},
+    {"dump-hw", "hw", NULL},
+    {"probe-hw", "probe", NULL},
+};
+
 static void usage(FILE *out)
 {
     fprintf(out, "usage: perflab <verb> [options]      (perflab <verb> --help for a verb's options)\n"
@@ -46,6 +57,10 @@ static void usage(FILE *out)
                  "statistics, artifacts you can compare, and per-GPU expectations for CI.\n\nverbs:\n");
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         fprintf(out, "  %-14s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(out, "\nthe seed lab's names for verbs:\n");
+    for (size_t i = 0; i < sizeof verb_aliases / sizeof verb_aliases[0]; i++)
+        fprintf(out, "  %-18s perflab %s%s%s\n", verb_aliases[i].name, verb_aliases[i].verb,
+                verb_aliases[i].sub ? " " : "", verb_aliases[i].sub ? verb_aliases[i].sub : "");
     fprintf(out, "\noptions:\n"
                  "  --version      the version and the git commit it was built from\n"
                  "  -h, --help     this help\n");
@@ -79,6 +94,21 @@ int main(int argc, char **argv)
         return pl_ncu_replay_main(argc - 2, argv + 2);
     if (strcmp(name, "__run-target") == 0) /* perflab's own: a target's process under --exec-children (core/child.h) */
         return pl_child_target_main(argc - 2, argv + 2);
+    char *shifted[256]; /* an alias with a subcommand: perflab verb sub args... */
+    for (size_t i = 0; i < sizeof verb_aliases / sizeof verb_aliases[0]; i++) {
+        if (strcmp(name, verb_aliases[i].name) != 0)
+            continue;
+        name = verb_aliases[i].verb;
+        if (verb_aliases[i].sub && argc + 1 < (int)(sizeof shifted / sizeof shifted[0])) {
+            shifted[0] = argv[0];
+            shifted[1] = (char *)name;
+            shifted[2] = (char *)verb_aliases[i].sub;
+            memcpy(shifted + 3, argv + 2, (size_t)(argc - 2) * sizeof *argv);
+            shifted[++argc] = NULL;
+            argv = shifted;
+        }
+        break;
+    }
     const char *names[sizeof verbs / sizeof verbs[0]];
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
         if (strcmp(name, verbs[i].name) == 0)

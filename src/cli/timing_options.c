@@ -9,13 +9,13 @@ void pl_timing_args_defaults(pl_timing_args *t)
 {
     memset(t, 0, sizeof *t);
     t->mode = "hot";
-    t->warmup = 3;
-    t->min_samples = 10;
-    t->min_time_s = 0.25;
-    t->max_time_s = 3.0;
-    t->max_noise_pct = 2.0;
+    t->warmup = PL_DEFAULT_WARMUP;
+    t->min_samples = PL_DEFAULT_MIN_SAMPLES;
+    t->min_time_s = PL_DEFAULT_MIN_TIME_S;
+    t->max_time_s = PL_DEFAULT_MAX_TIME_S;
+    t->max_noise_pct = 100 * PL_DEFAULT_MAX_NOISE;
     t->throttle_pct = -1; /* not given: 75, and 50 for power-bound targets (PL_POWER_BOUND_THROTTLE) */
-    t->seed = 20261121;
+    t->seed = PL_DEFAULT_SEED;
 }
 
 void pl_timing_options(pl_timing_args *t, pl_option *out)
@@ -85,7 +85,7 @@ void pl_timing_args_apply(const pl_timing_args *t, pl_run_settings *s)
     s->max_time_s = t->max_time_s;
     s->max_noise = t->max_noise_pct / 100.0;
     s->throttle_given = t->throttle_pct >= 0;
-    s->throttle_threshold = (s->throttle_given ? t->throttle_pct : 75) / 100.0;
+    s->throttle_threshold = s->throttle_given ? t->throttle_pct / 100.0 : PL_DEFAULT_THROTTLE;
     s->device = t->device;
     s->seed = (unsigned long long)t->seed;
 }

@@ -1,9 +1,11 @@
 #include "core/ceilings.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ncu.h"
 #include "core/provenance.h"
 #include "core/results_json.h"
 #include "core/util.h"
@@ -119,4 +121,30 @@ char *pl_ceilings_path(const char *artifacts_dir, const char *hardware_key)
     char *path = pl_path_join(artifacts_dir && *artifacts_dir ? artifacts_dir : "artifacts", file);
     free(file);
     return path;
+}
+
+/* A roofline run records the ceilings `perflab peak` stored for this GPU kind, so that its report never reads
+ * them from disk later (they may have changed, or be elsewhere). */
+void pl_run_load_ceilings(pl_run *run, const char *artifacts_dir, const char *verb)
+{
+    const pl_run *r = run;
+    if (strcmp(r->settings.profile, "roofline") != 0 || r->prov.n_gpus == 0)
+        return;
+    run->profiler = pl_ncu_describe(); /* the counters' tool, or the line saying there are none */
+    const char *name = pl_run_gpu(r)->name;
+    char *key = pl_hardware_key_from_names(&name, 1);
+    char *path = pl_ceilings_path(artifacts_dir, key);
+    pl_ceilings *c = pl_xcalloc(1, sizeof *c);
+    char err[512];
+    int rc = pl_ceilings_load(path, c, err, sizeof err);
+    if (rc < 0)
+        fprintf(stderr, "perflab %s: ignoring %s (no %% of ceilings in this run)\n", verb, err);
+    if (rc == 0) {
+        run->ceilings = c;
+    } else {
+        pl_ceilings_free(c);
+        free(c);
+    }
+    free(path);
+    free(key);
 }

@@ -45,4 +45,9 @@ int pl_ceilings_save(const pl_ceilings *c, const char *path, char *err, size_t e
 /* $PERFLAB_CEILINGS if set, else <artifacts_dir>/ceilings-<hardware_key>.json. malloc'd. */
 char *pl_ceilings_path(const char *artifacts_dir, const char *hardware_key);
 
+/* A roofline run records the ceilings `perflab peak` stored under artifacts_dir for its GPU kind (run->ceilings;
+ * nothing for other profiles), so that its report never reads them from disk later. verb names the command in the one
+ * line said when the stored file is unreadable. */
+void pl_run_load_ceilings(pl_run *run, const char *artifacts_dir, const char *verb);
+
 #endif

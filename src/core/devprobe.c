@@ -117,8 +117,8 @@ static void nvml_record(const pl_device_info *d, json_t *rec)
         json_object_set_new(rec, "temperature_c", json_integer(v));
 }
 
-/* The child: everything it learns goes into one JSON object on fd. */
-static void probe_child(int fd)
+/* Everything the probe learns, as one JSON object (in the child, or in a process that uses CUDA anyway). */
+static json_t *probe_answer(void)
 {
     json_t *out = json_object();
     char nvml_why[256] = "";
@@ -162,8 +162,7 @@ static void probe_child(int fd)
         json_array_append_new(devs, dj);
     }
     json_object_set_new(out, "devices", devs);
-    pl_child_send(fd, out);
-    json_decref(out);
+    return out;
 }
 
 static void fill_record(const pl_device_info *d, json_t *now, pl_gpu_record *g)
@@ -184,6 +183,8 @@ static void fill_record(const pl_device_info *d, json_t *now, pl_gpu_record *g)
     g->temperature_c = (int)jint(now, "temperature_c");
 }
 
+static void inventory_from_answer(json_t *answer, pl_gpu_inventory *inv);
+
 int pl_gpu_inventory_probe(pl_gpu_inventory *inv, double timeout_s)
 {
     memset(inv, 0, sizeof *inv);
@@ -193,7 +194,9 @@ int pl_gpu_inventory_probe(pl_gpu_inventory *inv, double timeout_s)
         return -1;
     }
     if (c.pid == 0) {
-        probe_child(c.fd);
+        json_t *out = probe_answer();
+        pl_child_send(c.fd, out);
+        json_decref(out);
         _exit(0);
     }
     json_t *msg = NULL;
@@ -210,6 +213,22 @@ int pl_gpu_inventory_probe(pl_gpu_inventory *inv, double timeout_s)
         pl_snprintf(inv->error, sizeof inv->error, "the GPU probe process %s", end.description);
         return -1;
     }
+    inventory_from_answer(answer, inv);
+    json_decref(answer);
+    return 0;
+}
+
+int pl_gpu_inventory_query(pl_gpu_inventory *inv)
+{
+    memset(inv, 0, sizeof *inv);
+    json_t *answer = probe_answer();
+    inventory_from_answer(answer, inv);
+    json_decref(answer);
+    return 0;
+}
+
+static void inventory_from_answer(json_t *answer, pl_gpu_inventory *inv)
+{
     pl_snprintf(inv->driver_version, sizeof inv->driver_version, "%s", jstr(answer, "driver_version"));
     pl_snprintf(inv->nvml_status, sizeof inv->nvml_status, "%s", jstr(answer, "nvml_status"));
     inv->cuda_driver_version = (int)jint(answer, "cuda_driver_version");
@@ -226,8 +245,6 @@ int pl_gpu_inventory_probe(pl_gpu_inventory *inv, double timeout_s)
     const char *error = json_string_value(json_object_get(answer, "error"));
     inv->usable = !error && inv->device_count > 0;
     pl_snprintf(inv->error, sizeof inv->error, "%s", error ? error : "");
-    json_decref(answer);
-    return 0;
 }
 
 void pl_gpu_inventory_free(pl_gpu_inventory *inv)

@@ -21,6 +21,9 @@ typedef struct pl_gpu_inventory {
 /* Fork a child that asks the CUDA runtime (and NVML) and reports back. Returns 0 when the child answered
  * (inv->usable says whether there is a GPU), -1 when it crashed or hung. */
 int pl_gpu_inventory_probe(pl_gpu_inventory *inv, double timeout_s);
+/* The same asked in this process, which then has a CUDA context: for a process that uses CUDA anyway (Python with
+ * torch, src/py). Returns 0 (inv->usable says whether there is a GPU). */
+int pl_gpu_inventory_query(pl_gpu_inventory *inv);
 void pl_gpu_inventory_free(pl_gpu_inventory *inv);
 
 /* In a process that may use CUDA: fill the device's description (NVML clocks when present). */

@@ -105,7 +105,7 @@ static void handle_message(json_t *m, pl_target_result *r, collected *col, const
         const char *phase = json_string_value(json_object_get(m, "phase"));
         free(col->inflight);
         col->inflight = pl_strdup(variant && *variant ? variant : NULL);
-        if (in->hooks.on_progress)
+        if (in && in->hooks.on_progress)
             in->hooks.on_progress(in->hooks.user, index, in->n_targets, r->name, variant ? variant : "",
                                   phase ? phase : "");
     } else if (strcmp(type, "variant") == 0) {
@@ -249,6 +249,71 @@ static void judge_timing(pl_target_result *r, const pl_target *t, const pl_param
     }
 }
 
+/* What the parent makes of a target's reported variants: statistics, the target's own timing checks, the status. */
+static void conclude(pl_target_result *r, const pl_target *t, const pl_params *p, uint64_t seed)
+{
+    pl_target_result_derive(r, seed);
+    judge_timing(r, t, p);
+    pl_status rolled = pl_target_result_rollup(r);
+    if (!pl_status_is_failure(r->status))
+        r->status = rolled;
+    if (r->has_gate && !r->gate_met && !pl_status_is_failure(r->status)) {
+        r->status = PL_STATUS_SLO_MISSED;
+        free(r->reason);
+        r->reason = pl_strdup(r->gate_detail);
+    }
+}
+
+/* The messages the target wrote to fd (a file), read back from its start. */
+static void collect_file(int fd, pl_target_result *r, collected *col)
+{
+    pl_buf all = {0};
+    char chunk[65536];
+    ssize_t got;
+    lseek(fd, 0, SEEK_SET);
+    while ((got = read(fd, chunk, sizeof chunk)) > 0)
+        pl_buf_appendn(&all, chunk, (size_t)got);
+    for (char *line = all.data, *nl; line && (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+        *nl = '\0';
+        json_t *m = json_loads(line, 0, NULL);
+        if (m)
+            handle_message(m, r, col, NULL, 0);
+        json_decref(m);
+    }
+    pl_buf_free(&all);
+}
+
+int pl_runner_run_here(const pl_target *t, const pl_params *p, const pl_run_settings *s,
+                       const struct pl_capabilities *caps, cudaStream_t stream, void *state,
+                       const pl_counters *counters, pl_target_result *r)
+{
+    pl_target_result_init(r, t, p);
+    if (counters)
+        r->counters = *counters;
+    FILE *f = tmpfile();
+    if (!f) {
+        r->status = PL_STATUS_ERROR;
+        r->reason = pl_strdup("cannot create a temporary file for the target's messages (is TMPDIR writable?)");
+        complete_variants(r, t, NULL, PL_STATUS_ERROR, NULL);
+        return -1;
+    }
+    double t0 = pl_now_s();
+    pl_child_run_target_on(t, p, s, caps, NULL, fileno(f), stream, state);
+    collected col = {0};
+    collect_file(fileno(f), r, &col);
+    fclose(f);
+    const char *why = !col.done && !col.target_failed ? "the target stopped before it finished" : NULL;
+    if (why) {
+        r->status = PL_STATUS_ERROR;
+        r->reason = pl_strdup(why);
+    }
+    complete_variants(r, t, col.inflight, PL_STATUS_ERROR, why);
+    free(col.inflight);
+    r->duration_s = pl_now_s() - t0;
+    conclude(r, t, p, s->seed);
+    return 0;
+}
+
 int pl_runner_run(const pl_runner_input *in, pl_run *run)
 {
     const pl_device_info *dev = NULL;
@@ -272,16 +337,7 @@ int pl_runner_run(const pl_runner_input *in, pl_run *run)
             if (in->hooks.on_progress)
                 in->hooks.on_progress(in->hooks.user, i, in->n_targets, r->name, "", "start");
             interrupted = run_one(in, i, r) == -2;
-            pl_target_result_derive(r, in->settings->seed);
-            judge_timing(r, t, &in->params[i]);
-            pl_status rolled = pl_target_result_rollup(r);
-            if (!pl_status_is_failure(r->status))
-                r->status = rolled;
-            if (r->has_gate && !r->gate_met && !pl_status_is_failure(r->status)) {
-                r->status = PL_STATUS_SLO_MISSED;
-                free(r->reason);
-                r->reason = pl_strdup(r->gate_detail);
-            }
+            conclude(r, t, &in->params[i], in->settings->seed);
         }
         if (in->hooks.on_target_done)
             in->hooks.on_target_done(in->hooks.user, i, in->n_targets, r);

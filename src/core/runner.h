@@ -32,6 +32,15 @@ typedef struct pl_runner_input {
  * targets not reached are recorded as not run. */
 int pl_runner_run(const pl_runner_input *in, pl_run *run);
 
+/* One target run in this process, on the caller's stream (of GPU s->device), without a child: for targets whose work
+ * lives in this process (a Python process's callables, src/py). The same setup, verification, timing, interleaving
+ * and statistics as pl_runner_run; a crash is the caller's. state: what the variants get when t has no setup;
+ * counters: the work's counters when t has no counters function (NULL: none). Fills *r (free it with
+ * pl_target_result_free); returns 0, or -1 when the messages could not be kept (r says why). */
+int pl_runner_run_here(const pl_target *t, const pl_params *p, const pl_run_settings *s,
+                       const struct pl_capabilities *caps, cudaStream_t stream, void *state,
+                       const pl_counters *counters, pl_target_result *r);
+
 /* A target's result before it runs: name, summary, parameters and counters. */
 void pl_target_result_init(pl_target_result *r, const pl_target *t, const pl_params *p);
 

@@ -35,7 +35,18 @@ typedef struct suite {
 
 /* ---- step 1: the selection, each target's arguments and parameters, the artifacts folder: no GPU needed ---- */
 
-/* Split 'group:name=--k v' and append the arguments to that target's string. */
+/* The arguments of 'T=--k v' or, as the seed lab writes it, 'T="--k v"': one pair of quotes around the whole value
+ * is the shell's quoting kept by an outer pair, not part of the arguments (malloc'd). */
+static char *extra_arg_value(const char *v)
+{
+    size_t n = strlen(v);
+    if (n >= 2 && (v[0] == '"' || v[0] == '\'') && v[n - 1] == v[0] && !memchr(v + 1, v[0], n - 2))
+        return pl_strfmt("%.*s", (int)(n - 2), v + 1);
+    return pl_strdup(v);
+}
+
+/* Split 'group:name=--k v' and append the arguments to that target's string. The name may be an alias of one target
+ * (labs/seed_names.def: 'labs/fullstack_cluster:moe_readiness="--skews 1.0,1.5"'). */
 static int apply_extra_args(suite *s, char **per_target, char *err, size_t errlen)
 {
     for (size_t i = 0; i < s->req->n_extra; i++) {
@@ -49,12 +60,12 @@ static int apply_extra_args(suite *s, char **per_target, char *err, size_t errle
             return -1;
         }
         char *name = pl_strfmt("%.*s", (int)(eq - spec), spec);
+        const pl_target *one = pl_registry_find_one(name);
         size_t k = 0;
-        char full[256];
-        while (k < s->n && strcmp(pl_target_full_name(s->sel[k], full, sizeof full), name) != 0)
+        while (k < s->n && s->sel[k] != one)
             k++;
         if (k == s->n) {
-            if (pl_registry_find(name))
+            if (one)
                 pl_snprintf(err, errlen,
                             "--target-extra-arg names '%s', which this run does not select: add it to --targets",
                             PL_ESC(name));
@@ -65,7 +76,9 @@ static int apply_extra_args(suite *s, char **per_target, char *err, size_t errle
             return -1;
         }
         free(name);
-        char *joined = pl_strfmt("%s %s", per_target[k] ? per_target[k] : "", eq + 1);
+        char *value = extra_arg_value(eq + 1);
+        char *joined = pl_strfmt("%s %s", per_target[k] ? per_target[k] : "", value);
+        free(value);
         free(per_target[k]);
         per_target[k] = joined;
     }
@@ -170,32 +183,6 @@ static int load_expectations(suite *s, char *err, size_t errlen)
     return pl_expectations_load(s->exp_path, s->run->prov.hardware_key, &s->exp, err, errlen) < 0 ? -1 : 0;
 }
 
-/* A roofline run records the ceilings `perflab peak` stored for this GPU kind, so that its report never reads
- * them from disk later (they may have changed, or be elsewhere). */
-static void load_ceilings(suite *s)
-{
-    const pl_run *r = s->run;
-    if (strcmp(r->settings.profile, "roofline") != 0 || r->prov.n_gpus == 0)
-        return;
-    s->run->profiler = pl_ncu_describe(); /* the counters' tool, or the line saying there are none */
-    const char *name = pl_run_gpu(r)->name;
-    char *key = pl_hardware_key_from_names(&name, 1);
-    char *path = pl_ceilings_path(s->req->artifacts_dir, key);
-    pl_ceilings *c = pl_xcalloc(1, sizeof *c);
-    char err[512];
-    int rc = pl_ceilings_load(path, c, err, sizeof err);
-    if (rc < 0)
-        fprintf(stderr, "perflab %s: ignoring %s (no %% of ceilings in this run)\n", s->req->verb, err);
-    if (rc == 0) {
-        s->run->ceilings = c;
-    } else {
-        pl_ceilings_free(c);
-        free(c);
-    }
-    free(path);
-    free(key);
-}
-
 /* ---- step 4: the targets, the artifacts rewritten after each ---- */
 
 static void write_artifacts(suite *s)
@@ -280,7 +267,7 @@ int pl_suite_run(const pl_suite_request *req, pl_run *run, char *err, size_t err
     if (pl_artifacts_prepare(run, req->artifacts_dir, err, errlen) != 0)
         goto out;
     pl_capabilities_load_for_run(req->artifacts_dir, &s.caps);
-    load_ceilings(&s);
+    pl_run_load_ceilings(run, req->artifacts_dir, req->verb);
     write_artifacts(&s); /* an empty, incomplete run: it exists from the start */
 
     pl_runner_input in = {

@@ -27,6 +27,7 @@ typedef struct child {
     pl_sampler *sampler;
     const struct pl_capabilities *caps;
     pl_ncu_replays *ncu; /* roofline with ncu: the variants to replay under it at the end */
+    cudaStream_t given;  /* the caller's stream (a target run in the caller's process), NULL: one of its own */
 } child;
 
 static void send_progress(child *c, const char *variant, const char *phase)
@@ -246,7 +247,10 @@ static int init_gpu(child *c)
     if (pl_device_info_query(c->s->device, &c->dev, err, sizeof err) != 0)
         return pl_fail(ctx, "%s", err);
     ctx->device = &c->dev;
-    PL_CUDA(ctx, cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+    if (c->given)
+        ctx->stream = c->given;
+    else
+        PL_CUDA(ctx, cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
     if (c->s->profile && strcmp(c->s->profile, "none") != 0) {
         char why[256];
         c->sampler = pl_sampler_start(c->dev.pci_bus_id, PL_TELEMETRY_PERIOD_S, why, sizeof why);
@@ -259,15 +263,22 @@ static int init_gpu(child *c)
 void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_settings *s,
                          const struct pl_capabilities *caps, const char *run_dir, int fd)
 {
+    pl_child_run_target_on(t, p, s, caps, run_dir, fd, NULL, NULL);
+}
+
+void pl_child_run_target_on(const pl_target *t, const pl_params *p, const pl_run_settings *s,
+                            const struct pl_capabilities *caps, const char *run_dir, int fd, cudaStream_t stream,
+                            void *state)
+{
     child c;
     memset(&c, 0, sizeof c);
+    c.given = stream;
     c.fd = fd;
     c.caps = caps;
     c.t = t;
     c.s = s;
     c.host = !t->req.needs_gpu;
     c.ctx.seed = s->seed;
-    void *state = NULL;
     pl_measure_env env;
 
     send_progress(&c, "", "setup");
@@ -299,7 +310,7 @@ void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_se
     pl_measure_env_free(&env);
     pl_free_all(&c.ctx);
     pl_sampler_stop(c.sampler);
-    if (!c.host)
+    if (!c.host && !c.given)
         cudaStreamDestroy(c.ctx.stream);
     pl_ncu_replays_run(c.ncu, p, fd); /* after teardown: the replays get the GPU's memory back */
     pl_ncu_replays_free(c.ncu);

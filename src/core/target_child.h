@@ -14,6 +14,12 @@ struct pl_capabilities;
  * folder (NULL: none), where a roofline run's ncu replays leave their reports. */
 void pl_child_run_target(const pl_target *t, const pl_params *p, const pl_run_settings *s,
                          const struct pl_capabilities *caps, const char *run_dir, int fd);
+/* The same on the caller's stream (it must belong to GPU s->device), in whatever process calls it: a target built
+ * from a Python process's callables runs in that process (runner.h, pl_runner_run_here). stream NULL: one of its
+ * own. state: what the variants get when t has no setup (a setup's state replaces it). */
+void pl_child_run_target_on(const pl_target *t, const pl_params *p, const pl_run_settings *s,
+                            const struct pl_capabilities *caps, const char *run_dir, int fd, cudaStream_t stream,
+                            void *state);
 /* {"t":"target","status","reason"}: the target as a whole failed (setup, or its process could not start). */
 void pl_child_send_target_failure(int fd, pl_status st, const char *reason);
 

@@ -7,9 +7,12 @@
 #include "core/util.h"
 
 #define PL_MAX_TARGETS 512
+#define PL_MAX_ALIASES 256
 
 static const pl_target *targets[PL_MAX_TARGETS];
 static size_t n_targets;
+static const pl_target_alias *aliases[PL_MAX_ALIASES];
+static size_t n_aliases;
 
 const char *pl_target_full_name(const pl_target *t, char *buf, size_t len)
 {
@@ -77,10 +80,49 @@ static int group_exists(const char *group)
     return 0;
 }
 
+const pl_target_alias *pl_registry_find_alias(const char *name)
+{
+    for (size_t i = 0; i < n_aliases; i++)
+        if (strcmp(aliases[i]->name, name) == 0)
+            return aliases[i];
+    return NULL;
+}
+
+void pl_registry_add_alias(const pl_target_alias *a)
+{
+    if (!a->name || !a->targets || pl_registry_find_alias(a->name) || pl_registry_find(a->name) ||
+        group_exists(a->name) || n_aliases == PL_MAX_ALIASES) {
+        fprintf(stderr,
+                "perflab: internal error: alias '%s' is unnamed, registered twice, a target's or group's "
+                "name, or one too many (PL_MAX_ALIASES)\n",
+                a->name ? a->name : "(null)");
+        abort();
+    }
+    aliases[n_aliases++] = a;
+}
+
+size_t pl_registry_alias_count(void)
+{
+    return n_aliases;
+}
+
+const pl_target_alias *pl_registry_alias_at(size_t i)
+{
+    return i < n_aliases ? aliases[i] : NULL;
+}
+
+const pl_target *pl_registry_find_one(const char *name)
+{
+    const pl_target_alias *a = pl_registry_find_alias(name);
+    if (a && strchr(a->targets, ',') == NULL)
+        name = a->targets;
+    return pl_registry_find(name);
+}
+
 static void unknown_name_error(const char *word, char *err, size_t errlen)
 {
-    /* candidates: every full name and every group */
-    const char **names = pl_xcalloc(2 * n_targets + 1, sizeof *names);
+    /* candidates: every full name, every group and every alias */
+    const char **names = pl_xcalloc(2 * n_targets + n_aliases + 1, sizeof *names);
     char(*full)[256] = pl_xcalloc(n_targets + 1, sizeof *full);
     size_t n = 0;
     for (size_t i = 0; i < n_targets; i++) {
@@ -91,6 +133,8 @@ static void unknown_name_error(const char *word, char *err, size_t errlen)
         if (!seen)
             names[n++] = targets[i]->group;
     }
+    for (size_t i = 0; i < n_aliases; i++)
+        names[n++] = aliases[i]->name;
     char sugg[512];
     if (pl_suggest(word, names, n, 3, sugg, sizeof sugg) > 0)
         pl_snprintf(err, errlen, "unknown target '%s' (did you mean %s?); 'perflab list' shows them all", PL_ESC(word),
@@ -109,11 +153,57 @@ static int selected(const pl_target **out, size_t n, const pl_target *t)
     return 0;
 }
 
-/* Mark what one word of the selection names; returns -1 if it names nothing. */
-static int mark_word(const char *word, unsigned char *mark)
+static int mark_word(const char *word, unsigned char *mark, int depth, char *err, size_t errlen);
+
+/* The targets of an alias; -1 with err when it has none (saying what it would need). */
+static int mark_alias(const pl_target_alias *a, unsigned char *mark, int depth, char *err, size_t errlen)
+{
+    if (!*a->targets) {
+        pl_snprintf(err, errlen, "'%s'%s%s%s has no perflab target yet: it would need %s", a->name,
+                    a->title ? " (" : "", a->title ? a->title : "", a->title ? ")" : "",
+                    a->missing ? a->missing : "a target of its own");
+        return -1;
+    }
+    char *copy = pl_strdup(a->targets), *save = NULL;
+    int rc = 0;
+    for (char *w = strtok_r(copy, ",", &save); w && rc == 0; w = strtok_r(NULL, ",", &save))
+        rc = mark_word(w, mark, depth + 1, err, errlen);
+    free(copy);
+    return rc;
+}
+
+/* A word ending in '*': every target, group and alias with targets whose name starts with the rest. */
+static int mark_prefix(const char *word, unsigned char *mark, int depth, char *err, size_t errlen)
+{
+    size_t len = strlen(word) - 1;
+    char name[256];
+    int hit = 0;
+    for (size_t i = 0; i < n_targets; i++) {
+        pl_target_full_name(targets[i], name, sizeof name);
+        if (!(targets[i]->flags & PL_TARGET_SELFTEST) && strncmp(name, word, len) == 0)
+            mark[i] = hit = 1;
+    }
+    for (size_t i = 0; i < n_aliases; i++)
+        if (*aliases[i]->targets && strncmp(aliases[i]->name, word, len) == 0) {
+            if (mark_alias(aliases[i], mark, depth, err, errlen) != 0)
+                return -1;
+            hit = 1;
+        }
+    if (!hit)
+        pl_snprintf(err, errlen, "'%s' names no target; 'perflab list' shows them all", PL_ESC(word));
+    return hit ? 0 : -1;
+}
+
+/* Mark what one word of the selection names; -1 with err when it names nothing. */
+static int mark_word(const char *word, unsigned char *mark, int depth, char *err, size_t errlen)
 {
     char name[256];
     int hit = 0;
+    const pl_target_alias *a = pl_registry_find_alias(word);
+    if (a && depth < 4)
+        return mark_alias(a, mark, depth, err, errlen);
+    if (*word && word[strlen(word) - 1] == '*')
+        return mark_prefix(word, mark, depth, err, errlen);
     for (size_t i = 0; i < n_targets; i++) {
         const pl_target *t = targets[i];
         int is_selftest = (t->flags & PL_TARGET_SELFTEST) != 0;
@@ -123,7 +213,11 @@ static int mark_word(const char *word, unsigned char *mark)
             hit = 1;
         }
     }
-    return hit || strcmp(word, "all") == 0 ? 0 : -1;
+    if (!hit && strcmp(word, "all") != 0) {
+        unknown_name_error(word, err, errlen);
+        return -1;
+    }
+    return 0;
 }
 
 int pl_registry_select(const char *spec, const pl_target ***out, size_t *n, char *err, size_t errlen)
@@ -148,9 +242,7 @@ int pl_registry_select(const char *spec, const pl_target ***out, size_t *n, char
                 w++;
             if (!*w)
                 continue;
-            if (mark_word(w, mark) != 0) {
-                if (!group_exists(w))
-                    unknown_name_error(w, err, errlen);
+            if (mark_word(w, mark, 0, err, errlen) != 0) {
                 free(copy);
                 free(mark);
                 return -1;

@@ -12,7 +12,7 @@
 #include "engine/serve_floor.h"
 #include "engine/step_cost.h"
 #include "serve/serve_energy.h"
-#include "serve/serve_gpu_api.h"
+#include "engine/serve_gpu.h"
 
 const char *pl_serve_rate_name(double rate, char *buf, size_t len)
 {
@@ -174,6 +174,7 @@ static int run_rate(sweep *s, pl_serve_rate *r, char *err, size_t errlen)
     s->gx.emitted = pl_xcalloc((size_t)r->n, sizeof *s->gx.emitted);
     double j0 = 0;
     int have_j0 = pl_serve_energy_read(&s->meter, &j0) == 0;
+    pl_serve_gpu_reset(s->gx.g); /* this run's request ids start again at 0 */
     int rc = run_one(r->reqs, r->n, &s->cfg, &s->gpu_ex, &c->slo, &r->run, &r->m, err, errlen);
     energy_figures(r, &s->meter, j0, have_j0);
     free(s->gx.emitted);
@@ -224,6 +225,7 @@ static int gpu_start(sweep *s, pl_serve_bench *out, char *err, size_t errlen)
         return rc;
     pl_serve_run run;
     pl_serve_metrics m;
+    pl_serve_gpu_reset(s->gx.g);
     rc = run_one(reqs, n, &s->cfg, &s->gpu_ex, &c->slo, &run, &m, err, errlen);
     if (rc == 0)
         pl_serve_run_free(&run);

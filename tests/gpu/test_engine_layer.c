@@ -258,13 +258,15 @@ static void compare_cache(const char *tag, const rig *r, const rows *w, const ui
     const double rms = sqrt(r2 / ((double)w->n * r->row_elems));
     for (size_t i = 0; i < r->cache_elems; i++) {
         if (!is_row_slot(w, i / r->row_elems)) {
-            ck_assert_msg(after[i] == before[i], "%s: cache element %zu changed (0x%04x -> 0x%04x) outside the rows' slots",
-                          tag, i, before[i], after[i]);
+            ck_assert_msg(after[i] == before[i],
+                          "%s: cache element %zu changed (0x%04x -> 0x%04x) outside the rows' slots", tag, i, before[i],
+                          after[i]);
             continue;
         }
         const double d = fabs(bf(after[i]) - bf(ref[i]));
-        ck_assert_msg(d <= (fabs(bf(ref[i])) + rms) / 64, "%s: cache element %zu (slot %zu) is %.6g, the reference %.6g",
-                      tag, i, i / r->row_elems, bf(after[i]), bf(ref[i]));
+        ck_assert_msg(d <= (fabs(bf(ref[i])) + rms) / 64,
+                      "%s: cache element %zu (slot %zu) is %.6g, the reference %.6g", tag, i, i / r->row_elems,
+                      bf(after[i]), bf(ref[i]));
     }
     free(after);
 }
@@ -348,7 +350,9 @@ static void check_rows(rig *r, const rows *w, int prefill, const char *what)
         const int recipe = run < RECIPES ? run : RECIPES - 1, mode = run < RECIPES ? 0 : run - RECIPES + 1;
         char tag[160];
         snprintf(tag, sizeof tag, "%s %s, %s%s", r->m->name, what, recipe_names[recipe],
-                 mode == 1 ? " in place" : mode == 2 ? " from a graph" : "");
+                 mode == 1   ? " in place"
+                 : mode == 2 ? " from a graph"
+                             : "");
         for (int i = 0; i < w->n; i++) {
             CK(cudaMemset(r->kv.k + w->slots[i] * r->row_elems, 0xff, r->row_elems * 2));
             CK(cudaMemset(r->kv.v + w->slots[i] * r->row_elems, 0xff, r->row_elems * 2));
@@ -358,8 +362,7 @@ static void check_rows(rig *r, const rows *w, int prefill, const char *what)
         const run_args a = {r, w, prefill, recipe, r->x_d, r->out_d};
         run_mode(&a, mode);
         uint16_t *out = host_copy(r->out_d, xn);
-        compare_output(tag, out, recipe_epilogue(&r->recipes[recipe]) ? ref_epi : ref, x,
-                       xn);
+        compare_output(tag, out, recipe_epilogue(&r->recipes[recipe]) ? ref_epi : ref, x, xn);
         free(out);
         compare_cache(tag, r, w, k_before, r->kv.k, r->kc_h);
         compare_cache(tag, r, w, v_before, r->kv.v, r->vc_h);

@@ -49,7 +49,8 @@ typedef struct moe_case {
 } moe_case;
 
 static const moe_case cases[] = {
-    {"tiny-moe", 1}, {"tiny-moe", 3}, {"tiny-moe", 17}, {"tiny-moe-gqa8", 1}, {"tiny-moe-gqa8", 3}, {"tiny-moe-gqa8", 17},
+    {"tiny-moe", 1},      {"tiny-moe", 3},      {"tiny-moe", 17},
+    {"tiny-moe-gqa8", 1}, {"tiny-moe-gqa8", 3}, {"tiny-moe-gqa8", 17},
 };
 
 static double bf(uint16_t b)
@@ -122,7 +123,8 @@ static void take_pages(rig *r, const int *need)
 static void host_weights(rig *r)
 {
     r->wh = host_copy(r->w.block, r->w.bytes);
-#define HOST_OF(t) (r->w.t ? (const uint16_t *)((const char *)r->wh + ((const char *)r->w.t - (const char *)r->w.block)) : NULL)
+#define HOST_OF(t)                                                                                                     \
+    (r->w.t ? (const uint16_t *)((const char *)r->wh + ((const char *)r->w.t - (const char *)r->w.block)) : NULL)
     r->hw.layer = (pl_layer_ref_weights){HOST_OF(attn_norm), HOST_OF(qkv),     HOST_OF(o),
                                          HOST_OF(mlp_norm),  HOST_OF(gate_up), HOST_OF(down)};
     r->hw.q_norm = HOST_OF(q_norm);
@@ -275,7 +277,8 @@ static int check_routing(const char *tag, const rig *r, const int *ref_ids, cons
     pl_moe_routing_view v;
     pl_moe_routing_in(m, r->nseq, r->sm_count, r->ws, &v);
     int *ids = host_copy(v.ids, (size_t)r->nseq * k * sizeof(int));
-    int *counts = host_copy(v.counts, (size_t)E * sizeof(int)), *offsets = host_copy(v.offsets, (size_t)(E + 1) * sizeof(int));
+    int *counts = host_copy(v.counts, (size_t)E * sizeof(int)),
+        *offsets = host_copy(v.offsets, (size_t)(E + 1) * sizeof(int));
     int hist[64] = {0}, forced = 0;
     ck_assert(E <= 64);
     for (int i = 0; i < r->nseq * k; i++) {
@@ -335,8 +338,8 @@ static void check_cache(const char *tag, const rig *r, const rows *w, const uint
 
 /* The reference of the step for the recipe's rounding: its output, routing and margins (force: NULL or rows to
  * take the given experts). */
-static void reference(rig *r, const rows *w, const uint16_t *x, int epilogue, const int *force, uint16_t *out,
-                      int *ids, double *margin)
+static void reference(rig *r, const rows *w, const uint16_t *x, int epilogue, const int *force, uint16_t *out, int *ids,
+                      double *margin)
 {
     const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables};
     const pl_layer_ref_routing routing = {force, ids, margin};
@@ -350,7 +353,9 @@ static void check_run(rig *r, const rows *w, int recipe, int mode, const char *w
     const int epilogue = r->recipes[recipe].layer.fused;
     char tag[200], why[200];
     snprintf(tag, sizeof tag, "%s %s, %s%s", r->m->name, what, recipe_names[recipe],
-             mode == 1 ? " in place" : mode == 2 ? " from a graph" : "");
+             mode == 1   ? " in place"
+             : mode == 2 ? " from a graph"
+                         : "");
     for (int i = 0; i < w->n; i++) {
         CK(cudaMemset(r->kv.k + w->slots[i] * r->row_elems, 0xff, r->row_elems * 2));
         CK(cudaMemset(r->kv.v + w->slots[i] * r->row_elems, 0xff, r->row_elems * 2));
@@ -386,8 +391,8 @@ static void check_step(rig *r, const rows *w, const char *what)
         const int recipe = run < RECIPES ? run : RECIPES - 1, mode = run < RECIPES ? 0 : run - RECIPES + 1;
         if (r->recipes[recipe].experts == PL_MOE_EXPERTS_GROUPED && r->cc != 90) {
             if (mode == 0)
-                printf("%s: %s skipped: the grouped GEMM needs sm_90, this GPU is sm_%d\n", what,
-                       recipe_names[recipe], r->cc);
+                printf("%s: %s skipped: the grouped GEMM needs sm_90, this GPU is sm_%d\n", what, recipe_names[recipe],
+                       r->cc);
             continue;
         }
         check_run(r, w, recipe, mode, what, x, before);

@@ -1,4 +1,4 @@
-/* The grouped GEMMs' shared library (libperflab_grouped.so, for scripts/torch_moe_bench.py --perflab-lib): it loads
+/* The grouped GEMMs in libperflab.so (for scripts/torch_moe_bench.py --perflab-lib and python/perflab): it loads
  * with every symbol resolved, exports each entry point of gemm/grouped.h, and its argument checks and measured cluster
  * choice answer as the kernel library's do. No GPU needed: nothing here launches. */
 #include <dlfcn.h>
@@ -13,8 +13,8 @@ typedef int (*cluster_fn)(const pl_grouped_gemm_problem *, int);
 
 static void *open_lib(void)
 {
-    void *lib = dlopen(PERFLAB_GROUPED_LIB, RTLD_NOW | RTLD_LOCAL);
-    ck_assert_msg(lib != NULL, "dlopen %s: %s", PERFLAB_GROUPED_LIB, dlerror());
+    void *lib = dlopen(PERFLAB_LIB, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(lib != NULL, "dlopen %s: %s", PERFLAB_LIB, dlerror());
     return lib;
 }
 

@@ -11,11 +11,11 @@
 #include "perflab/verify.h"
 #include "testutil.h"
 
-#define H 8
-#define E 4
-#define K 2
-#define I 4
-#define HD 8
+#define H    8
+#define E    4
+#define K    2
+#define I    4
+#define HD   8
 #define PAGE 16
 
 /* name layers hidden heads kv hd inter experts top_k e_inter vocab tied qkn theta eps source */
@@ -52,8 +52,8 @@ static void layer_init(layer *L, int zero_experts)
         for (int i = 0; i < H * I; i++)
             L->down[e * H * I + i] = b16(zero_experts ? 0.0 : (e + 1) / 8.0);
     }
-    L->w = (pl_layer_ref_moe_weights){{L->attn_norm, L->qkv, L->o, L->mlp_norm, L->gate_up, L->down}, NULL, NULL,
-                                      L->router};
+    L->w = (pl_layer_ref_moe_weights){
+        {L->attn_norm, L->qkv, L->o, L->mlp_norm, L->gate_up, L->down}, NULL, NULL, L->router};
 }
 
 static void run(layer *L, const double *xv, int epilogue, const int *force, uint16_t *x, uint16_t *out, int *ids,

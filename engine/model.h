@@ -1,0 +1,103 @@
+/* A whole decoder model on one GPU: the embedding, every layer (dense_layer.h), the final norm, the LM head and
+ * greedy sampling, over one paged KV cache (a K and a V pool per layer, all layers sharing the page ids), sized by
+ * the memory plan before anything is allocated.
+ *
+ * A step is a set of rows (tokens), each at a position of its sequence: decode rows (a sequence's next token, or a
+ * piece of a prompt continuing a cache that already holds its earlier tokens), which the paged decode kernel serves
+ * row by row, each over its sequence's pages up to its own position; and prompts that start from an empty cache,
+ * which the prefill's flash attention serves prompt by prompt. Every layer runs the decode rows, then the prompts
+ * (two passes over the layer's weights when a step has both: the price of reusing the two layer steps as they are).
+ * The rows whose next token is wanted go through the final norm, the LM head and an argmax. */
+#ifndef PERFLAB_ENGINE_MODEL_H
+#define PERFLAB_ENGINE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#include "engine/dense_layer.h"
+#include "engine/memory_plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pl_model_options {
+    const pl_model_config *model;
+    int layers;           /* 0: the config's */
+    int page_size;        /* tokens a KV page holds (a multiple of 8) */
+    int pages;            /* KV pages; 0: as many as fit once the rest is placed */
+    int max_rows;         /* rows a step may hold (decode sequences and prompt tokens together) */
+    int max_out;          /* rows a step may sample (its logits are max_out × vocab) */
+    int max_context;      /* tokens a sequence may reach */
+    int max_seqs;         /* sequences of max_context the cache must hold at once (0: 1) */
+    uint64_t seed;        /* the weights' seed: layer l's is seed + l */
+    int sm_count;         /* the device's SMs */
+    size_t reserve_bytes; /* kept free (context growth, cuBLAS, graphs); 0: 1 GiB */
+} pl_model_options;
+
+typedef struct pl_model {
+    const pl_model_config *config;
+    int layers, page_size, pages, max_rows, max_out, sm_count;
+    pl_dense_weights *layer;     /* [layers] */
+    uint16_t *embed;             /* [vocab][hidden] */
+    uint16_t *final_norm;        /* [hidden] */
+    uint16_t *lm_head;           /* [vocab][hidden] (the embedding when tied) */
+    uint16_t *k_pools, *v_pools; /* [layers][pages·page_size][kv_heads][head_dim] */
+    size_t pool_elems;           /* one layer's pool */
+    uint16_t *x;                 /* the residual stream [max_rows][hidden] */
+    uint16_t *picked, *normed;   /* the sampled rows and their final norm [max_out][hidden] */
+    uint16_t *logits;            /* [max_out][vocab] */
+    void *ws;
+    size_t ws_bytes;
+    void *block; /* the one allocation of everything above but the layers' weights */
+    pl_plan plan;
+} pl_model;
+
+/* Plans (pl_plan_make with the GPU's free memory), then allocates and fills. 0, or -1 with one line in err and
+ * nothing left allocated (a MoE or qk-norm config, sizes that do not fit, a CUDA failure). */
+int pl_model_create(const pl_model_options *o, pl_model *out, char *err, size_t errlen);
+void pl_model_destroy(pl_model *m);
+
+/* The layer's view of layer l's KV pools. */
+pl_layer_kv pl_model_kv(const pl_model *m, int l);
+
+/* One step's rows (device arrays unless said otherwise). Rows [0, n_decode) are decode rows: row r is token
+ * positions[r] of its sequence, attends to its sequence's tokens 0..positions[r] (seq_lens[r] = positions[r] + 1)
+ * through block_table row r ([n_decode][max_pages]: rows of one sequence repeat its pages). Rows [n_decode, n) are
+ * `prompts` prompts from an empty cache, prompt p rows n_decode + starts[p] .. n_decode + starts[p + 1] (starts:
+ * host, prompts + 1 entries). Every row writes its K/V at slots[r]. out_rows[0..n_out) are the rows whose next
+ * token is sampled into out_tokens. */
+typedef struct pl_model_rows {
+    int n;
+    const int *tokens;
+    const int *positions;
+    const int64_t *slots;
+    int n_decode, max_pages;
+    const int *block_table, *seq_lens;
+    int prompts;
+    const int *starts;
+    int n_out;
+    const int *out_rows;
+    int *out_tokens;
+} pl_model_rows;
+
+/* Enqueues the step on `stream` (never synchronises: graph-capturable once the GEMM picks for these shapes were
+ * made). cudaErrorInvalidValue for a malformed step (no rows, more than max_rows or max_out, a part the layers
+ * refuse), else the first failing call's error. */
+cudaError_t pl_model_step(pl_model *m, const pl_layer_recipe *r, const pl_model_rows *rows, cudaStream_t stream);
+
+/* ---- the model's kernels (model_ops.cu) ---- */
+/* x[r][:] = embed[tokens[r]][:] for r < n (token ids outside [0, vocab) read row 0). */
+cudaError_t pl_engine_embed(const uint16_t *embed, const int *tokens, int n, int hidden, int vocab, uint16_t *x,
+                            cudaStream_t stream);
+/* dst[i][:] = src[rows[i]][:] for i < n. */
+cudaError_t pl_engine_gather_rows(const uint16_t *src, const int *rows, int n, int width, uint16_t *dst,
+                                  cudaStream_t stream);
+/* out[r] = the index of the largest of logits[r][0..vocab) (the lowest index among equals), r < n. */
+cudaError_t pl_engine_argmax(const uint16_t *logits, int n, int vocab, int *out, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

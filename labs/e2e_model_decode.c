@@ -1,0 +1,337 @@
+/* e2e:model_decode — a whole model's decode step (engine/model.h): the embedding, every layer, the final norm, the
+ * LM head and the greedy argmax for a batch of sequences over the paged KV cache; the same technique ladder as
+ * e2e:layer_decode, against the step's memory floor (every layer's weights, the LM head and the batch's K and V
+ * pages read once, measured in the same process). Verified against the baseline recipe's logits on every row (the
+ * float64 reference checks the recipes at the tiny configs: tests/gpu/test_engine_model.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/attention_host.h"
+#include "common/e2e_layer.h"
+#include "common/graph_capture.h"
+#include "engine/model.h"
+#include "engine/step_cost.h"
+#include "labs.h"
+#include "peak/peak_kernels.h"
+#include "perflab/device.h"
+
+#define LENS_STREAM  0xe2e1u
+#define TOKEN_STREAM 0xe2e5u
+
+typedef struct model_state {
+    pl_model M;
+    int batch, max_pages, recipe_run, last_floor;
+    cublasHandle_t cublas;
+    pl_layer_recipe recipes[4];
+    pl_model_rows rows;
+    int *lens, *table, *positions_h, *out_rows_h;
+    int64_t *slots_h;
+    int *tokens, *positions, *table_d, *seq_lens, *out_rows, *out_tokens;
+    int64_t *slots;
+    cudaGraphExec_t graph;
+    uint16_t *logits_h;
+    double *base;
+    float *partial;
+    unsigned grid[3], most;
+} model_state;
+
+static const pl_stream_config read_config = {.unroll = 8, .waves = 0, .streaming = 1};
+
+static const pl_param_def model_params[] = {
+    E2E_LAYER_COMMON_PARAMS,
+    PL_INT_PARAM("layers", "0", 0, 1024, "layers (0: the config's)", .small_value = "0"),
+    PL_INT_PARAM("batch", "64", 1, 4096, "sequences in the step", .small_value = "3"),
+    PL_INT_PARAM("cache-len", "2048", 1, 1 << 20, "tokens a sequence attends to, its new one included",
+                 .small_value = "77"),
+    PL_PARAMS_END,
+};
+
+static void model_counters(const pl_params *p, pl_counters *c)
+{
+    char err[256];
+    const pl_model_config *m = pl_model_find(pl_param_str(p, "model"), err, sizeof err);
+    const int B = (int)pl_param_int(p, "batch");
+    int *lens = malloc((size_t)B * sizeof *lens);
+    memset(c, 0, sizeof *c);
+    if (m && lens) {
+        pl_decode_lengths(B, (int)pl_param_int(p, "cache-len"), pl_param_float(p, "spread"), LENS_STREAM, lens);
+        const pl_step_batch b = {.n = B, .lens = lens, .routing = NULL};
+        pl_step_cost sc;
+        if (pl_model_decode_cost(m, PL_WEIGHTS_BF16, (int)pl_param_int(p, "layers"), &b, &sc) == 0) {
+            c->flops = sc.flops;
+            c->bytes_read = sc.weight_bytes + sc.kv_read_bytes;
+            c->bytes_written = sc.kv_write_bytes + sc.act_bytes;
+            c->elements = B;
+        }
+    }
+    free(lens);
+}
+
+static int model_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
+{
+    PL_TRY(e2e_layer_check(p, 0, (int)pl_param_int(p, "batch"), (int)pl_param_int(p, "cache-len"), NULL, err, errlen));
+    const pl_model_config *m = pl_model_find(pl_param_str(p, "model"), err, errlen);
+    pl_weight_bytes wb;
+    pl_weight_bytes_of(m, PL_WEIGHTS_BF16, (int)pl_param_int(p, "layers"), &wb);
+    const double kv = (double)pl_param_int(p, "batch") * pl_param_int(p, "cache-len") *
+                      pl_kv_page_bytes(m, (int)pl_param_int(p, "layers"), 1);
+    return pl_check_device_memory(gpu, (double)wb.total + kv * 1.05 + (1u << 30),
+                                  "lower --layers, --batch or --cache-len, or pick a smaller model", err, errlen);
+}
+
+/* ---- setup ---- */
+
+static int *upload_ints(pl_ctx *ctx, const void *h, size_t bytes)
+{
+    void *d = pl_device_alloc(ctx, bytes);
+    if (d && cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+        return NULL;
+    return d;
+}
+
+static int make_rows(pl_ctx *ctx, const pl_params *p, model_state *s)
+{
+    const int B = s->batch, len = (int)pl_param_int(p, "cache-len"), ps = s->M.page_size;
+    s->lens = pl_host_alloc(ctx, (size_t)B * sizeof(int));
+    s->max_pages = (len + ps - 1) / ps;
+    s->table = pl_host_alloc(ctx, (size_t)B * s->max_pages * sizeof(int));
+    s->positions_h = pl_host_alloc(ctx, (size_t)B * sizeof(int));
+    s->out_rows_h = pl_host_alloc(ctx, (size_t)B * sizeof(int));
+    s->slots_h = pl_host_alloc(ctx, (size_t)B * sizeof(int64_t));
+    int *tokens = pl_host_alloc(ctx, (size_t)B * sizeof(int));
+    if (!s->lens || !s->table || !s->positions_h || !s->out_rows_h || !s->slots_h || !tokens)
+        return -1;
+    pl_decode_lengths(B, len, pl_param_float(p, "spread"), LENS_STREAM, s->lens);
+    const int pages = pl_decode_block_table(B, s->lens, ps, s->max_pages, LENS_STREAM, s->table);
+    if (pages > s->M.pages)
+        return pl_fail(ctx, "the batch needs %d KV pages, the model holds %d", pages, s->M.pages);
+    for (int b = 0; b < B; b++) {
+        const int t = s->lens[b] - 1;
+        s->positions_h[b] = t;
+        s->slots_h[b] = (int64_t)s->table[(size_t)b * s->max_pages + t / ps] * ps + t % ps;
+        s->out_rows_h[b] = b;
+        tokens[b] = (int)(pl_uniform_host(ctx->seed, TOKEN_STREAM, (size_t)b, 0.0f, 1.0f) * (s->M.config->vocab - 1));
+    }
+    s->tokens = upload_ints(ctx, tokens, (size_t)B * sizeof(int));
+    s->positions = upload_ints(ctx, s->positions_h, (size_t)B * sizeof(int));
+    s->slots = (int64_t *)upload_ints(ctx, s->slots_h, (size_t)B * sizeof(int64_t));
+    s->table_d = upload_ints(ctx, s->table, (size_t)B * s->max_pages * sizeof(int));
+    s->seq_lens = upload_ints(ctx, s->lens, (size_t)B * sizeof(int));
+    s->out_rows = upload_ints(ctx, s->out_rows_h, (size_t)B * sizeof(int));
+    s->out_tokens = pl_device_alloc(ctx, (size_t)B * sizeof(int));
+    if (!s->tokens || !s->positions || !s->slots || !s->table_d || !s->seq_lens || !s->out_rows || !s->out_tokens)
+        return pl_fail(ctx, "copying the step's rows to the device failed");
+    s->rows = (pl_model_rows){.n = B,
+                              .tokens = s->tokens,
+                              .positions = s->positions,
+                              .slots = s->slots,
+                              .n_decode = B,
+                              .max_pages = s->max_pages,
+                              .block_table = s->table_d,
+                              .seq_lens = s->seq_lens,
+                              .n_out = B,
+                              .out_rows = s->out_rows,
+                              .out_tokens = s->out_tokens};
+    /* every layer's cache: random in ±1 (the pages the batch reads) */
+    return pl_fill_uniform_bf16(ctx, s->M.k_pools, s->M.pool_elems * s->M.layers, -1.0f, 1.0f, 0xe2e2u) ||
+           pl_fill_uniform_bf16(ctx, s->M.v_pools, s->M.pool_elems * s->M.layers, -1.0f, 1.0f, 0xe2e3u);
+}
+
+static int run_recipe(pl_ctx *ctx, model_state *s, int which)
+{
+    s->last_floor = 0;
+    PL_CUDA(ctx, pl_model_step(&s->M, &s->recipes[which], &s->rows, ctx->stream));
+    return 0;
+}
+
+static int capture_fused(pl_ctx *ctx, void *arg, cudaStream_t stream)
+{
+    model_state *s = arg;
+    PL_CUDA(ctx, pl_model_step(&s->M, &s->recipes[E2E_FUSED], &s->rows, stream));
+    return 0;
+}
+
+static int floor_setup(pl_ctx *ctx, model_state *s)
+{
+    unsigned resident = 0;
+    PL_CUDA(ctx, pl_stream_resident_blocks(PL_STREAM_READ, &read_config, &resident));
+    s->most = 1;
+    const size_t n[3] = {s->M.layer[0].bytes / 4, s->M.pool_elems / 2,
+                         (size_t)s->M.config->vocab * s->M.config->hidden / 2};
+    for (int i = 0; i < 3; i++) {
+        s->grid[i] = pl_stream_grid(n[i], &read_config, resident);
+        s->most = s->grid[i] > s->most ? s->grid[i] : s->most;
+    }
+    s->partial = pl_device_alloc(ctx, s->most * sizeof(float));
+    return s->partial ? 0 : -1;
+}
+
+static int model_setup(pl_ctx *ctx, const pl_params *p, void **state)
+{
+    char err[512];
+    model_state *s = pl_host_alloc(ctx, sizeof *s);
+    if (!s)
+        return -1;
+    const pl_model_config *m = pl_model_find(pl_param_str(p, "model"), err, sizeof err);
+    if (!m)
+        return pl_fail(ctx, "%s", err);
+    s->batch = (int)pl_param_int(p, "batch");
+    const int ps = (int)pl_param_int(p, "page-size"), len = (int)pl_param_int(p, "cache-len");
+    const pl_model_options o = {.model = m,
+                                .layers = (int)pl_param_int(p, "layers"),
+                                .page_size = ps,
+                                .pages = s->batch * ((len + ps - 1) / ps),
+                                .max_rows = s->batch,
+                                .max_out = s->batch,
+                                .max_context = (int)pl_param_int(p, "cache-len"),
+                                .max_seqs = s->batch,
+                                .seed = ctx->seed,
+                                .sm_count = ctx->device->sm_count};
+    if (pl_model_create(&o, &s->M, err, sizeof err) != 0)
+        return pl_fail(ctx, "%s", err);
+    *state = s;
+    if (cublasCreate(&s->cublas) != CUBLAS_STATUS_SUCCESS)
+        return pl_fail(ctx, "cublasCreate failed");
+    const pl_layer_recipe base = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, ctx->device->sm_count, s->cublas};
+    for (int i = 0; i < 4; i++)
+        s->recipes[i] = base;
+    s->recipes[E2E_FAST_ATTENTION].attention = s->recipes[E2E_PERFLAB_GEMM].attention = PL_LAYER_ATTN_FAST;
+    s->recipes[E2E_PERFLAB_GEMM].gemm = PL_LAYER_GEMM_PERFLAB;
+    s->recipes[E2E_FUSED] = s->recipes[E2E_PERFLAB_GEMM];
+    s->recipes[E2E_FUSED].fused = 1;
+    PL_TRY(make_rows(ctx, p, s));
+    PL_TRY(floor_setup(ctx, s));
+    const size_t nl = (size_t)s->batch * m->vocab;
+    s->logits_h = pl_host_alloc(ctx, nl * 2);
+    s->base = pl_host_alloc(ctx, nl * sizeof(double));
+    if (!s->logits_h || !s->base)
+        return -1;
+    PL_TRY(run_recipe(ctx, s, E2E_BASELINE));
+    PL_CUDA(ctx, cudaMemcpyAsync(s->logits_h, s->M.logits, nl * 2, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    for (size_t i = 0; i < nl; i++)
+        s->base[i] = pl_bf16_to_double(s->logits_h[i]);
+    PL_TRY(run_recipe(ctx, s, E2E_FUSED));
+    return pl_capture_graph(ctx, capture_fused, s, &s->graph);
+}
+
+static void model_teardown(pl_ctx *ctx, void *state)
+{
+    (void)ctx;
+    model_state *s = state;
+    if (s->graph)
+        cudaGraphExecDestroy(s->graph);
+    if (s->cublas)
+        cublasDestroy(s->cublas);
+    pl_model_destroy(&s->M);
+}
+
+/* ---- variants ---- */
+
+static int run_baseline(pl_ctx *ctx, void *state)
+{
+    return run_recipe(ctx, state, E2E_BASELINE);
+}
+static int run_fast_attention(pl_ctx *ctx, void *state)
+{
+    return run_recipe(ctx, state, E2E_FAST_ATTENTION);
+}
+static int run_perflab_gemm(pl_ctx *ctx, void *state)
+{
+    return run_recipe(ctx, state, E2E_PERFLAB_GEMM);
+}
+static int run_fused(pl_ctx *ctx, void *state)
+{
+    return run_recipe(ctx, state, E2E_FUSED);
+}
+
+static int run_graph(pl_ctx *ctx, void *state)
+{
+    model_state *s = state;
+    s->last_floor = 0;
+    PL_CUDA(ctx, cudaGraphLaunch(s->graph, ctx->stream));
+    return 0;
+}
+
+/* every layer's weights and its K and V pools (sized for the batch at the full cache length: with --spread above 0
+ * a little more than the batch reads) and the LM head */
+static int run_floor(pl_ctx *ctx, void *state)
+{
+    model_state *s = state;
+    s->last_floor = 1;
+    for (int l = 0; l < s->M.layers; l++) {
+        const pl_layer_kv kv = pl_model_kv(&s->M, l);
+        const float *src[3] = {(const float *)s->M.layer[l].block, (const float *)kv.k, (const float *)kv.v};
+        const size_t n[3] = {s->M.layer[l].bytes / 4, s->M.pool_elems / 2, s->M.pool_elems / 2};
+        for (int i = 0; i < 3; i++)
+            PL_CUDA(ctx, pl_stream_read(src[i], n[i], &read_config, s->grid[i < 1 ? 0 : 1], s->partial, ctx->stream));
+    }
+    const size_t head = (size_t)s->M.config->vocab * s->M.config->hidden / 2;
+    PL_CUDA(ctx, pl_stream_read((const float *)s->M.lm_head, head, &read_config, s->grid[2], s->partial, ctx->stream));
+    return 0;
+}
+
+static int model_poison(pl_ctx *ctx, void *state)
+{
+    model_state *s = state;
+    PL_TRY(pl_poison(ctx, s->partial, s->most * sizeof(float)));
+    return pl_poison(ctx, s->M.logits, (size_t)s->batch * s->M.config->vocab * 2);
+}
+
+static int model_check(pl_ctx *ctx, void *state, pl_verification *v)
+{
+    model_state *s = state;
+    if (s->last_floor) {
+        uint32_t *h = malloc(s->most * sizeof *h);
+        if (!h || cudaMemcpy(h, s->partial, s->most * sizeof *h, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            free(h);
+            return pl_fail(ctx, "copying the floor's partial sums back failed");
+        }
+        size_t unwritten = 0;
+        for (unsigned i = 0; i < s->most; i++)
+            unwritten += h[i] == 0xffffffffu;
+        free(h);
+        pl_verify_set(v, unwritten == 0, "the floor's reads ran: %zu of %u partial sums unwritten", unwritten, s->most);
+        return 0;
+    }
+    const size_t nl = (size_t)s->batch * s->M.config->vocab;
+    PL_CUDA(ctx, cudaMemcpyAsync(s->logits_h, s->M.logits, nl * 2, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    pl_verify_bf16(s->logits_h, s->base, nl, 2e-2, v);
+    return 0;
+}
+
+static const pl_variant model_variants[] = {
+    PL_VARIANT("baseline", run_baseline,
+               "the eager way, every layer: cuBLAS GEMMs, a kernel per operation, a CTA per query head walking its "
+               "paged cache"),
+    PL_VARIANT("fast_attention", run_fast_attention, "+ the paged decode kernel rows_deep",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("perflab_gemm", run_perflab_gemm, "+ perflab's GEMMs (pl_gemm_bf16) instead of cuBLAS",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("fused", run_fused, "+ one-pass RMSNorm, RoPE with the KV write, residual adds in the GEMM epilogues",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("graph", run_graph, "+ the whole step (every layer, head and argmax) as one CUDA graph",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("floor", run_floor,
+               "every layer's weights, the batch's K and V pages and the LM head read once (16-byte streaming "
+               "loads): the step's memory floor at this GPU's read rate",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANTS_END,
+};
+
+const pl_target pl_target_e2e_model_decode = {
+    .group = "e2e",
+    .name = "model_decode",
+    .summary = "a whole model's decode step (every layer, LM head, greedy sampling) over a paged KV cache, "
+               "technique by technique, against its memory floor",
+    .req = {.needs_gpu = 1},
+    .params = model_params,
+    .variants = model_variants,
+    .counters = model_counters,
+    .setup = model_setup,
+    .poison = model_poison,
+    .check = model_check,
+    .teardown = model_teardown,
+    .check_params = model_check_params,
+};

@@ -1,0 +1,372 @@
+/* On a GPU: the whole model (engine/model.h) on tiny-dense (3 layers, vocabulary 1000, tied head) against a float64
+ * host reference (labs/common/layer_ref.h per layer, bf16 wherever the engine stores bf16; the final norm and the
+ * LM head in float64, rounded to bf16 as the engine stores them):
+ *   - greedy: three prompts (37, 5 and 20 tokens, prefilled in one step), then 32 decode steps fed with the GPU's
+ *     own tokens, every recipe: each step's logits within relative L2 2e-2 of the reference's (the reference fed the
+ *     same tokens), and each sampled token the reference's argmax or, on a near-tie, within 4x the step's largest
+ *     logit error of its maximum;
+ *   - the cache: prefill of a prompt then a decode of its next token gives the logits of the prefill of the longer
+ *     prompt;
+ *   - a mixed step: a prompt continued by a chunk of 10 tokens (decode rows over its pages) beside a new prompt,
+ *     against the reference.
+ * Pages of the sequences are scattered through the pool. Exits 77 without a GPU. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "common/layer_ref.h"
+#include "engine/kv_pages.h"
+#include "engine/model.h"
+#include "perflab/device.h"
+#include "perflab/verify.h"
+#include "testutil.h"
+
+#define PAGE     16
+#define MAXR     128
+#define CK(call) ck_assert_msg((call) == cudaSuccess, "%s failed", #call)
+
+typedef struct rig {
+    pl_model M;
+    const pl_model_config *c;
+    cublasHandle_t cublas;
+    pl_layer_recipe recipe;
+    uint16_t **wh;                 /* each layer's weight block, host */
+    pl_layer_ref_weights *hw;      /* per layer */
+    uint16_t *embed, *norm, *head; /* host */
+    uint16_t **kc, **vc;           /* host caches per layer */
+    pl_kv_pool pool;
+    pl_kv_seq seqs[4];
+    int *d_ints; /* device scratch for the step's int arrays */
+    int64_t *d_slots;
+} rig;
+
+static uint16_t *host_copy(const void *dev, size_t n)
+{
+    uint16_t *h = malloc(n * 2 + 2);
+    ck_assert(h != NULL);
+    CK(cudaMemcpy(h, dev, n * 2, cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static void rig_init(rig *r, int recipe)
+{
+    char err[512];
+    memset(r, 0, sizeof *r);
+    r->c = pl_model_find("tiny-dense", err, sizeof err);
+    ck_assert(r->c != NULL);
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const pl_model_options o = {.model = r->c,
+                                .page_size = PAGE,
+                                .pages = 64,
+                                .max_rows = MAXR,
+                                .max_out = 8,
+                                .max_context = 128,
+                                .max_seqs = 4,
+                                .seed = 5,
+                                .sm_count = sms};
+    ck_assert_msg(pl_model_create(&o, &r->M, err, sizeof err) == 0, "%s", err);
+    ck_assert(cublasCreate(&r->cublas) == CUBLAS_STATUS_SUCCESS);
+    const pl_layer_recipe recipes[4] = {{PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, sms, r->cublas},
+                                        {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_FAST, 0, sms, r->cublas},
+                                        {PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 0, sms, r->cublas},
+                                        {PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, sms, r->cublas}};
+    r->recipe = recipes[recipe];
+    const int L = r->M.layers;
+    r->wh = calloc((size_t)L, sizeof *r->wh);
+    r->hw = calloc((size_t)L, sizeof *r->hw);
+    r->kc = calloc((size_t)L, sizeof *r->kc);
+    r->vc = calloc((size_t)L, sizeof *r->vc);
+    ck_assert(r->wh && r->hw && r->kc && r->vc);
+    for (int l = 0; l < L; l++) {
+        const pl_dense_weights *w = &r->M.layer[l];
+        r->wh[l] = host_copy(w->block, w->bytes / 2);
+#define HOST_OF(t) (const uint16_t *)((const char *)r->wh[l] + ((const char *)w->t - (const char *)w->block))
+        r->hw[l] = (pl_layer_ref_weights){HOST_OF(attn_norm), HOST_OF(qkv),     HOST_OF(o),
+                                          HOST_OF(mlp_norm),  HOST_OF(gate_up), HOST_OF(down)};
+#undef HOST_OF
+        r->kc[l] = calloc(r->M.pool_elems, 2);
+        r->vc[l] = calloc(r->M.pool_elems, 2);
+        ck_assert(r->kc[l] && r->vc[l]);
+    }
+    r->embed = host_copy(r->M.embed, (size_t)r->c->vocab * r->c->hidden);
+    r->norm = host_copy(r->M.final_norm, r->c->hidden);
+    r->head = host_copy(r->M.lm_head, (size_t)r->c->vocab * r->c->hidden);
+    ck_assert_int_eq(pl_kv_pool_init(&r->pool, r->M.pages, PAGE), 0);
+    /* scatter: take a few pages and give back every other one */
+    int held[20];
+    for (int i = 0; i < 20; i++)
+        held[i] = pl_kv_page_alloc(&r->pool);
+    for (int i = 0; i < 20; i += 2)
+        pl_kv_page_free(&r->pool, held[i]);
+    CK(cudaMalloc((void **)&r->d_ints, 8 * MAXR * 64 * sizeof(int)));
+    CK(cudaMalloc((void **)&r->d_slots, MAXR * sizeof(int64_t)));
+}
+
+static void rig_free(rig *r)
+{
+    for (int l = 0; l < r->M.layers; l++)
+        free(r->wh[l]), free(r->kc[l]), free(r->vc[l]);
+    free(r->wh), free(r->hw), free(r->kc), free(r->vc), free(r->embed), free(r->norm), free(r->head);
+    for (int s = 0; s < 4; s++)
+        pl_kv_seq_destroy(&r->pool, &r->seqs[s]);
+    pl_kv_pool_destroy(&r->pool);
+    CK(cudaFree(r->d_ints));
+    CK(cudaFree(r->d_slots));
+    cublasDestroy(r->cublas);
+    pl_model_destroy(&r->M);
+}
+
+/* ---- a step described on the host ---- */
+
+typedef struct host_rows {
+    int n, n_decode, prompts, n_out;
+    int tokens[MAXR], positions[MAXR], seq[MAXR], out_rows[8], starts[8];
+    int64_t slots[MAXR];
+    const int *tables[MAXR];
+    int table[MAXR * 8]; /* decode rows' tables, [n_decode][8] */
+} host_rows;
+
+/* rows for tokens [first, first + count) of sequence s (its pages appended first); decode rows carry its table */
+static void add_rows(rig *r, host_rows *h, int s, int first, int count, const int *tokens, int decode)
+{
+    const int need = first + count - r->seqs[s].len;
+    if (need > 0)
+        ck_assert_int_eq(pl_kv_seq_append(&r->pool, &r->seqs[s], need), PL_KV_OK);
+    ck_assert(r->seqs[s].npages <= 8 && h->n + count <= MAXR);
+    if (!decode)
+        h->starts[h->prompts++] = h->n - h->n_decode, h->starts[h->prompts] = h->n - h->n_decode + count;
+    for (int i = 0; i < count; i++) {
+        const int row = h->n++;
+        h->tokens[row] = tokens[i];
+        h->positions[row] = first + i;
+        h->seq[row] = s;
+        h->slots[row] = pl_kv_slot(&r->seqs[s], first + i, PAGE);
+        if (decode) {
+            for (int p = 0; p < 8; p++)
+                h->table[row * 8 + p] = p < r->seqs[s].npages ? r->seqs[s].pages[p] : -1;
+            h->n_decode = h->n;
+        }
+    }
+}
+
+/* Runs the step on the GPU: its logits [n_out][vocab] (host) and tokens. */
+static void gpu_step(rig *r, const host_rows *h, uint16_t *logits, int *tokens)
+{
+    int *d = r->d_ints;
+    int *tok = d, *pos = d + MAXR, *table = d + 2 * MAXR, *lens = d + 2 * MAXR + MAXR * 8;
+    int *outr = lens + MAXR, *outt = outr + MAXR;
+    int lens_h[MAXR];
+    for (int i = 0; i < h->n_decode; i++)
+        lens_h[i] = h->positions[i] + 1;
+    CK(cudaMemcpy(tok, h->tokens, (size_t)h->n * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(pos, h->positions, (size_t)h->n * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(r->d_slots, h->slots, (size_t)h->n * 8, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(table, h->table, (size_t)MAXR * 8 * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(lens, lens_h, (size_t)MAXR * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(outr, h->out_rows, (size_t)h->n_out * 4, cudaMemcpyHostToDevice));
+    const pl_model_rows mr = {.n = h->n,
+                              .tokens = tok,
+                              .positions = pos,
+                              .slots = r->d_slots,
+                              .n_decode = h->n_decode,
+                              .max_pages = 8,
+                              .block_table = table,
+                              .seq_lens = lens,
+                              .prompts = h->prompts,
+                              .starts = h->starts,
+                              .n_out = h->n_out,
+                              .out_rows = outr,
+                              .out_tokens = outt};
+    CK(pl_model_step(&r->M, &r->recipe, &mr, 0));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(logits, r->M.logits, (size_t)h->n_out * r->c->vocab * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(tokens, outt, (size_t)h->n_out * 4, cudaMemcpyDeviceToHost));
+}
+
+/* The float64 reference of the step: logits [n_out][vocab] (double, of the bf16 the engine stores). */
+static void ref_step(rig *r, const host_rows *h, double *logits)
+{
+    const pl_model_config *c = r->c;
+    const size_t D = c->hidden;
+    uint16_t *x = malloc(h->n * D * 2), *y = malloc(h->n * D * 2);
+    ck_assert(x && y);
+    for (int i = 0; i < h->n; i++)
+        memcpy(x + i * D, r->embed + (size_t)h->tokens[i] * D, D * 2);
+    const int *tables[MAXR];
+    for (int i = 0; i < h->n; i++)
+        tables[i] = r->seqs[h->seq[i]].pages;
+    const pl_layer_ref_rows rows = {h->n, PAGE, h->positions, h->slots, tables};
+    for (int l = 0; l < r->M.layers; l++) {
+        const int epi = r->recipe.fused && r->recipe.gemm == PL_LAYER_GEMM_PERFLAB;
+        ck_assert_int_eq(pl_layer_ref(c, &r->hw[l], &rows, epi, r->kc[l], r->vc[l], x, y), 0);
+        uint16_t *t = x;
+        x = y, y = t;
+    }
+    for (int o = 0; o < h->n_out; o++) {
+        const uint16_t *row = x + (size_t)h->out_rows[o] * D;
+        double ss = 0;
+        for (size_t e = 0; e < D; e++)
+            ss += pl_bf16_to_double(row[e]) * pl_bf16_to_double(row[e]);
+        const double inv = 1.0 / sqrt(ss / (double)D + c->rms_eps);
+        for (size_t e = 0; e < D; e++)
+            y[e] = pl_bf16_round_host((float)(pl_bf16_to_double(row[e]) * inv * pl_bf16_to_double(r->norm[e])));
+        for (int v = 0; v < c->vocab; v++) {
+            double s = 0;
+            for (size_t e = 0; e < D; e++)
+                s += pl_bf16_to_double(y[e]) * pl_bf16_to_double(r->head[(size_t)v * D + e]);
+            logits[(size_t)o * c->vocab + v] = pl_bf16_to_double(pl_bf16_round_host((float)s));
+        }
+    }
+    free(x), free(y);
+}
+
+/* logits within relative L2 2e-2; each token the reference's argmax or within 4x the largest error of its max */
+static void compare(const char *tag, const rig *r, const host_rows *h, const uint16_t *got, const int *tokens,
+                    const double *ref)
+{
+    const int V = r->c->vocab;
+    for (int o = 0; o < h->n_out; o++) {
+        double e2 = 0, r2 = 0, worst = 0, best = -INFINITY;
+        for (int v = 0; v < V; v++) {
+            const double g = pl_bf16_to_double(got[(size_t)o * V + v]), f = ref[(size_t)o * V + v];
+            ck_assert_msg(!isnan(g), "%s: logit %d of sample %d is NaN", tag, v, o);
+            e2 += (g - f) * (g - f), r2 += f * f;
+            worst = fabs(g - f) > worst ? fabs(g - f) : worst;
+            best = f > best ? f : best;
+        }
+        ck_assert_msg(sqrt(e2 / r2) <= 2e-2, "%s: sample %d's logits relative L2 %.3g > 2e-2", tag, o, sqrt(e2 / r2));
+        const double picked = ref[(size_t)o * V + tokens[o]];
+        ck_assert_msg(picked >= best - 4 * worst,
+                      "%s: sample %d took token %d (reference logit %.5g), the "
+                      "reference's best is %.5g (largest logit error %.3g)",
+                      tag, o, tokens[o], picked, best, worst);
+    }
+}
+
+static void check_step(rig *r, host_rows *h, const char *tag, int *tokens)
+{
+    uint16_t *got = malloc((size_t)h->n_out * r->c->vocab * 2);
+    double *ref = malloc((size_t)h->n_out * r->c->vocab * sizeof *ref);
+    ck_assert(got && ref);
+    gpu_step(r, h, got, tokens);
+    ref_step(r, h, ref);
+    compare(tag, r, h, got, tokens, ref);
+    free(got), free(ref);
+}
+
+static void prompt_tokens(int *t, int n, int salt)
+{
+    for (int i = 0; i < n; i++)
+        t[i] = (i * 7919 + salt * 104729 + 13) % 1000;
+}
+
+START_TEST(greedy)
+{
+    rig r;
+    rig_init(&r, _i);
+    const int lens[3] = {37, 5, 20};
+    host_rows h;
+    memset(&h, 0, sizeof h);
+    for (int s = 0; s < 3; s++) {
+        int t[64];
+        prompt_tokens(t, lens[s], s);
+        add_rows(&r, &h, s, 0, lens[s], t, 0);
+        h.out_rows[h.n_out++] = h.n - 1;
+    }
+    int next[3];
+    char tag[96];
+    snprintf(tag, sizeof tag, "recipe %d prefill", _i);
+    check_step(&r, &h, tag, next);
+    for (int step = 0; step < 32; step++) {
+        memset(&h, 0, sizeof h);
+        for (int s = 0; s < 3; s++) {
+            add_rows(&r, &h, s, lens[s] + step, 1, &next[s], 1);
+            h.out_rows[h.n_out++] = s;
+        }
+        snprintf(tag, sizeof tag, "recipe %d decode step %d", _i, step);
+        check_step(&r, &h, tag, next);
+    }
+    rig_free(&r);
+}
+END_TEST
+
+/* prefill 45 then decode the 46th, against prefill of 46 (fused recipe; two sequences of the same tokens) */
+START_TEST(prefill_then_decode)
+{
+    rig r;
+    rig_init(&r, 3);
+    int t[64], tok[2];
+    prompt_tokens(t, 46, 9);
+    host_rows h;
+    memset(&h, 0, sizeof h);
+    add_rows(&r, &h, 0, 0, 46, t, 0);
+    h.out_rows[h.n_out++] = h.n - 1;
+    uint16_t *whole = malloc((size_t)r.c->vocab * 2), *step = malloc((size_t)r.c->vocab * 2);
+    ck_assert(whole && step);
+    gpu_step(&r, &h, whole, tok);
+    memset(&h, 0, sizeof h);
+    add_rows(&r, &h, 1, 0, 45, t, 0);
+    h.out_rows[h.n_out++] = h.n - 1;
+    gpu_step(&r, &h, step, tok);
+    memset(&h, 0, sizeof h);
+    add_rows(&r, &h, 1, 45, 1, t + 45, 1);
+    h.out_rows[h.n_out++] = 0;
+    gpu_step(&r, &h, step, tok);
+    double e2 = 0, r2 = 0;
+    for (int v = 0; v < r.c->vocab; v++) {
+        const double a = pl_bf16_to_double(step[v]), b = pl_bf16_to_double(whole[v]);
+        e2 += (a - b) * (a - b), r2 += b * b;
+    }
+    ck_assert_msg(sqrt(e2 / r2) <= 2e-2, "prefill then decode: logits relative L2 %.3g from one prefill",
+                  sqrt(e2 / r2));
+    free(whole), free(step);
+    rig_free(&r);
+}
+END_TEST
+
+/* a prompt of 30, then in one step its next 10 tokens (decode rows over its pages) beside a new prompt of 12 */
+START_TEST(mixed_step)
+{
+    rig r;
+    rig_init(&r, 3);
+    int t[64], u[16], tok[2];
+    prompt_tokens(t, 40, 3);
+    prompt_tokens(u, 12, 4);
+    host_rows h;
+    memset(&h, 0, sizeof h);
+    add_rows(&r, &h, 0, 0, 30, t, 0);
+    h.out_rows[h.n_out++] = h.n - 1;
+    check_step(&r, &h, "mixed: the first prompt", tok);
+    memset(&h, 0, sizeof h);
+    add_rows(&r, &h, 0, 30, 10, t + 30, 1);
+    add_rows(&r, &h, 1, 0, 12, u, 0);
+    h.out_rows[h.n_out++] = 9;
+    h.out_rows[h.n_out++] = h.n - 1;
+    check_step(&r, &h, "mixed: a continued prompt beside a new one", tok);
+    rig_free(&r);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("engine_model");
+    TCase *tc = tcase_create("gpu");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, greedy, 0, 4);
+    tcase_add_test(tc, prefill_then_decode);
+    tcase_add_test(tc, mixed_step);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    if (!pl_test_have_gpu())
+        return 77;
+    return pl_run_suite(suite());
+}
