@@ -112,38 +112,44 @@ static cudaError_t experts_loop(const pl_moe_weights *w, const pl_layer_recipe *
     return e;
 }
 
-static cudaError_t grouped(const void *a, const void *weights, uint16_t *d, int n, int k, int slots, int experts,
-                           const int *offsets, cudaStream_t stream)
+/* The grouped GEMMs' problems: gate_up (xg · gate_up[e]ᵀ into gu) and down (act · down[e]ᵀ into y). */
+static void grouped_problems(const pl_moe_weights *w, int rows, const moe_buffers *b, pl_grouped_gemm_problem *p)
 {
-    pl_grouped_gemm_problem p;
-    memset(&p, 0, sizeof p);
-    p.groups = experts;
-    p.n = n;
-    p.k = k;
-    p.rows = slots;
-    p.offsets = offsets;
-    p.a = a;
-    p.b = weights;
-    p.d = d;
-    p.skip_idle = 1;
+    const pl_model_config *m = w->model;
+    const int H = m->hidden, I = m->expert_intermediate;
+    for (int i = 0; i < 2; i++) {
+        memset(&p[i], 0, sizeof p[i]);
+        p[i].groups = m->experts;
+        p[i].rows = rows * m->top_k;
+        p[i].offsets = b->offsets;
+        p[i].skip_idle = 1;
+    }
+    p[0].n = 2 * I, p[0].k = H, p[0].a = b->xg, p[0].b = w->gate_up, p[0].d = b->layer.gu;
+    p[1].n = H, p[1].k = I, p[1].a = b->layer.act, p[1].b = w->down, p[1].d = b->y;
+}
+
+/* cudaSuccess when this GPU and the shapes take the grouped GEMM (checked before the step launches anything). */
+static cudaError_t grouped_ok(const pl_moe_weights *w, int rows, const moe_buffers *b)
+{
+    int cc = 0;
+    PL_STEP(pl_current_cc(&cc));
+    pl_grouped_gemm_problem p[2];
+    grouped_problems(w, rows, b, p);
     char why[200];
-    if (!pl_grouped_gemm_supports(&p, 0, why, sizeof why))
+    if (cc != 90 || !pl_grouped_gemm_supports(&p[0], 0, why, sizeof why) ||
+        !pl_grouped_gemm_supports(&p[1], 0, why, sizeof why))
         return cudaErrorNotSupported;
-    return pl_grouped_gemm_bf16(&p, stream);
+    return cudaSuccess;
 }
 
 /* The grouped GEMMs: every expert's gate_up in one launch, SwiGLU over all rows, every expert's down in one. */
 static cudaError_t experts_grouped(const pl_moe_weights *w, int rows, const moe_buffers *b, cudaStream_t stream)
 {
-    const pl_model_config *m = w->model;
-    const int E = m->experts, H = m->hidden, I = m->expert_intermediate, S = rows * m->top_k;
-    int cc = 0;
-    PL_STEP(pl_current_cc(&cc));
-    if (cc != 90)
-        return cudaErrorNotSupported;
-    PL_STEP(grouped(b->xg, w->gate_up, b->layer.gu, 2 * I, H, S, E, b->offsets, stream));
-    PL_STEP(pl_engine_swiglu(b->layer.gu, b->layer.act, S, I, stream));
-    return grouped(b->layer.act, w->down, b->y, H, I, S, E, b->offsets, stream);
+    pl_grouped_gemm_problem p[2];
+    grouped_problems(w, rows, b, p);
+    PL_STEP(pl_grouped_gemm_bf16(&p[0], stream));
+    PL_STEP(pl_engine_swiglu(b->layer.gu, b->layer.act, p[0].rows, w->model->expert_intermediate, stream));
+    return pl_grouped_gemm_bf16(&p[1], stream);
 }
 
 /* out = h + Σ weights · y (h in out): one rounding in the combine, or the sum rounded then a residual-add kernel. */
@@ -192,6 +198,8 @@ cudaError_t pl_moe_layer_decode(const pl_moe_weights *w, const pl_moe_recipe *r,
     const pl_model_config *m = w->model;
     moe_buffers b;
     carve(m, step->batch, r->layer.sm_count, (char *)workspace, &b);
+    if (r->experts == PL_MOE_EXPERTS_GROUPED)
+        PL_STEP(grouped_ok(w, step->batch, &b));
     const pl_attn_weights aw = {w->attn_norm, w->qkv, w->q_norm, w->k_norm, w->o};
     PL_STEP(pl_layer_attention_decode(m, &aw, &r->layer, step, kv, x, out, &b.layer, stream));
     return moe_half(w, r, step->batch, out, &b, stream);

@@ -55,15 +55,16 @@ size_t pl_moe_workspace_bytes(const pl_model_config *m, int max_rows, int sm_cou
  * one read of the expert counts (above). Returns the first failing call's error; cudaErrorInvalidValue when the
  * step is malformed (no rows, a workspace smaller than pl_moe_workspace_bytes, a dense model, more than
  * PL_MOE_MAX_EXPERTS experts or PL_MOE_MAX_TOP_K per token, a head_dim or GQA group the attention kernels do not
- * take, cuBLAS needed and no handle); cudaErrorNotSupported for a cuBLAS failure, or the grouped recipe on a GPU
- * other than sm_90 or on shapes the grouped GEMM does not take (pl_grouped_gemm_supports: hidden and the expert
- * width multiples of 8). */
+ * take, cuBLAS needed and no handle); cudaErrorNotSupported for a cuBLAS failure, or (before
+ * any launch) the grouped recipe on a GPU other than sm_90 or on shapes the grouped GEMM does not take
+ * (pl_grouped_gemm_supports: hidden and the expert width multiples of 8). */
 cudaError_t pl_moe_layer_decode(const pl_moe_weights *w, const pl_moe_recipe *r, const pl_decode_step *step,
                                 const pl_layer_kv *kv, const uint16_t *x, uint16_t *out, void *workspace,
                                 size_t workspace_bytes, cudaStream_t stream);
 
 /* Where the last step's routing lies in the workspace (device pointers): ids and weights [rows][top_k], counts
- * [experts], offsets [experts + 1]. For checks and counters (the experts the batch touched). */
+ * [experts], offsets [experts + 1]; rows and sm_count the step's batch and its recipe's sm_count (the workspace's
+ * layout depends on both). For checks and counters (the experts the batch touched). */
 typedef struct pl_moe_routing_view {
     const int *ids;
     const float *weights;
