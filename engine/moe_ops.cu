@@ -6,7 +6,9 @@
 
 #include "engine/moe_ops.h"
 
-#define ROUTER_WARPS 4
+#define ROUTER_WARPS                                                                                                   \
+    16 /* a CTA a token: 16 warps share its experts (Qwen3: 8 each), so the router weights stream from L2 in parallel  \
+        */
 
 __device__ static float bf16_f(uint16_t b)
 {
