@@ -6,9 +6,9 @@
 
 #include "engine/moe_ops.h"
 
-#define ROUTER_WARPS                                                                                                   \
-    16 /* a CTA a token: 16 warps share its experts (Qwen3: 8 each), so the router weights stream from L2 in parallel  \
-        */
+/* the fused router: a CTA a token, its experts shared by 16 warps (Qwen3's 128: 8 a warp), so the router's rows
+ * stream from L2 in parallel rather than 32 one after another per warp */
+#define ROUTER_WARPS 16
 
 __device__ static float bf16_f(uint16_t b)
 {
