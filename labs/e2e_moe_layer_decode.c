@@ -6,7 +6,8 @@
  * combine), the CUDA graph; against the floor: the layer's fixed weights, the weights of the experts the batch's
  * routing touches and the batch's KV cache read once at the copy rate, measured in the same process.
  * Counters: step_cost's FLOPs and bytes with the expected experts touched under uniform routing (the counters see
- * the parameters only); the setup prints the batch's actual count, which the floor reads. */
+ * the parameters only); the setup prints the batch's actual count, which the floor reads. PyTorch's version of the
+ * layer (a loop over experts and torch._grouped_mm, eager and compiled) is scripts/torch_engine_moe_layer.py. */
 #include "common/e2e_layer.h"
 #include "labs.h"
 
