@@ -12,8 +12,8 @@
  * within a rounding of each other (the bf16 roundings of h differ between recipes): the check compares each run's
  * experts with the baseline's and the reference's (the layer leaves them in its workspace); a row that took other
  * experts is left out of the value comparison, counted in the message, and fails the check unless the reference
- * calls its choice a near tie (margin under E2E_MOE_TIE) for a reference row, or unless such rows are at most one
- * in eight for the rest. */
+ * calls its choice a near tie (margin under PL_LAYER_REF_NEAR_TIE) for a reference row, or unless such rows are at most
+ * one in eight for the rest. */
 #ifndef PERFLAB_LABS_E2E_LAYER_H
 #define PERFLAB_LABS_E2E_LAYER_H
 
@@ -34,8 +34,7 @@
                   .small_value = "tiny-dense"),                                                                        \
         E2E_LAYER_SHAPE_PARAMS
 
-#define E2E_FLOOR_READS 5    /* the floor's regions: the weights (MoE: fixed part, experts' gate_up, down), K, V */
-#define E2E_MOE_TIE     1e-2 /* a routing margin under which a rounding may flip the choice (e2e_moe.c) */
+#define E2E_FLOOR_READS 5 /* the floor's regions: the weights (MoE: fixed part, experts' gate_up, down), K, V */
 
 typedef struct e2e_layer {
     int prefill, moe;

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "common/e2e_layer.h"
+#include "common/layer_ref.h"
 
 void e2e_moe_floor_regions(e2e_layer *L)
 {
@@ -55,7 +56,7 @@ int e2e_moe_route_diff(const e2e_layer *L, unsigned char *differs, int *bad_ref)
         if (same_experts(L->ids_run + (size_t)r * k, L->ids_ref + (size_t)i * k, k))
             continue;
         differs[r] |= 2;
-        if (!(L->margin_ref[i] < E2E_MOE_TIE))
+        if (!(L->margin_ref[i] < PL_LAYER_REF_NEAR_TIE))
             *bad_ref = 1;
     }
     return n;

@@ -41,6 +41,11 @@ int pl_layer_ref(const pl_model_config *m, const pl_layer_ref_weights *w, const 
 #define PL_LAYER_REF_MAX_EXPERTS 4096
 #define PL_LAYER_REF_MAX_TOP_K   32
 
+/* A routing margin (the top_k-th logit minus the next) under which the engine may choose otherwise than the
+ * reference without being wrong: the recipes' bf16 roundings of h (a flipped ulp in a few hundred elements) move a
+ * logit by about 1e-3 at the tiny and the real configs alike. */
+#define PL_LAYER_REF_NEAR_TIE 1e-2
+
 /* The MoE layer's routing, in and out of its reference. The router's logits are float64 (the engine's are fp32), a
  * row's experts the top_k by logit (a tie to the lower id), their weights the softmax over the chosen logits. */
 typedef struct pl_layer_ref_routing {

@@ -8,8 +8,9 @@
  * and replayed from a CUDA graph. The output, the workspace and the new tokens' cache slots are NaN before each run.
  * Each run checks:
  *   the routing: each row's experts (as a set) are the reference's, or the reference's choice was a near tie (its
- *   top_k-th logit within TIE of the next: a bf16 rounding of h moves a logit by ~1e-3), in which case the
- *   reference is recomputed with the engine's experts for that row; the counts and offsets agree with the ids;
+ *   top_k-th logit within PL_LAYER_REF_NEAR_TIE of the next: a bf16 rounding of h moves a logit by ~1e-3), in
+ *   which case the reference is recomputed with the engine's experts for that row; the counts and offsets agree
+ *   with the ids;
  *   the output and its update (out - x) within relative L2 1e-2 of the reference's and every element within
  *   0.02·|ref| + 0.03·rms(ref), none NaN (pl_layer_ref_accept);
  *   the new tokens' K and V rows within (|ref| + their rms) / 64 of the reference's, every other cache element
@@ -36,7 +37,6 @@
 #define PAGE     16
 #define MAX_SEQ  17
 #define MAX_K    8
-#define TIE      1e-2
 #define CK(call) ck_assert_msg((call) == cudaSuccess, "%s failed", #call)
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define RECIPES  4
@@ -298,8 +298,8 @@ static int check_routing(const char *tag, const rig *r, const int *ref_ids, cons
         force[(size_t)t * k] = -1;
         if (memcmp(a, b, (size_t)k * sizeof(int)) == 0)
             continue;
-        ck_assert_msg(margin[t] < TIE, "%s: row %d took experts other than the reference's at a margin of %.3g", tag, t,
-                      margin[t]);
+        ck_assert_msg(margin[t] < PL_LAYER_REF_NEAR_TIE,
+                      "%s: row %d took experts other than the reference's at a margin of %.3g", tag, t, margin[t]);
         memcpy(force + (size_t)t * k, ids + (size_t)t * k, (size_t)k * sizeof(int));
         forced++;
     }
