@@ -28,6 +28,7 @@ typedef struct pl_compare_row {
     double median_a_ms, median_b_ms; /* NaN where absent */
     double change;                   /* median_b / median_a - 1; negative is faster */
     pl_interval ratio;               /* median_b / median_a with its bootstrap interval */
+    double energy_ratio;             /* joules per run, B / A: NaN unless both runs metered the variant */
     char *note;
 } pl_compare_row;
 

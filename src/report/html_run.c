@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/ceilings.h"
+#include "core/energy.h"
 #include "core/run_compare.h"
 #include "core/ncu.h"
 #include "report/html_impl.h"
@@ -429,6 +430,44 @@ static void counters(pl_buf *b, const pl_target_result *t)
     free(v);
 }
 
+/* The GPU's energy over each variant's timed samples (perflab/results.h, pl_energy), or why there is none. */
+static void energy(pl_buf *b, const pl_target_result *t)
+{
+    size_t with = 0;
+    for (size_t j = 0; j < t->n_variants; j++)
+        with += t->variants[j].has_energy;
+    if (with == 0)
+        return; /* timed before energy was recorded, or not timed */
+    const int per_element = t->counters.elements > 0;
+    static const char *const spec[] = {"variant", ">energy", ">J/run", ">J/element", ">timed s", ">average W",
+                                       ">runs",   "note"};
+    pl_table *tab = pl_table_new(sizeof spec / sizeof spec[0], spec);
+    char buf[48];
+    for (size_t j = 0; j < t->n_variants; j++) {
+        const pl_variant_result *x = &t->variants[j];
+        if (!x->has_energy)
+            continue;
+        const pl_energy *e = &x->energy;
+        size_t row = pl_table_row(tab);
+        pl_table_set(tab, row, 0, "%s", x->name);
+        pl_table_set(tab, row, 1, "%s", pl_format_joules(e->energy_j, buf, sizeof buf));
+        pl_table_set(tab, row, 2, "%s", pl_format_joules(e->joules_per_run, buf, sizeof buf));
+        pl_table_set(tab, row, 3, "%s", per_element ? pl_format_joules(e->joules_per_element, buf, sizeof buf) : "-");
+        if (isfinite(e->timed_s))
+            pl_table_set(tab, row, 4, "%.2f", e->timed_s);
+        if (isfinite(e->average_power_w))
+            pl_table_set(tab, row, 5, "%.0f", e->average_power_w);
+        pl_table_set(tab, row, 6, "%.0f", e->runs);
+        pl_table_set(tab, row, 7, "%s", e->note ? e->note : "");
+    }
+    pl_html_elemf(b, "p", "class=\"meta\"",
+                  "%s: the GPU's energy over each variant's timed samples, from NVML's total-energy counter read "
+                  "before and after every timed round: the whole GPU's draw, idle power between samples included",
+                  t->name);
+    pl_html_table(b, tab);
+    pl_table_free(tab);
+}
+
 static void target_section(pl_buf *b, const pl_run *r, const pl_target_result *t)
 {
     pl_html_elemf(b, "h3", NULL, "%s — %s", t->name, pl_status_name(t->status));
@@ -444,6 +483,7 @@ static void target_section(pl_buf *b, const pl_run *r, const pl_target_result *t
     speedup_chart(b, t);
     bandwidth_chart(b, r, t);
     counters(b, t);
+    energy(b, t);
 }
 
 void pl_html_run_section(pl_buf *b, const pl_report_input *in)
