@@ -120,8 +120,8 @@ void pl_energy_tally_result(const pl_energy_meter *m, const pl_energy_tally *t, 
         return;
     }
     if (t->joules <= 0) {
-        /* the driver refreshes the counter every few tens of milliseconds: a shorter region may see no step */
-        out->note = pl_strfmt("the energy counter did not advance over %.3f s of timed samples (it is refreshed "
+        /* the driver updates the counter periodically, not every millijoule: a short region may see no step */
+        out->note = pl_strfmt("the energy counter did not advance over %.3f s of timed samples (it is updated "
                               "less often): time longer (--min-time-s)",
                               t->seconds);
         out->timed_s = t->seconds;
