@@ -95,11 +95,8 @@ int pl_measure_env_init(pl_measure_env *env, pl_ctx *ctx, const pl_run_settings 
     env->settings = s;
     env->host = host;
     env->cold = !host && s->mode && strcmp(s->mode, "cold") == 0;
-    if (host) {
-        pl_energy_meter_none(&env->energy, "a host-only target: no GPU work to meter");
+    if (host)
         return 0;
-    }
-    pl_energy_meter_open_nvml(&env->energy, ctx->device->pci_bus_id); /* without a counter, it says why */
     if (env->cold) {
         /* at least twice the L2, so that a write pass leaves nothing of the inputs in it */
         env->flush_bytes = 2 * (ctx->device->l2_bytes ? ctx->device->l2_bytes : (64u << 20));
@@ -122,6 +119,14 @@ int pl_measure_env_init(pl_measure_env *env, pl_ctx *ctx, const pl_run_settings 
         }
     }
     return 0;
+}
+
+void pl_measure_env_meter_energy(pl_measure_env *env)
+{
+    if (env->host)
+        pl_energy_meter_none(&env->energy, "a host-only target: no GPU work to meter");
+    else
+        pl_energy_meter_open_nvml(&env->energy, env->ctx->device->pci_bus_id); /* without a counter, it says why */
 }
 
 void pl_measure_env_free(pl_measure_env *env)
@@ -375,8 +380,10 @@ int pl_timing_round(pl_measure_env *env, pl_timing *t, pl_variant_result *out, c
 
 void pl_timing_end(pl_timing *t, pl_variant_result *out, char *stop_reason)
 {
-    pl_energy_tally_result(t->meter, &t->energy, &out->energy);
-    out->has_energy = 1;
+    if (t->meter->ok || t->meter->why[0]) { /* metered, or there is a reason why not */
+        pl_energy_tally_result(t->meter, &t->energy, &out->energy);
+        out->has_energy = 1;
+    }
     out->latched = t->latched;
     out->measure_s = t->measure_s;
     out->stop_reason = stop_reason;

@@ -25,12 +25,16 @@ typedef struct pl_measure_env {
     int have_nvml;
     pl_nvml_device nvml_dev;
     pl_latch latch;
-    pl_energy_meter energy; /* read around each variant's timed samples (a test may put a counter of its own here) */
+    pl_energy_meter energy; /* read around each variant's timed samples when opened (pl_measure_env_meter_energy); a
+                               test may put a counter of its own here */
 } pl_measure_env;
 
 /* Prepare the environment for a target: cold-mode buffer, throttle reference, latch. */
 int pl_measure_env_init(pl_measure_env *env, pl_ctx *ctx, const pl_run_settings *s, int host);
 void pl_measure_env_free(pl_measure_env *env);
+/* Meter each variant's energy over its timed samples (core/energy.h): the GPU's NVML counter, or a record saying why
+ * there is none. Without it (the GEMM selector, `perflab peak`) the results hold no energy record. */
+void pl_measure_env_meter_energy(pl_measure_env *env);
 
 /* Warm up and time v until the adaptive rule (or --iterations) stops it; fills samples_ms, reps_per_sample,
  * warmup_runs, throttled_discarded, graph, measure_s, stop_reason and energy (the timed samples' only) of out. Returns -1 (ctx->error says why)

@@ -115,6 +115,7 @@ pl_table *pl_run_table(const pl_run *r)
     show[COL_PCT_HBM] = have_ceilings && !isnan(hbm);
     show[COL_PCT_TENSOR] = have_ceilings && !isnan(tensor);
     show[COL_CLOCK] = show[COL_POWER] = show[COL_DRAM_RATIO] = show[COL_JOULES_RUN] = show[COL_JOULES_ELEMENT] = 0;
+    const int telemetry = r->settings.profile && !profile_is(r, "none");
     for (size_t i = 0; timed && i < r->n_targets; i++) {
         for (size_t j = 0; j < r->targets[i].n_variants; j++) {
             const pl_variant_result *v = &r->targets[i].variants[j];
@@ -127,7 +128,8 @@ pl_table *pl_run_table(const pl_run *r)
             show[COL_POWER] |= v->has_telemetry && v->telemetry.power_w.n > 0;
             show[COL_DRAM_RATIO] |= v->has_ncu; /* measured under ncu: DRAM bytes over the counted ones */
             show[COL_JOULES_RUN] |= v->has_energy && isfinite(v->energy.joules_per_run);
-            show[COL_JOULES_ELEMENT] |= v->has_energy && isfinite(v->energy.joules_per_element);
+            /* most targets count elements; per element is one column more, so it comes with the telemetry */
+            show[COL_JOULES_ELEMENT] |= telemetry && v->has_energy && isfinite(v->energy.joules_per_element);
         }
     }
     const char *spec[COL_COUNT];

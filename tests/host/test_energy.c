@@ -303,6 +303,13 @@ START_TEST(table_shows_joules_only_when_measured)
                                                              sizeof b)));
     pl_buf_free(&text);
     pl_table_free(t);
+    /* --profile none, the default: J/run only, the table kept narrow */
+    free(r.settings.profile);
+    r.settings.profile = pl_strdup("none");
+    t = pl_run_table(&r);
+    ck_assert(table_has_header(t, "J/run"));
+    ck_assert(!table_has_header(t, "J/element"));
+    pl_table_free(t);
     drop_energy(&r);
     t = pl_run_table(&r);
     ck_assert(!table_has_header(t, "J/run"));
