@@ -40,10 +40,7 @@ static json_t *result_json(const pl_compare_result *c, const pl_run *a, const pl
 
 static void print_result(const pl_compare_result *c, const pl_run *a, const pl_run *b, double threshold)
 {
-    /* the energy ratio only where some variant has it in both runs */
-    int energy = 0;
-    for (size_t i = 0; i < c->n_rows; i++)
-        energy |= !isnan(c->rows[i].energy_ratio);
+    const int energy = pl_compare_has_energy(c); /* the energy ratio only where some variant has it in both runs */
     const char *spec[8] = {"target", "variant", ">A median", ">B median", ">change", ">B/A [95% CI]"};
     size_t ncols = 6;
     const size_t col_energy = energy ? ncols++ : 0;

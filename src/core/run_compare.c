@@ -166,6 +166,14 @@ void pl_compare_runs(const pl_run *a, const pl_run *b, double threshold, uint64_
         out->counts[rows.rows[i].verdict]++;
 }
 
+int pl_compare_has_energy(const pl_compare_result *c)
+{
+    for (size_t i = 0; i < c->n_rows; i++)
+        if (!isnan(c->rows[i].energy_ratio))
+            return 1;
+    return 0;
+}
+
 void pl_compare_result_free(pl_compare_result *r)
 {
     for (size_t i = 0; i < r->n_rows; i++) {

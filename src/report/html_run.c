@@ -528,9 +528,11 @@ void pl_html_compare_section(pl_buf *b, const pl_report_input *a, const pl_repor
     double *v = pl_xcalloc(c.n_rows + 1, sizeof *v), *lo = pl_xcalloc(c.n_rows + 1, sizeof *lo),
            *hi = pl_xcalloc(c.n_rows + 1, sizeof *hi);
     int *col = pl_xcalloc(c.n_rows + 1, sizeof *col);
-    static const char *const spec[] = {"target", "variant", ">before", ">after", ">change", ">after/before [95% CI]",
-                                       "verdict"};
-    pl_table *t = pl_table_new(7, spec);
+    const int energy = pl_compare_has_energy(&c);
+    const char *const spec[] = {"target", "variant", ">before", ">after", ">change", ">after/before [95% CI]",
+                                energy ? ">J/run after/before" : "verdict", "verdict"};
+    const size_t verdict_col = energy ? 7 : 6;
+    pl_table *t = pl_table_new(verdict_col + 1, spec);
     char b1[32], b2[32];
     for (size_t i = 0; i < c.n_rows; i++) {
         const pl_compare_row *w = &c.rows[i];
@@ -548,7 +550,9 @@ void pl_html_compare_section(pl_buf *b, const pl_report_input *a, const pl_repor
             pl_table_set(t, row, 4, "%+.1f%%", 100 * w->change);
         if (isfinite(w->ratio.lo))
             pl_table_set(t, row, 5, "%.3f [%.3f, %.3f]", w->ratio.value, w->ratio.lo, w->ratio.hi);
-        pl_table_set(t, row, 6, "%s%s%s", pl_compare_verdict_name(w->verdict), w->note ? ": " : "",
+        if (energy && isfinite(w->energy_ratio))
+            pl_table_set(t, row, 6, "%.3f", w->energy_ratio);
+        pl_table_set(t, row, verdict_col, "%s%s%s", pl_compare_verdict_name(w->verdict), w->note ? ": " : "",
                      w->note ? w->note : "");
     }
     pl_bar_chart chart = {.title = "median after / median before, per variant",

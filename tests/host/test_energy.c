@@ -360,6 +360,24 @@ static void as_schema_2(json_t *root)
     }
 }
 
+/* `perflab report A B` into dir/name: report.html's text (malloc'd). */
+static char *report_html(const char *dir, const char *name, const char *a, const char *b)
+{
+    char *out = pl_path_join(dir, name), err[512];
+    char *args = pl_strfmt("report '%s' '%s' --out '%s'", a, b, out);
+    pl_cmd_result c = pl_run_perflab(NULL, args);
+    ck_assert_msg(c.exit_code == 0, "%s", c.err);
+    pl_cmd_result_free(&c);
+    free(args);
+    char *page = pl_path_join(out, "report.html");
+    size_t len;
+    char *html = pl_read_file(page, &len, err, sizeof err);
+    ck_assert_msg(html != NULL, "%s", err);
+    free(page);
+    free(out);
+    return html;
+}
+
 START_TEST(old_runs_read_by_compare_report_and_expectations)
 {
     char *dir = pl_test_tmpdir("energy_old_runs");
@@ -391,21 +409,14 @@ START_TEST(old_runs_read_by_compare_report_and_expectations)
     pl_cmd_result_free(&c);
     free(args);
 
-    char *out = pl_path_join(dir, "html");
-    args = pl_strfmt("report '%s' '%s' --out '%s'", old, now, out);
-    c = pl_run_perflab(NULL, args);
-    ck_assert_msg(c.exit_code == 0, "%s", c.err);
-    pl_cmd_result_free(&c);
-    free(args);
-    char *page = pl_path_join(out, "report.html");
-    size_t len;
-    char *html = pl_read_file(page, &len, err, sizeof err);
-    ck_assert_msg(html != NULL, "%s", err);
+    char *html = report_html(dir, "html-old-now", old, now);
     ck_assert_ptr_nonnull(strstr(html, "total-energy counter")); /* the energy of the run that has it */
     ck_assert_ptr_nonnull(strstr(html, "J/run"));
+    ck_assert_ptr_null(strstr(html, "J/run after/before")); /* the old run has no energy to compare */
     free(html);
-    free(page);
-    free(out);
+    html = report_html(dir, "html-now-now", now, now);
+    ck_assert_ptr_nonnull(strstr(html, "J/run after/before"));
+    free(html);
 
     /* the expectations of the old run's key, then the old run judged against them */
     char *exp = pl_path_join(dir, "expectations");
