@@ -31,7 +31,7 @@ char *pl_test_run_json_in(const char *artifacts_dir);
 int pl_test_expect_all_ok(const struct pl_run *run, int timed);
 
 /* A run with every part filled, as perflab would write it: provenance with a GPU, settings, memory:coalescing with
- * two timed variants (raw samples, verification, telemetry, derived statistics and speedup), a crashed
+ * two timed variants (raw samples, verification, telemetry, energy at 600 W, derived statistics and speedup), a crashed
  * selftest:crash, a selftest:wrong that failed verification, and an expectations report (one met, one regressed).
  * Free with pl_run_free. */
 void pl_test_make_run(struct pl_run *r);

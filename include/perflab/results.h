@@ -13,8 +13,8 @@ extern "C" {
 #endif
 
 /* 2: "complete" (false while a run is under way or was killed), settings.small, the ceilings a roofline run used.
- * Runs of schema 1 read as complete. */
-#define PL_SCHEMA_VERSION 2
+ * Runs of schema 1 read as complete. 3: each timed variant's "energy"; runs without it read as unmetered. */
+#define PL_SCHEMA_VERSION 3
 
 typedef enum pl_status {
     PL_STATUS_OK,                  /* verified and timed */
@@ -60,6 +60,20 @@ typedef struct pl_ncu_metrics {
     char *error;                           /* why nothing was measured; NULL when measured */
 } pl_ncu_metrics;
 
+/* The GPU's energy over a variant's timed samples (core/energy.h): NVML's total-energy counter read before and after
+ * each timed region (every kept round, summed). It is the whole GPU's draw while the samples ran, idle power in the
+ * host's gaps between samples included; warm-up, verification and other variants' rounds are outside it. NaN, with
+ * note saying why, where there is no counter. */
+typedef struct pl_energy {
+    double energy_j;           /* the counter's deltas, summed */
+    double joules_per_run;     /* energy_j / runs */
+    double joules_per_element; /* joules_per_run / the target's elements per run (tokens for e2e:); NaN without */
+    double timed_s;            /* the wall seconds the counter covered */
+    double average_power_w;    /* energy_j / timed_s */
+    double runs;               /* runs of the variant the counter covered, dropped samples' included */
+    char *note;                /* why there is no figure; NULL when measured */
+} pl_energy;
+
 typedef struct pl_variant_result {
     char *name;
     char *technique;
@@ -89,6 +103,8 @@ typedef struct pl_variant_result {
     pl_telemetry telemetry;
     int has_ncu; /* a roofline run replayed it under ncu (ncu.error says when that failed) */
     pl_ncu_metrics ncu;
+    int has_energy; /* it was timed since energy was recorded (energy.note says when there is no figure) */
+    pl_energy energy;
 } pl_variant_result;
 
 typedef struct pl_param_kv {

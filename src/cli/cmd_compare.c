@@ -25,6 +25,7 @@ static json_t *result_json(const pl_compare_result *c, const pl_run *a, const pl
         json_object_set_new(o, "ratio", pl_json_real(r->ratio.value));
         json_object_set_new(o, "ratio_ci_low", pl_json_real(r->ratio.lo));
         json_object_set_new(o, "ratio_ci_high", pl_json_real(r->ratio.hi));
+        json_object_set_new(o, "energy_ratio", pl_json_real(r->energy_ratio));
         if (r->note)
             json_object_set_new(o, "note", json_string(r->note));
         json_array_append_new(rows, o);
@@ -39,9 +40,14 @@ static json_t *result_json(const pl_compare_result *c, const pl_run *a, const pl
 
 static void print_result(const pl_compare_result *c, const pl_run *a, const pl_run *b, double threshold)
 {
-    static const char *const spec[] = {"target",  "variant",       ">A median", ">B median",
-                                       ">change", ">B/A [95% CI]", "verdict"};
-    pl_table *t = pl_table_new(7, spec);
+    const int energy = pl_compare_has_energy(c); /* the energy ratio only where some variant has it in both runs */
+    const char *spec[8] = {"target", "variant", ">A median", ">B median", ">change", ">B/A [95% CI]"};
+    size_t ncols = 6;
+    const size_t col_energy = energy ? ncols++ : 0;
+    spec[ncols++] = "verdict";
+    if (energy)
+        spec[col_energy] = ">J/run B/A";
+    pl_table *t = pl_table_new(ncols, spec);
     const char *last = "";
     for (size_t i = 0; i < c->n_rows; i++) {
         const pl_compare_row *r = &c->rows[i];
@@ -57,7 +63,9 @@ static void print_result(const pl_compare_result *c, const pl_run *a, const pl_r
             pl_table_set(t, row, 4, "%+.1f%%", 100 * r->change);
         if (!isnan(r->ratio.lo))
             pl_table_set(t, row, 5, "%.3f [%.3f, %.3f]", r->ratio.value, r->ratio.lo, r->ratio.hi);
-        pl_table_set(t, row, 6, "%s%s%s", pl_compare_verdict_name(r->verdict), r->note ? ": " : "",
+        if (energy && !isnan(r->energy_ratio))
+            pl_table_set(t, row, col_energy, "%.3f", r->energy_ratio);
+        pl_table_set(t, row, ncols - 1, "%s%s%s", pl_compare_verdict_name(r->verdict), r->note ? ": " : "",
                      r->note ? r->note : "");
     }
     printf("perflab compare %s -> %s (threshold %.1f%%)\n", PL_ESC(a->run_id ? a->run_id : "A"),

@@ -121,6 +121,14 @@ int pl_measure_env_init(pl_measure_env *env, pl_ctx *ctx, const pl_run_settings 
     return 0;
 }
 
+void pl_measure_env_meter_energy(pl_measure_env *env)
+{
+    if (env->host)
+        pl_energy_meter_none(&env->energy, "a host-only target: no GPU work to meter");
+    else
+        pl_energy_meter_open_nvml(&env->energy, env->ctx->device->pci_bus_id); /* without a counter, it says why */
+}
+
 void pl_measure_env_free(pl_measure_env *env)
 {
     pl_latch_free(&env->latch);
@@ -257,6 +265,8 @@ struct pl_timing {
     cudaGraphExec_t exec;
     int reps, latched, latch_failures;
     double measure_s; /* time spent sampling, over all rounds */
+    pl_energy_meter *meter; /* the environment's */
+    pl_energy_tally energy; /* the counter over the same time */
     sample_set set;
     size_t next_check;
 };
@@ -282,6 +292,7 @@ pl_timing *pl_timing_begin(pl_measure_env *env, const pl_variant *v, void *state
     }
     t->v = v;
     t->state = state;
+    t->meter = &env->energy;
     if (timer_init(ctx, &t->timer, env->host) != 0 || warm_up(env, v, state, &out->warmup_runs) != 0)
         goto fail;
     /* one run on its own, to size the batch of a hot sample */
@@ -343,6 +354,8 @@ int pl_timing_round(pl_measure_env *env, pl_timing *t, pl_variant_result *out, c
     int runs = 0;
     PL_TRY(warm_up(env, t->v, t->state, &runs));
     out->warmup_runs += runs;
+    if (q->keep)
+        pl_energy_region_begin(&env->energy, &t->energy);
     const double t0 = pl_now_s();
     const size_t n0 = t->set.n;
     size_t taken = 0;
@@ -358,13 +371,19 @@ int pl_timing_round(pl_measure_env *env, pl_timing *t, pl_variant_result *out, c
         if (taken >= PL_MAX_SAMPLES)
             break;
     }
-    if (q->keep)
+    if (q->keep) {
         t->measure_s += pl_now_s() - t0;
+        pl_energy_region_end(&env->energy, &t->energy, (double)taken * t->reps);
+    }
     return 0;
 }
 
 void pl_timing_end(pl_timing *t, pl_variant_result *out, char *stop_reason)
 {
+    if (t->meter->ok || t->meter->why[0]) { /* metered, or there is a reason why not */
+        pl_energy_tally_result(t->meter, &t->energy, &out->energy);
+        out->has_energy = 1;
+    }
     out->latched = t->latched;
     out->measure_s = t->measure_s;
     out->stop_reason = stop_reason;
@@ -379,17 +398,21 @@ int pl_measure_variant(pl_measure_env *env, const pl_variant *v, void *state, pl
     pl_timing *t = pl_timing_begin(env, v, state, out);
     if (!t)
         return -1;
+    pl_energy_region_begin(&env->energy, &t->energy);
     double t0 = pl_now_s();
     char *reason = NULL;
+    size_t taken = 0;
     for (;;) {
         if (take_sample(env, t, out, 1) != 0) {
             pl_timing_free(t);
             return -1;
         }
+        taken++;
         if (should_stop(env->settings, &t->set, pl_now_s() - t0, &t->next_check, &reason))
             break;
     }
     t->measure_s = pl_now_s() - t0;
+    pl_energy_region_end(&env->energy, &t->energy, (double)taken * t->reps);
     pl_timing_end(t, out, reason);
     return 0;
 }

@@ -3,6 +3,7 @@
 #ifndef PERFLAB_CORE_MEASURE_H
 #define PERFLAB_CORE_MEASURE_H
 
+#include "core/energy.h"
 #include "core/latch.h"
 #include "core/nvml.h"
 #include "perflab/results.h"
@@ -24,14 +25,19 @@ typedef struct pl_measure_env {
     int have_nvml;
     pl_nvml_device nvml_dev;
     pl_latch latch;
+    pl_energy_meter energy; /* read around each variant's timed samples when opened (pl_measure_env_meter_energy); a
+                               test may put a counter of its own here */
 } pl_measure_env;
 
 /* Prepare the environment for a target: cold-mode buffer, throttle reference, latch. */
 int pl_measure_env_init(pl_measure_env *env, pl_ctx *ctx, const pl_run_settings *s, int host);
 void pl_measure_env_free(pl_measure_env *env);
+/* Meter each variant's energy over its timed samples (core/energy.h): the GPU's NVML counter, or a record saying why
+ * there is none. Without it (the GEMM selector, `perflab peak`) the results hold no energy record. */
+void pl_measure_env_meter_energy(pl_measure_env *env);
 
 /* Warm up and time v until the adaptive rule (or --iterations) stops it; fills samples_ms, reps_per_sample,
- * warmup_runs, throttled_discarded, graph, measure_s and stop_reason of out. Returns -1 (ctx->error says why)
+ * warmup_runs, throttled_discarded, graph, measure_s, stop_reason and energy (the timed samples' only) of out. Returns -1 (ctx->error says why)
  * when the variant fails while timed. */
 int pl_measure_variant(pl_measure_env *env, const pl_variant *v, void *state, pl_variant_result *out);
 
@@ -58,7 +64,7 @@ pl_round_quota pl_round_quota_for(const pl_run_settings *s, int rounds, int roun
 
 pl_timing *pl_timing_begin(pl_measure_env *env, const pl_variant *v, void *state, pl_variant_result *out);
 int pl_timing_round(pl_measure_env *env, pl_timing *t, pl_variant_result *out, const pl_round_quota *q);
-/* Takes stop_reason (heap) into out; frees t. */
+/* Takes stop_reason (heap) into out, and the energy of its kept rounds; frees t. */
 void pl_timing_end(pl_timing *t, pl_variant_result *out, char *stop_reason);
 void pl_timing_free(pl_timing *t);
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/energy.h"
 #include "core/results_json.h"
 #include "core/util.h"
 
@@ -79,6 +80,8 @@ void pl_target_result_derive(pl_target_result *t, uint64_t seed)
             if (bytes > 0)
                 v->gbps = bytes / s / 1e9;
         }
+        if (v->has_energy)
+            pl_energy_derive(&v->energy, c->elements);
         if (v->is_reference && v->has_stats && !ref)
             ref = v;
     }

@@ -90,6 +90,17 @@ static const pl_jfield ncu_fields[] = {
 };
 static const pl_jtable ncu_table = PL_JTABLE(ncu_fields, NULL);
 
+static const pl_jfield energy_fields[] = {
+    PL_JREAL(pl_energy, energy_j, "energy_j"),
+    PL_JREAL(pl_energy, joules_per_run, "joules_per_run"),
+    PL_JREAL(pl_energy, joules_per_element, "joules_per_element"),
+    PL_JREAL(pl_energy, timed_s, "energy_timed_s"),
+    PL_JREAL(pl_energy, average_power_w, "average_power_w"),
+    PL_JREAL(pl_energy, runs, "runs"),
+    PL_JSTR(pl_energy, note, "note"),
+};
+static const pl_jtable energy_table = PL_JTABLE(energy_fields, NULL);
+
 /* ---- variant ---- */
 
 static const pl_jfield timing_fields[] = {
@@ -133,6 +144,7 @@ static const pl_jfield variant_fields[] = {
     PL_JOPT(pl_variant_result, speedup, "speedup", &interval_table, has_speedup),
     PL_JOPT(pl_variant_result, telemetry, "telemetry", &telemetry_table, has_telemetry),
     PL_JOPT(pl_variant_result, ncu, "ncu", &ncu_table, has_ncu),
+    PL_JOPT(pl_variant_result, energy, "energy", &energy_table, has_energy),
     PL_JREALS(pl_variant_result, samples_ms, n_samples, "samples_ms"),
 };
 static const pl_jtable variant_table = PL_JTABLE(variant_fields, variant_after_read);

@@ -33,7 +33,7 @@ static pl_compare_row *add_row(row_list *l, const char *target, const char *vari
     r->target = pl_strdup(target);
     r->variant = pl_strdup(variant);
     r->verdict = verdict;
-    r->median_a_ms = r->median_b_ms = r->change = NAN;
+    r->median_a_ms = r->median_b_ms = r->change = r->energy_ratio = NAN;
     r->ratio.value = r->ratio.lo = r->ratio.hi = NAN;
     return r;
 }
@@ -62,6 +62,15 @@ static char *untimed_note(const char *side, const pl_variant_result *v)
     if (v->reason && *v->reason)
         return pl_strfmt("not timed in %s: %s: %s", side, pl_status_name(v->status), v->reason);
     return pl_strfmt("not timed in %s: %s", side, pl_status_name(v->status));
+}
+
+/* B's joules per run over A's, where both have the figure (runs written before energy was recorded have none). */
+static double energy_ratio(const pl_variant_result *va, const pl_variant_result *vb)
+{
+    if (!va->has_energy || !vb->has_energy)
+        return NAN;
+    const double a = va->energy.joules_per_run, b = vb->energy.joules_per_run;
+    return isfinite(a) && isfinite(b) && a > 0 ? b / a : NAN;
 }
 
 static void judge(const pl_variant_result *va, const pl_variant_result *vb, double threshold, uint64_t seed,
@@ -99,6 +108,7 @@ static void compare_pair(const pl_variant_result *va, const pl_variant_result *v
         r->note = !is_timed(va) ? untimed_note("A", va) : untimed_note("B", vb);
     } else {
         judge(va, vb, threshold, seed, r);
+        r->energy_ratio = energy_ratio(va, vb);
     }
 }
 
@@ -154,6 +164,14 @@ void pl_compare_runs(const pl_run *a, const pl_run *b, double threshold, uint64_
     out->n_rows = rows.n;
     for (size_t i = 0; i < rows.n; i++)
         out->counts[rows.rows[i].verdict]++;
+}
+
+int pl_compare_has_energy(const pl_compare_result *c)
+{
+    for (size_t i = 0; i < c->n_rows; i++)
+        if (!isnan(c->rows[i].energy_ratio))
+            return 1;
+    return 0;
 }
 
 void pl_compare_result_free(pl_compare_result *r)

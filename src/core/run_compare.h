@@ -28,6 +28,7 @@ typedef struct pl_compare_row {
     double median_a_ms, median_b_ms; /* NaN where absent */
     double change;                   /* median_b / median_a - 1; negative is faster */
     pl_interval ratio;               /* median_b / median_a with its bootstrap interval */
+    double energy_ratio;             /* joules per run, B / A: NaN unless both runs metered the variant */
     char *note;
 } pl_compare_row;
 
@@ -39,6 +40,8 @@ typedef struct pl_compare_result {
 
 /* Faster/slower only when the bootstrap interval of the ratio excludes 1 AND |change| > threshold. */
 void pl_compare_runs(const pl_run *a, const pl_run *b, double threshold, uint64_t seed, pl_compare_result *out);
+/* Whether some row has an energy ratio (both runs metered that variant): the tables add its column only then. */
+int pl_compare_has_energy(const pl_compare_result *c);
 void pl_compare_result_free(pl_compare_result *r);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/ceilings.h"
+#include "core/energy.h"
 #include "core/ncu.h"
 #include "core/table.h"
 
@@ -84,13 +85,16 @@ typedef enum column {
     COL_SPEEDUP,
     COL_CLOCK,
     COL_POWER,
+    COL_JOULES_RUN,
+    COL_JOULES_ELEMENT,
     COL_CHECK,
     COL_COUNT
 } column;
 
 static const char *const column_spec[COL_COUNT] = {
     "target",  "variant", "status",     ">median",   ">noise",           ">samples", ">TFLOP/s", ">GB/s",
-    ">FLOP/B", ">% HBM",  ">% BF16 TC", ">DRAM meas/cnt", ">% of ref", "speedup [95% CI]", ">SM MHz",  ">W",       "check",
+    ">FLOP/B", ">% HBM",  ">% BF16 TC", ">DRAM meas/cnt", ">% of ref", "speedup [95% CI]", ">SM MHz", ">W",
+    ">J/run",  ">J/element", "check",
 };
 
 pl_table *pl_run_table(const pl_run *r)
@@ -110,7 +114,8 @@ pl_table *pl_run_table(const pl_run *r)
     const double tensor = have_ceilings ? r->ceilings->value[PL_CEIL_BF16_TFLOPS] : NAN;
     show[COL_PCT_HBM] = have_ceilings && !isnan(hbm);
     show[COL_PCT_TENSOR] = have_ceilings && !isnan(tensor);
-    show[COL_CLOCK] = show[COL_POWER] = show[COL_DRAM_RATIO] = 0;
+    show[COL_CLOCK] = show[COL_POWER] = show[COL_DRAM_RATIO] = show[COL_JOULES_RUN] = show[COL_JOULES_ELEMENT] = 0;
+    const int telemetry = r->settings.profile && !profile_is(r, "none");
     for (size_t i = 0; timed && i < r->n_targets; i++) {
         for (size_t j = 0; j < r->targets[i].n_variants; j++) {
             const pl_variant_result *v = &r->targets[i].variants[j];
@@ -122,6 +127,9 @@ pl_table *pl_run_table(const pl_run *r)
             show[COL_CLOCK] |= v->has_telemetry && v->telemetry.sm_clock_mhz.n > 0;
             show[COL_POWER] |= v->has_telemetry && v->telemetry.power_w.n > 0;
             show[COL_DRAM_RATIO] |= v->has_ncu; /* measured under ncu: DRAM bytes over the counted ones */
+            show[COL_JOULES_RUN] |= v->has_energy && isfinite(v->energy.joules_per_run);
+            /* most targets count elements; per element is one column more, so it comes with the telemetry */
+            show[COL_JOULES_ELEMENT] |= telemetry && v->has_energy && isfinite(v->energy.joules_per_element);
         }
     }
     const char *spec[COL_COUNT];
@@ -167,6 +175,10 @@ pl_table *pl_run_table(const pl_run *r)
                     fmt_num(v->telemetry.sm_clock_mhz.n ? v->telemetry.sm_clock_mhz.mean : NAN, "%.0f", b, sizeof b));
                 SET(COL_POWER, "%s",
                     fmt_num(v->telemetry.power_w.n ? v->telemetry.power_w.mean : NAN, "%.0f", b, sizeof b));
+            }
+            if (v->has_energy) {
+                SET(COL_JOULES_RUN, "%s", pl_format_joules(v->energy.joules_per_run, b, sizeof b));
+                SET(COL_JOULES_ELEMENT, "%s", pl_format_joules(v->energy.joules_per_element, b, sizeof b));
             }
             SET(COL_CHECK, "%s", check_cell(v, b, sizeof b));
         }
@@ -344,7 +356,8 @@ char *pl_run_results_csv(const pl_run *r)
     pl_buf b = {0};
     pl_buf_append(&b, "run_id,target,variant,status,median_ms,mean_ms,stdev_ms,min_ms,max_ms,p10_ms,p90_ms,p99_ms,"
                       "iqr_ms,rel_noise,samples,reps_per_sample,tflops,gbps,arithmetic_intensity,pct_of_reference,"
-                      "speedup,speedup_ci_low,speedup_ci_high,speedup_significant,verified,rel_l2_error\n");
+                      "speedup,speedup_ci_low,speedup_ci_high,speedup_significant,verified,rel_l2_error,energy_j,joules_per_run,"
+                      "joules_per_element,average_power_w\n");
     for (size_t i = 0; i < r->n_targets; i++) {
         const pl_target_result *t = &r->targets[i];
         for (size_t j = 0; j < t->n_variants; j++) {
@@ -377,9 +390,15 @@ char *pl_run_results_csv(const pl_run *r)
             pl_buf_printf(&b, "%d,%s,", v->has_speedup && v->speedup.significant,
                           v->verification.checked ? (v->verification.passed ? "pass" : "fail") : "no");
             if (v->verification.checked)
-                pl_buf_printf(&b, "%.3g\n", v->verification.rel_l2_error);
-            else
-                pl_buf_append(&b, "\n");
+                pl_buf_printf(&b, "%.3g", v->verification.rel_l2_error);
+            const pl_energy *e = &v->energy;
+            pl_buf_append(&b, ",");
+            csv_num(&b, v->has_energy ? e->energy_j : nan);
+            csv_num(&b, v->has_energy ? e->joules_per_run : nan);
+            csv_num(&b, v->has_energy ? e->joules_per_element : nan);
+            if (v->has_energy && isfinite(e->average_power_w))
+                pl_buf_printf(&b, "%.9g", e->average_power_w);
+            pl_buf_append(&b, "\n");
         }
     }
     return b.data;

@@ -290,6 +290,7 @@ void pl_child_run_target_on(const pl_target *t, const pl_params *p, const pl_run
         pl_child_send_target_failure(c.fd, failure_status(&c), c.ctx.error);
         return;
     }
+    pl_measure_env_meter_energy(&env);
     if (t->setup && (t->setup(&c.ctx, p, &state) != 0 || sync_and_check(&c) != 0)) {
         pl_child_send_target_failure(c.fd, failure_status(&c), c.ctx.error[0] ? c.ctx.error : "setup failed");
         return;

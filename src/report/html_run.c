@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/ceilings.h"
+#include "core/energy.h"
 #include "core/run_compare.h"
 #include "core/ncu.h"
 #include "report/html_impl.h"
@@ -429,6 +430,44 @@ static void counters(pl_buf *b, const pl_target_result *t)
     free(v);
 }
 
+/* The GPU's energy over each variant's timed samples (perflab/results.h, pl_energy), or why there is none. */
+static void energy(pl_buf *b, const pl_target_result *t)
+{
+    size_t with = 0;
+    for (size_t j = 0; j < t->n_variants; j++)
+        with += t->variants[j].has_energy;
+    if (with == 0)
+        return; /* timed before energy was recorded, or not timed */
+    const int per_element = t->counters.elements > 0;
+    static const char *const spec[] = {"variant", ">energy", ">J/run", ">J/element", ">timed s", ">average W",
+                                       ">runs",   "note"};
+    pl_table *tab = pl_table_new(sizeof spec / sizeof spec[0], spec);
+    char buf[48];
+    for (size_t j = 0; j < t->n_variants; j++) {
+        const pl_variant_result *x = &t->variants[j];
+        if (!x->has_energy)
+            continue;
+        const pl_energy *e = &x->energy;
+        size_t row = pl_table_row(tab);
+        pl_table_set(tab, row, 0, "%s", x->name);
+        pl_table_set(tab, row, 1, "%s", pl_format_joules(e->energy_j, buf, sizeof buf));
+        pl_table_set(tab, row, 2, "%s", pl_format_joules(e->joules_per_run, buf, sizeof buf));
+        pl_table_set(tab, row, 3, "%s", per_element ? pl_format_joules(e->joules_per_element, buf, sizeof buf) : "-");
+        if (isfinite(e->timed_s))
+            pl_table_set(tab, row, 4, "%.2f", e->timed_s);
+        if (isfinite(e->average_power_w))
+            pl_table_set(tab, row, 5, "%.0f", e->average_power_w);
+        pl_table_set(tab, row, 6, "%.0f", e->runs);
+        pl_table_set(tab, row, 7, "%s", e->note ? e->note : "");
+    }
+    pl_html_elemf(b, "p", "class=\"meta\"",
+                  "%s: the GPU's energy over each variant's timed samples, from NVML's total-energy counter read "
+                  "before and after every timed round: the whole GPU's draw, idle power between samples included",
+                  t->name);
+    pl_html_table(b, tab);
+    pl_table_free(tab);
+}
+
 static void target_section(pl_buf *b, const pl_run *r, const pl_target_result *t)
 {
     pl_html_elemf(b, "h3", NULL, "%s — %s", t->name, pl_status_name(t->status));
@@ -444,6 +483,7 @@ static void target_section(pl_buf *b, const pl_run *r, const pl_target_result *t
     speedup_chart(b, t);
     bandwidth_chart(b, r, t);
     counters(b, t);
+    energy(b, t);
 }
 
 void pl_html_run_section(pl_buf *b, const pl_report_input *in)
@@ -488,9 +528,11 @@ void pl_html_compare_section(pl_buf *b, const pl_report_input *a, const pl_repor
     double *v = pl_xcalloc(c.n_rows + 1, sizeof *v), *lo = pl_xcalloc(c.n_rows + 1, sizeof *lo),
            *hi = pl_xcalloc(c.n_rows + 1, sizeof *hi);
     int *col = pl_xcalloc(c.n_rows + 1, sizeof *col);
-    static const char *const spec[] = {"target", "variant", ">before", ">after", ">change", ">after/before [95% CI]",
-                                       "verdict"};
-    pl_table *t = pl_table_new(7, spec);
+    const int energy = pl_compare_has_energy(&c);
+    const char *const spec[] = {"target", "variant", ">before", ">after", ">change", ">after/before [95% CI]",
+                                energy ? ">J/run after/before" : "verdict", "verdict"};
+    const size_t verdict_col = energy ? 7 : 6;
+    pl_table *t = pl_table_new(verdict_col + 1, spec);
     char b1[32], b2[32];
     for (size_t i = 0; i < c.n_rows; i++) {
         const pl_compare_row *w = &c.rows[i];
@@ -508,7 +550,9 @@ void pl_html_compare_section(pl_buf *b, const pl_report_input *a, const pl_repor
             pl_table_set(t, row, 4, "%+.1f%%", 100 * w->change);
         if (isfinite(w->ratio.lo))
             pl_table_set(t, row, 5, "%.3f [%.3f, %.3f]", w->ratio.value, w->ratio.lo, w->ratio.hi);
-        pl_table_set(t, row, 6, "%s%s%s", pl_compare_verdict_name(w->verdict), w->note ? ": " : "",
+        if (energy && isfinite(w->energy_ratio))
+            pl_table_set(t, row, 6, "%.3f", w->energy_ratio);
+        pl_table_set(t, row, verdict_col, "%s%s%s", pl_compare_verdict_name(w->verdict), w->note ? ": " : "",
                      w->note ? w->note : "");
     }
     pl_bar_chart chart = {.title = "median after / median before, per variant",

@@ -1,15 +1,16 @@
 /* The GPU's energy over a serving run: NVML's total-energy counter (nvmlDeviceGetTotalEnergyConsumption, mJ since
- * the driver loaded; Volta and later) read before and after, through the core's NVML loader (core/nvml.h). Where
+ * the driver loaded; Volta and later) read before and after, through the core's meter (core/energy.h). Where
  * there is no NVML, no such GPU or no counter, the meter says why in one line. */
 #ifndef PERFLAB_SERVE_SERVE_ENERGY_H
 #define PERFLAB_SERVE_SERVE_ENERGY_H
 
 #include <stddef.h>
 
+#include "core/energy.h"
+
 typedef struct pl_serve_energy {
     int ok;
-    void *device; /* the NVML handle */
-    int (*total_energy)(void *device, unsigned long long *millijoules);
+    pl_energy_meter meter;
     char why[192]; /* when !ok: "energy: not available (...)"'s reason */
 } pl_serve_energy;
 
