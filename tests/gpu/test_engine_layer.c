@@ -28,6 +28,7 @@
 #include "perflab/device.h"
 #include "perflab/stats.h"
 #include "perflab/verify.h"
+#include "engine_check.h"
 #include "testutil.h"
 
 #define PAGE     16
@@ -56,27 +57,6 @@ static const layer_case prefill_cases[] = {
     {"tiny-dense-gqa8", 3, {16, 33, 129}},
 };
 
-static double bf(uint16_t b)
-{
-    return pl_bf16_to_double(b);
-}
-
-static void fill_random(uint16_t *p, size_t n, pl_rng *r)
-{
-    for (size_t i = 0; i < n; i++) {
-        double v = 2.0 * pl_rng_uniform(r) - 1.0;
-        p[i] = pl_bf16_round_host((float)(fabs(v) < 1e-3 ? 0.5 : v));
-    }
-}
-
-static uint16_t *host_copy(const void *dev, size_t n)
-{
-    uint16_t *h = malloc(n * 2);
-    ck_assert(h != NULL);
-    CK(cudaMemcpy(h, dev, n * 2, cudaMemcpyDeviceToHost));
-    return h;
-}
-
 /* ---- a layer with its pools, weights and recipes ---- */
 
 typedef struct rig {
@@ -100,25 +80,10 @@ typedef struct rig {
     pl_rng rng;
 } rig;
 
-/* Pages for `need[s]` tokens of each sequence, handed out a page per sequence in turn (scattered pages). */
+/* Pages for need[s] tokens of each sequence, scattered through the pool. */
 static void take_pages(rig *r, const int *need)
 {
-    int pages = 2, left[3] = {0, 0, 0}, any = 1;
-    for (int s = 0; s < r->nseq; s++)
-        pages += pl_kv_pages_for(need[s], PAGE), left[s] = need[s];
-    ck_assert_int_eq(pl_kv_pool_init(&r->pool, pages, PAGE), 0);
-    while (any) {
-        any = 0;
-        for (int s = 0; s < r->nseq; s++)
-            if (left[s] > 0) {
-                const int n = left[s] < PAGE ? left[s] : PAGE;
-                ck_assert_int_eq(pl_kv_seq_append(&r->pool, &r->seqs[s], n), PL_KV_OK);
-                left[s] -= n, any = 1;
-            }
-    }
-    r->max_pages = 1;
-    for (int s = 0; s < r->nseq; s++)
-        r->max_pages = r->seqs[s].npages > r->max_pages ? r->seqs[s].npages : r->max_pages;
+    const int pages = pl_test_scatter_pages(&r->pool, r->seqs, r->nseq, need, PAGE, &r->max_pages);
     r->row_elems = (size_t)r->m->kv_heads * r->m->head_dim;
     r->cache_elems = (size_t)pages * PAGE * r->row_elems;
 }
@@ -132,7 +97,7 @@ static void rig_init(rig *r, const char *model, int nseq, const int *need, int m
     r->nseq = nseq;
     pl_rng_seed(&r->rng, seed);
     ck_assert_msg(pl_dense_weights_alloc(r->m, seed, &r->w, err, sizeof err) == 0, "%s", err);
-    r->wh = host_copy(r->w.block, r->w.bytes / 2);
+    r->wh = pl_test_dev_copy(r->w.block, r->w.bytes);
 #define HOST_OF(t) (const uint16_t *)((const char *)r->wh + ((const char *)r->w.t - (const char *)r->w.block))
     r->hw = (pl_layer_ref_weights){HOST_OF(attn_norm), HOST_OF(qkv),     HOST_OF(o),
                                    HOST_OF(mlp_norm),  HOST_OF(gate_up), HOST_OF(down)};
@@ -141,8 +106,8 @@ static void rig_init(rig *r, const char *model, int nseq, const int *need, int m
     r->kc_h = malloc(r->cache_elems * 2);
     r->vc_h = malloc(r->cache_elems * 2);
     ck_assert(r->kc_h && r->vc_h);
-    fill_random(r->kc_h, r->cache_elems, &r->rng);
-    fill_random(r->vc_h, r->cache_elems, &r->rng);
+    pl_test_fill_pm1_bf16(r->kc_h, r->cache_elems, &r->rng);
+    pl_test_fill_pm1_bf16(r->vc_h, r->cache_elems, &r->rng);
     CK(cudaMalloc((void **)&r->kv.k, r->cache_elems * 2));
     CK(cudaMalloc((void **)&r->kv.v, r->cache_elems * 2));
     CK(cudaMemcpy(r->kv.k, r->kc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
@@ -218,57 +183,18 @@ static void rows_upload(rig *r, const int *first, const int *count, rows *w)
 
 /* ---- comparisons ---- */
 
-static void compare_output(const char *tag, const uint16_t *got, const uint16_t *ref, const uint16_t *x, size_t n)
-{
-    double e2 = 0, r2 = 0, u2 = 0;
-    for (size_t i = 0; i < n; i++) {
-        ck_assert_msg(!isnan(bf(got[i])), "%s: output %zu is NaN (unwritten or a NaN reached it)", tag, i);
-        const double d = bf(got[i]) - bf(ref[i]), u = bf(ref[i]) - bf(x[i]);
-        e2 += d * d, r2 += bf(ref[i]) * bf(ref[i]), u2 += u * u;
-    }
-    const double rms = sqrt(r2 / (double)n);
-    ck_assert_msg(sqrt(e2 / r2) <= 1e-2, "%s: output relative L2 %.3g > 1e-2", tag, sqrt(e2 / r2));
-    ck_assert_msg(u2 > 0 && sqrt(e2 / u2) <= 1e-2, "%s: update (out - x) relative L2 %.3g > 1e-2", tag, sqrt(e2 / u2));
-    for (size_t i = 0; i < n; i++) {
-        const double d = fabs(bf(got[i]) - bf(ref[i]));
-        ck_assert_msg(d <= 0.02 * fabs(bf(ref[i])) + 0.03 * rms, "%s: output %zu is %.6g, the reference %.6g", tag, i,
-                      bf(got[i]), bf(ref[i]));
-    }
-}
-
-static int is_row_slot(const rows *w, size_t slot)
-{
-    for (int i = 0; i < w->n; i++)
-        if ((size_t)w->slots[i] == slot)
-            return 1;
-    return 0;
-}
-
-/* The rows' cache entries against the reference's within (|ref| + their rms) / 64 (a bf16 flip of the projection
- * moves a rotated element by an ulp of its pair; a wrong angle or slot by about the rms); every other element
- * bit-identical to `before`. */
 static void compare_cache(const char *tag, const rig *r, const rows *w, const uint16_t *before, const uint16_t *dev,
                           const uint16_t *ref)
 {
-    uint16_t *after = host_copy(dev, r->cache_elems);
-    double r2 = 0;
-    for (int i = 0; i < w->n; i++)
-        for (size_t e = 0; e < r->row_elems; e++)
-            r2 += bf(ref[w->slots[i] * r->row_elems + e]) * bf(ref[w->slots[i] * r->row_elems + e]);
-    const double rms = sqrt(r2 / ((double)w->n * r->row_elems));
-    for (size_t i = 0; i < r->cache_elems; i++) {
-        if (!is_row_slot(w, i / r->row_elems)) {
-            ck_assert_msg(after[i] == before[i],
-                          "%s: cache element %zu changed (0x%04x -> 0x%04x) outside the rows' slots", tag, i, before[i],
-                          after[i]);
-            continue;
-        }
-        const double d = fabs(bf(after[i]) - bf(ref[i]));
-        ck_assert_msg(d <= (fabs(bf(ref[i])) + rms) / 64,
-                      "%s: cache element %zu (slot %zu) is %.6g, the reference %.6g", tag, i, i / r->row_elems,
-                      bf(after[i]), bf(ref[i]));
-    }
+    uint16_t *after = pl_test_dev_copy(dev, r->cache_elems * 2);
+    pl_test_check_cache(tag, before, after, ref, r->cache_elems, r->row_elems, w->slots, w->n);
     free(after);
+}
+
+static void compare_output(const char *tag, const uint16_t *got, const uint16_t *ref, const uint16_t *x, size_t n)
+{
+    char why[256];
+    ck_assert_msg(pl_layer_ref_accept(got, ref, x, n, why, sizeof why), "%s: %s", tag, why);
 }
 
 /* ---- running the layer ---- */
@@ -340,9 +266,10 @@ static void check_rows(rig *r, const rows *w, int prefill, const char *what)
     const size_t xn = (size_t)w->n * r->m->hidden;
     uint16_t *x = malloc(xn * 2), *ref = malloc(xn * 2), *ref_epi = malloc(xn * 2);
     ck_assert(x && ref && ref_epi);
-    fill_random(x, xn, &r->rng);
+    pl_test_fill_pm1_bf16(x, xn, &r->rng);
     CK(cudaMemcpy(r->x_d, x, xn * 2, cudaMemcpyHostToDevice));
-    uint16_t *k_before = host_copy(r->kv.k, r->cache_elems), *v_before = host_copy(r->kv.v, r->cache_elems);
+    uint16_t *k_before = pl_test_dev_copy(r->kv.k, r->cache_elems * 2),
+             *v_before = pl_test_dev_copy(r->kv.v, r->cache_elems * 2);
     const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables};
     ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr, 1, r->kc_h, r->vc_h, x, ref_epi), 0);
     ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr, 0, r->kc_h, r->vc_h, x, ref), 0);
@@ -353,15 +280,12 @@ static void check_rows(rig *r, const rows *w, int prefill, const char *what)
                  mode == 1   ? " in place"
                  : mode == 2 ? " from a graph"
                              : "");
-        for (int i = 0; i < w->n; i++) {
-            CK(cudaMemset(r->kv.k + w->slots[i] * r->row_elems, 0xff, r->row_elems * 2));
-            CK(cudaMemset(r->kv.v + w->slots[i] * r->row_elems, 0xff, r->row_elems * 2));
-        }
+        pl_test_poison_slots(r->kv.k, r->kv.v, w->slots, w->n, r->row_elems);
         CK(cudaMemset(r->out_d, 0xff, xn * 2));
         CK(cudaMemset(r->ws, 0xff, r->ws_bytes));
         const run_args a = {r, w, prefill, recipe, r->x_d, r->out_d};
         run_mode(&a, mode);
-        uint16_t *out = host_copy(r->out_d, xn);
+        uint16_t *out = pl_test_dev_copy(r->out_d, xn * 2);
         compare_output(tag, out, recipe_epilogue(&r->recipes[recipe]) ? ref_epi : ref, x, xn);
         free(out);
         compare_cache(tag, r, w, k_before, r->kv.k, r->kc_h);
@@ -424,14 +348,14 @@ START_TEST(prefill_then_decode)
     const size_t D = r.m->hidden;
     uint16_t *x = malloc((L + 1) * D * 2);
     ck_assert(x != NULL);
-    fill_random(x, (L + 1) * D, &r.rng);
+    pl_test_fill_pm1_bf16(x, (L + 1) * D, &r.rng);
     CK(cudaMemcpy(r.x_d, x, (L + 1) * D * 2, cudaMemcpyHostToDevice));
     int first[1] = {0}, count[1] = {L + 1};
     rows w;
     rows_upload(&r, first, count, &w);
     run_args a = {&r, &w, 1, fused, r.x_d, r.out_d};
     run_mode(&a, 0);
-    uint16_t *whole = host_copy(r.out_d + L * D, D);
+    uint16_t *whole = pl_test_dev_copy(r.out_d + L * D, (D)*2);
     free(w.table);
     count[0] = L; /* the first L tokens, then the last one as a decode step */
     rows_upload(&r, first, count, &w);
@@ -444,7 +368,7 @@ START_TEST(prefill_then_decode)
     a.prefill = 0;
     a.w = &w;
     run_mode(&a, 0);
-    uint16_t *step = host_copy(r.out_d, D);
+    uint16_t *step = pl_test_dev_copy(r.out_d, (D)*2);
     compare_output("prefill then decode against one prefill", step, whole, x + L * D, D);
     free(w.table), free(x), free(whole), free(step);
     rig_free(&r);

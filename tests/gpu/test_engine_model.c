@@ -23,6 +23,7 @@
 #include "engine/model.h"
 #include "perflab/device.h"
 #include "perflab/verify.h"
+#include "engine_check.h"
 #include "testutil.h"
 
 #define PAGE     16
@@ -46,10 +47,7 @@ typedef struct rig {
 
 static uint16_t *host_copy(const void *dev, size_t n)
 {
-    uint16_t *h = malloc(n * 2 + 2);
-    ck_assert(h != NULL);
-    CK(cudaMemcpy(h, dev, n * 2, cudaMemcpyDeviceToHost));
-    return h;
+    return pl_test_dev_copy(dev, n * 2);
 }
 
 static void rig_init(rig *r, int recipe)

@@ -32,6 +32,7 @@
 #include "perflab/device.h"
 #include "perflab/stats.h"
 #include "perflab/verify.h"
+#include "engine_check.h"
 #include "testutil.h"
 
 #define PAGE     16
@@ -52,27 +53,6 @@ static const moe_case cases[] = {
     {"tiny-moe", 1},      {"tiny-moe", 3},      {"tiny-moe", 17},
     {"tiny-moe-gqa8", 1}, {"tiny-moe-gqa8", 3}, {"tiny-moe-gqa8", 17},
 };
-
-static double bf(uint16_t b)
-{
-    return pl_bf16_to_double(b);
-}
-
-static void fill_random(uint16_t *p, size_t n, pl_rng *r)
-{
-    for (size_t i = 0; i < n; i++) {
-        double v = 2.0 * pl_rng_uniform(r) - 1.0;
-        p[i] = pl_bf16_round_host((float)(fabs(v) < 1e-3 ? 0.5 : v));
-    }
-}
-
-static void *host_copy(const void *dev, size_t bytes)
-{
-    void *h = malloc(bytes);
-    ck_assert(h != NULL);
-    CK(cudaMemcpy(h, dev, bytes, cudaMemcpyDeviceToHost));
-    return h;
-}
 
 /* ---- a layer with its pools, weights and recipes ---- */
 
@@ -97,32 +77,17 @@ typedef struct rig {
     pl_rng rng;
 } rig;
 
-/* Pages for need[s] tokens of each sequence, handed out a page per sequence in turn (scattered pages). */
+/* Pages for need[s] tokens of each sequence, scattered through the pool. */
 static void take_pages(rig *r, const int *need)
 {
-    int pages = 2, left[MAX_SEQ], any = 1;
-    for (int s = 0; s < r->nseq; s++)
-        pages += pl_kv_pages_for(need[s], PAGE), left[s] = need[s];
-    ck_assert_int_eq(pl_kv_pool_init(&r->pool, pages, PAGE), 0);
-    while (any) {
-        any = 0;
-        for (int s = 0; s < r->nseq; s++)
-            if (left[s] > 0) {
-                const int n = left[s] < PAGE ? left[s] : PAGE;
-                ck_assert_int_eq(pl_kv_seq_append(&r->pool, &r->seqs[s], n), PL_KV_OK);
-                left[s] -= n, any = 1;
-            }
-    }
-    r->max_pages = 1;
-    for (int s = 0; s < r->nseq; s++)
-        r->max_pages = r->seqs[s].npages > r->max_pages ? r->seqs[s].npages : r->max_pages;
+    const int pages = pl_test_scatter_pages(&r->pool, r->seqs, r->nseq, need, PAGE, &r->max_pages);
     r->row_elems = (size_t)r->m->kv_heads * r->m->head_dim;
     r->cache_elems = (size_t)pages * PAGE * r->row_elems;
 }
 
 static void host_weights(rig *r)
 {
-    r->wh = host_copy(r->w.block, r->w.bytes);
+    r->wh = pl_test_dev_copy(r->w.block, r->w.bytes);
 #define HOST_OF(t)                                                                                                     \
     (r->w.t ? (const uint16_t *)((const char *)r->wh + ((const char *)r->w.t - (const char *)r->w.block)) : NULL)
     r->hw.layer = (pl_layer_ref_weights){HOST_OF(attn_norm), HOST_OF(qkv),     HOST_OF(o),
@@ -149,8 +114,8 @@ static void rig_init(rig *r, const char *model, int nseq, const int *need, uint6
     r->kc_h = malloc(r->cache_elems * 2);
     r->vc_h = malloc(r->cache_elems * 2);
     ck_assert(r->kc_h && r->vc_h);
-    fill_random(r->kc_h, r->cache_elems, &r->rng);
-    fill_random(r->vc_h, r->cache_elems, &r->rng);
+    pl_test_fill_pm1_bf16(r->kc_h, r->cache_elems, &r->rng);
+    pl_test_fill_pm1_bf16(r->vc_h, r->cache_elems, &r->rng);
     CK(cudaMalloc((void **)&r->kv.k, r->cache_elems * 2));
     CK(cudaMalloc((void **)&r->kv.v, r->cache_elems * 2));
     CK(cudaMemcpy(r->kv.k, r->kc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
@@ -276,9 +241,9 @@ static int check_routing(const char *tag, const rig *r, const int *ref_ids, cons
     const int k = m->top_k, E = m->experts;
     pl_moe_routing_view v;
     pl_moe_routing_in(m, r->nseq, r->sm_count, r->ws, &v);
-    int *ids = host_copy(v.ids, (size_t)r->nseq * k * sizeof(int));
-    int *counts = host_copy(v.counts, (size_t)E * sizeof(int)),
-        *offsets = host_copy(v.offsets, (size_t)(E + 1) * sizeof(int));
+    int *ids = pl_test_dev_copy(v.ids, (size_t)r->nseq * k * sizeof(int));
+    int *counts = pl_test_dev_copy(v.counts, (size_t)E * sizeof(int)),
+        *offsets = pl_test_dev_copy(v.offsets, (size_t)(E + 1) * sizeof(int));
     int hist[64] = {0}, forced = 0;
     ck_assert(E <= 64);
     for (int i = 0; i < r->nseq * k; i++) {
@@ -307,32 +272,12 @@ static int check_routing(const char *tag, const rig *r, const int *ref_ids, cons
     return forced;
 }
 
-static int is_row_slot(const rows *w, size_t slot)
-{
-    for (int i = 0; i < w->n; i++)
-        if ((size_t)w->slots[i] == slot)
-            return 1;
-    return 0;
-}
-
 /* The rows' cache entries within (|ref| + their rms) / 64 of the reference's; every other element as before. */
 static void check_cache(const char *tag, const rig *r, const rows *w, const uint16_t *before, const uint16_t *dev,
                         const uint16_t *ref)
 {
-    uint16_t *after = host_copy(dev, r->cache_elems * 2);
-    double r2 = 0;
-    for (int i = 0; i < w->n; i++)
-        for (size_t e = 0; e < r->row_elems; e++)
-            r2 += bf(ref[w->slots[i] * r->row_elems + e]) * bf(ref[w->slots[i] * r->row_elems + e]);
-    const double rms = sqrt(r2 / ((double)w->n * r->row_elems));
-    for (size_t i = 0; i < r->cache_elems; i++) {
-        if (!is_row_slot(w, i / r->row_elems)) {
-            ck_assert_msg(after[i] == before[i], "%s: cache element %zu changed outside the rows' slots", tag, i);
-            continue;
-        }
-        ck_assert_msg(fabs(bf(after[i]) - bf(ref[i])) <= (fabs(bf(ref[i])) + rms) / 64,
-                      "%s: cache element %zu is %.6g, the reference %.6g", tag, i, bf(after[i]), bf(ref[i]));
-    }
+    uint16_t *after = pl_test_dev_copy(dev, r->cache_elems * 2);
+    pl_test_check_cache(tag, before, after, ref, r->cache_elems, r->row_elems, w->slots, w->n);
     free(after);
 }
 
@@ -356,14 +301,11 @@ static void check_run(rig *r, const rows *w, int recipe, int mode, const char *w
              mode == 1   ? " in place"
              : mode == 2 ? " from a graph"
                          : "");
-    for (int i = 0; i < w->n; i++) {
-        CK(cudaMemset(r->kv.k + w->slots[i] * r->row_elems, 0xff, r->row_elems * 2));
-        CK(cudaMemset(r->kv.v + w->slots[i] * r->row_elems, 0xff, r->row_elems * 2));
-    }
+    pl_test_poison_slots(r->kv.k, r->kv.v, w->slots, w->n, r->row_elems);
     CK(cudaMemset(r->out_d, 0xff, xn * 2));
     CK(cudaMemset(r->ws, 0xff, r->ws_bytes));
     run_mode(r, recipe, mode);
-    uint16_t *out = host_copy(r->out_d, xn * 2), *ref = malloc(xn * 2);
+    uint16_t *out = pl_test_dev_copy(r->out_d, xn * 2), *ref = malloc(xn * 2);
     int ids[MAX_SEQ * MAX_K], force[MAX_SEQ * MAX_K];
     double margin[MAX_SEQ];
     ck_assert(ref != NULL);
@@ -384,9 +326,10 @@ static void check_step(rig *r, const rows *w, const char *what)
     const size_t xn = (size_t)w->n * r->m->hidden;
     uint16_t *x = malloc(xn * 2);
     ck_assert(x != NULL);
-    fill_random(x, xn, &r->rng);
+    pl_test_fill_pm1_bf16(x, xn, &r->rng);
     CK(cudaMemcpy(r->x_d, x, xn * 2, cudaMemcpyHostToDevice));
-    const uint16_t *before[2] = {host_copy(r->kv.k, r->cache_elems * 2), host_copy(r->kv.v, r->cache_elems * 2)};
+    const uint16_t *before[2] = {pl_test_dev_copy(r->kv.k, r->cache_elems * 2),
+                                 pl_test_dev_copy(r->kv.v, r->cache_elems * 2)};
     for (int run = 0; run < RECIPES + 2; run++) {
         const int recipe = run < RECIPES ? run : RECIPES - 1, mode = run < RECIPES ? 0 : run - RECIPES + 1;
         if (r->recipes[recipe].experts == PL_MOE_EXPERTS_GROUPED && r->cc != 90) {
