@@ -1,8 +1,8 @@
 /* e2e:tp_layer_decode — the dense layer's decode step split over --tp GPUs (engine/tp_layer.h: column-parallel QKV and
  * gate/up, row-parallel O and down, the KV cache sharded by kv heads), one thread a GPU, with each all-reduce:
- * NCCL's (the baseline), perflab's one-shot and two-shot over NVLink peer pointers (kernels/allreduce). The reference rows time the
- * step's communication alone (its two all-reduces of batch × hidden bf16 with the residual, the same way), so the
- * table states the share of the step each variant spends communicating.
+ * NCCL's (the baseline), perflab's one-shot and two-shot over NVLink peer pointers (kernels/allreduce). The reference
+ * rows time the step's communication alone (its two all-reduces of batch × hidden bf16 with the residual, the same
+ * way), so the table states the share of the step each variant spends communicating.
  *
  * The single-GPU layer of e2e:layer_decode (labs/common/e2e_layer.h) is built on this GPU first, with the same
  * weights (seed), inputs and cache: every rank's cache is the slice of its kv heads, and a variant passes when every
@@ -447,6 +447,10 @@ static int tp_check(pl_ctx *ctx, void *state, pl_verification *v)
     double *want = malloc(xn * sizeof *want);
     int rc = first && other && want ? 0 : pl_fail(ctx, "out of host memory for the check");
     int same = 1;
+    /* the ranks' streams are not ordered with the copies below: ctx->stream joined them all */
+    const cudaError_t synced = rc == 0 ? cudaStreamSynchronize(ctx->stream) : cudaSuccess;
+    if (synced != cudaSuccess)
+        rc = pl_fail(ctx, "the step failed on the GPU: %s", cudaGetErrorString(synced));
     for (int i = 0; rc == 0 && i < s->n; i++) {
         const uint16_t *dev = s->last_cmd == CMD_STEP ? s->r[i].out : s->r[i].ar_out;
         if (cudaMemcpy(i ? other : first, dev, xn * 2, cudaMemcpyDeviceToHost) != cudaSuccess)
