@@ -26,12 +26,7 @@ size_t pl_dense_workspace_bytes(const pl_model_config *m, int max_rows, int sm_c
 static cudaError_t mlp_half(const pl_dense_weights *w, const pl_layer_recipe *r, int rows, uint16_t *out,
                             const pl_layer_buffers *b, cudaStream_t stream)
 {
-    const pl_model_config *m = w->model;
-    PL_STEP(pl_layer_rmsnorm(r, m, out, w->mlp_norm, rows, b, stream));
-    PL_STEP(pl_layer_linear(r, b->xn, w->gate_up, b->gu, rows, 2 * m->intermediate, m->hidden, NULL, NULL, stream));
-    PL_STEP(pl_engine_swiglu(b->gu, b->act, rows, m->intermediate, stream));
-    PL_STEP(pl_layer_linear(r, b->act, w->down, out, rows, m->hidden, m->intermediate, out, b->proj, stream));
-    return cudaSuccess;
+    return pl_layer_mlp(r, w->model, w->mlp_norm, w->gate_up, w->down, rows, out, out, out, b, stream);
 }
 
 static int layer_ok(const pl_dense_weights *w, const pl_layer_recipe *r, int rows, const uint16_t *x,

@@ -125,6 +125,17 @@ cudaError_t pl_layer_rope_kv(const pl_layer_recipe *r, const pl_model_config *m,
                               contiguous ? b->v : NULL, stream);
 }
 
+cudaError_t pl_layer_mlp(const pl_layer_recipe *r, const pl_model_config *m, const uint16_t *mlp_norm,
+                         const uint16_t *gate_up, const uint16_t *down, int rows, const uint16_t *h, uint16_t *d,
+                         const uint16_t *residual, const pl_layer_buffers *b, cudaStream_t stream)
+{
+    PL_STEP(pl_layer_rmsnorm(r, m, h, mlp_norm, rows, b, stream));
+    PL_STEP(pl_layer_linear(r, b->xn, gate_up, b->gu, rows, 2 * m->intermediate, m->hidden, NULL, NULL, stream));
+    PL_STEP(pl_engine_swiglu(b->gu, b->act, rows, m->intermediate, stream));
+    PL_STEP(pl_layer_linear(r, b->act, down, d, rows, m->hidden, m->intermediate, residual, b->proj, stream));
+    return cudaSuccess;
+}
+
 /* ---- a decode step's attention half ---- */
 
 static cudaError_t decode_attention(const pl_layer_recipe *r, const pl_decode_problem *dp, const pl_layer_buffers *b,
@@ -138,11 +149,11 @@ static cudaError_t decode_attention(const pl_layer_recipe *r, const pl_decode_pr
     return pl_decode_rows_deep(dp, FAST_DECODE_WARPS, ctas, 0, b->attn_ws, stream);
 }
 
-cudaError_t pl_layer_attention_decode(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,
-                                      const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x, uint16_t *h,
-                                      const pl_layer_buffers *b, cudaStream_t stream)
+cudaError_t pl_layer_attention_heads(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,
+                                     const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x,
+                                     const pl_layer_buffers *b, cudaStream_t stream)
 {
-    const int B = step->batch, qw = m->heads * m->head_dim, qkvw = qw + 2 * m->kv_heads * m->head_dim;
+    const int B = step->batch, qkvw = (m->heads + 2 * m->kv_heads) * m->head_dim;
     if (m->qk_norm && (!w->q_norm || !w->k_norm))
         return cudaErrorInvalidValue;
     pl_decode_problem dp;
@@ -170,6 +181,14 @@ cudaError_t pl_layer_attention_decode(const pl_model_config *m, const pl_attn_we
             pl_engine_qk_norm(b->qkv, B, m->heads, m->kv_heads, m->head_dim, w->q_norm, w->k_norm, m->rms_eps, stream));
     PL_STEP(pl_layer_rope_kv(r, m, B, step->positions, step->slots, kv, b, 0, stream));
     PL_STEP(decode_attention(r, &dp, b, stream));
-    PL_STEP(pl_layer_linear(r, b->attn, w->o, h, B, m->hidden, qw, x, b->proj, stream));
+    return cudaSuccess;
+}
+
+cudaError_t pl_layer_attention_decode(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,
+                                      const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x, uint16_t *h,
+                                      const pl_layer_buffers *b, cudaStream_t stream)
+{
+    PL_STEP(pl_layer_attention_heads(m, w, r, step, kv, x, b, stream));
+    PL_STEP(pl_layer_linear(r, b->attn, w->o, h, step->batch, m->hidden, m->heads * m->head_dim, x, b->proj, stream));
     return cudaSuccess;
 }

@@ -43,10 +43,25 @@ cudaError_t pl_layer_rope_kv(const pl_layer_recipe *r, const pl_model_config *m,
                              const int64_t *slots, const pl_layer_kv *kv, const pl_layer_buffers *b, int contiguous,
                              cudaStream_t stream);
 
+/* A dense MLP: d = [residual +] down(SwiGLU(gate_up(RMSNorm(h, mlp_norm)))), widths m->hidden and m->intermediate
+ * (gate_up [2·intermediate][hidden], gate first; down [hidden][intermediate]); d may be h or the residual. With a
+ * residual and no epilogue add, b->proj holds the product first (so d must not be b->proj then). */
+cudaError_t pl_layer_mlp(const pl_layer_recipe *r, const pl_model_config *m, const uint16_t *mlp_norm,
+                         const uint16_t *gate_up, const uint16_t *down, int rows, const uint16_t *h, uint16_t *d,
+                         const uint16_t *residual, const pl_layer_buffers *b, cudaStream_t stream);
+
 /* The attention part of a layer's weights (q_norm and k_norm NULL unless the model norms q and k). */
 typedef struct pl_attn_weights {
     const uint16_t *attn_norm, *qkv, *q_norm, *k_norm, *o;
 } pl_attn_weights;
+
+/* The attention of a decode step up to the O projection: RMSNorm of x, the QKV GEMM, the qk-norm where the model has
+ * it, RoPE with the KV write, paged decode attention into b->attn [batch][heads·head_dim]. cudaErrorInvalidValue
+ * before any launch when the attention kernels do not take the step. (The tensor-parallel layer runs it on a rank's
+ * heads, m being the rank's share of the model: tp_layer.c.) */
+cudaError_t pl_layer_attention_heads(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,
+                                     const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x,
+                                     const pl_layer_buffers *b, cudaStream_t stream);
 
 /* h = x + attention(RMSNorm(x))·oᵀ for a decode step (h may be x): RMSNorm, the QKV GEMM, the qk-norm where the
  * model has it, RoPE with the KV write, paged decode attention, the O GEMM with the residual. cudaErrorInvalidValue

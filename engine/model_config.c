@@ -16,7 +16,10 @@
  *   mistralai/Mixtral-8x7B-v0.1: hidden 4096, 32 layers, 32 heads, 8 kv heads, 8 experts, 2 per token, experts of
  *     14336, vocab 32000, rope_theta 1e6, rms_norm_eps 1e-5.
  * The tiny configs are for the tests: sizes that are no multiple of a GEMM tile (hidden 320, widths 864 and 200,
- * vocab 1000), GQA ratios 4 and 8, head_dim 64 and 128 (what the decode kernels take), tied and untied heads. */
+ * vocab 1000), GQA ratios 4 and 8, head_dim 64 and 128 (what the decode kernels take), tied and untied heads.
+ * tiny-dense-tp is the tensor-parallel tests' (engine/tp_layer.h): 8 kv heads and 16 query heads split over 2, 4 or 8
+ * GPUs (kv_heads % N == 0), an MLP of 1344 whose share 1344/N (672, 336, 168) stays a multiple of 8 (the K % 8 the
+ * TMA GEMMs need) and no multiple of a 128 tile at any N. */
 const pl_model_config pl_models[] = {
     /* name            layers hidden heads kv  hd  inter  E   k  e_inter vocab  tied qkn theta  eps   source */
     {"llama3-8b", 32, 4096, 32, 8, 128, 14336, 0, 0, 0, 128256, 0, 0, 500000.0, 1e-5,
@@ -29,6 +32,8 @@ const pl_model_config pl_models[] = {
      "mistralai/Mixtral-8x7B-v0.1 config.json"},
     {"tiny-dense", 3, 320, 8, 2, 64, 864, 0, 0, 0, 1000, 1, 0, 10000.0, 1e-5, "test config: GQA 4, tied head"},
     {"tiny-dense-gqa8", 2, 384, 8, 1, 128, 1056, 0, 0, 0, 1000, 0, 0, 10000.0, 1e-5, "test config: GQA 8"},
+    {"tiny-dense-tp", 2, 512, 16, 8, 64, 1344, 0, 0, 0, 1000, 0, 0, 10000.0, 1e-5,
+     "test config: tensor parallel over 2, 4, 8 GPUs, GQA 2"},
     {"tiny-moe", 2, 320, 8, 2, 64, 0, 6, 2, 200, 1000, 0, 1, 10000.0, 1e-6, "test config: MoE, GQA 4, qk norm"},
     {"tiny-moe-gqa8", 2, 256, 8, 1, 128, 0, 10, 3, 136, 1000, 1, 0, 10000.0, 1e-6, "test config: MoE, GQA 8"},
 };

@@ -30,6 +30,15 @@ START_TEST(lookup_and_validity)
     ck_assert_int_eq(model("tiny-dense-gqa8")->heads / model("tiny-dense-gqa8")->kv_heads, 8);
     ck_assert_int_eq(model("tiny-moe")->heads / model("tiny-moe")->kv_heads, 4);
     ck_assert_int_eq(model("tiny-moe-gqa8")->heads / model("tiny-moe-gqa8")->kv_heads, 8);
+    /* the tensor-parallel config: every share of 2, 4 and 8 GPUs has whole kv heads and an MLP width % 8 == 0 */
+    const pl_model_config *tp = model("tiny-dense-tp");
+    ck_assert(!pl_model_is_moe(tp) && !tp->qk_norm);
+    for (int n = 2; n <= 8; n *= 2) {
+        ck_assert_int_eq(tp->kv_heads % n, 0);
+        ck_assert_int_eq(tp->heads % n, 0);
+        ck_assert_int_eq(tp->intermediate % n, 0);
+        ck_assert_int_eq((tp->intermediate / n) % 8, 0);
+    }
     pl_model_config bad = *model("tiny-moe");
     bad.top_k = 7; /* of 6 experts */
     ck_assert(!pl_model_valid(&bad, err, sizeof err));
