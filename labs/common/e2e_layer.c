@@ -13,11 +13,10 @@
 #include "perflab/device.h"
 #include "perflab/results.h"
 
-#define LENS_STREAM        0xe2e1u /* the lengths' and the pages' seed, from the parameters alone (counters recompute it) */
-#define K_STREAM           0xe2e2u
-#define V_STREAM           0xe2e3u
-#define X_STREAM           0xe2e4u
-#define PREFILL_REF_TOKENS 2 /* a prompt's first tokens the float64 reference computes */
+#define LENS_STREAM 0xe2e1u /* the lengths' and the pages' seed, from the parameters alone (counters recompute it) */
+#define K_STREAM    0xe2e2u
+#define V_STREAM    0xe2e3u
+#define X_STREAM    0xe2e4u
 
 static const pl_stream_config read_config = {.unroll = 8, .waves = 0, .streaming = 1};
 
@@ -213,99 +212,6 @@ static int alloc_step(pl_ctx *ctx, const pl_params *p, e2e_layer *L, int len)
     return L->ws ? 0 : -1;
 }
 
-static void *host_copy(pl_ctx *ctx, const void *dev, size_t bytes)
-{
-    void *h = malloc(bytes ? bytes : 1);
-    if (!h) {
-        pl_fail(ctx, "out of host memory (%zu bytes) for the reference", bytes);
-        return NULL;
-    }
-    if (cudaMemcpy(h, dev, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
-        free(h);
-        pl_fail(ctx, "copying %zu bytes back for the reference failed", bytes);
-        return NULL;
-    }
-    return h;
-}
-
-/* Which rows the float64 reference computes, and their tables (row r's sequence's pages). */
-static void pick_ref_rows(e2e_layer *L)
-{
-    L->ref_n = 0;
-    if (L->prefill) {
-        const int prompts[2] = {0, L->seqs - 1};
-        for (int i = 0; i < (L->seqs > 1 ? 2 : 1); i++)
-            for (int t = 0; t < PREFILL_REF_TOKENS && t < L->lens[prompts[i]]; t++)
-                L->ref_rows[L->ref_n++] = L->starts[prompts[i]] + t;
-        return;
-    }
-    const int seqs[3] = {0, L->seqs / 2, L->seqs - 1};
-    for (int i = 0; i < 3; i++)
-        if (L->ref_n == 0 || L->ref_rows[L->ref_n - 1] < seqs[i])
-            L->ref_rows[L->ref_n++] = seqs[i];
-}
-
-static int seq_of_row(const e2e_layer *L, int row)
-{
-    int s = 0;
-    while (s + 1 < L->seqs && L->starts[s + 1] <= row)
-        s++;
-    return s;
-}
-
-/* The float64 reference of the picked rows, from host copies of the weights, the pools and x. */
-static int reference(pl_ctx *ctx, e2e_layer *L)
-{
-    pick_ref_rows(L);
-    const pl_model_config *m = L->m;
-    const size_t D = m->hidden;
-    uint16_t *wb = host_copy(ctx, L->wblock, L->wbytes);
-    uint16_t *kc = host_copy(ctx, L->kv.k, L->pool_elems * 2), *vc = host_copy(ctx, L->kv.v, L->pool_elems * 2);
-    uint16_t *x = host_copy(ctx, L->x, (size_t)L->rows * D * 2);
-    uint16_t *xr = malloc((size_t)L->ref_n * D * 2), *out = malloc((size_t)L->ref_n * D * 2);
-    L->ref = pl_host_alloc(ctx, (size_t)L->ref_n * D * sizeof(double));
-    int rc = -1;
-    if (!wb || !kc || !vc || !x || !xr || !out || !L->ref)
-        goto done;
-#define HOST_OF(w, t)                                                                                                  \
-    (w.t ? (const uint16_t *)((const char *)wb + ((const char *)w.t - (const char *)L->wblock)) : NULL)
-    pl_layer_ref_moe_weights hw = {{HOST_OF(L->w, attn_norm), HOST_OF(L->w, qkv), HOST_OF(L->w, o),
-                                    HOST_OF(L->w, mlp_norm), HOST_OF(L->w, gate_up), HOST_OF(L->w, down)},
-                                   NULL,
-                                   NULL,
-                                   NULL};
-    if (L->moe)
-        hw = (pl_layer_ref_moe_weights){{HOST_OF(L->mw, attn_norm), HOST_OF(L->mw, qkv), HOST_OF(L->mw, o),
-                                         HOST_OF(L->mw, mlp_norm), HOST_OF(L->mw, gate_up), HOST_OF(L->mw, down)},
-                                        HOST_OF(L->mw, q_norm),
-                                        HOST_OF(L->mw, k_norm),
-                                        HOST_OF(L->mw, router)};
-#undef HOST_OF
-    int pos[8];
-    int64_t slots[8];
-    const int *tables[8];
-    for (int i = 0; i < L->ref_n; i++) {
-        const int r = L->ref_rows[i];
-        pos[i] = L->positions_h[r];
-        slots[i] = L->slots_h[r];
-        tables[i] = L->table + (size_t)seq_of_row(L, r) * L->max_pages;
-        memcpy(xr + (size_t)i * D, x + (size_t)r * D, D * 2);
-    }
-    const pl_layer_ref_rows rows = {L->ref_n, L->page_size, pos, slots, tables};
-    const pl_layer_ref_routing routing = {NULL, L->ids_ref, L->margin_ref};
-    if ((L->moe ? pl_layer_ref_moe(m, &hw, &rows, 0, &routing, kc, vc, xr, out)
-                : pl_layer_ref(m, &hw.layer, &rows, 0, kc, vc, xr, out)) != 0) {
-        pl_fail(ctx, "out of host memory for the reference layer");
-        goto done;
-    }
-    for (size_t i = 0; i < (size_t)L->ref_n * D; i++)
-        L->ref[i] = pl_bf16_to_double(out[i]);
-    rc = 0;
-done:
-    free(wb), free(kc), free(vc), free(x), free(xr), free(out);
-    return rc;
-}
-
 static int capture_fused(pl_ctx *ctx, void *arg, cudaStream_t stream)
 {
     e2e_layer *L = arg;
@@ -401,7 +307,7 @@ static int layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int moe, in
     PL_TRY(alloc_step(ctx, p, L, len));
     PL_TRY(alloc_routing(ctx, L));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    PL_TRY(reference(ctx, L));
+    PL_TRY(e2e_layer_reference(ctx, L));
     /* the baseline's output, every row (and its routing); then the fused recipe once outside the capture (the GEMM
      * picks are made) */
     PL_TRY(e2e_layer_run(ctx, L, moe ? E2E_MOE_BASELINE : E2E_BASELINE));
@@ -522,88 +428,4 @@ int e2e_layer_poison(pl_ctx *ctx, void *state)
     e2e_layer *L = state;
     PL_TRY(pl_poison(ctx, L->read_partial, L->read_most * sizeof(float)));
     return pl_poison(ctx, L->out, (size_t)L->rows * L->m->hidden * 2);
-}
-
-/* The floor computes nothing to compare: its reads are checked for having run (every block's partial sum written
- * over the poison). */
-static int check_floor(pl_ctx *ctx, e2e_layer *L, pl_verification *v)
-{
-    uint32_t *h = malloc(L->read_most * sizeof *h);
-    if (!h)
-        return pl_fail(ctx, "out of host memory for the check");
-    if (cudaMemcpy(h, L->read_partial, L->read_most * sizeof *h, cudaMemcpyDeviceToHost) != cudaSuccess) {
-        free(h);
-        return pl_fail(ctx, "copying the floor's partial sums back failed");
-    }
-    size_t unwritten = 0;
-    for (unsigned i = 0; i < L->read_most; i++)
-        unwritten += h[i] == 0xffffffffu;
-    free(h);
-    pl_verify_set(v, unwritten == 0, "the floor's reads ran: %zu of %u blocks' partial sums unwritten", unwritten,
-                  L->read_most);
-    return 0;
-}
-
-/* Rows of out_h (and of ref, doubles) kept where skip is NULL or skip[row] & mask is 0, one after another into
- * got and want; returns how many rows. */
-static int keep_rows(const e2e_layer *L, const int *rows, int n, const double *ref, const unsigned char *skip,
-                     unsigned mask, uint16_t *got, double *want)
-{
-    const size_t D = L->m->hidden;
-    int kept = 0;
-    for (int i = 0; i < n; i++) {
-        const int r = rows ? rows[i] : i;
-        if (skip && (skip[r] & mask))
-            continue;
-        memcpy(got + kept * D, L->out_h + (size_t)r * D, D * 2);
-        memcpy(want + kept * D, ref + (size_t)i * D, D * sizeof(double));
-        kept++;
-    }
-    return kept;
-}
-
-int e2e_layer_check_output(pl_ctx *ctx, void *state, pl_verification *v)
-{
-    e2e_layer *L = state;
-    if (L->last_floor)
-        return check_floor(ctx, L, v);
-    const size_t D = L->m->hidden, xn = (size_t)L->rows * D;
-    PL_CUDA(ctx, cudaMemcpyAsync(L->out_h, L->out, xn * 2, cudaMemcpyDeviceToHost, ctx->stream));
-    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    int flipped = 0, bad_ref = 0;
-    unsigned char *skip = L->moe ? calloc((size_t)L->rows, 1) : NULL;
-    uint16_t *got = malloc(xn * 2);
-    double *want = malloc(xn * sizeof *want);
-    if (!got || !want || (L->moe && !skip)) {
-        free(skip), free(got), free(want);
-        return pl_fail(ctx, "out of host memory for the check");
-    }
-    if (L->moe) {
-        if (e2e_moe_read_ids(ctx, L, 0) != 0) {
-            free(skip), free(got), free(want);
-            return -1;
-        }
-        flipped = e2e_moe_route_diff(L, skip, &bad_ref);
-    }
-    pl_verification host, base;
-    const int nh = keep_rows(L, L->ref_rows, L->ref_n, L->ref, skip, 2, got, want);
-    pl_verify_bf16(got, want, (size_t)nh * D, 0, &host);
-    const int nb = keep_rows(L, NULL, L->rows, L->base, skip, 1, got, want);
-    pl_verify_bf16(got, want, (size_t)nb * D, 0, &base);
-    free(skip), free(got), free(want);
-    const int routing_ok = !bad_ref && flipped <= L->rows / 8;
-    *v = host.passed && !base.passed ? base : host;
-    char routing[160] = "";
-    if (L->moe)
-        snprintf(routing, sizeof routing,
-                 "; %d of %d rows took other experts than the baseline's (near ties, left "
-                 "out)%s",
-                 flipped, L->rows, bad_ref ? ", a reference row took other experts than a clear choice" : "");
-    snprintf(v->message, sizeof v->message,
-             "%s; %d rows against the float64 reference: rel L2 %.2e; every row against the baseline: rel L2 %.2e, "
-             "%zu NaN/Inf, %zu unwritten%s",
-             host.passed && base.passed && routing_ok ? "ok" : "FAILED", nh, host.rel_l2_error, base.rel_l2_error,
-             base.nonfinite, base.unwritten, routing);
-    v->passed = host.passed && base.passed && routing_ok;
-    return 0;
 }

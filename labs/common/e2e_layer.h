@@ -90,6 +90,11 @@ void e2e_layer_counters(const pl_params *p, int prefill, int seqs, int len, pl_c
 /* Everything above; the baseline run and the graph capture included. */
 int e2e_layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int seqs, int len, e2e_layer **out);
 void e2e_layer_teardown(pl_ctx *ctx, void *state);
+/* A floor computes nothing to compare: its reads are checked for having run, every block's partial sum (n of them,
+ * poisoned before) written. */
+int e2e_check_floor_reads(pl_ctx *ctx, const float *partial, unsigned n, pl_verification *v);
+/* The float64 reference of the rows the host can afford (e2e_layer_check.c), called by the setup. */
+int e2e_layer_reference(pl_ctx *ctx, e2e_layer *L);
 int e2e_layer_poison(pl_ctx *ctx, void *state);
 int e2e_layer_check_output(pl_ctx *ctx, void *state, pl_verification *v);
 
