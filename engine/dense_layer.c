@@ -29,13 +29,26 @@ static cudaError_t mlp_half(const pl_dense_weights *w, const pl_layer_recipe *r,
     return pl_layer_mlp(r, w->model, w->mlp_norm, w->gate_up, w->down, rows, out, out, out, b, stream);
 }
 
+/* The step's arguments, and its buffers carved from the workspace (once: the carve sizes the fast decode kernel's
+ * partials by an occupancy query). 1 when the step can run. */
 static int layer_ok(const pl_dense_weights *w, const pl_layer_recipe *r, int rows, const uint16_t *x,
-                    const uint16_t *out, const void *workspace, size_t workspace_bytes)
+                    const uint16_t *out, void *workspace, size_t workspace_bytes, pl_layer_buffers *b)
 {
     const pl_model_config *m = w ? w->model : NULL;
     return m && w->block && r && rows >= 1 && !pl_model_is_moe(m) && !m->qk_norm && x && out && workspace &&
            (r->gemm != PL_LAYER_GEMM_CUBLAS || r->cublas) &&
-           workspace_bytes >= pl_dense_workspace_bytes(m, rows, r->sm_count);
+           carve(m, rows, r->sm_count, (char *)workspace, b) <= workspace_bytes;
+}
+
+void pl_layer_recipe_ladder(int sm_count, cublasHandle_t cublas, pl_layer_recipe *out)
+{
+    const pl_layer_recipe base = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, sm_count, cublas};
+    for (int i = 0; i < PL_LAYER_LADDER_STEPS; i++)
+        out[i] = base;
+    for (int i = PL_LAYER_LADDER_FAST_ATTENTION; i < PL_LAYER_LADDER_STEPS; i++)
+        out[i].attention = PL_LAYER_ATTN_FAST;
+    out[PL_LAYER_LADDER_PERFLAB_GEMM].gemm = out[PL_LAYER_LADDER_FUSED].gemm = PL_LAYER_GEMM_PERFLAB;
+    out[PL_LAYER_LADDER_FUSED].fused = 1;
 }
 
 /* ---- decode ---- */
@@ -44,11 +57,10 @@ cudaError_t pl_dense_layer_decode(const pl_dense_weights *w, const pl_layer_reci
                                   const pl_layer_kv *kv, const uint16_t *x, uint16_t *out, void *workspace,
                                   size_t workspace_bytes, cudaStream_t stream)
 {
-    if (!step || !layer_ok(w, r, step->batch, x, out, workspace, workspace_bytes))
+    pl_layer_buffers b;
+    if (!step || !layer_ok(w, r, step->batch, x, out, workspace, workspace_bytes, &b))
         return cudaErrorInvalidValue;
     const pl_model_config *m = w->model;
-    pl_layer_buffers b;
-    carve(m, step->batch, r->sm_count, (char *)workspace, &b);
     const pl_attn_weights aw = {w->attn_norm, w->qkv, NULL, NULL, w->o};
     PL_STEP(pl_layer_attention_decode(m, &aw, r, step, kv, x, out, &b, stream));
     return mlp_half(w, r, step->batch, out, &b, stream);
@@ -104,12 +116,11 @@ cudaError_t pl_dense_layer_prefill(const pl_dense_weights *w, const pl_layer_rec
                                    size_t workspace_bytes, cudaStream_t stream)
 {
     const int T = prefill_rows(step);
-    if (T < 1 || !layer_ok(w, r, T, x, out, workspace, workspace_bytes))
+    pl_layer_buffers b;
+    if (T < 1 || !layer_ok(w, r, T, x, out, workspace, workspace_bytes, &b))
         return cudaErrorInvalidValue;
     const pl_model_config *m = w->model;
     const int qw = m->heads * m->head_dim, qkvw = qw + 2 * m->kv_heads * m->head_dim;
-    pl_layer_buffers b;
-    carve(m, T, r->sm_count, (char *)workspace, &b);
     PL_STEP(pl_layer_rmsnorm(r, m, x, w->attn_norm, T, &b, stream));
     PL_STEP(pl_layer_linear(r, b.xn, w->qkv, b.qkv, T, qkvw, m->hidden, NULL, NULL, stream));
     PL_STEP(pl_layer_rope_kv(r, m, T, step->positions, step->slots, kv, &b, 1, stream));

@@ -54,6 +54,19 @@ typedef struct pl_layer_recipe {
     cublasHandle_t cublas; /* for PL_LAYER_GEMM_CUBLAS */
 } pl_layer_recipe;
 
+/* The ladder the e2e: targets and the engine's tests walk, one named technique a step: the eager way (cuBLAS, the
+ * simple attention kernels, nothing fused), + the fast attention kernels, + perflab's GEMMs, + the fused forms. */
+enum {
+    PL_LAYER_LADDER_BASELINE,
+    PL_LAYER_LADDER_FAST_ATTENTION,
+    PL_LAYER_LADDER_PERFLAB_GEMM,
+    PL_LAYER_LADDER_FUSED,
+    PL_LAYER_LADDER_STEPS
+};
+/* out[PL_LAYER_LADDER_STEPS]: the ladder's recipes for a device of sm_count SMs (cublas: the handle the first two
+ * steps' GEMMs run on). */
+void pl_layer_recipe_ladder(int sm_count, cublasHandle_t cublas, pl_layer_recipe *out);
+
 /* One decode step's batch, all device pointers. Sequence b's new token has index positions[b] (the number of
  * tokens its cache held before this step) and goes to cache slot slots[b] (pl_kv_slot of that token: page id ·
  * page_size + row); seq_lens[b] = positions[b] + 1; block_table is [batch][max_pages] (pl_kv_block_table). */

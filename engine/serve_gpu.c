@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "engine/kv_pages.h"
+#include "engine/mix64.h"
 #include "engine/model.h"
 #include "engine/serve_gpu.h"
 
@@ -46,10 +47,8 @@ struct pl_serve_gpu {
 
 int pl_serve_prompt_token(uint64_t seed, int req, int pos, int vocab)
 {
-    uint64_t z = seed * 0x9e3779b97f4a7c15ull + ((uint64_t)(uint32_t)req << 32 | (uint32_t)pos) + 0x632be59bd9b4e019ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
+    const uint64_t z = pl_mix64(seed * 0x9e3779b97f4a7c15ull + ((uint64_t)(uint32_t)req << 32 | (uint32_t)pos) +
+                                0x632be59bd9b4e019ull);
     return (int)(z % (uint64_t)vocab);
 }
 
@@ -210,7 +209,9 @@ int pl_serve_gpu_create(const pl_serve_gpu_options *o, pl_serve_gpu **out, int *
     g->seed = o->seed;
     g->pages = g->M.pages - 1;
     g->scratch_page = g->M.pages - 1;
-    g->recipe = (pl_layer_recipe){PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, sms, NULL};
+    pl_layer_recipe ladder[PL_LAYER_LADDER_STEPS];
+    pl_layer_recipe_ladder(sms, NULL, ladder); /* the fused step runs on perflab's GEMMs: no cuBLAS handle */
+    g->recipe = ladder[PL_LAYER_LADDER_FUSED];
     if (cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking) != cudaSuccess ||
         alloc_arrays(g, err, errlen) != 0) {
         if (!err[0])

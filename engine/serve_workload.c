@@ -1,16 +1,10 @@
 /* The seeded generator and the requests of a synthetic serving workload. */
 #include "engine/serve_workload.h"
 
+#include "engine/mix64.h"
+
 #include <math.h>
 #include <stdio.h>
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static uint64_t rotl(uint64_t x, int k)
 {
@@ -20,7 +14,7 @@ static uint64_t rotl(uint64_t x, int k)
 void pl_serve_rng_seed(pl_serve_rng *r, uint64_t seed)
 {
     for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix64(&seed);
+        r->s[i] = pl_splitmix64(&seed);
 }
 
 uint64_t pl_serve_rng_next(pl_serve_rng *r)

@@ -6,20 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/mix64.h"
 #include "engine/weights.h"
-
-/* splitmix64's finaliser: a well-mixed 64-bit value of (seed, tensor, element) */
-__device__ static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 __global__ void fill_uniform_kernel(uint16_t *w, size_t n, uint64_t key, float lo, float hi)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const float u = (float)(mix64(key + 0x9e3779b97f4a7c15ull * (i + 1)) >> 40) * (1.0f / 16777216.0f);
+        const float u = (float)(pl_mix64(key + 0x9e3779b97f4a7c15ull * (i + 1)) >> 40) * (1.0f / 16777216.0f);
         const __nv_bfloat16 v = __float2bfloat16_rn(lo + (hi - lo) * u);
         w[i] = *(const uint16_t *)&v;
     }

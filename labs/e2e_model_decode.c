@@ -12,7 +12,6 @@
 #include "engine/model.h"
 #include "engine/step_cost.h"
 #include "labs.h"
-#include "peak/peak_kernels.h"
 #include "perflab/device.h"
 
 #define LENS_STREAM  0xe2e1u
@@ -22,7 +21,7 @@ typedef struct model_state {
     pl_model M;
     int batch, max_pages, recipe_run, last_floor;
     cublasHandle_t cublas;
-    pl_layer_recipe recipes[4];
+    pl_layer_recipe recipes[PL_LAYER_LADDER_STEPS];
     pl_model_rows rows;
     int *lens, *table, *positions_h, *out_rows_h;
     int64_t *slots_h;
@@ -31,11 +30,8 @@ typedef struct model_state {
     cudaGraphExec_t graph;
     uint16_t *logits_h;
     double *base;
-    float *partial;
-    unsigned grid[3], most;
+    e2e_floor floor; /* every layer's weights, the K and V pools, the LM head */
 } model_state;
-
-static const pl_stream_config read_config = {.unroll = 8, .waves = 0, .streaming = 1};
 
 static const pl_param_def model_params[] = {
     E2E_LAYER_COMMON_PARAMS,
@@ -151,19 +147,19 @@ static int capture_fused(pl_ctx *ctx, void *arg, cudaStream_t stream)
     return 0;
 }
 
+/* Every layer's weights and its K and V pools (sized for the batch at the full cache length: with --spread above 0 a
+ * little more than the batch reads), then the LM head. */
 static int floor_setup(pl_ctx *ctx, model_state *s)
 {
-    unsigned resident = 0;
-    PL_CUDA(ctx, pl_stream_resident_blocks(PL_STREAM_READ, &read_config, &resident));
-    s->most = 1;
-    const size_t n[3] = {s->M.layer[0].bytes / 4, s->M.pool_elems / 2,
-                         (size_t)s->M.config->vocab * s->M.config->hidden / 2};
-    for (int i = 0; i < 3; i++) {
-        s->grid[i] = pl_stream_grid(n[i], &read_config, resident);
-        s->most = s->grid[i] > s->most ? s->grid[i] : s->most;
+    const pl_model *M = &s->M;
+    for (int l = 0; l < M->layers; l++) {
+        const pl_layer_kv kv = pl_model_kv(M, l);
+        PL_TRY(e2e_floor_add(ctx, &s->floor, M->layer[l].block, M->layer[l].bytes));
+        PL_TRY(e2e_floor_add(ctx, &s->floor, kv.k, M->pool_elems * 2));
+        PL_TRY(e2e_floor_add(ctx, &s->floor, kv.v, M->pool_elems * 2));
     }
-    s->partial = pl_device_alloc(ctx, s->most * sizeof(float));
-    return s->partial ? 0 : -1;
+    PL_TRY(e2e_floor_add(ctx, &s->floor, M->lm_head, (size_t)M->config->vocab * M->config->hidden * 2));
+    return e2e_floor_ready(ctx, &s->floor);
 }
 
 static int model_setup(pl_ctx *ctx, const pl_params *p, void **state)
@@ -192,13 +188,7 @@ static int model_setup(pl_ctx *ctx, const pl_params *p, void **state)
     *state = s;
     if (cublasCreate(&s->cublas) != CUBLAS_STATUS_SUCCESS)
         return pl_fail(ctx, "cublasCreate failed");
-    const pl_layer_recipe base = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, ctx->device->sm_count, s->cublas};
-    for (int i = 0; i < 4; i++)
-        s->recipes[i] = base;
-    s->recipes[E2E_FAST_ATTENTION].attention = s->recipes[E2E_PERFLAB_GEMM].attention = PL_LAYER_ATTN_FAST;
-    s->recipes[E2E_PERFLAB_GEMM].gemm = PL_LAYER_GEMM_PERFLAB;
-    s->recipes[E2E_FUSED] = s->recipes[E2E_PERFLAB_GEMM];
-    s->recipes[E2E_FUSED].fused = 1;
+    pl_layer_recipe_ladder(ctx->device->sm_count, s->cublas, s->recipes);
     PL_TRY(make_rows(ctx, p, s));
     PL_TRY(floor_setup(ctx, s));
     const size_t nl = (size_t)s->batch * m->vocab;
@@ -253,28 +243,17 @@ static int run_graph(pl_ctx *ctx, void *state)
     return 0;
 }
 
-/* every layer's weights and its K and V pools (sized for the batch at the full cache length: with --spread above 0
- * a little more than the batch reads) and the LM head */
 static int run_floor(pl_ctx *ctx, void *state)
 {
     model_state *s = state;
     s->last_floor = 1;
-    for (int l = 0; l < s->M.layers; l++) {
-        const pl_layer_kv kv = pl_model_kv(&s->M, l);
-        const float *src[3] = {(const float *)s->M.layer[l].block, (const float *)kv.k, (const float *)kv.v};
-        const size_t n[3] = {s->M.layer[l].bytes / 4, s->M.pool_elems / 2, s->M.pool_elems / 2};
-        for (int i = 0; i < 3; i++)
-            PL_CUDA(ctx, pl_stream_read(src[i], n[i], &read_config, s->grid[i < 1 ? 0 : 1], s->partial, ctx->stream));
-    }
-    const size_t head = (size_t)s->M.config->vocab * s->M.config->hidden / 2;
-    PL_CUDA(ctx, pl_stream_read((const float *)s->M.lm_head, head, &read_config, s->grid[2], s->partial, ctx->stream));
-    return 0;
+    return e2e_floor_read(ctx, &s->floor);
 }
 
 static int model_poison(pl_ctx *ctx, void *state)
 {
     model_state *s = state;
-    PL_TRY(pl_poison(ctx, s->partial, s->most * sizeof(float)));
+    PL_TRY(e2e_floor_poison(ctx, &s->floor));
     return pl_poison(ctx, s->M.logits, (size_t)s->batch * s->M.config->vocab * 2);
 }
 
@@ -282,7 +261,7 @@ static int model_check(pl_ctx *ctx, void *state, pl_verification *v)
 {
     model_state *s = state;
     if (s->last_floor)
-        return e2e_check_floor_reads(ctx, s->partial, s->most, v);
+        return e2e_floor_check(ctx, &s->floor, v);
     const size_t nl = (size_t)s->batch * s->M.config->vocab;
     PL_CUDA(ctx, cudaMemcpyAsync(s->logits_h, s->M.logits, nl * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));

@@ -9,7 +9,6 @@
 #include "common/graph_capture.h"
 #include "common/layer_ref.h"
 #include "engine/step_cost.h"
-#include "peak/peak_kernels.h"
 #include "perflab/device.h"
 #include "perflab/results.h"
 
@@ -17,8 +16,6 @@
 #define K_STREAM    0xe2e2u
 #define V_STREAM    0xe2e3u
 #define X_STREAM    0xe2e4u
-
-static const pl_stream_config read_config = {.unroll = 8, .waves = 0, .streaming = 1};
 
 /* ---- sizes, from the parameters alone ---- */
 
@@ -224,14 +221,8 @@ static int capture_fused(pl_ctx *ctx, void *arg, cudaStream_t stream)
 
 static void recipes(e2e_layer *L, int sm_count)
 {
-    const pl_layer_recipe base = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, sm_count, L->cublas};
-    for (int i = 0; i < 4; i++)
-        L->recipes[i] = base;
-    L->recipes[E2E_FAST_ATTENTION].attention = PL_LAYER_ATTN_FAST;
-    L->recipes[E2E_PERFLAB_GEMM].attention = PL_LAYER_ATTN_FAST;
-    L->recipes[E2E_PERFLAB_GEMM].gemm = PL_LAYER_GEMM_PERFLAB;
-    L->recipes[E2E_FUSED] = L->recipes[E2E_PERFLAB_GEMM];
-    L->recipes[E2E_FUSED].fused = 1;
+    pl_layer_recipe_ladder(sm_count, L->cublas, L->recipes);
+    const pl_layer_recipe base = L->recipes[E2E_BASELINE];
     L->moe_recipes[E2E_MOE_BASELINE] = (pl_moe_recipe){base, PL_MOE_EXPERTS_LOOP};
     L->moe_recipes[E2E_MOE_GROUPED] = (pl_moe_recipe){base, PL_MOE_EXPERTS_GROUPED};
     L->moe_recipes[E2E_MOE_FUSED] = (pl_moe_recipe){L->recipes[E2E_FUSED], PL_MOE_EXPERTS_GROUPED};
@@ -240,27 +231,13 @@ static void recipes(e2e_layer *L, int sm_count)
 /* The floor's regions: the weights (whole, or the MoE layer's fixed part and touched experts), the K and V pools. */
 static int floor_setup(pl_ctx *ctx, e2e_layer *L)
 {
-    unsigned resident = 0, most = 1;
-    PL_CUDA(ctx, pl_stream_resident_blocks(PL_STREAM_READ, &read_config, &resident));
-    L->reads = 0;
-    if (L->moe) {
-        e2e_moe_floor_regions(L);
-    } else {
-        L->read_src[0] = (const float *)L->wblock;
-        L->read_n[0] = L->wbytes / 4;
-        L->reads = 1;
-    }
-    L->read_src[L->reads] = (const float *)L->kv.k;
-    L->read_n[L->reads++] = L->pool_elems / 2;
-    L->read_src[L->reads] = (const float *)L->kv.v;
-    L->read_n[L->reads++] = L->pool_elems / 2;
-    for (int i = 0; i < L->reads; i++) {
-        L->read_grid[i] = pl_stream_grid(L->read_n[i], &read_config, resident);
-        most = L->read_grid[i] > most ? L->read_grid[i] : most;
-    }
-    L->read_most = most;
-    L->read_partial = pl_device_alloc(ctx, most * sizeof(float));
-    return L->read_partial ? 0 : -1;
+    if (L->moe)
+        PL_TRY(e2e_moe_floor_regions(ctx, L));
+    else
+        PL_TRY(e2e_floor_add(ctx, &L->floor, L->wblock, L->wbytes));
+    PL_TRY(e2e_floor_add(ctx, &L->floor, L->kv.k, L->pool_elems * 2));
+    PL_TRY(e2e_floor_add(ctx, &L->floor, L->kv.v, L->pool_elems * 2));
+    return e2e_floor_ready(ctx, &L->floor);
 }
 
 static int alloc_weights(pl_ctx *ctx, e2e_layer *L)
@@ -417,15 +394,12 @@ int e2e_layer_run_floor(pl_ctx *ctx, void *state)
 {
     e2e_layer *L = state;
     L->last_floor = 1;
-    for (int i = 0; i < L->reads; i++)
-        PL_CUDA(ctx, pl_stream_read(L->read_src[i], L->read_n[i], &read_config, L->read_grid[i], L->read_partial,
-                                    ctx->stream));
-    return 0;
+    return e2e_floor_read(ctx, &L->floor);
 }
 
 int e2e_layer_poison(pl_ctx *ctx, void *state)
 {
     e2e_layer *L = state;
-    PL_TRY(pl_poison(ctx, L->read_partial, L->read_most * sizeof(float)));
+    PL_TRY(e2e_floor_poison(ctx, &L->floor));
     return pl_poison(ctx, L->out, (size_t)L->rows * L->m->hidden * 2);
 }

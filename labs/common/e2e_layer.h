@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <cublas_v2.h>
 
+#include "common/e2e_floor.h"
 #include "engine/dense_layer.h"
 #include "engine/moe_layer.h"
 #include "perflab/declare.h"
@@ -33,8 +34,6 @@
     PL_TEXT_PARAM("model", "llama3-8b", "a dense model config (engine/model_config.c): llama3-8b, llama3-70b, ...",    \
                   .small_value = "tiny-dense"),                                                                        \
         E2E_LAYER_SHAPE_PARAMS
-
-#define E2E_FLOOR_READS 5 /* the floor's regions: the weights (MoE: fixed part, experts' gate_up, down), K, V */
 
 typedef struct e2e_layer {
     int prefill, moe;
@@ -57,7 +56,7 @@ typedef struct e2e_layer {
     void *ws;
     size_t ws_bytes;
     cublasHandle_t cublas;
-    pl_layer_recipe recipes[4];
+    pl_layer_recipe recipes[PL_LAYER_LADDER_STEPS];
     pl_moe_recipe moe_recipes[3];
     cudaGraphExec_t graph;
     /* the checks */
@@ -71,15 +70,16 @@ typedef struct e2e_layer {
     double *margin_ref;
     int touched;
     /* the floor: the weights (MoE: the fixed part and the touched experts') and the pools read once */
-    float *read_partial;
-    const float *read_src[E2E_FLOOR_READS];
-    size_t read_n[E2E_FLOOR_READS];
-    unsigned read_grid[E2E_FLOOR_READS], read_most;
-    int reads;
-    int last_floor; /* the last run was the floor's: the check looks at its reads, not at the layer's output */
+    e2e_floor floor; /* the weights (MoE: the fixed part, the touched experts' gate_up and down), K, V */
+    int last_floor;  /* the last run was the floor's: the check looks at its reads, not at the layer's output */
 } e2e_layer;
 
-enum { E2E_BASELINE, E2E_FAST_ATTENTION, E2E_PERFLAB_GEMM, E2E_FUSED };
+enum {
+    E2E_BASELINE = PL_LAYER_LADDER_BASELINE,
+    E2E_FAST_ATTENTION = PL_LAYER_LADDER_FAST_ATTENTION,
+    E2E_PERFLAB_GEMM = PL_LAYER_LADDER_PERFLAB_GEMM,
+    E2E_FUSED = PL_LAYER_LADDER_FUSED
+};
 enum { E2E_MOE_BASELINE, E2E_MOE_GROUPED, E2E_MOE_FUSED };
 
 /* check_params: the model is a dense config, the sizes fit the attention kernels and the GPU's memory. */
@@ -90,9 +90,6 @@ void e2e_layer_counters(const pl_params *p, int prefill, int seqs, int len, pl_c
 /* Everything above; the baseline run and the graph capture included. */
 int e2e_layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int seqs, int len, e2e_layer **out);
 void e2e_layer_teardown(pl_ctx *ctx, void *state);
-/* A floor computes nothing to compare: its reads are checked for having run, every block's partial sum (n of them,
- * poisoned before) written. */
-int e2e_check_floor_reads(pl_ctx *ctx, const float *partial, unsigned n, pl_verification *v);
 /* The float64 reference of the rows the host can afford (e2e_layer_check.c), called by the setup. */
 int e2e_layer_reference(pl_ctx *ctx, e2e_layer *L);
 int e2e_layer_poison(pl_ctx *ctx, void *state);
@@ -120,8 +117,8 @@ int e2e_moe_run_fused(pl_ctx *ctx, void *state);
 
 /* ---- e2e_moe.c: the MoE parts of the glue ---- */
 /* The MoE weights' floor regions: the fixed part, the first `touched` experts' gate_up and down (as many bytes as the
- * touched ones). */
-void e2e_moe_floor_regions(e2e_layer *L);
+ * touched ones). 0, or -1 (failed, with the reason). */
+int e2e_moe_floor_regions(pl_ctx *ctx, e2e_layer *L);
 /* The last run's expert ids into L->ids_run (or L->ids_base when base); 0 or -1 (failed, with the reason). */
 int e2e_moe_read_ids(pl_ctx *ctx, e2e_layer *L, int base);
 /* Marks the rows whose experts (as sets) differ from the baseline's (differs[row] = 1); returns how many. A reference

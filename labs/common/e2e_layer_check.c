@@ -103,23 +103,6 @@ done:
     return rc;
 }
 
-int e2e_check_floor_reads(pl_ctx *ctx, const float *partial, unsigned n, pl_verification *v)
-{
-    uint32_t *h = malloc(n * sizeof *h);
-    if (!h)
-        return pl_fail(ctx, "out of host memory for the check");
-    if (cudaMemcpy(h, partial, n * sizeof *h, cudaMemcpyDeviceToHost) != cudaSuccess) {
-        free(h);
-        return pl_fail(ctx, "copying the floor's partial sums back failed");
-    }
-    size_t unwritten = 0;
-    for (unsigned i = 0; i < n; i++)
-        unwritten += h[i] == 0xffffffffu;
-    free(h);
-    pl_verify_set(v, unwritten == 0, "the floor's reads ran: %zu of %u blocks' partial sums unwritten", unwritten, n);
-    return 0;
-}
-
 /* Rows of out_h (and of ref, doubles) kept where skip is NULL or skip[row] & mask is 0, one after another into
  * got and want; returns how many rows. */
 static int keep_rows(const e2e_layer *L, const int *rows, int n, const double *ref, const unsigned char *skip,
@@ -142,7 +125,7 @@ int e2e_layer_check_output(pl_ctx *ctx, void *state, pl_verification *v)
 {
     e2e_layer *L = state;
     if (L->last_floor)
-        return e2e_check_floor_reads(ctx, L->read_partial, L->read_most, v);
+        return e2e_floor_check(ctx, &L->floor, v);
     const size_t D = L->m->hidden, xn = (size_t)L->rows * D;
     PL_CUDA(ctx, cudaMemcpyAsync(L->out_h, L->out, xn * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));

@@ -4,19 +4,16 @@
 #include "common/e2e_layer.h"
 #include "common/layer_ref.h"
 
-void e2e_moe_floor_regions(e2e_layer *L)
+int e2e_moe_floor_regions(pl_ctx *ctx, e2e_layer *L)
 {
     const pl_moe_weights *w = &L->mw;
     const pl_model_config *m = L->m;
     const size_t touched = (size_t)(L->touched > 0 ? L->touched : 0);
     const size_t expert_elems = (size_t)m->expert_intermediate * m->hidden; /* down's; gate_up has twice as many */
-    L->read_src[0] = (const float *)w->block; /* the fixed part: everything before the experts */
-    L->read_n[0] = (size_t)((const char *)w->gate_up - (const char *)w->block) / 4;
-    L->read_src[1] = (const float *)w->gate_up;
-    L->read_n[1] = touched * 2 * expert_elems * 2 / 4;
-    L->read_src[2] = (const float *)w->down;
-    L->read_n[2] = touched * expert_elems * 2 / 4;
-    L->reads = touched > 0 ? 3 : 1;
+    /* the fixed part (everything before the experts), then as many experts' gate_up and down as the batch touched */
+    PL_TRY(e2e_floor_add(ctx, &L->floor, w->block, (size_t)((const char *)w->gate_up - (const char *)w->block)));
+    PL_TRY(e2e_floor_add(ctx, &L->floor, w->gate_up, touched * 2 * expert_elems * 2));
+    return e2e_floor_add(ctx, &L->floor, w->down, touched * expert_elems * 2);
 }
 
 int e2e_moe_read_ids(pl_ctx *ctx, e2e_layer *L, int base)

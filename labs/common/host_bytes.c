@@ -1,18 +1,11 @@
 /* Random bytes and the exact byte-for-byte check of the transfer labs. */
 #include "common/host_bytes.h"
+#include "engine/mix64.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
-
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 void pl_fill_random_bytes(void *buf, size_t bytes, uint64_t seed, uint64_t stream_id)
 {
@@ -20,11 +13,11 @@ void pl_fill_random_bytes(void *buf, size_t bytes, uint64_t seed, uint64_t strea
     uint8_t *p = buf;
     size_t i = 0;
     for (; i + 8 <= bytes; i += 8) {
-        const uint64_t v = splitmix64(&state);
+        const uint64_t v = pl_splitmix64(&state);
         memcpy(p + i, &v, 8);
     }
     if (i < bytes) {
-        const uint64_t v = splitmix64(&state);
+        const uint64_t v = pl_splitmix64(&state);
         memcpy(p + i, &v, bytes - i);
     }
 }

@@ -5,14 +5,7 @@
 #include <string.h>
 
 #include "comm/skew.h"
-
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+#include "engine/mix64.h"
 
 void pl_moe_routing_free(pl_moe_routing *r)
 {
@@ -82,7 +75,7 @@ int pl_moe_routing_make(pl_moe_routing *r, int experts, int tokens, int topk, do
         perm[i] = i;
     uint64_t state = seed;
     for (int i = experts - 1; i > 0; i--) { /* Fisher-Yates */
-        const int j = (int)(splitmix64(&state) % (uint64_t)(i + 1));
+        const int j = (int)(pl_splitmix64(&state) % (uint64_t)(i + 1));
         const int t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;

@@ -34,7 +34,7 @@
 #define PAGE     16
 #define CK(call) ck_assert_msg((call) == cudaSuccess, "%s failed", #call)
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
-#define RECIPES  4
+#define RECIPES  PL_LAYER_LADDER_STEPS
 
 static const char *const recipe_names[RECIPES] = {"baseline", "fast_attention", "perflab_gemm", "fused"};
 
@@ -123,12 +123,7 @@ static void rig_init(rig *r, const char *model, int nseq, const int *need, int m
     CK(cudaMalloc((void **)&r->lens_d, 3 * sizeof(int)));
     CK(cudaMalloc((void **)&r->table_d, 3 * (size_t)r->max_pages * sizeof(int)));
     ck_assert(cublasCreate(&r->cublas) == CUBLAS_STATUS_SUCCESS);
-    const pl_layer_recipe base = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, r->sm_count, r->cublas};
-    for (int i = 0; i < RECIPES; i++)
-        r->recipes[i] = base;
-    r->recipes[1].attention = r->recipes[2].attention = r->recipes[3].attention = PL_LAYER_ATTN_FAST;
-    r->recipes[2].gemm = r->recipes[3].gemm = PL_LAYER_GEMM_PERFLAB;
-    r->recipes[3].fused = 1;
+    pl_layer_recipe_ladder(r->sm_count, r->cublas, r->recipes);
 }
 
 static void rig_free(rig *r)

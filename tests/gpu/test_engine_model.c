@@ -69,10 +69,8 @@ static void rig_init(rig *r, int recipe)
                                 .sm_count = sms};
     ck_assert_msg(pl_model_create(&o, &r->M, err, sizeof err) == 0, "%s", err);
     ck_assert(cublasCreate(&r->cublas) == CUBLAS_STATUS_SUCCESS);
-    const pl_layer_recipe recipes[4] = {{PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, sms, r->cublas},
-                                        {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_FAST, 0, sms, r->cublas},
-                                        {PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 0, sms, r->cublas},
-                                        {PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, sms, r->cublas}};
+    pl_layer_recipe recipes[PL_LAYER_LADDER_STEPS];
+    pl_layer_recipe_ladder(sms, r->cublas, recipes);
     r->recipe = recipes[recipe];
     const int L = r->M.layers;
     r->wh = calloc((size_t)L, sizeof *r->wh);

@@ -135,8 +135,9 @@ static void rig_init(rig *r, const char *model, int nseq, const int *need, uint6
     CK(cudaMalloc((void **)&r->lens_d, (size_t)nseq * sizeof(int)));
     CK(cudaMalloc((void **)&r->table_d, (size_t)nseq * r->max_pages * sizeof(int)));
     ck_assert(cublasCreate(&r->cublas) == CUBLAS_STATUS_SUCCESS);
-    const pl_layer_recipe eager = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, r->sm_count, r->cublas};
-    const pl_layer_recipe fused = {PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, r->sm_count, r->cublas};
+    pl_layer_recipe ladder[PL_LAYER_LADDER_STEPS];
+    pl_layer_recipe_ladder(r->sm_count, r->cublas, ladder);
+    const pl_layer_recipe eager = ladder[PL_LAYER_LADDER_BASELINE], fused = ladder[PL_LAYER_LADDER_FUSED];
     r->recipes[0] = (pl_moe_recipe){eager, PL_MOE_EXPERTS_LOOP};
     r->recipes[1] = (pl_moe_recipe){eager, PL_MOE_EXPERTS_GROUPED};
     r->recipes[2] = (pl_moe_recipe){fused, PL_MOE_EXPERTS_LOOP};

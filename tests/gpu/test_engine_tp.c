@@ -210,9 +210,9 @@ static pl_decode_step decode_of(const dev_step *d, const tp_step *t)
 /* Recipe i: 0 cuBLAS, simple attention, unfused; 1 perflab GEMMs, fast attention, fused. */
 static pl_layer_recipe recipe_of(int i, int sm_count, cublasHandle_t cublas)
 {
-    if (i == 0)
-        return (pl_layer_recipe){PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, sm_count, cublas};
-    return (pl_layer_recipe){PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, sm_count, cublas};
+    pl_layer_recipe ladder[PL_LAYER_LADDER_STEPS];
+    pl_layer_recipe_ladder(sm_count, cublas, ladder);
+    return ladder[i == 0 ? PL_LAYER_LADDER_BASELINE : PL_LAYER_LADDER_FUSED];
 }
 
 /* A run's results, host copies: the output and the pools after the step. */
