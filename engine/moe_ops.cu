@@ -39,6 +39,7 @@ __device__ static void warp_topk(float *l, int experts, int top_k, float *top, i
             if (ov > best || (ov == best && oi < bi))
                 best = ov, bi = oi;
         }
+        __syncwarp(); /* every lane's reads of l before lane 0 writes the chosen one's -inf */
         if (lane == 0) {
             const int id = bi < experts ? bi : 0;
             top[i] = bi < experts ? best : NAN;

@@ -254,6 +254,14 @@ static int model_poison(pl_ctx *ctx, void *state)
 {
     model_state *s = state;
     PL_TRY(e2e_floor_poison(ctx, &s->floor));
+    /* the step's intermediates too (the residual stream, the layers' workspace, the picked and normed rows): a
+     * kernel that skips a write then reads NaN rather than the previous run's value, and compute-sanitizer's
+     * initcheck sees them written even where a GEMM stores with TMA, which it does not track */
+    const size_t D = (size_t)s->M.config->hidden;
+    PL_TRY(pl_poison(ctx, s->M.x, (size_t)s->M.max_rows * D * 2));
+    PL_TRY(pl_poison(ctx, s->M.picked, (size_t)s->M.max_out * D * 2));
+    PL_TRY(pl_poison(ctx, s->M.normed, (size_t)s->M.max_out * D * 2));
+    PL_TRY(pl_poison(ctx, s->M.ws, s->M.ws_bytes));
     return pl_poison(ctx, s->M.logits, (size_t)s->batch * s->M.config->vocab * 2);
 }
 

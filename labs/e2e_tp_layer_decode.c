@@ -407,6 +407,7 @@ static int tp_poison(pl_ctx *ctx, void *state)
         PL_CUDA(ctx, cudaSetDevice(i));
         PL_CUDA(ctx, cudaMemset(s->r[i].out, 0xff, bytes));
         PL_CUDA(ctx, cudaMemset(s->r[i].ar_out, 0xff, bytes));
+        PL_CUDA(ctx, cudaMemset(s->r[i].ws, 0xff, s->r[i].ws_bytes)); /* the rank's intermediates */
         PL_CUDA(ctx, cudaDeviceSynchronize());
     }
     PL_CUDA(ctx, cudaSetDevice(s->home));

@@ -401,5 +401,9 @@ int e2e_layer_poison(pl_ctx *ctx, void *state)
 {
     e2e_layer *L = state;
     PL_TRY(e2e_floor_poison(ctx, &L->floor));
+    /* the workspace too (the step's intermediates): a kernel that skips a write then reads NaN rather than the
+     * previous run's value, and compute-sanitizer's initcheck sees them written even where a GEMM stores with TMA,
+     * which it does not track */
+    PL_TRY(pl_poison(ctx, L->ws, L->ws_bytes));
     return pl_poison(ctx, L->out, (size_t)L->rows * L->m->hidden * 2);
 }

@@ -138,6 +138,15 @@ static void energy_figures(pl_serve_rate *r, pl_serve_energy *meter, double j0, 
         pl_snprintf(r->energy_note, sizeof r->energy_note, "%s", meter->why);
         return;
     }
+    if (j1 - j0 <= 0) {
+        /* the driver updates the counter periodically, not every millijoule: a short run may see no step */
+        r->energy_ok = 0;
+        pl_snprintf(r->energy_note, sizeof r->energy_note,
+                    "the energy counter did not advance over the rate's %.3f s (it is updated less often): serve more "
+                    "requests (--num-prompts)",
+                    r->m.duration_s);
+        return;
+    }
     r->energy_ok = 1;
     r->energy_j = j1 - j0;
     r->j_per_output_token = r->m.total_output > 0 ? r->energy_j / (double)r->m.total_output : NAN;

@@ -302,6 +302,8 @@ static void check_run(rig *r, const rows *w, int recipe, int mode, const char *w
              mode == 1   ? " in place"
              : mode == 2 ? " from a graph"
                          : "");
+    printf("%s\n", tag); /* a hang names its case */
+    fflush(stdout);
     pl_test_poison_slots(r->kv.k, r->kv.v, w->slots, w->n, r->row_elems);
     CK(cudaMemset(r->out_d, 0xff, xn * 2));
     CK(cudaMemset(r->ws, 0xff, r->ws_bytes));

@@ -131,6 +131,82 @@ static void tools_wait(tool_run *runs, size_t n)
     }
 }
 
+/* A finding's first line: memcheck's "Invalid ...", racecheck's "Error: Race reported ..." or "Warning: ...",
+ * initcheck's "Uninitialized ...", synccheck's "Barrier error ...". */
+static int is_finding(const char *line)
+{
+    static const char *const marks[] = {"Invalid ", "Error: ", "Warning: ", "Uninitialized ", "Barrier error",
+                                        "Program hit "};
+    if (strncmp(line, "========= ", 10) != 0)
+        return 0;
+    for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++)
+        if (strncmp(line + 10, marks[k], strlen(marks[k])) == 0)
+            return 1;
+    return 0;
+}
+
+/* The findings of a log that is not clean, each distinct one once with its count, the target whose process made
+ * it (the last "Target application:" line before it names the target in its job) and the two lines after it (the
+ * kernel and the access): a log holds every process's session details, and one defect repeated over a grid can
+ * be hundreds of thousands of lines, so the log's head alone says nothing. */
+#define DIGEST_MAX 24
+static void findings_digest(pl_buf *out, const char *name, const char *log)
+{
+    struct {
+        char *key, *text;
+        long count;
+    } seen[DIGEST_MAX];
+    int n = 0;
+    long dropped = 0;
+    char target[96] = "the runner";
+    for (const char *p = log; *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        const char *app = strstr(p, "Target application:");
+        if (app && app < p + len) {
+            const char *t = strstr(p, "\"target\":\"");
+            if (t && t < p + len) {
+                t += 10;
+                size_t k = strcspn(t, "\"\n");
+                snprintf(target, sizeof target, "%.*s", (int)(k < 95 ? k : 95), t);
+            } else {
+                snprintf(target, sizeof target, "the runner");
+            }
+        } else if (is_finding(p)) {
+            /* the key: the target and the line up to its first address or size, which vary across a grid */
+            size_t klen = strcspn(p, "0123456789\n");
+            char *key = pl_strfmt("%s|%.*s", target, (int)klen, p);
+            int i = 0;
+            while (i < n && strcmp(seen[i].key, key) != 0)
+                i++;
+            if (i < n) {
+                seen[i].count++;
+                free(key);
+            } else if (n < DIGEST_MAX) {
+                const char *end = p + len;
+                for (int more = 0; more < 2 && *end; more++) {
+                    const char *next = strchr(end + 1, '\n');
+                    end = next ? next : end + strlen(end);
+                }
+                seen[n].key = key;
+                seen[n].text = pl_strfmt("%s: %.*s", target, (int)(end - p), p);
+                seen[n++].count = 1;
+            } else {
+                dropped++;
+                free(key);
+            }
+        }
+        p += len + (eol != NULL);
+    }
+    pl_buf_printf(out, "---- %s: not clean: %d distinct findings%s ----\n", name, n,
+                  dropped ? " (and more not shown)" : "");
+    for (int i = 0; i < n; i++) {
+        pl_buf_printf(out, "[%ld x] %s\n", seen[i].count, seen[i].text);
+        free(seen[i].key);
+        free(seen[i].text);
+    }
+}
+
 /* The summary of one process's log: memcheck, synccheck and initcheck print "ERROR SUMMARY: N errors", racecheck
  * "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)". Returns 0 when there is none. */
 static int add_summary(tool_run *r, const char *name, const char *log)
@@ -146,8 +222,10 @@ static int add_summary(tool_run *r, const char *name, const char *log)
         }
     }
     r->findings += n;
-    if (!found || n > 0)
-        pl_buf_printf(&r->dirty, "---- %s: %s ----\n%s\n", name, found ? "not clean" : "no summary", log);
+    if (!found)
+        pl_buf_printf(&r->dirty, "---- %s: no summary ----\n%s\n", name, log);
+    else if (n > 0)
+        findings_digest(&r->dirty, name, log);
     return found;
 }
 
