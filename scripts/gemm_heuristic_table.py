@@ -147,6 +147,37 @@ def kept_entries(path, table):
     return kept
 
 
+def c_accessor(c_type, array, func, terminator):
+    """The end of a generated C table: its terminator row, and the function that returns it with its length."""
+    return [f"    {terminator}, /* the end (C11 has no empty arrays) */", "};", "",
+            f"const {c_type} *{func}(size_t *n)", "{",
+            f"    *n = sizeof {array} / sizeof {array}[0] - 1;", f"    return {array};", "}", ""]
+
+
+def kernel_names(path):
+    """The kernel names of `perflab gemm --list-kernels --json` in path; ComparisonError when unreadable."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return {k["name"] for k in json.load(f)}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ComparisonError(f"--kernels {path}: {e} (give the JSON of perflab gemm --list-kernels --json)") from e
+
+
+def source_of(doc, path):
+    """How a generated file's header names one run."""
+    gpu = (doc.get("gpu") or {}).get("name", "unknown GPU")
+    return (f"{os.path.basename(os.path.dirname(os.path.abspath(path)))} ({gpu}, {doc.get('started_at', '?')}, "
+            f"B {doc['layout']}, commit {doc.get('git_commit', '?')})")
+
+
+def write_atomically(path, text):
+    """path holds text, or what it held before (a file written beside it, then renamed over it)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def gpu_words(sms, l2):
     """The GPU an entry's key names, as the header writes it."""
     return (f", {sms} SMs" if sms else ", any GPU") + (f" {l2} MiB L2" if l2 else "")
@@ -173,9 +204,7 @@ def render(table, sources):
             note += f"; the model's pick {e['pick']} took {e['ratio']:.3f}x"
         out.append(f"    /* {note} */")
         out.append(line)
-    out += ["    {NULL, 0, 0, 0, 0, NULL, 0}, /* the end (C11 has no empty arrays) */", "};", "",
-            "const pl_gemm_heuristic_entry *pl_gemm_heuristic_table(size_t *n)", "{",
-            "    *n = sizeof entries / sizeof entries[0] - 1;", "    return entries;", "}", ""]
+    out += c_accessor("pl_gemm_heuristic_entry", "entries", "pl_gemm_heuristic_table", "{NULL, 0, 0, 0, 0, NULL, 0}")
     return "\n".join(out)
 
 
@@ -212,22 +241,16 @@ def main(argv=None):
         if not sep or not NAME.match(old) or not NAME.match(new):
             ap.error(f"--rename {item!r}: give OLD=NEW, both kernel names")
         rename[old] = new
-    keep = None
-    if a.kernels:
-        try:
-            with open(a.kernels, encoding="utf-8") as f:
-                keep = {k["name"] for k in json.load(f)}
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            print(f"gemm_heuristic_table.py: --kernels {a.kernels}: {e} (give the JSON of perflab gemm --list-kernels --json)",
-                  file=sys.stderr)
-            return 2
+    try:
+        keep = kernel_names(a.kernels) if a.kernels else None
+    except ComparisonError as e:
+        print(f"gemm_heuristic_table.py: {e}", file=sys.stderr)
+        return 2
     table, sources, docs = {}, [], []
     try:
         for path in a.comparisons:
             doc = load(path)
-            gpu = (doc.get("gpu") or {}).get("name", "unknown GPU")
-            sources.append(f"{os.path.basename(os.path.dirname(os.path.abspath(path)))} ({gpu}, "
-                           f"{doc.get('started_at', '?')}, B {doc['layout']}, commit {doc.get('git_commit', '?')})")
+            sources.append(source_of(doc, path))
             docs.append((doc, path))
             if a.robust:
                 continue
@@ -245,11 +268,7 @@ def main(argv=None):
     except (ComparisonError, OSError) as e:
         print(f"gemm_heuristic_table.py: {e}", file=sys.stderr)
         return 2
-    text = render(table, sources)
-    tmp = a.out + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, a.out)
+    write_atomically(a.out, render(table, sources))
     print(f"wrote {a.out}: {len(table)} entries from {len(a.comparisons)} file(s)", file=sys.stderr)
     return 0
 

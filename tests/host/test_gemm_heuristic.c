@@ -462,6 +462,111 @@ START_TEST(committed_table_is_valid)
 }
 END_TEST
 
+/* The committed points name kernels of the kernel table, layouts that exist, a GPU, and positive times. */
+START_TEST(committed_points_are_valid)
+{
+    size_t n;
+    const pl_gemm_point *q = pl_gemm_heuristic_points(&n);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_uint_gt(n, 0);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg(q[i].layout && pl_gemm_layout_from_name(q[i].layout) >= 0, "point %zu: layout", i);
+        ck_assert_msg(q[i].m >= 1 && q[i].n >= 1 && q[i].k >= 1 && q[i].sms > 0 && q[i].us > 0, "point %zu", i);
+        ck_assert_msg(pl_gemm_kernel_find(q[i].kernel) != NULL, "point %zu: unknown kernel %s", i, q[i].kernel);
+    }
+    ck_assert_ptr_null(q[n].layout); /* the terminator */
+}
+END_TEST
+
+/* A kernel's only point sets its time there exactly, scales the model near it, fades with distance, and counts only
+ * on a GPU of its SM count and L2 size. */
+START_TEST(points_scale_the_model)
+{
+    const pl_gemm_gpu g = {90, 132, 1, 0, 0, 60}, other = {90, 132, 1, 0, 0, 50};
+    const pl_gemm_kernel *k = pl_gemm_kernel_find("wgmma_ws_128x256x64_s4");
+    ck_assert_ptr_nonnull(k);
+    const pl_gemm_problem at = problem(4096, 4096, 4096, PL_GEMM_B_NK);
+    const double model = pl_gemm_model_us(k, &at, &g);
+    const pl_gemm_point pt = {"nk", 132, 60, 4096, 4096, 4096, "wgmma_ws_128x256x64_s4", 2.0 * model};
+    ck_assert_double_eq_tol(pl_gemm_model_measured_us(k, &at, &g, &pt, 1), 2.0 * model, 1e-9 * model);
+    /* another GPU, another kernel, another layout: the model alone */
+    ck_assert_double_eq_tol(pl_gemm_model_measured_us(k, &at, &other, &pt, 1), model, 1e-9 * model);
+    const pl_gemm_kernel *k2 = pl_gemm_kernel_find("wgmma_ws_128x128x64_s6");
+    ck_assert_ptr_nonnull(k2);
+    ck_assert_double_eq_tol(pl_gemm_model_measured_us(k2, &at, &g, &pt, 1), pl_gemm_model_us(k2, &at, &g), 1e-6);
+    /* a point alone scales the model by its error wherever it is; two points weigh by distance */
+    const pl_gemm_problem near = problem(2048, 4096, 4096, PL_GEMM_B_NK);
+    const double near_model = pl_gemm_model_us(k, &near, &g);
+    ck_assert_double_eq_tol(pl_gemm_model_measured_us(k, &near, &g, &pt, 1), 2.0 * near_model, 1e-9 * near_model);
+    const pl_gemm_problem far_shape = problem(256, 4096, 4096, PL_GEMM_B_NK);
+    const pl_gemm_point two[2] = {
+        pt, {"nk", 132, 60, 256, 4096, 4096, "wgmma_ws_128x256x64_s4", pl_gemm_model_us(k, &far_shape, &g)}};
+    const double mid = pl_gemm_model_measured_us(k, &near, &g, two, 2) / near_model;
+    ck_assert_msg(mid > 1.0 && mid < 2.0, "between the points' errors: %.3f", mid);
+    ck_assert_msg(mid > sqrt(2.0), "the nearer point (1 octave) weighs more than the farther (3): %.3f", mid);
+}
+END_TEST
+
+/* The measured points generalize: each measured shape of the committed points, left out in turn, is picked with the
+ * others' points (and no table); the pick's measured time against the fastest measured configuration there, as a
+ * geometric mean over the shapes, beats the model alone's, and reaches 0.95. */
+START_TEST(points_generalize_to_shapes_left_out)
+{
+    size_t n;
+    const pl_gemm_point *q = pl_gemm_heuristic_points(&n);
+    pl_gemm_point *rest = malloc(n * sizeof *rest);
+    ck_assert_ptr_nonnull(rest);
+    double log_model = 0, log_points = 0;
+    int shapes = 0, within_model = 0, within_points = 0;
+    for (size_t i = 0; i < n; i++) {
+        int first = 1; /* each (GPU, layout, shape) once: at its first point */
+        for (size_t j = 0; j < i && first; j++)
+            first = !(q[j].sms == q[i].sms && q[j].l2_mib == q[i].l2_mib && strcmp(q[j].layout, q[i].layout) == 0 &&
+                      q[j].m == q[i].m && q[j].n == q[i].n && q[j].k == q[i].k);
+        if (!first)
+            continue;
+        size_t kept = 0;
+        double best = INFINITY;
+        for (size_t j = 0; j < n; j++) {
+            const int same = q[j].sms == q[i].sms && q[j].l2_mib == q[i].l2_mib &&
+                             strcmp(q[j].layout, q[i].layout) == 0 && q[j].m == q[i].m && q[j].n == q[i].n &&
+                             q[j].k == q[i].k;
+            if (same)
+                best = q[j].us < best ? q[j].us : best;
+            else
+                rest[kept++] = q[j];
+        }
+        const pl_gemm_gpu g = {90, q[i].sms, 1, 0, 0, q[i].l2_mib};
+        const pl_gemm_problem p =
+            problem(q[i].m, q[i].n, q[i].k, (pl_gemm_b_layout)pl_gemm_layout_from_name(q[i].layout));
+        pl_gemm_pick alone, scaled;
+        ck_assert(pl_gemm_bf16_pick_from(&p, &g, NULL, 0, &alone) == 0);
+        ck_assert(pl_gemm_bf16_pick_measured(&p, &g, NULL, 0, rest, kept, &scaled) == 0);
+        double t_alone = NAN, t_scaled = NAN;
+        for (size_t j = 0; j < n; j++)
+            if (q[j].sms == q[i].sms && q[j].l2_mib == q[i].l2_mib && strcmp(q[j].layout, q[i].layout) == 0 &&
+                q[j].m == q[i].m && q[j].n == q[i].n && q[j].k == q[i].k) {
+                t_alone = strcmp(q[j].kernel, alone.kernel->name) == 0 ? q[j].us : t_alone;
+                t_scaled = strcmp(q[j].kernel, scaled.kernel->name) == 0 ? q[j].us : t_scaled;
+            }
+        if (isnan(t_alone) || isnan(t_scaled))
+            continue; /* a pick that shape's sweep did not time: no figure */
+        shapes++;
+        log_model += log(best / t_alone);
+        log_points += log(best / t_scaled);
+        within_model += best / t_alone >= 1 / 1.03;
+        within_points += best / t_scaled >= 1 / 1.03;
+    }
+    free(rest);
+    ck_assert_int_gt(shapes, 20);
+    const double gm_model = exp(log_model / shapes), gm_points = exp(log_points / shapes);
+    printf("points left out in turn: %d shapes; the fastest over the pick, geometric mean: model alone %.3f (%d within "
+           "3%%), scaled by the other shapes' points %.3f (%d within 3%%)\n",
+           shapes, gm_model, within_model, gm_points, within_points);
+    ck_assert_msg(gm_points > gm_model && gm_points >= 0.95, "scaled %.3f, model alone %.3f", gm_points, gm_model);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gemm_heuristic");
@@ -477,6 +582,9 @@ static Suite *suite(void)
     tcase_add_test(tc, grouped_problem_checks);
     tcase_add_test(tc, table_precedence);
     tcase_add_test(tc, committed_table_is_valid);
+    tcase_add_test(tc, committed_points_are_valid);
+    tcase_add_test(tc, points_scale_the_model);
+    tcase_add_test(tc, points_generalize_to_shapes_left_out);
     suite_add_tcase(s, tc);
     return s;
 }

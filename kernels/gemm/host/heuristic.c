@@ -1,18 +1,22 @@
 /* The pick of a native BF16 kernel for a problem (gemm/host/heuristic.h): a measured table first, then a roofline model
- * with wave quantization over every kernel of the table (kernel_table.c). */
+ * with wave quantization over every kernel of the table (kernel_table.c), scaled by its error at the measured points
+ * near the problem. */
 #include "gemm/host/heuristic.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "gemm/host/splitk.h"
 
-#define LAUNCH_US        3.0 /* a launch and its tail, common to every kernel (does not change the ranking) */
-#define TILE_OVERHEAD_US 1.0 /* per tile an SM handles: the cooperative epilogue, or a CTA's pipeline fill */
-#define SPLIT_US         1.0 /* split-K: two cluster barriers and the partials read through DSMEM */
-#define FLOP_PER_CLK_SM  4096.0
+#define LAUNCH_US                3.0 /* a launch and its tail, common to every kernel (does not change the ranking) */
+#define TILE_OVERHEAD_US         1.0 /* per tile an SM handles: the cooperative epilogue, or a CTA's pipeline fill */
+#define SPLIT_US                 1.0 /* split-K: two cluster barriers and the partials read through DSMEM */
+#define FLOP_PER_CLK_SM          4096.0
+
+#define PL_GEMM_PICK_MAX_KERNELS 256 /* the kernel table's rows the pick weighs (it holds a few dozen) */
 
 cudaError_t pl_gemm_gpu_query(pl_gemm_gpu *g)
 {
@@ -115,6 +119,38 @@ double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const
     return LAUNCH_US + bound_us + overhead_us;
 }
 
+/* A point measured on a GPU like g (its SM count and L2 size) with p's layout. */
+static int point_applies(const pl_gemm_point *q, const pl_gemm_problem *p, const pl_gemm_gpu *g)
+{
+    return q->layout && strcmp(q->layout, pl_gemm_layout_name(p->b_layout)) == 0 && q->sms == g->sms &&
+           q->l2_mib == g->l2_mib && q->m > 0 && q->n > 0 && q->k > 0 && q->us > 0;
+}
+
+double pl_gemm_model_measured_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_gemm_gpu *g,
+                                 const pl_gemm_point *points, size_t npoints)
+{
+    const double model = pl_gemm_model_us(k, p, g);
+    if (!isfinite(model))
+        return model;
+    double weights = 0, sum = 0;
+    for (size_t i = 0; i < npoints; i++) {
+        const pl_gemm_point *q = &points[i];
+        if (!q->kernel || strcmp(q->kernel, k->name) != 0 || !point_applies(q, p, g))
+            continue;
+        /* the model at the point's shape, with p's epilogue and operands */
+        pl_gemm_problem at = *p;
+        at.m = q->m, at.n = q->n, at.k = q->k;
+        const double there = pl_gemm_model_us(k, &at, g);
+        if (!isfinite(there) || there <= 0)
+            continue;
+        const double dm = log2((double)p->m / q->m), dn = log2((double)p->n / q->n), dk = log2((double)p->k / q->k);
+        const double w = exp(-(dm * dm + dn * dn + dk * dk) / (2.0 * PL_GEMM_POINTS_SIGMA * PL_GEMM_POINTS_SIGMA));
+        weights += w;
+        sum += w * log(q->us / there);
+    }
+    return weights > 0 ? model * exp(sum / weights) : model;
+}
+
 /* A kernel the pick may choose: not a teaching rung, runs on g, takes p. */
 static int eligible(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_gemm_gpu *g)
 {
@@ -147,8 +183,8 @@ static long nearest_entry(const pl_gemm_problem *p, const pl_gemm_gpu *g, int l2
     return best;
 }
 
-int pl_gemm_bf16_pick_from(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *table,
-                           size_t n, pl_gemm_pick *out)
+int pl_gemm_bf16_pick_measured(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *table,
+                               size_t n, const pl_gemm_point *points, size_t npoints, pl_gemm_pick *out)
 {
     memset(out, 0, sizeof *out);
     out->model_us = NAN;
@@ -175,12 +211,12 @@ int pl_gemm_bf16_pick_from(const pl_gemm_problem *p, const pl_gemm_gpu *g, const
     /* the model's fastest; among those within PL_GEMM_MODEL_TIE of it, the one that pads the least work (less
      * energy, so a higher clock at the power limit), then the one that moves the fewest bytes from L2, then the
      * kernel table's order */
-    double best_us = INFINITY;
     const size_t count = pl_gemm_kernel_count();
-    for (size_t i = 0; i < count; i++) {
+    double us[PL_GEMM_PICK_MAX_KERNELS], best_us = INFINITY;
+    for (size_t i = 0; i < count && i < PL_GEMM_PICK_MAX_KERNELS; i++) {
         const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
-        const double us = eligible(k, p, g) ? pl_gemm_model_us(k, p, g) : INFINITY;
-        best_us = us < best_us ? us : best_us;
+        us[i] = eligible(k, p, g) ? pl_gemm_model_measured_us(k, p, g, points, npoints) : INFINITY;
+        best_us = us[i] < best_us ? us[i] : best_us;
     }
     if (!isfinite(best_us)) {
         snprintf(out->why, sizeof out->why, "no enumerated kernel runs on this GPU (cc %d) and takes %dx%dx%d %s",
@@ -188,25 +224,81 @@ int pl_gemm_bf16_pick_from(const pl_gemm_problem *p, const pl_gemm_gpu *g, const
         return -1;
     }
     double least_work = INFINITY, least_traffic = INFINITY;
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < count && i < PL_GEMM_PICK_MAX_KERNELS; i++) {
         const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
-        const double us = eligible(k, p, g) ? pl_gemm_model_us(k, p, g) : INFINITY;
+        if (!(us[i] <= best_us * (1 + PL_GEMM_MODEL_TIE)))
+            continue;
         const double work = padded_flop(k, p), traffic = l2_panel_bytes(k, p);
-        if (us <= best_us * (1 + PL_GEMM_MODEL_TIE) &&
-            (work < least_work || (work == least_work && traffic < least_traffic))) {
+        if (work < least_work || (work == least_work && traffic < least_traffic)) {
             least_work = work;
             least_traffic = traffic;
             out->kernel = k;
-            out->model_us = us;
+            out->model_us = us[i];
         }
     }
-    snprintf(out->why, sizeof out->why, "model: %.1f us (fastest %.1f us)", out->model_us, best_us);
+    snprintf(out->why, sizeof out->why, "model%s: %.1f us (fastest %.1f us)",
+             npoints ? ", scaled by the measured points" : "", out->model_us, best_us);
     return 0;
+}
+
+int pl_gemm_bf16_pick_from(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *table,
+                           size_t n, pl_gemm_pick *out)
+{
+    return pl_gemm_bf16_pick_measured(p, g, table, n, NULL, 0, out);
+}
+
+/* ---- the committed pick, remembered ---- */
+
+/* What a pick depends on: the problem's shape, layout, epilogue and operands' 16-byte alignment, and the GPU. */
+typedef struct pick_key {
+    int m, n, k, layout, epi, aligned;
+    int cc, sms, clusters, l2_mib;
+    double hbm_gbps, tensor_tflops;
+} pick_key;
+
+#define PICK_MEMO 256
+static struct {
+    pthread_mutex_t lock;
+    pick_key key[PICK_MEMO];
+    pl_gemm_pick pick[PICK_MEMO];
+    int used, next;
+} memo = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static pick_key key_of(const pl_gemm_problem *p, const pl_gemm_gpu *g)
+{
+    pick_key key;
+    memset(&key, 0, sizeof key); /* the padding too: keys are compared with memcmp */
+    key.m = p->m, key.n = p->n, key.k = p->k, key.layout = (int)p->b_layout;
+    key.epi = (p->epi.bias != NULL) | (p->epi.residual != NULL) << 1 | (p->epi.gelu != 0) << 2;
+    key.aligned =
+        (((uintptr_t)p->a | (uintptr_t)p->b | (uintptr_t)p->d | (uintptr_t)p->epi.bias | (uintptr_t)p->epi.residual) &
+         15) == 0;
+    key.cc = g->cc, key.sms = g->sms, key.clusters = g->clusters, key.l2_mib = g->l2_mib;
+    key.hbm_gbps = g->hbm_gbps, key.tensor_tflops = g->tensor_tflops;
+    return key;
 }
 
 int pl_gemm_bf16_pick(const pl_gemm_problem *p, const pl_gemm_gpu *g, pl_gemm_pick *out)
 {
-    size_t n;
+    const pick_key key = key_of(p, g);
+    pthread_mutex_lock(&memo.lock);
+    for (int i = 0; i < memo.used; i++)
+        if (memcmp(&memo.key[i], &key, sizeof key) == 0) {
+            *out = memo.pick[i];
+            pthread_mutex_unlock(&memo.lock);
+            return 0;
+        }
+    pthread_mutex_unlock(&memo.lock);
+    size_t n, np;
     const pl_gemm_heuristic_entry *t = pl_gemm_heuristic_table(&n);
-    return pl_gemm_bf16_pick_from(p, g, t, n, out);
+    const pl_gemm_point *points = pl_gemm_heuristic_points(&np);
+    const int rc = pl_gemm_bf16_pick_measured(p, g, t, n, points, np, out);
+    if (rc != 0)
+        return rc; /* a refusal is not remembered: its reason names the problem */
+    pthread_mutex_lock(&memo.lock);
+    const int slot = memo.used < PICK_MEMO ? memo.used++ : memo.next++ % PICK_MEMO;
+    memo.key[slot] = key;
+    memo.pick[slot] = *out;
+    pthread_mutex_unlock(&memo.lock);
+    return 0;
 }

@@ -4,12 +4,16 @@
  *   1. the table measured by a sweep (heuristic_table.c, written by scripts/gemm_heuristic_table.py from a
  *      `perflab gemm --shapes wide` comparison.json): the entry of the same layout (and SM count and L2 size, when it
  *      names them) nearest the problem, within a factor √2 in each of M, N and K, if its kernel is in the table
- *      (gemm/host/kernel_table.c), runs on this GPU and takes the problem. Entries that name this GPU's L2 size come first: GPUs of one SM count
- *      differ in their memory (the H100 SXM and the H200: 132 SMs both, 50 and 60 MiB of L2, 3.35 and 4.8 TB/s of
- *      HBM), and a decode shape's best configuration with them; entries of any L2 size serve where none does;
+ *      (gemm/host/kernel_table.c), runs on this GPU and takes the problem. Entries that name this GPU's L2 size
+ *      come first: GPUs of one SM count differ in their memory (the H100 SXM and the H200: 132 SMs both, 50 and 60
+ *      MiB of L2, 3.35 and 4.8 TB/s of HBM), and a decode shape's best configuration with them; entries of any L2
+ *      size serve where none does;
  *   2. otherwise the rule: the kernel with the smallest time by a roofline model with wave quantization
- *      (pl_gemm_model_us); among those within 3% of it, the one that pads the least work (whole tiles), then the
- *      one that loads the fewest bytes from L2, then the kernel table's order.
+ *      (pl_gemm_model_us) scaled by the model's measured error for that kernel near the problem
+ *      (pl_gemm_model_measured_us: the points of heuristic_points.c, every configuration's time at every shape a
+ *      sweep measured, on a GPU of this SM count and L2 size); among those within 3% of it, the one that pads the
+ *      least work (whole tiles), then the one that loads the fewest bytes from L2, then the kernel table's order.
+ *      Where no point was measured on a GPU like this one, the model alone.
  * The teaching rungs are never picked. What the model knows of each kernel (its efficiency, residency, persistence)
  * is in the kernel's row of the table (pl_gemm_model). */
 #ifndef PERFLAB_GEMM_HEURISTIC_H
@@ -63,6 +67,24 @@ typedef struct pl_gemm_heuristic_entry {
 /* The committed table (heuristic_table.c, generated); n entries. */
 const pl_gemm_heuristic_entry *pl_gemm_heuristic_table(size_t *n);
 
+/* One measured point: `kernel` took `us` on (m, n, k) with this layout, on a GPU of `sms` SMs and `l2_mib` MiB of
+ * L2 (written by scripts/gemm_points_table.py from perflab gemm runs). */
+typedef struct pl_gemm_point {
+    const char *layout; /* "nk" | "kn" */
+    int sms, l2_mib;
+    int m, n, k;
+    const char *kernel;
+    double us;
+} pl_gemm_point;
+
+/* The committed points (heuristic_points.c, generated); n points. */
+const pl_gemm_point *pl_gemm_heuristic_points(size_t *n);
+
+/* The width, in octaves of each of M, N and K, over which a point's error informs the model: a point at distance d
+ * (the root of the summed squares of log2 ratios) weighs exp(-d² / 2σ²). Chosen by leaving each measured shape out
+ * in turn and picking it from the others (docs/gemm.md): 1.5 did best of 0.7-3 on the H200's 76 shapes. */
+#define PL_GEMM_POINTS_SIGMA 1.5
+
 typedef struct pl_gemm_pick {
     const pl_gemm_kernel *kernel; /* NULL when no enumerated kernel takes the problem */
     int from_table;               /* 1: a table entry decided; 0: the model */
@@ -73,17 +95,28 @@ typedef struct pl_gemm_pick {
 /* The model's time in µs of kernel k on problem p: launch + max(compute, memory) + per-tile overheads, where
  *   compute = ⌈CTAs / SMs⌉ · (2 · tile_m · tile_n · K per split) / (per-SM tensor rate · the kernel's efficiency),
  *   memory  = (A + B + D bytes) / (HBM bandwidth · min(1, busy SMs / half the SMs)),
- *   L2      = the bytes the tiles load from L2 (tile_m- and tile_n-row panels of K per tile) / PL_GEMM_MODEL_L2_GBPS, when that is larger,
+ *   L2      = the bytes the tiles load from L2 (tile_m- and tile_n-row panels of K per tile)
+ *             / PL_GEMM_MODEL_L2_GBPS, when that is larger,
  * CTAs = tiles · split (split-K: pl_gemm_sk_split's), tiles padded to whole tiles (waves and edges both count).
  * The efficiencies (k->model) are the measured fractions of the power-capped peak (docs/perf/gemm.md), or predictions
  * where the kernel table says so. Infinity when the kernel does not take the problem. */
 double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_gemm_gpu *g);
 
-/* The pick from a given table (pure: no GPU needed; p's pointers are only checked for alignment). Returns 0, or
- * -1 when no enumerated kernel runs on g and takes p (out->why says why). */
+/* The model's time scaled by its error for k at the points near p: model · exp(Σ wᵢ·ln(measuredᵢ / modelᵢ) / Σ wᵢ)
+ * over the points of k measured with p's layout on a GPU of g's SM count and L2 size, wᵢ as PL_GEMM_POINTS_SIGMA
+ * says. The model alone where k has no such point; infinity where k does not take p. */
+double pl_gemm_model_measured_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_gemm_gpu *g,
+                                 const pl_gemm_point *points, size_t npoints);
+
+/* The pick from a given table and given points (pure: no GPU needed; p's pointers are only checked for alignment).
+ * Returns 0, or -1 when no enumerated kernel runs on g and takes p (out->why says why). */
+int pl_gemm_bf16_pick_measured(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *table,
+                               size_t n, const pl_gemm_point *points, size_t npoints, pl_gemm_pick *out);
+/* The same with no points: the table, then the model alone. */
 int pl_gemm_bf16_pick_from(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *table,
                            size_t n, pl_gemm_pick *out);
-/* The same from the committed table. */
+/* The same from the committed table and points. The picks are remembered (a few hundred problems, each with its GPU
+ * and its operands' alignment; thread-safe), so that a step calling the same GEMMs again pays the model once. */
 int pl_gemm_bf16_pick(const pl_gemm_problem *p, const pl_gemm_gpu *g, pl_gemm_pick *out);
 
 #ifdef __cplusplus
