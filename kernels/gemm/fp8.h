@@ -84,6 +84,11 @@ typedef struct pl_gemm_fp8_problem {
         90, 90, PL_KNEED_WGMMA | PL_KNEED_TMA | PL_KNEED_FP8 | PL_KNEED_CLUSTERS                                       \
     }
 
+/* The one call: picks a native FP8 kernel for p on this GPU (gemm/host/heuristic.h, pl_gemm_fp8_pick: the model over
+ * the FP8 kernels that take p's scaling and promotion) and launches it on `stream` (never synchronises).
+ * cudaErrorInvalidValue where no native kernel takes p (pl_gemm_fp8_supports says why). */
+cudaError_t pl_gemm_fp8(const pl_gemm_fp8_problem *p, cudaStream_t stream);
+
 /* 1 when the native kernel takes p; else 0 with the reason: K % 16 == 0 (TMA rows are 16-byte multiples), A and
  * B 16-byte aligned, scales present and 16-byte aligned for block scaling. */
 int pl_gemm_fp8_supports(const pl_gemm_fp8_problem *p, char *why, size_t whylen);

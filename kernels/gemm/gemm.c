@@ -1,11 +1,13 @@
-/* The BF16 GEMM problem (its layouts' names, its argument checks) and pl_gemm_bf16, the one call that picks a kernel
- * for the current device (gemm/host/heuristic.h) and launches it. */
+/* The BF16 GEMM problem (its layouts' names, its argument checks) and the one calls, pl_gemm_bf16 and pl_gemm_fp8, that
+ * pick a kernel for the current device (gemm/host/heuristic.h) and launch it. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "gemm/fp8.h"
 #include "gemm/gemm.h"
 #include "gemm/host/heuristic.h"
+#include "gemm/host/kernel_row.h"
 
 static const char *const layout_names[] = {"nk", "kn"};
 
@@ -49,4 +51,16 @@ cudaError_t pl_gemm_bf16(const pl_gemm_problem *p, cudaStream_t stream)
     if (pl_gemm_bf16_pick(p, &g, &pick) != 0)
         return cudaErrorInvalidValue;
     return pick.kernel->launch(p, stream);
+}
+
+cudaError_t pl_gemm_fp8(const pl_gemm_fp8_problem *p, cudaStream_t stream)
+{
+    pl_gemm_gpu g;
+    cudaError_t e = pl_gemm_gpu_query(&g);
+    if (e != cudaSuccess)
+        return e;
+    pl_gemm_pick pick;
+    if (pl_gemm_fp8_pick(p, &g, &pick) != 0)
+        return cudaErrorInvalidValue;
+    return pl_gemm_fp8_row_launch(pick.kernel, p, stream);
 }

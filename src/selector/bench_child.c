@@ -10,6 +10,7 @@
 #include "core/util.h"
 #include "common/gemm_host.h"
 #include "common/kernel_req.h"
+#include "gemm/fp8.h"
 #include "gemm/host/heuristic.h"
 #include "perflab/device.h"
 #include "perflab/stats.h"
@@ -220,11 +221,12 @@ static int run_cublas(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_l
     return pl_gemm_bench_evaluate(b, &c, "cublas", "cublasGemmEx (default algorithm)", config, out);
 }
 
-/* The heuristic's kernel for the shape (pl_gemm_bf16's pick on this GPU) into s->pick; bf16 only. */
+/* The heuristic's kernel for the shape on this GPU into s->pick: pl_gemm_bf16's, or for fp8 pl_gemm_fp8's with the
+ * FP8 table's unit scales (tensor scaling). */
 static void heuristic_pick(pl_gemm_bench *b, pl_gemm_bench_shape *s, const pl_gemm_problem *p)
 {
     s->pick[0] = '\0';
-    if (s->in_dtype != PL_DTYPE_BF16)
+    if (s->in_dtype != PL_DTYPE_BF16 && s->in_dtype != PL_DTYPE_FP8)
         return;
     pl_gemm_gpu g;
     memset(&g, 0, sizeof g);
@@ -233,7 +235,17 @@ static void heuristic_pick(pl_gemm_bench *b, pl_gemm_bench_shape *s, const pl_ge
     g.clusters = b->dev.cluster_launch;
     g.l2_mib = pl_gemm_l2_mib(b->dev.l2_bytes);
     pl_gemm_pick pick;
-    if (pl_gemm_bf16_pick(p, &g, &pick) == 0)
+    int rc;
+    if (s->in_dtype == PL_DTYPE_FP8) {
+        pl_gemm_fp8_problem q;
+        memset(&q, 0, sizeof q);
+        q.m = p->m, q.n = p->n, q.k = p->k, q.scaling = PL_FP8_SCALING_TENSOR; /* scales NULL: 1 */
+        q.a = (const uint8_t *)(const void *)p->a, q.b = (const uint8_t *)(const void *)p->b, q.d = p->d;
+        rc = pl_gemm_fp8_pick(&q, &g, &pick);
+    } else {
+        rc = pl_gemm_bf16_pick(p, &g, &pick);
+    }
+    if (rc == 0)
         pl_snprintf(s->pick, sizeof s->pick, "%s", pick.kernel->name);
 }
 
@@ -254,12 +266,12 @@ static int run_perflab(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_
     p.b = s->sets[0].b;
     p.d = s->sets[0].d;
     heuristic_pick(b, s, &p);
-    /* fp8: the e4m3 kernels' own table (unit scales); bf16: the heuristic's pick first, then the others */
+    /* the table of the dtype (fp8: the e4m3 kernels', unit scales), the heuristic's pick first, then the others */
     const int fp8 = s->in_dtype == PL_DTYPE_FP8;
     const size_t count = fp8 ? pl_gemm_fp8_kernel_count() : pl_gemm_kernel_count();
     size_t first = 0;
-    for (size_t i = 0; !fp8 && s->pick[0] && i < count; i++)
-        if (strcmp(pl_gemm_kernel_at(i)->name, s->pick) == 0)
+    for (size_t i = 0; s->pick[0] && i < count; i++)
+        if (strcmp((fp8 ? pl_gemm_fp8_kernel_at(i) : pl_gemm_kernel_at(i))->name, s->pick) == 0)
             first = i;
     int rc = 0;
     for (size_t j = 0; rc == 0 && j < count; j++) {
@@ -288,7 +300,7 @@ static int run_perflab(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_
             json_object_set_new(config, "split_k", json_string("chosen at launch (gemm/host/splitk.h)"));
         if (k->flags & PL_GEMM_KERNEL_SWAP_AB)
             json_object_set_new(config, "swap_ab", json_true());
-        if (!fp8 && strcmp(k->name, s->pick) == 0)
+        if (strcmp(k->name, s->pick) == 0)
             json_object_set_new(config, "heuristic_pick", json_true());
         rc = pl_gemm_bench_evaluate(b, &c, "perflab", k->name, config, out);
     }

@@ -147,6 +147,7 @@ LAUNCHER(launch_fp8_two_parts_c2, pl_gemm_fp8_problem, pl_gemm_fp8_ws_two_parts_
 LAUNCHER(launch_fp8_n176, pl_gemm_fp8_problem, pl_gemm_fp8_ws_n176)
 LAUNCHER(launch_fp8_halves, pl_gemm_fp8_problem, pl_gemm_fp8_ws_halves)
 LAUNCHER(launch_fp8_halves_c2, pl_gemm_fp8_problem, pl_gemm_fp8_ws_halves_c2)
+LAUNCHER(launch_fp8_picked, pl_gemm_fp8_problem, pl_gemm_fp8)
 LAUNCHER(launch_grouped_bf16, pl_grouped_gemm_problem, pl_grouped_gemm_bf16)
 LAUNCHER(launch_grouped_fp8, pl_grouped_gemm_problem, pl_grouped_gemm_fp8)
 LAUNCHER(launch_grouped_fp8_halves, pl_grouped_gemm_problem, pl_grouped_gemm_fp8_halves)
@@ -223,6 +224,17 @@ static void fp8_direct(kenv *e, int m, int n, int k)
             check_twice(ctx, what, launch_fp8_n176, &p, &ref, 1, d1, d2, (size_t)m * n * 2);
         } else {
             ck_assert(launch_fp8_n176(&p, d1, ctx->stream) == cudaErrorInvalidValue);
+        }
+        /* the one call: the kernel its pick chooses, with these scales (and every 512 K, where it may) */
+        pl_snprintf(what, sizeof what, "fp8 GEMM %dx%dx%d %s scales, pl_gemm_fp8's pick", m, n, k,
+                    sc ? "block" : "tensor");
+        check_twice(ctx, what, launch_fp8_picked, &p, &ref, 1, d1, d2, (size_t)m * n * 2);
+        if (sc == PL_FP8_SCALING_TENSOR) {
+            p.promote = 4;
+            pl_snprintf(what, sizeof what, "fp8 GEMM %dx%dx%d tensor scales promoted every 512 K, pl_gemm_fp8's pick",
+                        m, n, k);
+            check_twice(ctx, what, launch_fp8_picked, &p, &ref, 1, d1, d2, (size_t)m * n * 2);
+            p.promote = 0;
         }
         if (sc == PL_FP8_SCALING_TENSOR) /* promoting every 4 k-blocks: whole groups, and the k-blocks past them */
             for (int c = 0; c < 2; c++) {

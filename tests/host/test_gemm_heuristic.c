@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm/fp8.h"
 #include "gemm/gemm.h"
 #include "gemm/grouped.h"
 #include "gemm/host/heuristic.h"
@@ -567,6 +568,63 @@ START_TEST(points_generalize_to_shapes_left_out)
 }
 END_TEST
 
+static pl_gemm_fp8_problem fp8_problem(int m, int n, int k, pl_fp8_scaling scaling, int promote)
+{
+    pl_gemm_fp8_problem q;
+    memset(&q, 0, sizeof q);
+    q.m = m, q.n = n, q.k = k, q.scaling = scaling, q.promote = promote;
+    q.a = (const uint8_t *)(uintptr_t)0x100000;
+    q.b = (const uint8_t *)(uintptr_t)0x200000;
+    q.d = (uint16_t *)(uintptr_t)0x300000;
+    static const float scales[4] __attribute__((aligned(16))) = {1, 1, 1, 1};
+    if (scaling == PL_FP8_SCALING_BLOCK)
+        q.scale_a = q.scale_b = scales;
+    return q;
+}
+
+static const char *fp8_pick(int m, int n, int k, pl_fp8_scaling scaling, int promote, const pl_gemm_gpu *g)
+{
+    const pl_gemm_fp8_problem q = fp8_problem(m, n, k, scaling, promote);
+    pl_gemm_pick pick;
+    ck_assert_msg(pl_gemm_fp8_pick(&q, g, &pick) == 0, "no FP8 pick for %dx%dx%d: %s", m, n, k, pick.why);
+    return pick.kernel->name;
+}
+
+/* The FP8 pick chooses what the measured sweep found fastest (tensor scaling, H100 SXM, 2026-11-27, df4439a:
+ * docs/perf/gemm.md, "Other tile widths"), where the winner was clear by more than 1%: 128×192 at the large shapes,
+ * 128×176 where 192-wide columns leave a short last round, the two-accumulator 128×128 at 2048³. */
+START_TEST(fp8_pick_follows_the_measured_winners)
+{
+    static const struct {
+        int m, n, k;
+        const char *want;
+    } cases[] = {
+        {8192, 8192, 8192, "fp8_ws_128x192x128_s4"},    {4096, 4096, 4096, "fp8_ws_128x176x128_s5"},
+        {2048, 2048, 2048, "fp8_ws_128x128x128_s6_2p"}, {4096, 14336, 4096, "fp8_ws_128x192x128_s4"},
+        {8192, 4096, 14336, "fp8_ws_128x192x128_s4"},   {6144, 6144, 6144, "fp8_ws_128x192x128_s4"},
+        {2048, 8192, 8192, "fp8_ws_128x176x128_s5"},
+    };
+    const pl_gemm_gpu h100 = {90, 132, 1, 0, 0, 50};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = fp8_pick(cases[i].m, cases[i].n, cases[i].k, PL_FP8_SCALING_TENSOR, 0, &h100);
+        ck_assert_msg(strcmp(got, cases[i].want) == 0, "%dx%dx%d: picked %s, measured fastest %s", cases[i].m,
+                      cases[i].n, cases[i].k, got, cases[i].want);
+    }
+    /* block scaling: never the tensor-only 128×176; promotion every 512 K: only the 128×192 kernels run it, and the
+     * less accurate row is never picked for itself */
+    ck_assert_str_ne(fp8_pick(4096, 4096, 4096, PL_FP8_SCALING_BLOCK, 0, &h100), "fp8_ws_128x176x128_s5");
+    ck_assert_str_eq(fp8_pick(2048, 2048, 2048, PL_FP8_SCALING_TENSOR, 4, &h100), "fp8_ws_128x192x128_s4");
+    ck_assert_str_ne(fp8_pick(8192, 8192, 8192, PL_FP8_SCALING_TENSOR, 0, &h100), "fp8_ws_128x192x128_s4_p4");
+    /* refusals: K not a multiple of 16; a GPU without wgmma */
+    const pl_gemm_fp8_problem bad = fp8_problem(256, 256, 200, PL_FP8_SCALING_TENSOR, 0);
+    pl_gemm_pick pick;
+    ck_assert_int_eq(pl_gemm_fp8_pick(&bad, &h100, &pick), -1);
+    ck_assert_msg(strlen(pick.why) > 0, "a refusal says why");
+    const pl_gemm_fp8_problem good = fp8_problem(256, 256, 256, PL_FP8_SCALING_TENSOR, 0);
+    ck_assert_int_eq(pl_gemm_fp8_pick(&good, &a100, &pick), -1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gemm_heuristic");
@@ -585,6 +643,7 @@ static Suite *suite(void)
     tcase_add_test(tc, committed_points_are_valid);
     tcase_add_test(tc, points_scale_the_model);
     tcase_add_test(tc, points_generalize_to_shapes_left_out);
+    tcase_add_test(tc, fp8_pick_follows_the_measured_winners);
     suite_add_tcase(s, tc);
     return s;
 }

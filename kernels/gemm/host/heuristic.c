@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gemm/fp8.h"
+#include "gemm/host/kernel_row.h"
 #include "gemm/host/splitk.h"
 
 #define LAUNCH_US                3.0 /* a launch and its tail, common to every kernel (does not change the ranking) */
@@ -71,11 +73,13 @@ static double padded_flop(const pl_gemm_kernel *k, const pl_gemm_problem *p)
            (double)ceil_div(p->k, k->tile_k) * k->tile_k;
 }
 
-/* Bytes its CTAs load from L2: every tile reads a tile_m- and a tile_n-row panel of K (bf16). */
+/* Bytes its CTAs load from L2: every tile reads a tile_m- and a tile_n-row panel of K (bf16, or e4m3 for an FP8
+ * kernel). */
 static double l2_panel_bytes(const pl_gemm_kernel *k, const pl_gemm_problem *p)
 {
     const double tiles = (double)ceil_div(p->m, k->tile_m) * (double)ceil_div(p->n, k->tile_n);
-    return tiles * (k->tile_m + k->tile_n) * (double)ceil_div(p->k, k->tile_k) * k->tile_k * 2.0;
+    const double width = (k->needs.features & PL_KNEED_FP8) ? 1.0 : 2.0;
+    return tiles * (k->tile_m + k->tile_n) * (double)ceil_div(p->k, k->tile_k) * k->tile_k * width;
 }
 
 double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_gemm_gpu *g)
@@ -98,13 +102,16 @@ double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const
      * same share is assumed on other GPUs */
     const long long usable = k->cluster_m >= 4 ? (long long)g->sms * 10 / 11 : g->sms;
     const long long per_sm = ceil_div(ctas, usable); /* the busiest SM's tiles (or CTAs), one after another */
+    /* an FP8 kernel: e4m3 operands (1 byte) at twice the tensor rate; D is bf16 either way */
+    const int fp8 = (k->needs.features & PL_KNEED_FP8) != 0;
     const double tflops =
-        g->tensor_tflops > 0 ? g->tensor_tflops : g->sms * FLOP_PER_CLK_SM * PL_GEMM_MODEL_CLOCK_GHZ / 1e3;
+        (g->tensor_tflops > 0 ? g->tensor_tflops : g->sms * FLOP_PER_CLK_SM * PL_GEMM_MODEL_CLOCK_GHZ / 1e3) *
+        (fp8 ? 2.0 : 1.0);
     const double sm_rate = tflops * 1e12 / g->sms * (fused ? mp->fused_eff : mp->eff); /* FLOP/s */
     const double cta_flop = 2.0 * k->tile_m * k->tile_n * k->tile_k * (double)ceil_div(k_steps, split);
     const double compute_us = (double)per_sm * cta_flop / sm_rate * 1e6;
 
-    const double bytes = 2.0 * ((double)p->m * p->k + (double)p->n * p->k + (double)p->m * p->n);
+    const double bytes = (fp8 ? 1.0 : 2.0) * ((double)p->m * p->k + (double)p->n * p->k) + 2.0 * (double)p->m * p->n;
     const double busy = ctas < g->sms ? (double)ctas : (double)g->sms;
     const double share = busy / (0.5 * g->sms); /* half the SMs can draw the whole bandwidth */
     const double bw = (g->hbm_gbps > 0 ? g->hbm_gbps : PL_GEMM_MODEL_HBM_GBPS) * 1e9 * (share < 1 ? share : 1);
@@ -151,11 +158,11 @@ double pl_gemm_model_measured_us(const pl_gemm_kernel *k, const pl_gemm_problem 
     return weights > 0 ? model * exp(sum / weights) : model;
 }
 
-/* A kernel the pick may choose: not a teaching rung, runs on g, takes p. */
+/* A kernel the pick may choose: not a teaching rung nor a less accurate option, runs on g, takes p. */
 static int eligible(const pl_gemm_kernel *k, const pl_gemm_problem *p, const pl_gemm_gpu *g)
 {
     char why[160];
-    return k && !(k->flags & PL_GEMM_KERNEL_TEACHING) && pl_gemm_kernel_runs_on(k, g) &&
+    return k && !(k->flags & PL_GEMM_KERNEL_UNSEARCHED) && pl_gemm_kernel_runs_on(k, g) &&
            k->supports(p, why, sizeof why);
 }
 
@@ -183,39 +190,19 @@ static long nearest_entry(const pl_gemm_problem *p, const pl_gemm_gpu *g, int l2
     return best;
 }
 
-int pl_gemm_bf16_pick_measured(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *table,
-                               size_t n, const pl_gemm_point *points, size_t npoints, pl_gemm_pick *out)
+/* The model's stage of a pick over a table of kernels (at, count): among those eligible for p on g (and, where
+ * `takes` is given, that it accepts with ctx), the fastest by the model scaled by the points; among those within
+ * PL_GEMM_MODEL_TIE of it, the one that pads the least work (less energy, so a higher clock at the power limit),
+ * then the one that moves the fewest bytes from L2, then the table's order. */
+static int model_pick(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_kernel *(*at)(size_t), size_t count,
+                      int (*takes)(const pl_gemm_kernel *, const void *), const void *ctx, const pl_gemm_point *points,
+                      size_t npoints, pl_gemm_pick *out)
 {
-    memset(out, 0, sizeof *out);
-    out->model_us = NAN;
-    char why[160];
-    if (!pl_gemm_problem_valid(p, why, sizeof why)) {
-        snprintf(out->why, sizeof out->why, "%s", why);
-        return -1;
-    }
-    /* the entries measured on a GPU like this one (its L2 size), then those of any L2 size */
-    for (int tier = 0; tier < 2; tier++) {
-        const int l2_mib = tier == 0 ? g->l2_mib : 0;
-        if (tier == 0 && l2_mib <= 0)
-            continue;
-        const long e = nearest_entry(p, g, l2_mib, table, n);
-        const pl_gemm_kernel *k = e >= 0 ? pl_gemm_kernel_find(table[e].kernel) : NULL;
-        if (eligible(k, p, g)) {
-            out->kernel = k;
-            out->from_table = 1;
-            snprintf(out->why, sizeof out->why, "table: measured best near %dx%dx%d %s%s", table[e].m, table[e].n,
-                     table[e].k, table[e].layout, l2_mib ? " on a GPU of this L2 size" : "");
-            return 0;
-        }
-    }
-    /* the model's fastest; among those within PL_GEMM_MODEL_TIE of it, the one that pads the least work (less
-     * energy, so a higher clock at the power limit), then the one that moves the fewest bytes from L2, then the
-     * kernel table's order */
-    const size_t count = pl_gemm_kernel_count();
     double us[PL_GEMM_PICK_MAX_KERNELS], best_us = INFINITY;
     for (size_t i = 0; i < count && i < PL_GEMM_PICK_MAX_KERNELS; i++) {
-        const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
-        us[i] = eligible(k, p, g) ? pl_gemm_model_measured_us(k, p, g, points, npoints) : INFINITY;
+        const pl_gemm_kernel *k = at(i);
+        const int ok = eligible(k, p, g) && (!takes || takes(k, ctx));
+        us[i] = ok ? pl_gemm_model_measured_us(k, p, g, points, npoints) : INFINITY;
         best_us = us[i] < best_us ? us[i] : best_us;
     }
     if (!isfinite(best_us)) {
@@ -225,7 +212,7 @@ int pl_gemm_bf16_pick_measured(const pl_gemm_problem *p, const pl_gemm_gpu *g, c
     }
     double least_work = INFINITY, least_traffic = INFINITY;
     for (size_t i = 0; i < count && i < PL_GEMM_PICK_MAX_KERNELS; i++) {
-        const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
+        const pl_gemm_kernel *k = at(i);
         if (!(us[i] <= best_us * (1 + PL_GEMM_MODEL_TIE)))
             continue;
         const double work = padded_flop(k, p), traffic = l2_panel_bytes(k, p);
@@ -241,10 +228,65 @@ int pl_gemm_bf16_pick_measured(const pl_gemm_problem *p, const pl_gemm_gpu *g, c
     return 0;
 }
 
+/* An empty pick; -1 with the reason when the problem is not one (ok = 0). */
+static int start_pick(pl_gemm_pick *out, int ok, const char *why)
+{
+    memset(out, 0, sizeof *out);
+    out->model_us = NAN;
+    if (ok)
+        return 0;
+    snprintf(out->why, sizeof out->why, "%s", why);
+    return -1;
+}
+
+int pl_gemm_bf16_pick_measured(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *table,
+                               size_t n, const pl_gemm_point *points, size_t npoints, pl_gemm_pick *out)
+{
+    char why[160];
+    if (start_pick(out, pl_gemm_problem_valid(p, why, sizeof why), why) != 0)
+        return -1;
+    /* the entries measured on a GPU like this one (its L2 size), then those of any L2 size */
+    for (int tier = 0; tier < 2; tier++) {
+        const int l2_mib = tier == 0 ? g->l2_mib : 0;
+        if (tier == 0 && l2_mib <= 0)
+            continue;
+        const long e = nearest_entry(p, g, l2_mib, table, n);
+        const pl_gemm_kernel *k = e >= 0 ? pl_gemm_kernel_find(table[e].kernel) : NULL;
+        if (eligible(k, p, g)) {
+            out->kernel = k;
+            out->from_table = 1;
+            snprintf(out->why, sizeof out->why, "table: measured best near %dx%dx%d %s%s", table[e].m, table[e].n,
+                     table[e].k, table[e].layout, l2_mib ? " on a GPU of this L2 size" : "");
+            return 0;
+        }
+    }
+    return model_pick(p, g, pl_gemm_kernel_at, pl_gemm_kernel_count(), NULL, NULL, points, npoints, out);
+}
+
 int pl_gemm_bf16_pick_from(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_heuristic_entry *table,
                            size_t n, pl_gemm_pick *out)
 {
     return pl_gemm_bf16_pick_measured(p, g, table, n, NULL, 0, out);
+}
+
+/* ---- FP8 ---- */
+
+static int fp8_takes(const pl_gemm_kernel *k, const void *ctx)
+{
+    return pl_gemm_fp8_row_takes(k, ctx);
+}
+
+int pl_gemm_fp8_pick(const pl_gemm_fp8_problem *q, const pl_gemm_gpu *g, pl_gemm_pick *out)
+{
+    char why[160];
+    if (start_pick(out, pl_gemm_fp8_supports(q, why, sizeof why), why) != 0)
+        return -1;
+    /* the rows' own checks see the problem as the tables do: its sizes and pointers, B N×K */
+    pl_gemm_problem p;
+    memset(&p, 0, sizeof p);
+    p.m = q->m, p.n = q->n, p.k = q->k, p.b_layout = PL_GEMM_B_NK;
+    p.a = (const uint16_t *)(const void *)q->a, p.b = (const uint16_t *)(const void *)q->b, p.d = q->d;
+    return model_pick(&p, g, pl_gemm_fp8_kernel_at, pl_gemm_fp8_kernel_count(), fp8_takes, q, NULL, 0, out);
 }
 
 /* ---- the committed pick, remembered ---- */

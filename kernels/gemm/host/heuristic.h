@@ -119,6 +119,13 @@ int pl_gemm_bf16_pick_from(const pl_gemm_problem *p, const pl_gemm_gpu *g, const
  * and its operands' alignment; thread-safe), so that a step calling the same GEMMs again pays the model once. */
 int pl_gemm_bf16_pick(const pl_gemm_problem *p, const pl_gemm_gpu *g, pl_gemm_pick *out);
 
+/* The FP8 pick behind pl_gemm_fp8 (gemm/fp8.h): the model's stage alone (no table, no points yet) over the FP8 table's
+ * kernels that take p (its scaling and promotion; never the less accurate every-512-K row unless p asks for
+ * promote = 4, which only the 128×192 kernels run), the model counting e4m3 operands at twice the BF16 tensor rate.
+ * Returns 0, or -1 with out->why. */
+struct pl_gemm_fp8_problem;
+int pl_gemm_fp8_pick(const struct pl_gemm_fp8_problem *p, const pl_gemm_gpu *g, pl_gemm_pick *out);
+
 #ifdef __cplusplus
 }
 #endif

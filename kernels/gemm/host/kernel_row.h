@@ -14,10 +14,19 @@
  * with the reason in why. */
 int pl_gemm_supports_tma(const pl_gemm_problem *p, char *why, size_t whylen);
 
+/* ---- the FP8 rows run with a whole FP8 problem (sm90/fp8_ws_rows.c) ----
+ * 1 when the row's kernel takes p's scaling and promotion (128×176: tensor scaling only; the 128-wide kernels:
+ * promotion every k-block only); the row's own `supports` checks the rest. */
+struct pl_gemm_fp8_problem;
+int pl_gemm_fp8_row_takes(const pl_gemm_kernel *row, const struct pl_gemm_fp8_problem *p);
+/* Runs the row's kernel on p (its scales, scaling and promotion); cudaErrorInvalidValue where it does not take p. */
+cudaError_t pl_gemm_fp8_row_launch(const pl_gemm_kernel *row, const struct pl_gemm_fp8_problem *p,
+                                   cudaStream_t stream);
+
 /* ---- what the pick's model knows of a kernel (pl_gemm_model), written in its row ----
  * Mainloop efficiencies are fractions of the per-SM tensor rate, measured on an H200 (docs/perf/gemm.md) against
- * 132 · 4096 FLOP/clk · 1.5 GHz = 811 TFLOP/s, or predicted where a row's file says so. The teaching rungs and the
- * FP8 kernels carry the model's floor (0.05): the pick never chooses them. */
+ * 132 · 4096 FLOP/clk · 1.5 GHz = 811 TFLOP/s (the FP8 rows against twice that), or predicted where a row's file says
+ * so. The teaching rungs carry the model's floor (0.05): the pick never chooses them. */
 #define PL_GEMM_MODEL_FLOOR                                                                                            \
     {                                                                                                                  \
         .eff = 0.05, .fused_eff = 0.05, .mem_eff = 1.0, .resident = 1                                                  \
