@@ -510,15 +510,18 @@ END_TEST
 
 /* The measured points generalize: each measured shape of the committed points, left out in turn, is picked with the
  * others' points (and no table); the pick's measured time against the fastest measured configuration there, as a
- * geometric mean over the shapes, beats the model alone's, and reaches 0.95. */
+ * geometric mean over each GPU's shapes, beats the model alone's, and reaches 0.95. */
 START_TEST(points_generalize_to_shapes_left_out)
 {
     size_t n;
     const pl_gemm_point *q = pl_gemm_heuristic_points(&n);
     pl_gemm_point *rest = malloc(n * sizeof *rest);
     ck_assert_ptr_nonnull(rest);
-    double log_model = 0, log_points = 0;
-    int shapes = 0, within_model = 0, within_points = 0;
+    /* per GPU (L2 size): the H200's 60 MiB, the H100 SXM's 50 */
+    enum { GPUS = 2 };
+    const int l2_of[GPUS] = {60, 50};
+    double log_model[GPUS] = {0}, log_points[GPUS] = {0};
+    int shapes[GPUS] = {0}, within_model[GPUS] = {0}, within_points[GPUS] = {0};
     for (size_t i = 0; i < n; i++) {
         int first = 1; /* each (GPU, layout, shape) once: at its first point */
         for (size_t j = 0; j < i && first; j++)
@@ -552,19 +555,24 @@ START_TEST(points_generalize_to_shapes_left_out)
             }
         if (isnan(t_alone) || isnan(t_scaled))
             continue; /* a pick that shape's sweep did not time: no figure */
-        shapes++;
-        log_model += log(best / t_alone);
-        log_points += log(best / t_scaled);
-        within_model += best / t_alone >= 1 / 1.03;
-        within_points += best / t_scaled >= 1 / 1.03;
+        const int u = q[i].l2_mib == l2_of[0] ? 0 : 1;
+        ck_assert_msg(q[i].l2_mib == l2_of[u], "a point of a GPU this test does not know (L2 %d MiB)", q[i].l2_mib);
+        shapes[u]++;
+        log_model[u] += log(best / t_alone);
+        log_points[u] += log(best / t_scaled);
+        within_model[u] += best / t_alone >= 1 / 1.03;
+        within_points[u] += best / t_scaled >= 1 / 1.03;
     }
     free(rest);
-    ck_assert_int_gt(shapes, 20);
-    const double gm_model = exp(log_model / shapes), gm_points = exp(log_points / shapes);
-    printf("points left out in turn: %d shapes; the fastest over the pick, geometric mean: model alone %.3f (%d within "
-           "3%%), scaled by the other shapes' points %.3f (%d within 3%%)\n",
-           shapes, gm_model, within_model, gm_points, within_points);
-    ck_assert_msg(gm_points > gm_model && gm_points >= 0.95, "scaled %.3f, model alone %.3f", gm_points, gm_model);
+    for (int u = 0; u < GPUS; u++) {
+        ck_assert_int_gt(shapes[u], 20);
+        const double gm_model = exp(log_model[u] / shapes[u]), gm_points = exp(log_points[u] / shapes[u]);
+        printf("points of the %d-MiB-L2 GPU left out in turn: %d shapes; the fastest over the pick, geometric mean: "
+               "model alone %.3f (%d within 3%%), scaled by the other shapes' points %.3f (%d within 3%%)\n",
+               l2_of[u], shapes[u], gm_model, within_model[u], gm_points, within_points[u]);
+        ck_assert_msg(gm_points > gm_model && gm_points >= 0.95, "L2 %d MiB: scaled %.3f, model alone %.3f", l2_of[u],
+                      gm_points, gm_model);
+    }
 }
 END_TEST
 
