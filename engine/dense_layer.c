@@ -1,11 +1,8 @@
 /* One dense layer's decode and prefill steps (dense_layer.h): the library's norms, GEMMs and attention kernels and
  * the engine's element-wise kernels (layer_ops.h), in the order and the forms the recipe names; the phases the MoE
  * layer shares are in layer_parts.c. */
-#include <math.h>
 #include <string.h>
 
-#include "attention/attention.h"
-#include "common/device_cc.h"
 #include "engine/dense_layer.h"
 #include "engine/layer_ops.h"
 #include "engine/cuda_step.h"
@@ -68,63 +65,15 @@ cudaError_t pl_dense_layer_decode(const pl_dense_weights *w, const pl_layer_reci
 
 /* ---- prefill ---- */
 
-/* Each prompt's causal attention over its own tokens (q, k, v contiguous [tokens][heads][head_dim]). */
-static cudaError_t prefill_attention(const pl_layer_recipe *r, const pl_model_config *m, const pl_prefill_step *s,
-                                     const pl_layer_buffers *b, cudaStream_t stream)
-{
-    int cc = 0;
-    PL_STEP(pl_current_cc(&cc));
-    const int wgmma = r->attention == PL_LAYER_ATTN_FAST && cc == 90;
-    const size_t qrow = (size_t)m->heads * m->head_dim, krow = (size_t)m->kv_heads * m->head_dim;
-    for (int p = 0; p < s->prompts; p++) {
-        const int start = s->starts[p], len = s->starts[p + 1] - s->starts[p];
-        pl_attn_problem a;
-        memset(&a, 0, sizeof a);
-        a.batch = 1;
-        a.heads = m->heads;
-        a.kv_heads = m->kv_heads;
-        a.seq = len;
-        a.head_dim = m->head_dim;
-        a.causal = 1;
-        a.layout = PL_ATTN_BSHD;
-        a.scale = (float)(1.0 / sqrt((double)m->head_dim));
-        a.q = b->q + start * qrow;
-        a.k = b->k + start * krow;
-        a.v = b->v + start * krow;
-        a.o = b->attn + start * qrow;
-        a.lse = b->lse + (size_t)start * m->heads;
-        char why[256];
-        if (!pl_attn_problem_valid(&a, why, sizeof why))
-            return cudaErrorInvalidValue;
-        PL_STEP(wgmma ? pl_attn_flash_wgmma_schedule(&a, 0, stream) : pl_attn_flash_mma(&a, stream));
-    }
-    return cudaSuccess;
-}
-
-static int prefill_rows(const pl_prefill_step *s)
-{
-    if (!s || s->prompts < 1 || !s->starts || s->starts[0] != 0)
-        return 0;
-    for (int p = 0; p < s->prompts; p++)
-        if (s->starts[p + 1] <= s->starts[p])
-            return 0;
-    return s->starts[s->prompts];
-}
-
 cudaError_t pl_dense_layer_prefill(const pl_dense_weights *w, const pl_layer_recipe *r, const pl_prefill_step *step,
                                    const pl_layer_kv *kv, const uint16_t *x, uint16_t *out, void *workspace,
                                    size_t workspace_bytes, cudaStream_t stream)
 {
-    const int T = prefill_rows(step);
+    const int T = pl_prefill_rows(step);
     pl_layer_buffers b;
     if (T < 1 || !layer_ok(w, r, T, x, out, workspace, workspace_bytes, &b))
         return cudaErrorInvalidValue;
-    const pl_model_config *m = w->model;
-    const int qw = m->heads * m->head_dim, qkvw = qw + 2 * m->kv_heads * m->head_dim;
-    PL_STEP(pl_layer_rmsnorm(r, m, x, w->attn_norm, T, &b, stream));
-    PL_STEP(pl_layer_linear(r, b.xn, w->qkv, b.qkv, T, qkvw, m->hidden, NULL, NULL, stream));
-    PL_STEP(pl_layer_rope_kv(r, m, T, step->positions, step->slots, kv, &b, 1, stream));
-    PL_STEP(prefill_attention(r, m, step, &b, stream));
-    PL_STEP(pl_layer_linear(r, b.attn, w->o, out, T, m->hidden, qw, x, b.proj, stream));
+    const pl_attn_weights aw = {w->attn_norm, w->qkv, NULL, NULL, w->o};
+    PL_STEP(pl_layer_attention_prefill(w->model, &aw, r, step, kv, x, out, &b, stream));
     return mlp_half(w, r, T, out, &b, stream);
 }

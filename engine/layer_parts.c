@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "attention/attention.h"
+#include "common/device_cc.h"
 #include "engine/layer_ops.h"
 #include "engine/cuda_step.h"
 #include "engine/layer_parts.h"
@@ -149,11 +150,26 @@ static cudaError_t decode_attention(const pl_layer_recipe *r, const pl_decode_pr
     return pl_decode_rows_deep(dp, FAST_DECODE_WARPS, ctas, 0, b->attn_ws, stream);
 }
 
+/* The attention half's first phases over `rows` rows: RMSNorm of x, the QKV GEMM, the qk-norm where the model has it,
+ * RoPE with the KV write (contiguous: k and v also into b->k, b->v). */
+static cudaError_t qkv_rope(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r, int rows,
+                            const int *positions, const int64_t *slots, const pl_layer_kv *kv, const uint16_t *x,
+                            const pl_layer_buffers *b, int contiguous, cudaStream_t stream)
+{
+    const int qkvw = (m->heads + 2 * m->kv_heads) * m->head_dim;
+    PL_STEP(pl_layer_rmsnorm(r, m, x, w->attn_norm, rows, b, stream));
+    PL_STEP(pl_layer_linear(r, b->xn, w->qkv, b->qkv, rows, qkvw, m->hidden, NULL, NULL, stream));
+    if (m->qk_norm)
+        PL_STEP(pl_engine_qk_norm(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, w->q_norm, w->k_norm, m->rms_eps,
+                                  stream));
+    return pl_layer_rope_kv(r, m, rows, positions, slots, kv, b, contiguous, stream);
+}
+
 cudaError_t pl_layer_attention_heads(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,
                                      const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x,
                                      const pl_layer_buffers *b, cudaStream_t stream)
 {
-    const int B = step->batch, qkvw = (m->heads + 2 * m->kv_heads) * m->head_dim;
+    const int B = step->batch;
     if (m->qk_norm && (!w->q_norm || !w->k_norm))
         return cudaErrorInvalidValue;
     pl_decode_problem dp;
@@ -174,12 +190,7 @@ cudaError_t pl_layer_attention_heads(const pl_model_config *m, const pl_attn_wei
     char why[256];
     if (!pl_decode_problem_valid(&dp, why, sizeof why))
         return cudaErrorInvalidValue;
-    PL_STEP(pl_layer_rmsnorm(r, m, x, w->attn_norm, B, b, stream));
-    PL_STEP(pl_layer_linear(r, b->xn, w->qkv, b->qkv, B, qkvw, m->hidden, NULL, NULL, stream));
-    if (m->qk_norm)
-        PL_STEP(
-            pl_engine_qk_norm(b->qkv, B, m->heads, m->kv_heads, m->head_dim, w->q_norm, w->k_norm, m->rms_eps, stream));
-    PL_STEP(pl_layer_rope_kv(r, m, B, step->positions, step->slots, kv, b, 0, stream));
+    PL_STEP(qkv_rope(m, w, r, B, step->positions, step->slots, kv, x, b, 0, stream));
     PL_STEP(decode_attention(r, &dp, b, stream));
     return cudaSuccess;
 }
@@ -191,4 +202,66 @@ cudaError_t pl_layer_attention_decode(const pl_model_config *m, const pl_attn_we
     PL_STEP(pl_layer_attention_heads(m, w, r, step, kv, x, b, stream));
     PL_STEP(pl_layer_linear(r, b->attn, w->o, h, step->batch, m->hidden, m->heads * m->head_dim, x, b->proj, stream));
     return cudaSuccess;
+}
+
+/* ---- prefill ---- */
+
+int pl_prefill_rows(const pl_prefill_step *s)
+{
+    if (!s || s->prompts < 1 || !s->starts || s->starts[0] != 0)
+        return 0;
+    for (int p = 0; p < s->prompts; p++)
+        if (s->starts[p + 1] <= s->starts[p])
+            return 0;
+    return s->starts[s->prompts];
+}
+
+/* Prompt p's causal attention over its own tokens (q, k, v contiguous [tokens][heads][head_dim]). */
+static pl_attn_problem prompt_attention(const pl_model_config *m, const pl_prefill_step *s, int p,
+                                        const pl_layer_buffers *b)
+{
+    const size_t qrow = (size_t)m->heads * m->head_dim, krow = (size_t)m->kv_heads * m->head_dim;
+    const int start = s->starts[p], len = s->starts[p + 1] - s->starts[p];
+    pl_attn_problem a;
+    memset(&a, 0, sizeof a);
+    a.batch = 1;
+    a.heads = m->heads;
+    a.kv_heads = m->kv_heads;
+    a.seq = len;
+    a.head_dim = m->head_dim;
+    a.causal = 1;
+    a.layout = PL_ATTN_BSHD;
+    a.scale = (float)(1.0 / sqrt((double)m->head_dim));
+    a.q = b->q + start * qrow;
+    a.k = b->k + start * krow;
+    a.v = b->v + start * krow;
+    a.o = b->attn + start * qrow;
+    a.lse = b->lse + (size_t)start * m->heads;
+    return a;
+}
+
+cudaError_t pl_layer_attention_prefill(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,
+                                       const pl_prefill_step *step, const pl_layer_kv *kv, const uint16_t *x,
+                                       uint16_t *h, const pl_layer_buffers *b, cudaStream_t stream)
+{
+    const int T = pl_prefill_rows(step);
+    const int qw = m->heads * m->head_dim;
+    if (T < 1 || (m->qk_norm && (!w->q_norm || !w->k_norm)))
+        return cudaErrorInvalidValue;
+    /* every prompt's attention problem checked before the first launch */
+    char why[256];
+    for (int p = 0; p < step->prompts; p++) {
+        const pl_attn_problem a = prompt_attention(m, step, p, b);
+        if (!pl_attn_problem_valid(&a, why, sizeof why))
+            return cudaErrorInvalidValue;
+    }
+    int cc = 0;
+    PL_STEP(pl_current_cc(&cc));
+    const int wgmma = r->attention == PL_LAYER_ATTN_FAST && cc == 90;
+    PL_STEP(qkv_rope(m, w, r, T, step->positions, step->slots, kv, x, b, 1, stream));
+    for (int p = 0; p < step->prompts; p++) {
+        const pl_attn_problem a = prompt_attention(m, step, p, b);
+        PL_STEP(wgmma ? pl_attn_flash_wgmma_schedule(&a, 0, stream) : pl_attn_flash_mma(&a, stream));
+    }
+    return pl_layer_linear(r, b->attn, w->o, h, T, m->hidden, qw, x, b->proj, stream);
 }

@@ -1,6 +1,6 @@
 /* The phases the dense and the MoE layer share (dense_layer.c, moe_layer.c): the step's workspace, the norm, the
- * linear layer and the RoPE with the KV write in the recipe's forms, and a decode step's whole attention half
- * (x → h = x + attention(RMSNorm(x))·oᵀ). Engine-internal: the public steps are in dense_layer.h and moe_layer.h. */
+ * linear layer and the RoPE with the KV write in the recipe's forms, and a decode or prefill step's whole attention
+ * half (x → h = x + attention(RMSNorm(x))·oᵀ). Engine-internal: the public steps are in dense_layer.h and moe_layer.h. */
 #ifndef PERFLAB_ENGINE_LAYER_PARTS_H
 #define PERFLAB_ENGINE_LAYER_PARTS_H
 
@@ -69,6 +69,18 @@ cudaError_t pl_layer_attention_heads(const pl_model_config *m, const pl_attn_wei
 cudaError_t pl_layer_attention_decode(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,
                                       const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x, uint16_t *h,
                                       const pl_layer_buffers *b, cudaStream_t stream);
+
+/* The rows of a prefill step: the last prompt's end, when the starts begin at 0 and grow; else 0. */
+int pl_prefill_rows(const pl_prefill_step *s);
+
+/* h = x + attention(RMSNorm(x))·oᵀ for a prefill step (h may be x): RMSNorm, the QKV GEMM, the qk-norm where the
+ * model has it, RoPE with the KV write (k and v also contiguous in b), each prompt's causal attention over its own
+ * tokens (flash attention: the wgmma kernel with the fast recipe on sm_90, else the mma.sync one), the O GEMM with
+ * the residual. cudaErrorInvalidValue before any launch when the step is malformed or the attention kernels do not
+ * take a prompt. */
+cudaError_t pl_layer_attention_prefill(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,
+                                       const pl_prefill_step *step, const pl_layer_kv *kv, const uint16_t *x,
+                                       uint16_t *h, const pl_layer_buffers *b, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

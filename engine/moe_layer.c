@@ -1,5 +1,5 @@
-/* One MoE layer's decode step (moe_layer.h): the dense layer's attention half (layer_parts.c), then the router, the
- * grouping and the experts in the recipe's forms. */
+/* One MoE layer's decode and prefill steps (moe_layer.h): the dense layer's attention half (layer_parts.c), then the
+ * router, the grouping and the experts in the recipe's forms. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,4 +203,21 @@ cudaError_t pl_moe_layer_decode(const pl_moe_weights *w, const pl_moe_recipe *r,
     const pl_attn_weights aw = {w->attn_norm, w->qkv, w->q_norm, w->k_norm, w->o};
     PL_STEP(pl_layer_attention_decode(m, &aw, &r->layer, step, kv, x, out, &b.layer, stream));
     return moe_half(w, r, step->batch, out, &b, stream);
+}
+
+cudaError_t pl_moe_layer_prefill(const pl_moe_weights *w, const pl_moe_recipe *r, const pl_prefill_step *step,
+                                 const pl_layer_kv *kv, const uint16_t *x, uint16_t *out, void *workspace,
+                                 size_t workspace_bytes, cudaStream_t stream)
+{
+    const int T = pl_prefill_rows(step);
+    if (T < 1 || !layer_ok(w, r, T, x, out, workspace, workspace_bytes))
+        return cudaErrorInvalidValue;
+    const pl_model_config *m = w->model;
+    moe_buffers b;
+    carve(m, T, r->layer.sm_count, (char *)workspace, &b);
+    if (r->experts == PL_MOE_EXPERTS_GROUPED)
+        PL_STEP(grouped_ok(w, T, &b));
+    const pl_attn_weights aw = {w->attn_norm, w->qkv, w->q_norm, w->k_norm, w->o};
+    PL_STEP(pl_layer_attention_prefill(m, &aw, &r->layer, step, kv, x, out, &b.layer, stream));
+    return moe_half(w, r, T, out, &b, stream);
 }

@@ -47,7 +47,7 @@ typedef struct pl_moe_recipe {
     pl_moe_experts experts;
 } pl_moe_recipe;
 
-/* Bytes of the workspace a decode step of up to max_rows sequences needs, with any recipe. */
+/* Bytes of the workspace a step of up to max_rows rows needs (decode: sequences; prefill: tokens), with any recipe. */
 size_t pl_moe_workspace_bytes(const pl_model_config *m, int max_rows, int sm_count);
 
 /* The layer's decode step (as pl_dense_layer_decode): x [batch][hidden] bf16 in, out the residual stream after the
@@ -61,6 +61,13 @@ size_t pl_moe_workspace_bytes(const pl_model_config *m, int max_rows, int sm_cou
 cudaError_t pl_moe_layer_decode(const pl_moe_weights *w, const pl_moe_recipe *r, const pl_decode_step *step,
                                 const pl_layer_kv *kv, const uint16_t *x, uint16_t *out, void *workspace,
                                 size_t workspace_bytes, cudaStream_t stream);
+
+/* The layer's prefill step (as pl_dense_layer_prefill: each prompt's tokens attend causally to the prompt's own,
+ * which start at position 0), then every token through its experts as in decode. The same errors as decode; also
+ * cudaErrorInvalidValue for malformed prompt starts or a prompt the flash attention kernels do not take. */
+cudaError_t pl_moe_layer_prefill(const pl_moe_weights *w, const pl_moe_recipe *r, const pl_prefill_step *step,
+                                 const pl_layer_kv *kv, const uint16_t *x, uint16_t *out, void *workspace,
+                                 size_t workspace_bytes, cudaStream_t stream);
 
 /* Where the last step's routing lies in the workspace (device pointers): ids and weights [rows][top_k], counts
  * [experts], offsets [experts + 1]; rows and sm_count the step's batch and its recipe's sm_count (the workspace's

@@ -5,7 +5,9 @@
  * through the pool; two decode steps a case, the second attending to the token the first wrote. Recipes: baseline
  * (cuBLAS, simple attention, unfused, a GEMM loop over experts), grouped (the same with the grouped GEMM), a loop of
  * perflab GEMMs with the fused forms, fused (the grouped GEMM with the fused forms), the last also in place (out = x)
- * and replayed from a CUDA graph. The output, the workspace and the new tokens' cache slots are NaN before each run.
+ * and replayed from a CUDA graph. Prefill (pl_moe_layer_prefill) the same way, of prompts of 17, 1 and 50 tokens
+ * (tiny-moe) and of 33 and 129 (tiny-moe-gqa8). The output, the workspace and the new tokens' cache slots are NaN
+ * before each run.
  * Each run checks:
  *   the routing: each row's experts (as a set) are the reference's, or the reference's choice was a near tie (its
  *   top_k-th logit within PL_LAYER_REF_NEAR_TIE of the next: a bf16 rounding of h moves a logit by ~1e-3), in
@@ -37,6 +39,7 @@
 
 #define PAGE     16
 #define MAX_SEQ  17
+#define MAX_ROWS 256 /* a prefill step's tokens */
 #define MAX_K    8
 #define CK(call) ck_assert_msg((call) == cudaSuccess, "%s failed", #call)
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -98,7 +101,8 @@ static void host_weights(rig *r)
 #undef HOST_OF
 }
 
-static void rig_init(rig *r, const char *model, int nseq, const int *need, uint64_t seed)
+/* A rig for steps of up to max_rows rows (decode: the sequences; prefill: the prompts' tokens). */
+static void rig_init(rig *r, const char *model, int nseq, const int *need, int max_rows, uint64_t seed)
 {
     char err[512];
     memset(r, 0, sizeof *r);
@@ -125,13 +129,13 @@ static void rig_init(rig *r, const char *model, int nseq, const int *need, uint6
     CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
     CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
     r->cc = major * 10 + minor;
-    r->ws_bytes = pl_moe_workspace_bytes(r->m, nseq, r->sm_count);
+    r->ws_bytes = pl_moe_workspace_bytes(r->m, max_rows, r->sm_count);
     CK(cudaMalloc(&r->ws, r->ws_bytes));
-    const size_t xn = (size_t)nseq * r->m->hidden;
+    const size_t xn = (size_t)max_rows * r->m->hidden;
     CK(cudaMalloc((void **)&r->x_d, xn * 2));
     CK(cudaMalloc((void **)&r->out_d, xn * 2));
-    CK(cudaMalloc((void **)&r->pos_d, (size_t)nseq * sizeof(int)));
-    CK(cudaMalloc((void **)&r->slots_d, (size_t)nseq * sizeof(int64_t)));
+    CK(cudaMalloc((void **)&r->pos_d, (size_t)max_rows * sizeof(int)));
+    CK(cudaMalloc((void **)&r->slots_d, (size_t)max_rows * sizeof(int64_t)));
     CK(cudaMalloc((void **)&r->lens_d, (size_t)nseq * sizeof(int)));
     CK(cudaMalloc((void **)&r->table_d, (size_t)nseq * r->max_pages * sizeof(int)));
     ck_assert(cublasCreate(&r->cublas) == CUBLAS_STATUS_SUCCESS);
@@ -160,11 +164,12 @@ static void rig_free(rig *r)
 /* ---- a step's rows ---- */
 
 typedef struct rows {
-    int n;
-    int pos[MAX_SEQ];
-    int64_t slots[MAX_SEQ];
-    const int *tables[MAX_SEQ];
-    int *table; /* [nseq][max_pages] */
+    int n, prefill;
+    int pos[MAX_ROWS];
+    int64_t slots[MAX_ROWS];
+    const int *tables[MAX_ROWS];
+    int starts[MAX_SEQ + 1]; /* prefill: each prompt's first row */
+    int *table;              /* [nseq][max_pages] */
 } rows;
 
 /* One row a sequence at position first[s]; the block table and lengths uploaded. */
@@ -175,6 +180,7 @@ static void rows_upload(rig *r, const int *first, rows *w)
     ck_assert(w->table != NULL);
     ck_assert_int_eq(pl_kv_block_table(r->seqs, r->nseq, r->max_pages, w->table, lens), 0);
     w->n = r->nseq;
+    w->prefill = 0;
     for (int s = 0; s < r->nseq; s++) {
         lens[s] = first[s] + 1;
         w->pos[s] = first[s];
@@ -187,23 +193,50 @@ static void rows_upload(rig *r, const int *first, rows *w)
     CK(cudaMemcpy(r->table_d, w->table, (size_t)r->nseq * r->max_pages * sizeof(int), cudaMemcpyHostToDevice));
 }
 
+/* Prefill rows: positions 0 .. lens[s] - 1 of each sequence, prompt after prompt; the rows uploaded. */
+static void rows_upload_prefill(rig *r, const int *lens, rows *w)
+{
+    int have[MAX_SEQ];
+    w->table = malloc((size_t)r->nseq * r->max_pages * sizeof(int));
+    ck_assert(w->table != NULL);
+    ck_assert_int_eq(pl_kv_block_table(r->seqs, r->nseq, r->max_pages, w->table, have), 0);
+    w->n = 0;
+    w->prefill = 1;
+    for (int s = 0; s < r->nseq; s++) {
+        w->starts[s] = w->n;
+        for (int t = 0; t < lens[s]; t++, w->n++) {
+            ck_assert(w->n < MAX_ROWS);
+            w->pos[w->n] = t;
+            w->slots[w->n] = pl_kv_slot(&r->seqs[s], t, PAGE);
+            w->tables[w->n] = w->table + (size_t)s * r->max_pages;
+        }
+    }
+    w->starts[r->nseq] = w->n;
+    CK(cudaMemcpy(r->pos_d, w->pos, (size_t)w->n * sizeof(int), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(r->slots_d, w->slots, (size_t)w->n * sizeof(int64_t), cudaMemcpyHostToDevice));
+}
+
 /* ---- running the layer: 0 straight, 1 in place (out = x), 2 captured in a graph and replayed ---- */
 
-static cudaError_t run_layer(rig *r, int recipe, const uint16_t *x, uint16_t *out, cudaStream_t stream)
+static cudaError_t run_layer(rig *r, const rows *w, int recipe, const uint16_t *x, uint16_t *out, cudaStream_t stream)
 {
+    if (w->prefill) {
+        const pl_prefill_step ps = {r->nseq, w->starts, r->pos_d, r->slots_d};
+        return pl_moe_layer_prefill(&r->w, &r->recipes[recipe], &ps, &r->kv, x, out, r->ws, r->ws_bytes, stream);
+    }
     const pl_decode_step ds = {r->nseq, PAGE, r->max_pages, r->pos_d, r->slots_d, r->table_d, r->lens_d};
     return pl_moe_layer_decode(&r->w, &r->recipes[recipe], &ds, &r->kv, x, out, r->ws, r->ws_bytes, stream);
 }
 
-static void run_mode(rig *r, int recipe, int mode)
+static void run_mode(rig *r, const rows *w, int recipe, int mode)
 {
     const uint16_t *x = r->x_d;
     if (mode == 1) {
-        CK(cudaMemcpy(r->out_d, r->x_d, (size_t)r->nseq * r->m->hidden * 2, cudaMemcpyDeviceToDevice));
+        CK(cudaMemcpy(r->out_d, r->x_d, (size_t)w->n * r->m->hidden * 2, cudaMemcpyDeviceToDevice));
         x = r->out_d;
     }
     if (mode != 2) {
-        CK(run_layer(r, recipe, x, r->out_d, 0));
+        CK(run_layer(r, w, recipe, x, r->out_d, 0));
         CK(cudaDeviceSynchronize());
         return;
     }
@@ -212,7 +245,7 @@ static void run_mode(rig *r, int recipe, int mode)
     cudaGraphExec_t e;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    const cudaError_t rc = run_layer(r, recipe, x, r->out_d, s);
+    const cudaError_t rc = run_layer(r, w, recipe, x, r->out_d, s);
     CK(cudaStreamEndCapture(s, &g));
     CK(rc);
     CK(cudaGraphInstantiate(&e, g, 0));
@@ -236,18 +269,18 @@ static void sort_ids(int *ids, int k)
 
 /* The engine's routing against the reference's: counts and offsets agree with the ids; a row's experts differ only
  * at a near tie, and such rows go into force (the engine's experts; -1 for the other rows). Returns how many. */
-static int check_routing(const char *tag, const rig *r, const int *ref_ids, const double *margin, int *force)
+static int check_routing(const char *tag, const rig *r, int n, const int *ref_ids, const double *margin, int *force)
 {
     const pl_model_config *m = r->m;
     const int k = m->top_k, E = m->experts;
     pl_moe_routing_view v;
-    pl_moe_routing_in(m, r->nseq, r->sm_count, r->ws, &v);
-    int *ids = pl_test_dev_copy(v.ids, (size_t)r->nseq * k * sizeof(int));
+    pl_moe_routing_in(m, n, r->sm_count, r->ws, &v);
+    int *ids = pl_test_dev_copy(v.ids, (size_t)n * k * sizeof(int));
     int *counts = pl_test_dev_copy(v.counts, (size_t)E * sizeof(int)),
         *offsets = pl_test_dev_copy(v.offsets, (size_t)(E + 1) * sizeof(int));
     int hist[64] = {0}, forced = 0;
     ck_assert(E <= 64);
-    for (int i = 0; i < r->nseq * k; i++) {
+    for (int i = 0; i < n * k; i++) {
         ck_assert_msg(ids[i] >= 0 && ids[i] < E, "%s: slot %d's expert %d is out of range", tag, i, ids[i]);
         hist[ids[i]]++;
     }
@@ -256,7 +289,7 @@ static int check_routing(const char *tag, const rig *r, const int *ref_ids, cons
         ck_assert_msg(counts[e] == hist[e], "%s: expert %d's count %d, its ids %d", tag, e, counts[e], hist[e]);
         ck_assert_int_eq(offsets[e + 1], offsets[e] + counts[e]);
     }
-    for (int t = 0; t < r->nseq; t++) {
+    for (int t = 0; t < n; t++) {
         int a[MAX_K], b[MAX_K];
         memcpy(a, ids + (size_t)t * k, (size_t)k * sizeof(int));
         memcpy(b, ref_ids + (size_t)t * k, (size_t)k * sizeof(int));
@@ -307,13 +340,13 @@ static void check_run(rig *r, const rows *w, int recipe, int mode, const char *w
     pl_test_poison_slots(r->kv.k, r->kv.v, w->slots, w->n, r->row_elems);
     CK(cudaMemset(r->out_d, 0xff, xn * 2));
     CK(cudaMemset(r->ws, 0xff, r->ws_bytes));
-    run_mode(r, recipe, mode);
+    run_mode(r, w, recipe, mode);
     uint16_t *out = pl_test_dev_copy(r->out_d, xn * 2), *ref = malloc(xn * 2);
-    int ids[MAX_SEQ * MAX_K], force[MAX_SEQ * MAX_K];
-    double margin[MAX_SEQ];
+    static int ids[MAX_ROWS * MAX_K], force[MAX_ROWS * MAX_K];
+    static double margin[MAX_ROWS];
     ck_assert(ref != NULL);
     reference(r, w, x, epilogue, NULL, ref, ids, margin);
-    if (check_routing(tag, r, ids, margin, force) > 0) {
+    if (check_routing(tag, r, w->n, ids, margin, force) > 0) {
         printf("%s: a row's experts differ from the reference's at a near tie; compared with the engine's\n", tag);
         reference(r, w, x, epilogue, force, ref, ids, margin);
     }
@@ -358,7 +391,7 @@ START_TEST(moe_decode)
         need[s] = cached[s] + 2;
     }
     rig r;
-    rig_init(&r, c->model, c->seqs, need, 20261128u + (uint64_t)_i);
+    rig_init(&r, c->model, c->seqs, need, c->seqs, 20261128u + (uint64_t)_i);
     for (int step = 0; step < 2; step++) {
         int first[MAX_SEQ];
         for (int s = 0; s < c->seqs; s++)
@@ -370,6 +403,34 @@ START_TEST(moe_decode)
         check_step(&r, &w, what);
         free(w.table);
     }
+    rig_free(&r);
+}
+END_TEST
+
+/* Prompts of lengths no multiple of the page, one of a single token, each prompt's pages scattered through the pool:
+ * every recipe against the reference, as for decode. */
+static const struct {
+    const char *model;
+    int prompts, lens[3];
+} prefill_cases[] = {
+    {"tiny-moe", 3, {17, 1, 50}},
+    {"tiny-moe-gqa8", 2, {33, 129, 0}},
+};
+
+START_TEST(moe_prefill)
+{
+    const int P = prefill_cases[_i].prompts;
+    int rows_total = 0;
+    for (int s = 0; s < P; s++)
+        rows_total += prefill_cases[_i].lens[s];
+    rig r;
+    rig_init(&r, prefill_cases[_i].model, P, prefill_cases[_i].lens, rows_total, 20261129u + (uint64_t)_i);
+    rows w;
+    rows_upload_prefill(&r, prefill_cases[_i].lens, &w);
+    char what[64];
+    snprintf(what, sizeof what, "prefill of %d prompts", P);
+    check_step(&r, &w, what);
+    free(w.table);
     rig_free(&r);
 }
 END_TEST
@@ -394,6 +455,11 @@ START_TEST(refusals)
     ck_assert_int_eq(pl_moe_layer_decode(&w, &rc, &ds, &kv, buf, buf, buf, need - 1, 0), cudaErrorInvalidValue);
     const pl_moe_recipe unfused = {{PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 0, 132, NULL}, PL_MOE_EXPERTS_GROUPED};
     ck_assert_int_eq(pl_moe_layer_decode(&w, &unfused, &ds, &kv, buf, buf, buf, need, 0), cudaErrorInvalidValue);
+    /* prompt starts that do not begin at 0, or do not grow */
+    static const int from_one[3] = {1, 2, 3}, empty[3] = {0, 2, 2};
+    const pl_prefill_step bad_start = {2, from_one, buf, buf}, bad_empty = {2, empty, buf, buf};
+    ck_assert_int_eq(pl_moe_layer_prefill(&w, &rc, &bad_start, &kv, buf, buf, buf, need, 0), cudaErrorInvalidValue);
+    ck_assert_int_eq(pl_moe_layer_prefill(&w, &rc, &bad_empty, &kv, buf, buf, buf, need, 0), cudaErrorInvalidValue);
     CK(cudaGetLastError());
     CK(cudaFree(buf));
     pl_moe_weights_free(&w);
@@ -406,6 +472,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, moe_decode, 0, COUNT(cases));
+    tcase_add_loop_test(tc, moe_prefill, 0, COUNT(prefill_cases));
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);
     return s;
