@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/device_cc.h"
 #include "engine/cuda_step.h"
 #include "engine/model.h"
 #include "gemm/cublas/gemm_cublas.h"
@@ -95,15 +96,50 @@ static int fill_own(pl_model *M, uint64_t seed, char *err, size_t errlen)
     return 0;
 }
 
+/* Every layer's weights (layer l seeded seed + l), the step's workspace size and an MoE model's expert GEMMs. */
+static int alloc_layers(const pl_model_options *o, pl_model *M, char *err, size_t errlen)
+{
+    const pl_model_config *c = M->config;
+    const int moe = pl_model_is_moe(c);
+    if (moe) {
+        int cc = 0;
+        const cudaError_t e = pl_current_cc(&cc);
+        if (e != cudaSuccess) {
+            snprintf(err, errlen, "the device's compute capability: %s", cudaGetErrorString(e));
+            return -1;
+        }
+        M->experts = cc == 90 ? PL_MOE_EXPERTS_GROUPED : PL_MOE_EXPERTS_LOOP;
+        M->ws_bytes = pl_moe_workspace_bytes(c, M->max_rows, M->sm_count);
+        M->moe = calloc((size_t)M->layers, sizeof *M->moe);
+    } else {
+        M->ws_bytes = pl_dense_workspace_bytes(c, M->max_rows, M->sm_count);
+        M->layer = calloc((size_t)M->layers, sizeof *M->layer);
+    }
+    if (!M->layer && !M->moe) {
+        snprintf(err, errlen, "out of host memory for %d layers", M->layers);
+        return -1;
+    }
+    for (int l = 0; l < M->layers; l++) {
+        const uint64_t seed = o->seed + (uint64_t)l;
+        if ((moe ? pl_moe_weights_alloc(c, seed, &M->moe[l], err, errlen)
+                 : pl_dense_weights_alloc(c, seed, &M->layer[l], err, errlen)) != 0) {
+            pl_model_destroy(M);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int pl_model_create(const pl_model_options *o, pl_model *M, char *err, size_t errlen)
 {
     memset(M, 0, sizeof *M);
     const pl_model_config *c = o->model;
-    if (!c || pl_model_is_moe(c) || c->qk_norm || o->max_rows < 1 || o->max_out < 1 || o->max_out > o->max_rows ||
+    const int moe = c && pl_model_is_moe(c);
+    if (!c || (!moe && c->qk_norm) || o->max_rows < 1 || o->max_out < 1 || o->max_out > o->max_rows ||
         o->page_size < 8 || o->page_size % 8) {
         snprintf(err, errlen,
-                 "%s: the model takes a dense config without qk-norm, max_rows >= max_out >= 1 and a page "
-                 "size that is a multiple of 8",
+                 "%s: the model takes a dense config without qk-norm or an MoE config, max_rows >= max_out >= 1 and "
+                 "a page size that is a multiple of 8",
                  c ? c->name : "(no model)");
         return -1;
     }
@@ -116,17 +152,8 @@ int pl_model_create(const pl_model_options *o, pl_model *M, char *err, size_t er
     if (plan(o, M, err, errlen) != 0)
         return -1;
     M->pages = M->plan.pages;
-    M->ws_bytes = pl_dense_workspace_bytes(c, M->max_rows, M->sm_count);
-    M->layer = calloc((size_t)M->layers, sizeof *M->layer);
-    if (!M->layer) {
-        snprintf(err, errlen, "out of host memory for %d layers", M->layers);
+    if (alloc_layers(o, M, err, errlen) != 0)
         return -1;
-    }
-    for (int l = 0; l < M->layers; l++)
-        if (pl_dense_weights_alloc(c, o->seed + (uint64_t)l, &M->layer[l], err, errlen) != 0) {
-            pl_model_destroy(M);
-            return -1;
-        }
     const size_t bytes = carve(M, NULL);
     cudaError_t e = cudaMalloc(&M->block, bytes);
     if (e != cudaSuccess) {
@@ -146,10 +173,14 @@ int pl_model_create(const pl_model_options *o, pl_model *M, char *err, size_t er
 
 void pl_model_destroy(pl_model *M)
 {
-    if (M->layer)
-        for (int l = 0; l < M->layers; l++)
+    for (int l = 0; l < M->layers; l++) {
+        if (M->layer)
             pl_dense_weights_free(&M->layer[l]);
+        if (M->moe)
+            pl_moe_weights_free(&M->moe[l]);
+    }
     free(M->layer);
+    free(M->moe);
     if (M->block)
         cudaFree(M->block);
     memset(M, 0, sizeof *M);
@@ -207,12 +238,22 @@ static cudaError_t layers(pl_model *M, const pl_layer_recipe *r, const pl_model_
         if (s->n_decode > 0) {
             const pl_decode_step ds = {s->n_decode, M->page_size,   s->max_pages, s->positions,
                                        s->slots,    s->block_table, s->seq_lens};
-            PL_STEP(pl_dense_layer_decode(&M->layer[l], r, &ds, &kv, M->x, M->x, M->ws, M->ws_bytes, stream));
+            if (M->moe) {
+                const pl_moe_recipe mr = {*r, M->experts};
+                PL_STEP(pl_moe_layer_decode(&M->moe[l], &mr, &ds, &kv, M->x, M->x, M->ws, M->ws_bytes, stream));
+            } else {
+                PL_STEP(pl_dense_layer_decode(&M->layer[l], r, &ds, &kv, M->x, M->x, M->ws, M->ws_bytes, stream));
+            }
         }
         if (s->n_decode < s->n) {
             uint16_t *x = M->x + (size_t)s->n_decode * D;
             const pl_prefill_step ps = {s->prompts, s->starts, s->positions + s->n_decode, s->slots + s->n_decode};
-            PL_STEP(pl_dense_layer_prefill(&M->layer[l], r, &ps, &kv, x, x, M->ws, M->ws_bytes, stream));
+            if (M->moe) {
+                const pl_moe_recipe mr = {*r, M->experts};
+                PL_STEP(pl_moe_layer_prefill(&M->moe[l], &mr, &ps, &kv, x, x, M->ws, M->ws_bytes, stream));
+            } else {
+                PL_STEP(pl_dense_layer_prefill(&M->layer[l], r, &ps, &kv, x, x, M->ws, M->ws_bytes, stream));
+            }
         }
     }
     return cudaSuccess;

@@ -1,4 +1,5 @@
-/* A whole decoder model on one GPU: the embedding, every layer (dense_layer.h), the final norm, the LM head and
+/* A whole decoder model on one GPU: the embedding, every layer (dense_layer.h, or moe_layer.h for an MoE config), the
+ * final norm, the LM head and
  * greedy sampling, over one paged KV cache (a K and a V pool per layer, all layers sharing the page ids), sized by
  * the memory plan before anything is allocated.
  *
@@ -17,6 +18,7 @@
 
 #include "engine/dense_layer.h"
 #include "engine/memory_plan.h"
+#include "engine/moe_layer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,7 +41,9 @@ typedef struct pl_model_options {
 typedef struct pl_model {
     const pl_model_config *config;
     int layers, page_size, pages, max_rows, max_out, sm_count;
-    pl_dense_weights *layer;     /* [layers] */
+    pl_dense_weights *layer;     /* [layers]: a dense config's layers (NULL for an MoE config) */
+    pl_moe_weights *moe;         /* [layers]: an MoE config's layers (NULL for a dense config) */
+    pl_moe_experts experts;      /* an MoE model's expert GEMMs: the grouped GEMM on sm_90, else one an expert */
     uint16_t *embed;             /* [vocab][hidden] */
     uint16_t *final_norm;        /* [hidden] */
     uint16_t *lm_head;           /* [vocab][hidden] (the embedding when tied) */
@@ -55,7 +59,7 @@ typedef struct pl_model {
 } pl_model;
 
 /* Plans (pl_plan_make with the GPU's free memory), then allocates and fills. 0, or -1 with one line in err and
- * nothing left allocated (a MoE or qk-norm config, sizes that do not fit, a CUDA failure). */
+ * nothing left allocated (a dense config with qk-norm, sizes that do not fit, a CUDA failure). */
 int pl_model_create(const pl_model_options *o, pl_model *out, char *err, size_t errlen);
 void pl_model_destroy(pl_model *m);
 
@@ -83,8 +87,10 @@ typedef struct pl_model_rows {
 } pl_model_rows;
 
 /* Enqueues the step on `stream` (never synchronises: graph-capturable once the GEMM picks for these shapes were
- * made). cudaErrorInvalidValue for a malformed step (no rows, more than max_rows or max_out, a part the layers
- * refuse), else the first failing call's error. */
+ * made; an MoE model off sm_90 reads its expert counts on the host, and synchronises there). An MoE model's layers
+ * take the recipe's attention, GEMM and fused forms, with the model's expert GEMMs. cudaErrorInvalidValue for a
+ * malformed step (no rows, more than max_rows or max_out, a part the layers refuse), else the first failing call's
+ * error. */
 cudaError_t pl_model_step(pl_model *m, const pl_layer_recipe *r, const pl_model_rows *rows, cudaStream_t stream);
 
 /* ---- the model's kernels (model_ops.cu) ---- */

@@ -9,6 +9,8 @@
  *     prompt;
  *   - a mixed step: a prompt continued by a chunk of 10 tokens (decode rows over its pages) beside a new prompt,
  *     against the reference.
+ * And an MoE model (tiny-moe): a prefill and two decode steps, each bit-identical to the embedding and the layers'
+ * MoE steps run one by one on the same weights (its layers' own test checks them against the reference).
  * Pages of the sequences are scattered through the pool. Exits 77 without a GPU. */
 #include <math.h>
 #include <stdio.h>
@@ -50,11 +52,12 @@ static uint16_t *host_copy(const void *dev, size_t n)
     return pl_test_dev_copy(dev, n * 2);
 }
 
-static void rig_init(rig *r, int recipe)
+/* The model `name` with a ladder recipe; for a dense model also the host copies the reference reads. */
+static void rig_init_model(rig *r, const char *name, int recipe)
 {
     char err[512];
     memset(r, 0, sizeof *r);
-    r->c = pl_model_find("tiny-dense", err, sizeof err);
+    r->c = pl_model_find(name, err, sizeof err);
     ck_assert(r->c != NULL);
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -78,7 +81,7 @@ static void rig_init(rig *r, int recipe)
     r->kc = calloc((size_t)L, sizeof *r->kc);
     r->vc = calloc((size_t)L, sizeof *r->vc);
     ck_assert(r->wh && r->hw && r->kc && r->vc);
-    for (int l = 0; l < L; l++) {
+    for (int l = 0; l < L && !pl_model_is_moe(r->c); l++) {
         const pl_dense_weights *w = &r->M.layer[l];
         r->wh[l] = host_copy(w->block, w->bytes / 2);
 #define HOST_OF(t) (const uint16_t *)((const char *)r->wh[l] + ((const char *)w->t - (const char *)w->block))
@@ -101,6 +104,11 @@ static void rig_init(rig *r, int recipe)
         pl_kv_page_free(&r->pool, held[i]);
     CK(cudaMalloc((void **)&r->d_ints, 8 * MAXR * 64 * sizeof(int)));
     CK(cudaMalloc((void **)&r->d_slots, MAXR * sizeof(int64_t)));
+}
+
+static void rig_init(rig *r, int recipe)
+{
+    rig_init_model(r, "tiny-dense", recipe);
 }
 
 static void rig_free(rig *r)
@@ -348,6 +356,82 @@ START_TEST(mixed_step)
 }
 END_TEST
 
+/* ---- an MoE model ---- */
+
+/* Runs the step through the model, then again from the same caches as the embedding and each layer's MoE step one by
+ * one (the model's weights, expert GEMMs and workspace): the residual stream after the last layer and every layer's
+ * caches bit-identical; the sampled tokens ids of the vocabulary. */
+static void moe_step_matches_layers(rig *r, const host_rows *h, const char *tag)
+{
+    const pl_model *M = &r->M;
+    const size_t D = r->c->hidden, pools = M->pool_elems * (size_t)M->layers;
+    uint16_t *k0 = host_copy(M->k_pools, pools), *v0 = host_copy(M->v_pools, pools);
+    uint16_t *logits = malloc((size_t)h->n_out * r->c->vocab * 2);
+    int tokens[8];
+    ck_assert(logits != NULL);
+    gpu_step(r, h, logits, tokens);
+    for (int i = 0; i < h->n_out; i++)
+        ck_assert_msg(tokens[i] >= 0 && tokens[i] < r->c->vocab, "%s: token %d is %d", tag, i, tokens[i]);
+    uint16_t *x_model = host_copy(M->x, (size_t)h->n * D), *k_model = host_copy(M->k_pools, pools),
+             *v_model = host_copy(M->v_pools, pools);
+    /* the same step by hand, from the caches as they were (gpu_step left the rows' arrays on the device) */
+    CK(cudaMemcpy(M->k_pools, k0, pools * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(M->v_pools, v0, pools * 2, cudaMemcpyHostToDevice));
+    int *tok = r->d_ints, *pos = r->d_ints + MAXR, *table = r->d_ints + 2 * MAXR, *lens = table + MAXR * 8;
+    CK(pl_engine_embed(M->embed, tok, h->n, r->c->hidden, r->c->vocab, M->x, 0));
+    const pl_moe_recipe mr = {r->recipe, M->experts};
+    for (int l = 0; l < M->layers; l++) {
+        const pl_layer_kv kv = pl_model_kv(M, l);
+        if (h->n_decode > 0) {
+            const pl_decode_step ds = {h->n_decode, PAGE, 8, pos, r->d_slots, table, lens};
+            CK(pl_moe_layer_decode(&M->moe[l], &mr, &ds, &kv, M->x, M->x, M->ws, M->ws_bytes, 0));
+        }
+        if (h->n_decode < h->n) {
+            uint16_t *x = M->x + (size_t)h->n_decode * D;
+            const pl_prefill_step ps = {h->prompts, h->starts, pos + h->n_decode, r->d_slots + h->n_decode};
+            CK(pl_moe_layer_prefill(&M->moe[l], &mr, &ps, &kv, x, x, M->ws, M->ws_bytes, 0));
+        }
+    }
+    CK(cudaDeviceSynchronize());
+    uint16_t *x_layers = host_copy(M->x, (size_t)h->n * D), *k_layers = host_copy(M->k_pools, pools),
+             *v_layers = host_copy(M->v_pools, pools);
+    ck_assert_msg(memcmp(x_model, x_layers, (size_t)h->n * D * 2) == 0, "%s: the residual stream differs", tag);
+    ck_assert_msg(memcmp(k_model, k_layers, pools * 2) == 0 && memcmp(v_model, v_layers, pools * 2) == 0,
+                  "%s: the caches differ", tag);
+    free(k0), free(v0), free(logits), free(x_model), free(k_model), free(v_model), free(x_layers), free(k_layers),
+        free(v_layers);
+}
+
+/* tiny-moe (2 MoE layers, qk-norm): a prefill of prompts of 17 and 30 tokens, then two decode steps. */
+START_TEST(moe_model_runs_its_layers)
+{
+    rig r;
+    rig_init_model(&r, "tiny-moe", PL_LAYER_LADDER_FUSED);
+    ck_assert_ptr_nonnull(r.M.moe);
+    ck_assert_ptr_null(r.M.layer);
+    const int lens[2] = {17, 30};
+    host_rows h;
+    memset(&h, 0, sizeof h);
+    for (int s = 0; s < 2; s++) {
+        int t[64];
+        prompt_tokens(t, lens[s], s + 20);
+        add_rows(&r, &h, s, 0, lens[s], t, 0);
+        h.out_rows[h.n_out++] = h.n - 1;
+    }
+    moe_step_matches_layers(&r, &h, "tiny-moe prefill");
+    for (int step = 0; step < 2; step++) {
+        memset(&h, 0, sizeof h);
+        for (int s = 0; s < 2; s++) {
+            int t = (step * 31 + s * 17 + 5) % r.c->vocab;
+            add_rows(&r, &h, s, lens[s] + step, 1, &t, 1);
+            h.out_rows[h.n_out++] = s;
+        }
+        moe_step_matches_layers(&r, &h, "tiny-moe decode");
+    }
+    rig_free(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("engine_model");
@@ -356,6 +440,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, greedy, 0, 4);
     tcase_add_test(tc, prefill_then_decode);
     tcase_add_test(tc, mixed_step);
+    tcase_add_test(tc, moe_model_runs_its_layers);
     suite_add_tcase(s, tc);
     return s;
 }
