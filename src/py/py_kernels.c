@@ -106,7 +106,7 @@ int pl_py_gemm_fp8(int m, int n, int k, const void *a, const void *b, void *d, c
         return refuse(err, errlen, "gemm (fp8): %s", why);
     if (needs_sm90("gemm (fp8)", err, errlen) != 0)
         return -1;
-    return launched(pl_gemm_fp8_ws(&p, stream), "gemm (fp8)", err, errlen);
+    return launched(pl_gemm_fp8(&p, stream), "gemm (fp8)", err, errlen); /* the FP8 pick */
 }
 
 static pl_grouped_gemm_problem grouped_problem(int groups, int n, int k, int rows, const int *offsets, const void *a,
