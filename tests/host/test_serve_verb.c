@@ -192,6 +192,29 @@ START_TEST(floor_run_matches_engine)
 }
 END_TEST
 
+/* An MoE config serves as a dense one does: the floor executor's steps cost what uniform routing touches. */
+START_TEST(moe_model_floor_run)
+{
+    pl_cmd_result r;
+    char *folder =
+        run_in(NULL,
+               "serve --executor floor --hbm-gbps 3000 --tensor-tflops 700 --model tiny-moe --num-prompts 12 "
+               "--random-input-len 48 --random-output-len 16 --seed 3",
+               "serve_floor_moe", 0, &r);
+    json_t *doc = load_report(folder);
+    const char *model =
+        json_string_value(json_object_get(json_object_get(json_object_get(doc, "config"), "model"), "name"));
+    ck_assert_msg(model && strcmp(model, "tiny-moe") == 0, "the report's model: %s", model ? model : "(none)");
+    json_t *m = json_object_get(json_array_get(json_object_get(doc, "rates"), 0), "metrics");
+    const double tok = pl_json_get_real(m, "output_throughput");
+    ck_assert_msg(isfinite(tok) && tok > 0, "output throughput %g", tok);
+    ck_assert_int_eq((int)pl_json_get_real(m, "completed"), 12);
+    json_decref(doc);
+    free(folder);
+    pl_cmd_result_free(&r);
+}
+END_TEST
+
 START_TEST(slo_gate_names_the_misses)
 {
     pl_cmd_result r;
@@ -333,6 +356,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, floor_run_matches_engine);
+    tcase_add_test(tc, moe_model_floor_run);
     tcase_add_test(tc, slo_gate_names_the_misses);
     tcase_add_test(tc, same_seed_same_report);
     tcase_add_test(tc, report_draws_the_curves);
