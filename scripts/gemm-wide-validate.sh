@@ -12,8 +12,14 @@
 # ./gemm-wide-validate-out). Measured on an H200 (2026-11-23): the tests ~5 s, memcheck ~3 s, the N×K sweep 181 s at
 # MIN_TIME_S 0.02 / MAX_TIME_S 0.2 (38 shapes × ~35 configurations × 4 rounds); K×N takes fewer (mma_sync only).
 #
-#   OUT=/tmp/wide scripts/gemm-wide-validate.sh             # everything
+#   5. (step random) shapes no table or point was measured at: perflab gemm --shapes random:40:SEED for each of SEEDS
+#      (default: two drawn from /dev/urandom now, printed), bf16 in both layouts and fp8 against cuBLASLt's FP8, each
+#      through scripts/gemm_wide_table.py's bars (geometric mean and lowest shape against cuBLAS/cuBLASLt, the pick
+#      within 3% of the best native configuration).
+#
+#   OUT=/tmp/wide scripts/gemm-wide-validate.sh             # tests, sanitize, the wide sweeps
 #   STEPS=sweep LAYOUTS=nk scripts/gemm-wide-validate.sh    # only the N×K sweep
+#   STEPS=random scripts/gemm-wide-validate.sh              # the random shapes (SEEDS="1 2" to repeat a run)
 set -uo pipefail
 out=${OUT:-gemm-wide-validate-out}
 steps=${STEPS:-tests sanitize sweep}
@@ -64,6 +70,20 @@ if has sweep; then
     python3 scripts/gemm_heuristic_table.py $cmps --out "$out/heuristic_table.c"
     for c in $cmps; do cp "$c" "$out/comparison_$(basename "$(dirname "$(dirname "$c")")").json"; done
   fi
+fi
+if has random; then
+  seeds=${SEEDS:-"$(od -An -N4 -tu4 /dev/urandom | tr -d ' ') $(od -An -N4 -tu4 /dev/urandom | tr -d ' ')"}
+  echo "random shapes: seeds $seeds" | tee -a "$summary"
+  for seed in $seeds; do
+    for run in "nk bf16" "kn bf16" "nk fp8"; do
+      set -- $run
+      name="random_${seed}_$1_$2"
+      step "$name" 900 $B gemm --shapes "random:40:$seed" --layout "$1" --dtype "$2" --rounds 3 \
+        --timeout-s 300 -q --artifacts-dir "$out/$name"
+      c=$(ls "$out/$name"/gemm-*/comparison.json 2>/dev/null | head -1)
+      [ -n "$c" ] && python3 scripts/gemm_wide_table.py "$c" | tee "$out/$name.bars.md" | tail -12
+    done
+  done
 fi
 echo
 cat "$summary"
