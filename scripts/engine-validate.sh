@@ -3,7 +3,7 @@
 # so a slow or hanging test names its case), the e2e: targets at the shapes docs/perf/engine.md reports, a
 # per-kernel profile of the fused decode step, PyTorch's layers (scripts/torch_engine_layer.py,
 # scripts/torch_engine_moe_layer.py), and perflab serve on Llama-3-8B. Every step has a time limit; the logs and
-# every artifact folder are packed into one archive, $OUT/engine-validate.tgz (a GPU lease returns a bounded number
+# every artifact folder are packed into one archive, $OUT/engine-validate.tgz (a remote GPU machine may return a bounded number
 # of files), and a summary comes last.
 #
 #   BUILD=build STEPS="tests e2e profile torch serve" scripts/engine-validate.sh
@@ -42,6 +42,6 @@ for s in ${STEPS:-tests e2e profile torch serve}; do
     step serve_sweep 300 "$bin" serve --model llama3-8b --num-prompts 32 --random-input-len 2048 \
       --random-output-len 128 --request-rate 4,16,inf --slo-ttft-ms 500 --artifacts-dir "$out/serve" ;;
   esac
-  tar czf "$out_final/engine-validate.tgz" -C "$logs" . # after every phase: a lease cut short keeps what ran
+  tar czf "$out_final/engine-validate.tgz" -C "$logs" . # after every phase: a run cut short keeps what ran
 done
 cat "$summary"

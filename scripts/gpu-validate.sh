@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine, with a build made elsewhere: what "every GPU test and the expectations hold" means, in steps
-# that fit a short lease. Every step has a time limit; the logs go into one archive, $OUT/gpu-validate.tgz, rewritten
-# after every step (a lease returns a bounded number of files, and one cut short keeps what ran); a summary comes
-# last.
+# that fit a run of a few minutes. Every step has a time limit; the logs go into one archive, $OUT/gpu-validate.tgz,
+# rewritten after every step (a remote machine may return a bounded number of files, and a run cut short keeps what
+# ran); a summary comes last.
 #
 #   STEPS="gate refuse slow sanitize" scripts/gpu-validate.sh         # the gate and the sanitize label
 #   STEPS="tests" TESTS="engine_moe gpu_suite" scripts/gpu-validate.sh  # GPU tests, one at a time
