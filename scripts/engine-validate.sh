@@ -3,8 +3,8 @@
 # so a slow or hanging test names its case), the e2e: targets at the shapes docs/perf/engine.md reports, a
 # per-kernel profile of the fused decode step, PyTorch's layers (scripts/torch_engine_layer.py,
 # scripts/torch_engine_moe_layer.py), and perflab serve on Llama-3-8B. Every step has a time limit; the logs and
-# every artifact folder are packed into one archive, $OUT/engine-validate.tgz (a remote GPU machine may return a bounded number
-# of files), and a summary comes last.
+# every artifact folder are packed into one archive, $OUT/engine-validate.tgz (a remote GPU machine may return a
+# bounded number of files), and a summary comes last.
 #
 #   BUILD=build STEPS="tests e2e profile torch serve" scripts/engine-validate.sh
 set -uo pipefail
