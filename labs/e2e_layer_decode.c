@@ -8,35 +8,23 @@
 
 static const pl_param_def decode_params[] = {
     E2E_LAYER_COMMON_PARAMS,
-    PL_INT_PARAM("batch", "64", 1, 4096, "sequences in the step (one new token each)", .small_value = "3"),
-    PL_INT_PARAM("cache-len", "2048", 1, 1 << 20, "tokens a sequence attends to, its new one included",
-                 .small_value = "77"),
+    E2E_DECODE_PARAMS,
     PL_PARAMS_END,
 };
 
-static int seqs(const pl_params *p)
-{
-    return (int)pl_param_int(p, "batch");
-}
-
-static int len(const pl_params *p)
-{
-    return (int)pl_param_int(p, "cache-len");
-}
-
 static void decode_counters(const pl_params *p, pl_counters *c)
 {
-    e2e_layer_counters(p, 0, seqs(p), len(p), c);
+    e2e_layer_counters(p, 0, e2e_decode_seqs(p), e2e_decode_len(p), c);
 }
 
 static int decode_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
 {
-    return e2e_layer_check(p, 0, seqs(p), len(p), gpu, err, errlen);
+    return e2e_layer_check(p, 0, e2e_decode_seqs(p), e2e_decode_len(p), gpu, err, errlen);
 }
 
 static int decode_setup(pl_ctx *ctx, const pl_params *p, void **state)
 {
-    return e2e_layer_setup(ctx, p, 0, seqs(p), len(p), (e2e_layer **)state);
+    return e2e_layer_setup(ctx, p, 0, e2e_decode_seqs(p), e2e_decode_len(p), (e2e_layer **)state);
 }
 
 static const pl_variant decode_variants[] = {

@@ -65,31 +65,19 @@ static const pl_param_def tp_params[] = {
                   "a dense model config (engine/model_config.c) whose kv_heads, heads and MLP width --tp divides",
                   .small_value = "tiny-dense-tp"),
     E2E_LAYER_SHAPE_PARAMS,
-    PL_INT_PARAM("batch", "64", 1, 4096, "sequences in the step (one new token each)", .small_value = "3"),
-    PL_INT_PARAM("cache-len", "2048", 1, 1 << 20, "tokens a sequence attends to, its new one included",
-                 .small_value = "77"),
+    E2E_DECODE_PARAMS,
     PL_INT_PARAM("tp", "2", 2, PL_AR_MAX_RANKS, "GPUs the layer is split over (GPUs 0..tp-1)"),
     PL_PARAMS_END,
 };
 
-static int seqs(const pl_params *p)
-{
-    return (int)pl_param_int(p, "batch");
-}
-
-static int len(const pl_params *p)
-{
-    return (int)pl_param_int(p, "cache-len");
-}
-
 static void tp_counters(const pl_params *p, pl_counters *c)
 {
-    e2e_layer_counters(p, 0, seqs(p), len(p), c);
+    e2e_layer_counters(p, 0, e2e_decode_seqs(p), e2e_decode_len(p), c);
 }
 
 static int tp_check_params(const pl_params *p, const struct pl_gpu_record *gpu, char *err, size_t errlen)
 {
-    if (e2e_layer_check(p, 0, seqs(p), len(p), gpu, err, errlen) != 0)
+    if (e2e_layer_check(p, 0, e2e_decode_seqs(p), e2e_decode_len(p), gpu, err, errlen) != 0)
         return -1;
     char why[256];
     const pl_model_config *m = pl_model_find(pl_param_str(p, "model"), why, sizeof why);
@@ -368,7 +356,7 @@ static int tp_setup(pl_ctx *ctx, const pl_params *p, void **state)
     s->home = ctx->device->ordinal;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    if (e2e_layer_setup(ctx, p, 0, seqs(p), len(p), &s->L) != 0) {
+    if (e2e_layer_setup(ctx, p, 0, e2e_decode_seqs(p), e2e_decode_len(p), &s->L) != 0) {
         s->L = NULL;
         tp_release(ctx, s);
         return -1;

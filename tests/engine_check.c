@@ -88,3 +88,31 @@ void pl_test_check_cache(const char *tag, const uint16_t *before, const uint16_t
     }
     free(written);
 }
+
+void pl_test_run_step(pl_test_step_fn step, void *arg, int mode, const uint16_t *x, uint16_t *out, size_t x_bytes)
+{
+    if (mode == 1) {
+        ck_assert(cudaMemcpy(out, x, x_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+        x = out;
+    }
+    if (mode != 2) {
+        const cudaError_t e = step(arg, x, 0);
+        ck_assert_msg(e == cudaSuccess, "the step: %s", cudaGetErrorString(e));
+        ck_assert(cudaDeviceSynchronize() == cudaSuccess);
+        return;
+    }
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t exec;
+    ck_assert(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+    ck_assert(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+    const cudaError_t rc = step(arg, x, s);
+    ck_assert(cudaStreamEndCapture(s, &g) == cudaSuccess);
+    ck_assert_msg(rc == cudaSuccess, "the step under capture: %s", cudaGetErrorString(rc));
+    ck_assert(cudaGraphInstantiate(&exec, g, 0) == cudaSuccess);
+    ck_assert(cudaGraphLaunch(exec, s) == cudaSuccess);
+    ck_assert(cudaStreamSynchronize(s) == cudaSuccess);
+    ck_assert(cudaGraphExecDestroy(exec) == cudaSuccess);
+    ck_assert(cudaGraphDestroy(g) == cudaSuccess);
+    ck_assert(cudaStreamDestroy(s) == cudaSuccess);
+}

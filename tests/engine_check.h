@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cuda_runtime_api.h>
+
 #include "engine/kv_pages.h"
 #include "perflab/stats.h"
 
@@ -22,6 +24,14 @@ int pl_test_scatter_pages(pl_kv_pool *pool, pl_kv_seq *seqs, int nseq, const int
 
 /* Poisons (NaN) the rows at slots[0..nrows) of the device pools k and v ([slots][row_elems] bf16). */
 void pl_test_poison_slots(uint16_t *k, uint16_t *v, const int64_t *slots, int nrows, size_t row_elems);
+
+/* A layer step, enqueued on `stream` with x as its input (NULL: the caller's own) and arg its other arguments. */
+typedef cudaError_t (*pl_test_step_fn)(void *arg, const uint16_t *x, cudaStream_t stream);
+
+/* Runs a step in one of the three ways the engine tests check, and waits for it: mode 0 straight from x into the
+ * step's output; 1 in place (x copied into out, then out as the input: out = x); 2 captured into a CUDA graph on a
+ * stream of its own and replayed once. x and out hold rows × hidden bf16. */
+void pl_test_run_step(pl_test_step_fn step, void *arg, int mode, const uint16_t *x, uint16_t *out, size_t x_bytes);
 
 /* After a step that wrote rows at slots[0..nrows) of a cache pool [slots][row_elems]: each written element within
  * (|ref| + the rows' rms) / 64 of the reference's (room for a bf16 rounding flip of the projection, not for a wrong

@@ -1,6 +1,5 @@
 #include "testutil.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,24 +59,7 @@ char *pl_test_tmpdir(const char *tag)
 
 char *pl_test_run_json_in(const char *artifacts_dir)
 {
-    DIR *d = opendir(artifacts_dir);
-    if (!d)
-        return NULL;
-    char *found = NULL;
-    struct dirent *e;
-    while (!found && (e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char *sub = pl_path_join(artifacts_dir, e->d_name);
-        char *file = pl_path_join(sub, "run.json");
-        if (pl_path_exists(file))
-            found = file;
-        else
-            free(file);
-        free(sub);
-    }
-    closedir(d);
-    return found;
+    return pl_file_in_subfolder(artifacts_dir, "run.json");
 }
 
 int pl_test_run_and_load(const char *tag, const char *verb_and_args, pl_run *out, pl_cmd_result *r)

@@ -35,6 +35,22 @@
                   .small_value = "tiny-dense"),                                                                        \
         E2E_LAYER_SHAPE_PARAMS
 
+/* A decode step's batch: the sequences and the cache length each attends to (the decode targets' parameters). */
+#define E2E_DECODE_PARAMS                                                                                              \
+    PL_INT_PARAM("batch", "64", 1, 4096, "sequences in the step (one new token each)", .small_value = "3"),            \
+        PL_INT_PARAM("cache-len", "2048", 1, 1 << 20, "tokens a sequence attends to, its new one included",            \
+                     .small_value = "77")
+
+static inline int e2e_decode_seqs(const pl_params *p)
+{
+    return (int)pl_param_int(p, "batch");
+}
+
+static inline int e2e_decode_len(const pl_params *p)
+{
+    return (int)pl_param_int(p, "cache-len");
+}
+
 typedef struct e2e_layer {
     int prefill, moe;
     const pl_model_config *m;

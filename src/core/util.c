@@ -321,6 +321,27 @@ int pl_path_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
+char *pl_file_in_subfolder(const char *folder, const char *file)
+{
+    DIR *d = opendir(folder);
+    if (!d)
+        return NULL;
+    char *found = NULL;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *sub = pl_path_join(folder, e->d_name), *cand = pl_path_join(sub, file);
+        if (pl_path_exists(cand))
+            found = cand;
+        else
+            free(cand);
+        free(sub);
+    }
+    closedir(d);
+    return found;
+}
+
 int pl_is_dir(const char *path)
 {
     struct stat st;

@@ -60,6 +60,9 @@ int pl_is_dir(const char *path);
 int pl_dir_usable(const char *dir, const char *what, const char *flag, char *err, size_t errlen);
 /* Join two path parts with one '/'. malloc'd. */
 char *pl_path_join(const char *a, const char *b);
+/* folder/<sub>/file for the first sub-folder (in readdir's order, dot entries skipped) that holds `file`: a run
+ * folder under an artifacts directory. malloc'd, or NULL. */
+char *pl_file_in_subfolder(const char *folder, const char *file);
 
 /* Levenshtein distance, for "did you mean". */
 size_t pl_edit_distance(const char *a, const char *b);

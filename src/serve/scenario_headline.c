@@ -1,7 +1,6 @@
 /* The headline figures of the scenario's phases (scenario_headline.h). */
 #include "serve/scenario_headline.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,32 +42,10 @@ void pl_scenario_headline_peak(const pl_scenario *s, pl_scenario_phase *p, const
     free(path);
 }
 
-/* The one folder under `folder` that holds `file` (a run folder), malloc'd, or NULL. */
-static char *file_in_subfolder(const char *folder, const char *file)
-{
-    DIR *d = opendir(folder);
-    if (!d)
-        return NULL;
-    char *found = NULL;
-    struct dirent *e;
-    while (!found && (e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char *sub = pl_path_join(folder, e->d_name), *cand = pl_path_join(sub, file);
-        if (pl_path_exists(cand))
-            found = cand;
-        else
-            free(cand);
-        free(sub);
-    }
-    closedir(d);
-    return found;
-}
-
 void pl_scenario_headline_run(const pl_scenario *s, pl_scenario_phase *p, const char *folder)
 {
     (void)s;
-    char *path = file_in_subfolder(folder, "run.json"), err[512];
+    char *path = pl_file_in_subfolder(folder, "run.json"), err[512];
     json_t *doc = path ? pl_json_load_file(path, err, sizeof err) : NULL;
     free(path);
     if (!doc)
@@ -113,7 +90,7 @@ void pl_scenario_headline_moe(const pl_scenario *s, pl_scenario_phase *p, const 
 void pl_scenario_headline_serve(const pl_scenario *s, pl_scenario_phase *p, const char *folder)
 {
     (void)s;
-    char *path = file_in_subfolder(folder, "report.json"), err[512];
+    char *path = pl_file_in_subfolder(folder, "report.json"), err[512];
     json_t *doc = path ? pl_json_load_file(path, err, sizeof err) : NULL;
     free(path);
     if (!doc)

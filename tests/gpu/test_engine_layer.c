@@ -202,8 +202,10 @@ typedef struct run_args {
     uint16_t *out;
 } run_args;
 
-static cudaError_t run_layer(const run_args *a, cudaStream_t stream)
+/* The layer's step from input x (pl_test_step_fn). */
+static cudaError_t run_layer(void *arg, const uint16_t *x, cudaStream_t stream)
 {
+    const run_args *a = arg;
     rig *r = a->r;
     const pl_layer_recipe *rc = &r->recipes[a->recipe];
     if (a->prefill) {
@@ -213,40 +215,16 @@ static cudaError_t run_layer(const run_args *a, cudaStream_t stream)
         for (int s = 0; s < r->nseq; s++)
             starts[s + 1] += starts[s];
         const pl_prefill_step ps = {r->nseq, starts, r->pos_d, r->slots_d};
-        return pl_dense_layer_prefill(&r->w, rc, &ps, &r->kv, a->x, a->out, r->ws, r->ws_bytes, stream);
+        return pl_dense_layer_prefill(&r->w, rc, &ps, &r->kv, x, a->out, r->ws, r->ws_bytes, stream);
     }
     const pl_decode_step ds = {r->nseq, PAGE, r->max_pages, r->pos_d, r->slots_d, r->table_d, r->lens_d};
-    return pl_dense_layer_decode(&r->w, rc, &ds, &r->kv, a->x, a->out, r->ws, r->ws_bytes, stream);
+    return pl_dense_layer_decode(&r->w, rc, &ds, &r->kv, x, a->out, r->ws, r->ws_bytes, stream);
 }
 
 /* 0: straight; 1: in place (out = x); 2: captured in a graph and replayed */
-static void run_mode(const run_args *base, int mode)
+static void run_mode(const run_args *a, int mode)
 {
-    run_args a = *base;
-    const size_t xn = (size_t)a.w->n * a.r->m->hidden;
-    if (mode == 1) {
-        CK(cudaMemcpy(a.out, a.x, xn * 2, cudaMemcpyDeviceToDevice));
-        a.x = a.out;
-    }
-    if (mode != 2) {
-        CK(run_layer(&a, 0));
-        CK(cudaDeviceSynchronize());
-        return;
-    }
-    cudaStream_t s;
-    cudaGraph_t g;
-    cudaGraphExec_t e;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    const cudaError_t rc = run_layer(&a, s);
-    CK(cudaStreamEndCapture(s, &g));
-    CK(rc);
-    CK(cudaGraphInstantiate(&e, g, 0));
-    CK(cudaGraphLaunch(e, s));
-    CK(cudaStreamSynchronize(s));
-    CK(cudaGraphExecDestroy(e));
-    CK(cudaGraphDestroy(g));
-    CK(cudaStreamDestroy(s));
+    pl_test_run_step(run_layer, (void *)a, mode, a->x, a->out, (size_t)a->w->n * a->r->m->hidden * 2);
 }
 
 /* The recipes whose residual adds happen in the GEMMs' epilogue (one rounding): the fused one with perflab's GEMMs. */

@@ -218,42 +218,31 @@ static void rows_upload_prefill(rig *r, const int *lens, rows *w)
 
 /* ---- running the layer: 0 straight, 1 in place (out = x), 2 captured in a graph and replayed ---- */
 
-static cudaError_t run_layer(rig *r, const rows *w, int recipe, const uint16_t *x, uint16_t *out, cudaStream_t stream)
+typedef struct run_args {
+    rig *r;
+    const rows *w;
+    int recipe;
+} run_args;
+
+/* The layer's step from input x into r->out_d (pl_test_step_fn). */
+static cudaError_t run_layer(void *arg, const uint16_t *x, cudaStream_t stream)
 {
-    if (w->prefill) {
-        const pl_prefill_step ps = {r->nseq, w->starts, r->pos_d, r->slots_d};
-        return pl_moe_layer_prefill(&r->w, &r->recipes[recipe], &ps, &r->kv, x, out, r->ws, r->ws_bytes, stream);
+    const run_args *a = arg;
+    rig *r = a->r;
+    const pl_moe_recipe *rc = &r->recipes[a->recipe];
+    if (a->w->prefill) {
+        const pl_prefill_step ps = {r->nseq, a->w->starts, r->pos_d, r->slots_d};
+        return pl_moe_layer_prefill(&r->w, rc, &ps, &r->kv, x, r->out_d, r->ws, r->ws_bytes, stream);
     }
     const pl_decode_step ds = {r->nseq, PAGE, r->max_pages, r->pos_d, r->slots_d, r->table_d, r->lens_d};
-    return pl_moe_layer_decode(&r->w, &r->recipes[recipe], &ds, &r->kv, x, out, r->ws, r->ws_bytes, stream);
+    return pl_moe_layer_decode(&r->w, rc, &ds, &r->kv, x, r->out_d, r->ws, r->ws_bytes, stream);
 }
 
+/* 0: straight; 1: in place (out = x); 2: captured in a graph and replayed */
 static void run_mode(rig *r, const rows *w, int recipe, int mode)
 {
-    const uint16_t *x = r->x_d;
-    if (mode == 1) {
-        CK(cudaMemcpy(r->out_d, r->x_d, (size_t)w->n * r->m->hidden * 2, cudaMemcpyDeviceToDevice));
-        x = r->out_d;
-    }
-    if (mode != 2) {
-        CK(run_layer(r, w, recipe, x, r->out_d, 0));
-        CK(cudaDeviceSynchronize());
-        return;
-    }
-    cudaStream_t s;
-    cudaGraph_t g;
-    cudaGraphExec_t e;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    const cudaError_t rc = run_layer(r, w, recipe, x, r->out_d, s);
-    CK(cudaStreamEndCapture(s, &g));
-    CK(rc);
-    CK(cudaGraphInstantiate(&e, g, 0));
-    CK(cudaGraphLaunch(e, s));
-    CK(cudaStreamSynchronize(s));
-    CK(cudaGraphExecDestroy(e));
-    CK(cudaGraphDestroy(g));
-    CK(cudaStreamDestroy(s));
+    run_args a = {r, w, recipe};
+    pl_test_run_step(run_layer, &a, mode, r->x_d, r->out_d, (size_t)w->n * r->m->hidden * 2);
 }
 
 /* ---- the checks ---- */

@@ -2,7 +2,6 @@
  * preempt; the figures are measured (not the floor), below the engine's computed ceiling; energy is reported or its
  * absence explained; and every request receives, under load and preemption, exactly the greedy tokens it receives
  * when served alone (--max-num-seqs 1 --max-concurrency 1, the same seed). Exits 77 without a GPU. */
-#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,22 +19,9 @@
 /* The run folder perflab serve wrote under dir (the one holding report.json), malloc'd. */
 static char *run_folder(const char *dir)
 {
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    char *found = NULL;
-    struct dirent *e;
-    while ((e = readdir(d)) && !found) {
-        if (e->d_name[0] == '.')
-            continue;
-        char *sub = pl_path_join(dir, e->d_name), *rep = pl_path_join(sub, "report.json");
-        if (pl_path_exists(rep))
-            found = sub;
-        else
-            free(sub);
-        free(rep);
-    }
-    closedir(d);
+    char *found = pl_file_in_subfolder(dir, "report.json");
     ck_assert_ptr_nonnull(found);
+    *strrchr(found, '/') = '\0';
     return found;
 }
 
