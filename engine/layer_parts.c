@@ -112,9 +112,10 @@ cudaError_t pl_layer_linear(const pl_layer_recipe *r, const uint16_t *a, const u
     return cudaGetLastError();
 }
 
-cudaError_t pl_layer_rope_kv(const pl_layer_recipe *r, const pl_model_config *m, int rows, const int *positions,
-                             const int64_t *slots, const pl_layer_kv *kv, const pl_layer_buffers *b, int contiguous,
-                             cudaStream_t stream)
+/* q into b->q, k and v into the cache at slots (and, for a prefill, contiguous into b->k, b->v). */
+static cudaError_t rope_kv(const pl_layer_recipe *r, const pl_model_config *m, int rows, const int *positions,
+                           const int64_t *slots, const pl_layer_kv *kv, const pl_layer_buffers *b, int contiguous,
+                           cudaStream_t stream)
 {
     if (r->fused)
         return pl_engine_rope_kv_write(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions,
@@ -162,7 +163,7 @@ static cudaError_t qkv_rope(const pl_model_config *m, const pl_attn_weights *w, 
     if (m->qk_norm)
         PL_STEP(pl_engine_qk_norm(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, w->q_norm, w->k_norm, m->rms_eps,
                                   stream));
-    return pl_layer_rope_kv(r, m, rows, positions, slots, kv, b, contiguous, stream);
+    return rope_kv(r, m, rows, positions, slots, kv, b, contiguous, stream);
 }
 
 cudaError_t pl_layer_attention_heads(const pl_model_config *m, const pl_attn_weights *w, const pl_layer_recipe *r,

@@ -1,6 +1,6 @@
 /* The phases the dense and the MoE layer share (dense_layer.c, moe_layer.c): the step's workspace, the norm, the
- * linear layer and the RoPE with the KV write in the recipe's forms, and a decode or prefill step's whole attention
- * half (x → h = x + attention(RMSNorm(x))·oᵀ). Engine-internal: the public steps are in dense_layer.h and moe_layer.h. */
+ * linear layer and the MLP in the recipe's forms, and a decode or prefill step's whole attention half
+ * (x → h = x + attention(RMSNorm(x))·oᵀ, with RoPE and the KV write inside). Engine-internal: the public steps are in dense_layer.h and moe_layer.h. */
 #ifndef PERFLAB_ENGINE_LAYER_PARTS_H
 #define PERFLAB_ENGINE_LAYER_PARTS_H
 
@@ -37,11 +37,6 @@ cudaError_t pl_layer_rmsnorm(const pl_layer_recipe *r, const pl_model_config *m,
  * its own on d (then `scratch` holds the product first). */
 cudaError_t pl_layer_linear(const pl_layer_recipe *r, const uint16_t *a, const uint16_t *w, uint16_t *d, int rows,
                             int n, int k, const uint16_t *residual, uint16_t *scratch, cudaStream_t stream);
-
-/* q into b->q, k and v into the cache at slots (and, for a prefill, contiguous into b->k, b->v). */
-cudaError_t pl_layer_rope_kv(const pl_layer_recipe *r, const pl_model_config *m, int rows, const int *positions,
-                             const int64_t *slots, const pl_layer_kv *kv, const pl_layer_buffers *b, int contiguous,
-                             cudaStream_t stream);
 
 /* A dense MLP: d = [residual +] down(SwiGLU(gate_up(RMSNorm(h, mlp_norm)))), widths m->hidden and m->intermediate
  * (gate_up [2·intermediate][hidden], gate first; down [hidden][intermediate]); d may be h or the residual. With a

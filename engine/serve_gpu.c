@@ -45,7 +45,8 @@ struct pl_serve_gpu {
 
 /* ---- requests' tokens ---- */
 
-int pl_serve_prompt_token(uint64_t seed, int req, int pos, int vocab)
+/* Request `req`'s prompt token at `pos` under `seed`, in [0, vocab). */
+static int prompt_token(uint64_t seed, int req, int pos, int vocab)
 {
     const uint64_t z = pl_mix64(seed * 0x9e3779b97f4a7c15ull + ((uint64_t)(uint32_t)req << 32 | (uint32_t)pos) +
                                 0x632be59bd9b4e019ull);
@@ -76,7 +77,7 @@ static int token_at(pl_serve_gpu *g, int req, int pos)
     if (!h)
         return -1;
     if (h->input_len == 0 || pos < h->input_len)
-        return pl_serve_prompt_token(g->seed, req, pos, g->M.config->vocab);
+        return prompt_token(g->seed, req, pos, g->M.config->vocab);
     return pos - h->input_len < h->n ? h->tokens[pos - h->input_len] : -1;
 }
 

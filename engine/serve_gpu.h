@@ -50,9 +50,6 @@ const int *pl_serve_gpu_last_tokens(const pl_serve_gpu *g);
 void pl_serve_gpu_reset(pl_serve_gpu *g);
 void pl_serve_gpu_destroy(pl_serve_gpu *g);
 
-/* Request `req`'s prompt token at `pos` under `seed`, in [0, vocab). */
-int pl_serve_prompt_token(uint64_t seed, int req, int pos, int vocab);
-
 #ifdef __cplusplus
 }
 #endif

@@ -31,8 +31,6 @@ typedef struct pl_target_alias {
 
 /* Adds an alias; aborts on a duplicate or one that names an existing target or group (programming errors). */
 void pl_registry_add_alias(const pl_target_alias *a);
-size_t pl_registry_alias_count(void);
-const pl_target_alias *pl_registry_alias_at(size_t i);
 const pl_target_alias *pl_registry_find_alias(const char *name); /* NULL when absent */
 /* The one target an alias or a full name names (NULL when it names none, a group, or several). */
 const pl_target *pl_registry_find_one(const char *name);

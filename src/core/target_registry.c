@@ -101,16 +101,6 @@ void pl_registry_add_alias(const pl_target_alias *a)
     aliases[n_aliases++] = a;
 }
 
-size_t pl_registry_alias_count(void)
-{
-    return n_aliases;
-}
-
-const pl_target_alias *pl_registry_alias_at(size_t i)
-{
-    return i < n_aliases ? aliases[i] : NULL;
-}
-
 const pl_target *pl_registry_find_one(const char *name)
 {
     const pl_target_alias *a = pl_registry_find_alias(name);
