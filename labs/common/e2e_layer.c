@@ -206,7 +206,12 @@ static int alloc_step(pl_ctx *ctx, const pl_params *p, e2e_layer *L, int len)
     L->ws_bytes = L->moe ? pl_moe_workspace_bytes(L->m, L->rows, ctx->device->sm_count)
                          : pl_dense_workspace_bytes(L->m, L->rows, ctx->device->sm_count);
     L->ws = pl_device_alloc(ctx, L->ws_bytes);
-    return L->ws ? 0 : -1;
+    if (!L->ws)
+        return -1;
+    /* written once here: the setup runs the baseline before any checked run poisons them, and a GEMM that stores
+     * with TMA writes what compute-sanitizer's initcheck does not track */
+    PL_TRY(pl_poison(ctx, L->ws, L->ws_bytes));
+    return pl_poison(ctx, L->out, xn * 2);
 }
 
 static int capture_fused(pl_ctx *ctx, void *arg, cudaStream_t stream)

@@ -69,5 +69,9 @@ int pl_layer_ref_moe(const pl_model_config *m, const pl_layer_ref_moe_weights *w
  * 1 when it passes; else 0 with the first failure in why. */
 int pl_layer_ref_accept(const uint16_t *got, const uint16_t *ref, const uint16_t *x, size_t n, char *why,
                         size_t whylen);
+/* The same with the relative L2 bound rel in place of 1e-2 and the element bound scaled alike: two bf16 results
+ * each within 1e-2 of the exact one are within 2e-2 of each other. */
+int pl_layer_ref_accept_within(const uint16_t *got, const uint16_t *ref, const uint16_t *x, size_t n, double rel,
+                               char *why, size_t whylen);
 
 #endif

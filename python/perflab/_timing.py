@@ -265,15 +265,17 @@ def _sync():
 def bench(fn, *args, reference=None, check=None, mode="hot", flops=None, bytes=None, bytes_read=None,
           bytes_written=None, name="callable", target="python:bench", dtype=None, tolerance=None, profile="minimal",
           host_bound=False, graph=False, stream=None, device=None, artifacts_dir=None, kwargs=None, host=False,
-          **timing):
+          power_bound=False, **timing):
     """Time fn(*args) on the current CUDA stream by perflab's rules; returns a Result (the statistics of a target's
     variant). reference: the expected output (or a callable of the same arguments computing it): the output of the
     checked run is compared with it first (relative L2 error against the dtype's tolerance, NaN/Inf fail), and a wrong
     result is status "failed_verification", not timed. check(out, ref) -> bool | (bool, message) replaces that
     comparison. flops / bytes (or bytes_read + bytes_written) of one call give TFLOP/s and GB/s. Timing options as
     perflab run's: iterations, warmup, min_samples, min_time_s, max_time_s, max_noise (a fraction),
-    throttle_threshold (a fraction), seed. artifacts_dir: also write a run folder there. host=True: work on the host
-    (no GPU needed), timed with the host clock."""
+    throttle_threshold (a fraction), seed. power_bound=True: judged as a power-bound target is (samples kept down to
+    half the maximum SM clock, where a kernel at the power limit runs; otherwise three quarters), so that its median
+    compares with that target's. artifacts_dir: also write a run folder there. host=True: work on the host (no GPU
+    needed), timed with the host clock."""
     kwargs = kwargs or {}
     stream, dev = _stream_and_device(stream, device)
     ref = _reference_of(reference, fn, args, kwargs)
@@ -284,7 +286,7 @@ def bench(fn, *args, reference=None, check=None, mode="hot", flops=None, bytes=N
         v.dtype = _dtype_name(ref if ref is not None else fn(*args, **kwargs))
     _sync()
     options = _options(target, None, mode, profile, dev, flops, bytes_read if bytes is None else bytes,
-                       bytes_written, False, graph, artifacts_dir, timing, host)
+                       bytes_written, power_bound, graph, artifacts_dir, timing, host)
     t, run_dir, _ = _time([v], options, 0 if host else stream, verified, artifacts_dir)
     r = Result(t["variants"][0])
     r["counters"] = t.get("counters")

@@ -6,6 +6,7 @@
  * once to bf16 (the inputs are k/256 with |k| <= 256, so every partial sum is exact in fp32 and float64 alike and
  * the one rounding is the only error), hence identical across ranks and between one-shot and two-shot. Skipped with
  * the reason where the GPUs lack peer access. Refusals: a message over the capacity, an unknown algorithm. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +44,17 @@ static uint16_t ar_value(int r, size_t s, size_t i)
     return pl_bf16_round_host((float)k / 256.0f);
 }
 
+/* What the ranks' threads share: a barrier after their allocations (a cudaMalloc on one GPU while a peer's kernel
+ * waits for this rank's first call could stall behind that kernel) and whether any of them failed (then none
+ * launches, so no kernel waits for a rank that will never arrive). */
+typedef struct ar_shared {
+    pthread_barrier_t ready;
+    int failed;
+} ar_shared;
+
 typedef struct ar_rank_job {
     pl_ar_rank *ar;
+    ar_shared *shared;
     uint16_t *out_h[COUNT(ar_sizes)][AR_VARIANTS]; /* results, host */
     char error[256];
 } ar_rank_job;
@@ -74,8 +84,13 @@ static void *ar_rank_main(void *arg)
         free(h);
     }
     e = e == cudaSuccess ? cudaDeviceSynchronize() : e;
+    if (e != cudaSuccess)
+        __atomic_store_n(&j->shared->failed, 1, __ATOMIC_SEQ_CST);
+    pthread_barrier_wait(&j->shared->ready);
+    if (e == cudaSuccess && __atomic_load_n(&j->shared->failed, __ATOMIC_SEQ_CST))
+        snprintf(j->error, sizeof j->error, "rank %d: not run, a peer's setup failed", ar->rank);
     /* every call of every size, back to back on the stream: no host synchronisation until the end */
-    for (int k = 0; k < COUNT(ar_sizes) && e == cudaSuccess; k++) {
+    for (int k = 0; k < COUNT(ar_sizes) && e == cudaSuccess && !j->error[0]; k++) {
         const size_t n = ar_sizes[k];
         for (int v = 0; v < AR_VARIANTS && e == cudaSuccess; v++) {
             const pl_ar_algo algo = v % 2 == 0 ? PL_AR_ONESHOT : PL_AR_TWOSHOT;
@@ -88,8 +103,12 @@ static void *ar_rank_main(void *arg)
                 e = pl_ar_allreduce(ar, algo, src, out[k][v], n, v == 2 || v == 3 ? res[k] : NULL, s);
         }
     }
+    fprintf(stderr, "allreduce: %d ranks, rank %d: calls launched (%s)\n", ar->nranks, ar->rank,
+            e == cudaSuccess ? "ok" : cudaGetErrorString(e));
     e = e == cudaSuccess ? cudaStreamSynchronize(s) : e;
-    for (int k = 0; k < COUNT(ar_sizes) && e == cudaSuccess; k++)
+    fprintf(stderr, "allreduce: %d ranks, rank %d: calls finished (%s)\n", ar->nranks, ar->rank,
+            e == cudaSuccess ? "ok" : cudaGetErrorString(e));
+    for (int k = 0; k < COUNT(ar_sizes) && e == cudaSuccess && !j->error[0]; k++)
         for (int v = 0; v < AR_VARIANTS && e == cudaSuccess; v++) {
             j->out_h[k][v] = malloc(ar_sizes[k] * 2);
             e = cudaMemcpy(j->out_h[k][v], out[k][v], ar_sizes[k] * 2, cudaMemcpyDeviceToHost);
@@ -148,9 +167,12 @@ START_TEST(allreduce_alone)
     ck_assert_msg(pl_ar_setup(ar, n, devices, ar_sizes[COUNT(ar_sizes) - 1] * 2, why, sizeof why) == 0, "%s", why);
     ar_rank_job jobs[MAX_RANKS];
     memset(jobs, 0, sizeof jobs);
+    ar_shared shared = {.failed = 0};
+    ck_assert_int_eq(pthread_barrier_init(&shared.ready, NULL, (unsigned)n), 0);
     for (int r = 0; r < n; r++)
-        jobs[r].ar = &ar[r];
+        jobs[r].ar = &ar[r], jobs[r].shared = &shared;
     pl_test_on_ranks(n, ar_rank_main, jobs, sizeof jobs[0]);
+    pthread_barrier_destroy(&shared.ready);
     for (int r = 0; r < n; r++)
         ck_assert_msg(jobs[r].error[0] == '\0', "%s", jobs[r].error);
     ar_check(n, jobs);

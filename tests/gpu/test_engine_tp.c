@@ -2,7 +2,8 @@
  * tensor-parallel dense layer's decode step (engine/tp_layer.h), tiny-dense-tp at batch 1, 3 and 64 (cache lengths no
  * multiple of the 16-token page, pages scattered), two recipes (cuBLAS eager; perflab GEMMs, fast attention, fused),
  * each all-reduce (NCCL, perflab's one-shot and two-shot): every rank's output equal to the single-GPU layer's (same
- * weights, inputs and cache) within the bf16 tolerance of test_engine_layer (pl_layer_ref_accept), the ranks'
+ * weights, inputs and cache) within twice the bf16 tolerance test_engine_layer holds each against the exact layer
+ * (pl_layer_ref_accept_within 2e-2: two bf16 results, each summed in its own order), the ranks'
  * outputs bit-identical, each rank's new K/V rows within (|ref| + rms) / 64 of the single-GPU layer's rows of its kv
  * heads and every other element of its pools unchanged. The all-reduce alone is tests/gpu/test_allreduce_gpu.c.
  * perflab's all-reduces are skipped with the reason where the GPUs lack peer access. */
@@ -385,7 +386,7 @@ static void tp_compare(const tp_step *t, int n, const tp_rank_job *jobs, const r
                 snprintf(tag, sizeof tag, "%s TP %d batch %d, %s with %s, rank %d", t->m->name, n, t->batch,
                          tp_recipe_names[i], tp_ar_names[a], r);
                 const run_out *g = &jobs[r].got[i][a];
-                ck_assert_msg(pl_layer_ref_accept(g->out, ref[i].out, t->x, xn, why, sizeof why),
+                ck_assert_msg(pl_layer_ref_accept_within(g->out, ref[i].out, t->x, xn, 2e-2, why, sizeof why),
                               "%s against the single-GPU layer: %s", tag, why);
                 ck_assert_msg(memcmp(g->out, jobs[0].got[i][a].out, xn * 2) == 0,
                               "%s: the output differs from rank 0's (the ranks' residual streams must be identical)",
