@@ -10,8 +10,8 @@ class ComparisonError(Exception):
     pass
 
 
-def load(path):
-    """The comparison as a dict; ComparisonError naming the file when it is not one."""
+def load(path, dtypes=("bf16",)):
+    """The comparison as a dict; ComparisonError naming the file when it is not one (or not of one of dtypes)."""
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
@@ -19,8 +19,8 @@ def load(path):
         raise ComparisonError(f"{path}: {e}") from e
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise ComparisonError(f"{path}: not a perflab gemm comparison.json (schema {SCHEMA})")
-    if doc.get("dtype") != "bf16":
-        raise ComparisonError(f"{path}: dtype {doc.get('dtype')!r}: the heuristic and the bars are for bf16")
+    if doc.get("dtype") not in dtypes:
+        raise ComparisonError(f"{path}: dtype {doc.get('dtype')!r}: this script reads {' and '.join(dtypes)}")
     if doc.get("layout") not in ("nk", "kn"):
         raise ComparisonError(f"{path}: layout {doc.get('layout')!r} is neither nk nor kn")
     return doc

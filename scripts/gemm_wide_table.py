@@ -8,7 +8,7 @@ and the heuristic's pick (pl_gemm_bf16's choice), native / best of cuBLAS and cu
 the best native's ("head to head": the two re-timed against each other after the sweep, where the pick was not
 the best; perflab gemm judges "within 3%" on that one). Then the bars, over the shapes where both native and
 cuBLAS have a verified record:
-  - geometric mean of native / best cuBLAS >= 0.95,
+  - geometric mean of native / best cuBLAS >= 0.97 (bf16; fp8: >= 1.0 of cuBLASLt's FP8),
   - no shape below 0.85,
   - the heuristic's pick within 3% of the best native configuration on >= 90% of the shapes.
 Markdown on stdout (paste into docs/perf/gemm.md). --strict: exit 1 when a bar is missed. --merge: the files are
@@ -21,7 +21,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gemm_comparison import ComparisonError, best_cublas_tflops, geomean, load, ok_cell  # noqa: E402
 
-GEOMEAN_BAR, FLOOR_BAR, PICK_BAR, PICK_TOL = 0.95, 0.85, 0.90, 0.03
+GEOMEAN_BARS, FLOOR_BAR, PICK_BAR, PICK_TOL = {"bf16": 0.97, "fp8": 1.0}, 0.85, 0.90, 0.03
 
 
 def fmt(x, spec=".1f"):
@@ -64,15 +64,15 @@ def main(argv=None):
     a = ap.parse_args(argv)
     missed = 0
     try:
-        docs = [load(path) for path in a.comparisons]
+        docs = [load(path, ("bf16", "fp8")) for path in a.comparisons]
     except ComparisonError as e:
         print(f"gemm_wide_table.py: {e}", file=sys.stderr)
         return 2
     if a.merge and len(docs) > 1:
-        keys = {((d.get("gpu") or {}).get("name"), d.get("layout")) for d in docs}
+        keys = {((d.get("gpu") or {}).get("name"), d.get("dtype"), d.get("layout")) for d in docs}
         names = [row.get("shape") for d in docs for row in d.get("shapes", [])]
         if len(keys) != 1 or len(names) != len(set(names)):
-            print("gemm_wide_table.py: --merge takes parts of one sweep: the same GPU and layout, no shape twice",
+            print("gemm_wide_table.py: --merge takes parts of one sweep: the same GPU, dtype and layout, no shape twice",
                   file=sys.stderr)
             return 2
         merged = dict(docs[0])
@@ -82,14 +82,15 @@ def main(argv=None):
     for doc in docs:
         gpu = (doc.get("gpu") or {}).get("name", "unknown GPU")
         settings = doc.get("settings") or {}
-        print(f"### {gpu}, B {doc['layout']}, {doc.get('started_at', '?')} (commit {doc.get('git_commit', '?')}, "
+        print(f"### {gpu}, {doc['dtype']}, B {doc['layout']}, {doc.get('started_at', '?')} (commit {doc.get('git_commit', '?')}, "
               f"{settings.get('rounds', 1)} round(s))\n")
         lines, ratios, picks, picks_ok = table(doc)
         print("\n".join(lines))
         g = geomean(ratios)
         low = min(ratios) if ratios else float("nan")
         frac = picks_ok / picks if picks else float("nan")
-        bars = [(f"geometric mean native / best cuBLAS {g:.3f} (bar {GEOMEAN_BAR})", ratios and g >= GEOMEAN_BAR),
+        gbar = GEOMEAN_BARS[doc["dtype"]]
+        bars = [(f"geometric mean native / best cuBLAS {g:.3f} (bar {gbar})", ratios and g >= gbar),
                 (f"lowest shape {low:.3f} (bar {FLOOR_BAR})", ratios and low >= FLOOR_BAR),
                 (f"heuristic's pick within {PICK_TOL:.0%} of the best native on {picks_ok}/{picks} = {frac:.0%} "
                  f"(bar {PICK_BAR:.0%})", picks and frac >= PICK_BAR)]

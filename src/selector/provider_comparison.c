@@ -11,7 +11,7 @@ static const char *const kind_names[] = {"cublas", "cublaslt", "perflab", "cutla
 const char *pl_gemm_default_providers(const char *dtype)
 {
     if (strcmp(dtype, "fp8") == 0)
-        return "cublaslt";
+        return "cublaslt,perflab";
     if (strcmp(dtype, "fp16") == 0)
         return "cublas,cublaslt";
     return "cublas,cublaslt,perflab";

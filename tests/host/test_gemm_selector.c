@@ -81,7 +81,8 @@ static int has_suffix_dims(const pl_gemm_shape *s)
     return n > w && strcmp(s->name + n - w, want) == 0;
 }
 
-/* The wide group covers every class of shape inference and training meet, each shape's origin stated; default stays as it was. */
+/* The wide group covers every class of shape inference and training meet, each shape's origin stated; default stays as
+ * it was. */
 START_TEST(wide_group)
 {
     size_t n, ng;
@@ -504,7 +505,7 @@ START_TEST(comparison_winners_and_exit_code)
     ck_assert(pl_gemm_providers_parse("json:/nonexistent.json", &provs, &np, err, sizeof err) != 0);
     ck_assert_msg(strstr(err, "/nonexistent.json") != NULL, "%s", err);
     ck_assert_str_eq(pl_gemm_default_providers("bf16"), "cublas,cublaslt,perflab");
-    ck_assert_str_eq(pl_gemm_default_providers("fp8"), "cublaslt");
+    ck_assert_str_eq(pl_gemm_default_providers("fp8"), "cublaslt,perflab");
 }
 END_TEST
 
@@ -810,10 +811,11 @@ START_TEST(sweep_scripts)
                   "%s", text ? text : err);
     free(text);
     /* --rename without --robust, or not OLD=NEW: usage (2) */
-    cmd = pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s --out %s/bad.c --rename a=b 2>/dev/null; test $? = 2 "
-                    "&& python3 %s/scripts/gemm_heuristic_table.py %s --out %s/bad.c --robust --rename ab 2>/dev/null; "
-                    "test $? = 2 && test ! -e %s/bad.c",
-                    src, cmp, dir, src, cmp, dir, dir);
+    cmd =
+        pl_strfmt("python3 %s/scripts/gemm_heuristic_table.py %s --out %s/bad.c --rename a=b 2>/dev/null; test $? = 2 "
+                  "&& python3 %s/scripts/gemm_heuristic_table.py %s --out %s/bad.c --robust --rename ab 2>/dev/null; "
+                  "test $? = 2 && test ! -e %s/bad.c",
+                  src, cmp, dir, src, cmp, dir, dir);
     system_ok(cmd);
     free(reg);
     /* not a comparison: exit 2, nothing written over the table */
@@ -829,8 +831,9 @@ START_TEST(sweep_scripts)
                     src, cmp, md, src, cmp);
     system_ok(cmd);
     text = pl_read_file(md, NULL, err, sizeof err);
-    ck_assert_msg(text && strstr(text, "### NVIDIA H200, B nk") && strstr(text, "| pick_slow_m256_n4096_k4096 |") &&
-                      strstr(text, "1/2 = 50%") && strstr(text, "NOT met") && strstr(text, "5 round(s)"),
+    ck_assert_msg(text && strstr(text, "### NVIDIA H200, bf16, B nk") &&
+                      strstr(text, "| pick_slow_m256_n4096_k4096 |") && strstr(text, "1/2 = 50%") &&
+                      strstr(text, "NOT met") && strstr(text, "5 round(s)"),
                   "%s", text ? text : err);
     free(text);
     /* --merge takes parts of one sweep: the same file twice names its shapes twice, refused (2) */
@@ -929,11 +932,13 @@ START_TEST(cli_budget_is_parsed_and_stated)
         double budget_s;
         const char *says;
     } cases[] = {
-        {"", 2.0, "timing: a budget of 2 s a shape (--budget-s), shared by its configurations over up to 5 "
-                  "interleaved rounds"},
+        {"", 2.0,
+         "timing: a budget of 2 s a shape (--budget-s), shared by its configurations over up to 5 "
+         "interleaved rounds"},
         {"--budget-s 0.5", 0.5, "timing: a budget of 0.5 s a shape (--budget-s)"},
-        {"--budget-s 7 --rounds 3", 7.0, "a budget of 7 s a shape (--budget-s), shared by its configurations over up "
-                                         "to 3 interleaved rounds"},
+        {"--budget-s 7 --rounds 3", 7.0,
+         "a budget of 7 s a shape (--budget-s), shared by its configurations over up "
+         "to 3 interleaved rounds"},
         {"--budget-s 0", 0.0, "no budget (--budget-s 0)"},
         {"--rounds 1", 2.0, "no budget with --rounds 1"},
     };
@@ -1009,7 +1014,7 @@ START_TEST(cli_end_to_end_without_gpu)
     ck_assert_int_eq((int)json_integer_value(json_object_get(j, "exit_code")), 1);
     json_t *settings = json_object_get(j, "settings");
     ck_assert_int_eq((int)json_integer_value(json_object_get(settings, "rounds")), 5); /* the default */
-    ck_assert_ptr_null(json_object_get(j, "heuristic")); /* no perflab column */
+    ck_assert_ptr_null(json_object_get(j, "heuristic"));                               /* no perflab column */
     json_decref(j);
     pl_cmd_result_free(&r);
     free(args);
