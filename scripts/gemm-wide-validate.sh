@@ -13,7 +13,8 @@
 # MIN_TIME_S 0.02 / MAX_TIME_S 0.2 (38 shapes × ~35 configurations × 4 rounds); K×N takes fewer (mma_sync only).
 #
 #   5. (step random) shapes no table or point was measured at: perflab gemm --shapes random:40:SEED for each of SEEDS
-#      (default: two drawn from /dev/urandom now, printed), bf16 in both layouts and fp8 against cuBLASLt's FP8, each
+#      (default: two drawn from /dev/urandom now, printed), bf16 in both layouts (the pick tuned on the device: --tune)
+#      and fp8 against cuBLASLt's FP8, each
 #      through scripts/gemm_wide_table.py's bars (geometric mean and lowest shape against cuBLAS/cuBLASLt, the pick
 #      within 3% of the best native configuration).
 #
@@ -75,10 +76,11 @@ if has random; then
   seeds=${SEEDS:-"$(od -An -N4 -tu4 /dev/urandom | tr -d ' ') $(od -An -N4 -tu4 /dev/urandom | tr -d ' ')"}
   echo "random shapes: seeds $seeds" | tee -a "$summary"
   for seed in $seeds; do
-    for run in "nk bf16" "kn bf16" "nk fp8"; do
+    for run in "nk bf16 --tune" "kn bf16 --tune" "nk fp8"; do
       set -- $run
       name="random_${seed}_$1_$2"
-      step "$name" 900 $B gemm --shapes "random:40:$seed" --layout "$1" --dtype "$2" --rounds 3 \
+      # shellcheck disable=SC2086 # $3: --tune where the pick is tuned on the device (its log names the model's pick)
+      step "$name" 900 $B gemm --shapes "random:40:$seed" --layout "$1" --dtype "$2" --rounds 3 ${3:-} \
         --timeout-s 300 -q --artifacts-dir "$out/$name"
       c=$(ls "$out/$name"/gemm-*/comparison.json 2>/dev/null | head -1)
       [ -n "$c" ] && python3 scripts/gemm_wide_table.py "$c" | tee "$out/$name.bars.md" | tail -12

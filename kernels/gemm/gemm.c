@@ -7,6 +7,7 @@
 #include "gemm/fp8.h"
 #include "gemm/gemm.h"
 #include "gemm/host/heuristic.h"
+#include "gemm/tune.h"
 #include "gemm/host/kernel_row.h"
 
 static const char *const layout_names[] = {"nk", "kn"};
@@ -50,6 +51,17 @@ cudaError_t pl_gemm_bf16(const pl_gemm_problem *p, cudaStream_t stream)
     pl_gemm_pick pick;
     if (pl_gemm_bf16_pick(p, &g, &pick) != 0)
         return cudaErrorInvalidValue;
+    if (!pick.tuned && pl_gemm_autotune_on()) { /* the first call of this class: time the candidates, then run */
+        enum cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+        if ((e = cudaStreamIsCapturing(stream, &capturing)) != cudaSuccess)
+            return e;
+        pl_gemm_tune_result r;
+        if (capturing == cudaStreamCaptureStatusNone) {
+            if ((e = pl_gemm_bf16_tune(p, stream, NULL, &r)) != cudaSuccess)
+                return e;
+            return r.kernel->launch(p, stream);
+        }
+    }
     return pick.kernel->launch(p, stream);
 }
 

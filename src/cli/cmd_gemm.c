@@ -19,7 +19,8 @@
 
 typedef struct gemm_args {
     const char *shapes, *shapes_file, *providers, *dtype, *layout, *artifacts_dir;
-    int max_algos, json, quiet, help, list_shapes, list_kernels, rounds;
+    const char *tune_file;
+    int max_algos, json, quiet, help, list_shapes, list_kernels, rounds, tune;
     double timeout_s, budget_s;
     pl_timing_args timing;
 } gemm_args;
@@ -78,8 +79,8 @@ static int list_kernels(int fp8, int as_json)
         json_decref(list);
         return PL_EXIT_OK;
     }
-    pl_table *t = pl_table_new(8, (const char *const[]){"kernel", "rung", "tile", ">stages", ">cluster", ">threads",
-                                                         "flags", "what it adds"});
+    pl_table *t = pl_table_new(
+        8, (const char *const[]){"kernel", "rung", "tile", ">stages", ">cluster", ">threads", "flags", "what it adds"});
     size_t i;
     json_t *k;
     json_array_foreach(list, i, k)
@@ -204,7 +205,8 @@ int pl_cmd_gemm(int argc, char **argv)
          "more shapes, one a line: MxNxK, NAME MxNxK or NAME M N K ('#' comments)", 0, 0},
         {"list-shapes", 0, PL_OPT_FLAG, &a.list_shapes, NULL, "print the built-in shapes and groups, then exit", 0, 0},
         {"list-kernels", 0, PL_OPT_FLAG, &a.list_kernels, NULL,
-         "print perflab's native kernels for --dtype (tile, stages, cluster, what each adds), then exit; --json: as JSON",
+         "print perflab's native kernels for --dtype (tile, stages, cluster, what each adds), then exit; --json: as "
+         "JSON",
          0, 0},
         {"providers", 'p', PL_OPT_STRING, &a.providers, "LIST",
          "cublas,cublaslt,perflab,cutlass,json:FILE (default: cublas,cublaslt,perflab for bf16)", 0, 0},
@@ -221,6 +223,12 @@ int pl_cmd_gemm(int argc, char **argv)
          "time a shape's configurations within about S seconds, the interleaved rounds inside it (default 2; 0: "
          "--min-time-s/--max-time-s per configuration and round)",
          0, 3600},
+        {"tune", 0, PL_OPT_FLAG, &a.tune, NULL,
+         "bf16: before timing a shape, tune the pick on the GPU (the model's fastest 6 timed on the shape; "
+         "docs/gemm.md); the pick judged is the tuned one",
+         0, 0},
+        {"tune-file", 0, PL_OPT_STRING, &a.tune_file, "FILE",
+         "bf16: tuned picks read from FILE (a per-GPU cache) and, with --tune, written back to it", 0, 0},
         {"timeout-s", 0, PL_OPT_DOUBLE, &a.timeout_s, "S", "give up on a shape after S seconds (default 900)", 1,
          86400},
         {"artifacts-dir", 0, PL_OPT_STRING, &a.artifacts_dir, "D",
@@ -283,6 +291,8 @@ int pl_cmd_gemm(int argc, char **argv)
         .settings = &settings,
         .timeout_s = a.timeout_s,
         .budget_s = a.budget_s,
+        .tune = a.tune,
+        .tune_file = a.tune_file,
         .artifacts_dir = a.artifacts_dir,
         .progress = !a.quiet && isatty(STDERR_FILENO),
         .argc = pl_cli_argc,

@@ -23,8 +23,10 @@ typedef struct pl_gemm_bench_request {
     int max_algos;                   /* cuBLASLt heuristic results timed per shape */
     const pl_run_settings *settings; /* timing (mode, warm-up, stopping, throttle), device and seed */
     double timeout_s;                /* per shape */
-    double budget_s; /* per shape: the interleaved rounds share it (bench_rounds.c); 0: --min/--max-time-s rule */
-    int progress;    /* a line per finished cell on stderr */
+    double budget_s;       /* per shape: the interleaved rounds share it (bench_rounds.c); 0: --min/--max-time-s rule */
+    int progress;          /* a line per finished cell on stderr */
+    int tune;              /* bf16: the heuristic's pick tuned on the device first (gemm/tune.h) */
+    const char *tune_file; /* tuned picks loaded from it (when it exists) and, with tune, saved to it */
 } pl_gemm_bench_request;
 
 /* Fill the comparison's cells of the GPU providers. Returns 0, or -2 when interrupted (the cells not reached stay

@@ -12,6 +12,7 @@
 #include "common/kernel_req.h"
 #include "gemm/fp8.h"
 #include "gemm/host/heuristic.h"
+#include "gemm/tune.h"
 #include "perflab/device.h"
 #include "perflab/stats.h"
 #include "selector/bench.h"
@@ -221,6 +222,28 @@ static int run_cublas(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_l
     return pl_gemm_bench_evaluate(b, &c, "cublas", "cublasGemmEx (default algorithm)", config, out);
 }
 
+/* --tune-file: its tuned picks first; --tune: the pick tuned on the device now (gemm/tune.h) and the file rewritten.
+ * A failure is said in the child's log and leaves the model's pick (the configurations are still all timed). */
+static void tune_pick(pl_gemm_bench *b, const pl_gemm_problem *p)
+{
+    char err[512];
+    if (b->req->tune_file && access(b->req->tune_file, F_OK) == 0 &&
+        pl_gemm_tune_load(b->req->tune_file, NULL, err, sizeof err) < 0)
+        fprintf(stderr, "perflab gemm: %s\n", err);
+    if (!b->req->tune)
+        return;
+    pl_gemm_tune_result r;
+    const cudaError_t e = pl_gemm_bf16_tune(p, b->ctx.stream, NULL, &r);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "perflab gemm: tuning %dx%dx%d failed: %s\n", p->m, p->n, p->k, cudaGetErrorString(e));
+        return;
+    }
+    fprintf(stderr, "perflab gemm: %dx%dx%d tuned over %d candidates: %s %.1f us (the model's pick %s %.1f us)\n", p->m,
+            p->n, p->k, r.timed, r.kernel->name, r.us, r.model_pick ? r.model_pick->name : "-", r.model_pick_us);
+    if (b->req->tune_file && pl_gemm_tune_save(b->req->tune_file, err, sizeof err) != 0)
+        fprintf(stderr, "perflab gemm: %s\n", err);
+}
+
 /* The heuristic's kernel for the shape on this GPU into s->pick: pl_gemm_bf16's, or for fp8 pl_gemm_fp8's with the
  * FP8 table's unit scales (tensor scaling). */
 static void heuristic_pick(pl_gemm_bench *b, pl_gemm_bench_shape *s, const pl_gemm_problem *p)
@@ -243,6 +266,7 @@ static void heuristic_pick(pl_gemm_bench *b, pl_gemm_bench_shape *s, const pl_ge
         q.a = (const uint8_t *)(const void *)p->a, q.b = (const uint8_t *)(const void *)p->b, q.d = p->d;
         rc = pl_gemm_fp8_pick(&q, &g, &pick);
     } else {
+        tune_pick(b, p);
         rc = pl_gemm_bf16_pick(p, &g, &pick);
     }
     if (rc == 0)

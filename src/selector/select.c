@@ -6,17 +6,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/piped_child.h"
 #include "core/exit.h"
 #include "core/provenance.h"
 #include "core/util.h"
 #include "core/artifacts.h"
+#include "gemm/tune.h"
 #include "selector/gemm_report.h"
 #include "selector/bench.h"
 #include "selector/cutlass.h"
 
-#define PROBE_TIMEOUT_S   60.0
+#define PROBE_TIMEOUT_S 60.0
 
 /* The random:N[:SEED] draws, each with the item that repeats it: settings.random_shapes of comparison.json. */
 static json_t *random_draws_json(const pl_gemm_random_draw *d, size_t n)
@@ -83,11 +85,37 @@ static void run_cutlass(pl_gemm_comparison *cmp, size_t col, const char *run_dir
     }
 }
 
+/* --tune and --tune-file before any work: bf16 only; an existing file must be a tune file (read here, so that a bad
+ * one is refused at once); a missing one is written, so --tune must be given. */
+static int tune_file_check(const pl_gemm_select_request *req, char *err, size_t errlen)
+{
+    if ((req->tune || req->tune_file) && strcmp(req->dtype, "bf16") != 0) {
+        pl_snprintf(err, errlen, "--tune and --tune-file are for --dtype bf16 (the FP8 pick is not tuned yet)");
+        return -1;
+    }
+    if (!req->tune_file)
+        return 0;
+    if (access(req->tune_file, F_OK) != 0) {
+        if (req->tune)
+            return 0;
+        pl_snprintf(err, errlen, "--tune-file %s does not exist: add --tune to write it", PL_ESC(req->tune_file));
+        return -1;
+    }
+    char why[512];
+    if (pl_gemm_tune_load(req->tune_file, NULL, why, sizeof why) < 0) {
+        pl_snprintf(err, errlen, "%s", PL_ESC(why));
+        return -1;
+    }
+    return 0;
+}
+
 int pl_gemm_select_run(const pl_gemm_select_request *req, pl_gemm_selection *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     pl_gpu_inventory inv = {0};
     int gpu = 0, rc = PL_EXIT_OK;
+    if (tune_file_check(req, err, errlen) != 0)
+        return PL_EXIT_USAGE;
     for (size_t p = 0; p < req->n_providers; p++)
         gpu |= pl_gemm_provider_needs_gpu(&req->providers[p]);
     if (gpu) {
@@ -135,6 +163,8 @@ int pl_gemm_select_run(const pl_gemm_select_request *req, pl_gemm_selection *out
             .timeout_s = req->timeout_s,
             .budget_s = req->budget_s,
             .progress = req->progress,
+            .tune = req->tune,
+            .tune_file = req->tune_file,
         };
         for (size_t p = 0; p < req->n_providers; p++) {
             bench.cublas |= req->providers[p].kind == PL_PROV_CUBLAS;
@@ -150,6 +180,9 @@ int pl_gemm_select_run(const pl_gemm_select_request *req, pl_gemm_selection *out
     out->about = about_json(&run->prov, &run->settings, req);
     json_object_set_new(out->about, "run_id", json_string(run->run_id));
     json_object_set_new(json_object_get(out->about, "settings"), "budget_s", json_real(req->budget_s));
+    json_object_set_new(json_object_get(out->about, "settings"), "tune", json_boolean(req->tune));
+    if (req->tune_file)
+        json_object_set_new(json_object_get(out->about, "settings"), "tune_file", json_string(req->tune_file));
     if (req->n_random)
         json_object_set_new(json_object_get(out->about, "settings"), "random_shapes",
                             random_draws_json(req->random, req->n_random));

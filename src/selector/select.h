@@ -20,6 +20,8 @@ typedef struct pl_gemm_select_request {
     const pl_run_settings *settings; /* timing; device and seed */
     double timeout_s;                /* per shape */
     double budget_s;                 /* per shape, the timing rounds within it; 0: no budget */
+    int tune;                        /* bf16: the pick tuned on the device before the shape is timed (gemm/tune.h) */
+    const char *tune_file;           /* tuned picks read from it first (when it exists) and, with tune, saved to it */
     const char *artifacts_dir;
     int progress;
     int argc; /* the command line, for provenance */

@@ -5,7 +5,9 @@
  * Besides, split_k_every_split runs each split-K kernel with every split (1-8, uneven ones included) on sizes that are
  * no multiple of their tiles, edge tiles on the half-width wgmma, the fused epilogue in the fix-up, and the same bits
  * on a second run; decode_gemv runs the streaming GEMV kernels on M = 1-32 against N not a multiple of their 16 rows
- * and K not of their 64-k chunks, twice (same bits); and the library call pl_gemm_bf16 runs on every problem. */
+ * and K not of their 64-k chunks, twice (same bits); the library call pl_gemm_bf16 runs on every problem; and
+ * tuned_pick tunes the pick on the device (an in-place residual problem left untouched by the tuning, autotune, a
+ * capture never tuned). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include "common/kernel_req.h"
 #include "gemm/host/heuristic.h"
 #include "gemm/host/splitk.h"
+#include "gemm/tune.h"
 #include "perflab/device.h"
 #include "testutil.h"
 
@@ -461,6 +464,76 @@ START_TEST(decode_gemv)
 }
 END_TEST
 
+/* On-device tuning (gemm/tune.h): an in-place residual problem (D = A·B + D) tuned leaves D as it was, and the tuned
+ * pick then computes it right; autotune makes pl_gemm_bf16 tune a new class and compute it right; a capturing stream is
+ * never tuned (the capture succeeds and its replay is right). */
+START_TEST(tuned_pick)
+{
+    env e;
+    env_init(&e);
+    pl_ctx *ctx = &e.ctx;
+    pl_buf fails = {0};
+    int checked = 0;
+    pl_gemm_tune_clear();
+    /* in place: the reference of A·B + R, then D = R */
+    const shape in_place = {333, 4100, 1032};
+    pl_gemm_reference ref;
+    pl_gemm_problem p = make_problem(&e, &in_place, PL_GEMM_B_NK, EPI_RESIDUAL, &ref);
+    const size_t bytes = (size_t)p.m * p.n * 2;
+    uint16_t *before = pl_host_alloc(ctx, bytes), *after = pl_host_alloc(ctx, bytes);
+    ck_assert(before && after);
+    p.d = (uint16_t *)p.epi.residual;
+    ck_assert(cudaMemcpy(before, p.d, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    pl_gemm_tune_result r;
+    const cudaError_t te = pl_gemm_bf16_tune(&p, ctx->stream, NULL, &r);
+    ck_assert_msg(te == cudaSuccess, "%s", cudaGetErrorString(te));
+    ck_assert_msg(r.kernel && r.timed >= 2 && r.us > 0, "timed %d", r.timed);
+    printf("tuned 333x4100x1032 +residual in place: %s %.1f us over %d candidates (the model's pick %s %.1f us)\n",
+           r.kernel->name, r.us, r.timed, r.model_pick ? r.model_pick->name : "-", r.model_pick_us);
+    ck_assert(cudaMemcpy(after, p.d, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    ck_assert_msg(memcmp(before, after, bytes) == 0, "tuning wrote the in-place D (the residual)");
+    pl_gemm_gpu g;
+    pl_gemm_pick pick;
+    ck_assert(pl_gemm_gpu_query(&g) == cudaSuccess);
+    ck_assert(pl_gemm_bf16_pick(&p, &g, &pick) == 0 && pick.tuned && pick.kernel == r.kernel);
+    ck_assert(pl_gemm_bf16(&p, ctx->stream) == cudaSuccess && cudaStreamSynchronize(ctx->stream) == cudaSuccess);
+    double rtol, atol;
+    pl_gemm_elementwise_tolerance(PL_DTYPE_BF16, &rtol, &atol);
+    pl_verification v;
+    ck_assert_msg(pl_gemm_verify(ctx, &ref, p.d, PL_DTYPE_BF16, 0, rtol, atol, &v) == 0, "%s", ctx->error);
+    ck_assert_msg(v.passed, "the tuned kernel in place: %s", v.message);
+    /* autotune: a new class is tuned by its first pl_gemm_bf16 call, and computed right */
+    pl_gemm_set_autotune(1);
+    const shape fresh = {77, 2056, 4104};
+    pl_gemm_problem q = make_problem(&e, &fresh, PL_GEMM_B_NK, 0, &ref);
+    run_and_verify(&e, &q, &ref, "pl_gemm_bf16 autotuned 77x2056x4104", launch_library, NULL, &fails, &checked);
+    ck_assert(pl_gemm_bf16_pick(&q, &g, &pick) == 0 && pick.tuned);
+    /* captured: not tuned, the graph right */
+    const shape captured = {129, 520, 1032};
+    pl_gemm_problem c = make_problem(&e, &captured, PL_GEMM_B_NK, 0, &ref);
+    ck_assert(pl_poison(ctx, c.d, (size_t)c.m * c.n * 2) == 0 && cudaStreamSynchronize(ctx->stream) == cudaSuccess);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    ck_assert(cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+    const cudaError_t ce = pl_gemm_bf16(&c, ctx->stream);
+    ck_assert(cudaStreamEndCapture(ctx->stream, &graph) == cudaSuccess);
+    ck_assert_msg(ce == cudaSuccess, "pl_gemm_bf16 under capture with autotune: %s", cudaGetErrorString(ce));
+    ck_assert(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+    ck_assert(cudaGraphLaunch(exec, ctx->stream) == cudaSuccess && cudaStreamSynchronize(ctx->stream) == cudaSuccess);
+    ck_assert(pl_gemm_bf16_pick(&c, &g, &pick) == 0 && !pick.tuned);
+    ck_assert_msg(pl_gemm_verify(ctx, &ref, c.d, PL_DTYPE_BF16, 0, rtol, atol, &v) == 0, "%s", ctx->error);
+    ck_assert_msg(v.passed, "captured under autotune: %s", v.message);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    pl_gemm_set_autotune(0);
+    pl_gemm_tune_clear();
+    ck_assert_msg(fails.len == 0, "failed:\n%s", fails.data);
+    pl_buf_free(&fails);
+    pl_free_all(ctx);
+    cublasDestroy(e.cublas);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gemm_kernels");
@@ -470,6 +543,7 @@ static Suite *suite(void)
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, split_k_every_split);
     tcase_add_test(tc, decode_gemv);
+    tcase_add_test(tc, tuned_pick);
     suite_add_tcase(s, tc);
     return s;
 }

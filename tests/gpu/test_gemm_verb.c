@@ -1,5 +1,6 @@
 /* On a GPU: `perflab gemm` end to end on a small shape set (every GPU provider verified and timed, the files and
- * the exit code), the fp16/fp8 paths and unsupported providers, and the GEMM targets verified on odd shapes.
+ * the exit code), the fp16/fp8 paths and unsupported providers, --tune with its tune file, and the GEMM targets
+ * verified on odd shapes.
  * Exits 77 without a GPU. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,38 @@ START_TEST(missing_records_exit_1)
 END_TEST
 
 /* The GEMM targets verified on shapes that are no multiple of any tile, both layouts. */
+/* --tune: each shape's pick tuned on the device before it is timed (its log says so), the pick judged a timed native
+ * kernel, the tune file written with one class a shape; read back by a second run that does not tune. */
+START_TEST(selector_tune)
+{
+    char *dir = pl_test_tmpdir("gemm-verb-tune");
+    char *tf = pl_path_join(dir, "h.tune");
+    char *args = pl_strfmt("gemm --shapes 333x4100x1032,77x2056x4104 --providers perflab --tune --tune-file %s "
+                           "--artifacts-dir %s/a " QUICK,
+                           tf, dir);
+    pl_cmd_result r;
+    json_t *j = run_json(NULL, args, 0, &r);
+    ck_assert_msg(json_is_true(json_object_get(json_object_get(j, "settings"), "tune")), "%s", r.out);
+    for (size_t s = 0; s < 2; s++) {
+        json_t *h = json_object_get(json_array_get(json_object_get(j, "shapes"), s), "heuristic");
+        ck_assert_msg(json_is_true(json_object_get(h, "pick_timed")), "shape %zu: the pick was not timed", s);
+    }
+    json_decref(j);
+    pl_cmd_result_free(&r);
+    char *cmd = pl_strfmt("grep -c 'tuned over' %s/a/gemm-*/logs/gpu.log | grep -qx 2 && test $(grep -vc '^#' %s) = 2",
+                          dir, tf);
+    ck_assert_msg(system(cmd) == 0, "no tuning in the log or not 2 classes in the tune file: %s", cmd);
+    free(cmd);
+    free(args);
+    args = pl_strfmt("gemm --shapes 333x4100x1032 --providers perflab --tune-file %s --artifacts-dir %s/b " QUICK, tf,
+                     dir);
+    j = run_json(NULL, args, 0, &r);
+    json_decref(j);
+    pl_cmd_result_free(&r);
+    free(args), free(tf), free(dir);
+}
+END_TEST
+
 START_TEST(targets_verify_odd_shapes)
 {
     const char *runs[] = {
@@ -165,6 +198,7 @@ static Suite *suite(void)
     tcase_add_test(tc, selector_small_shapes);
     tcase_add_test(tc, selector_interleaved_rounds);
     tcase_add_test(tc, missing_records_exit_1);
+    tcase_add_test(tc, selector_tune);
     tcase_add_test(tc, targets_verify_odd_shapes);
     suite_add_tcase(s, tc);
     return s;

@@ -228,6 +228,27 @@ static int model_pick(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_g
     return 0;
 }
 
+size_t pl_gemm_bf16_rank(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_point *points, size_t npoints,
+                         const pl_gemm_kernel **kernels, double *us, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < pl_gemm_kernel_count() && i < PL_GEMM_PICK_MAX_KERNELS; i++) {
+        const pl_gemm_kernel *k = pl_gemm_kernel_at(i);
+        const double t = eligible(k, p, g) ? pl_gemm_model_measured_us(k, p, g, points, npoints) : INFINITY;
+        if (!isfinite(t))
+            continue;
+        size_t j = n < max ? n++ : max; /* insertion into the sorted prefix; past max, only if faster than the last */
+        if (j == max && !(t < us[max - 1]))
+            continue;
+        if (j == max)
+            j = max - 1;
+        for (; j > 0 && us[j - 1] > t; j--)
+            us[j] = us[j - 1], kernels[j] = kernels[j - 1];
+        us[j] = t, kernels[j] = k;
+    }
+    return n;
+}
+
 /* An empty pick; -1 with the reason when the problem is not one (ok = 0). */
 static int start_pick(pl_gemm_pick *out, int ok, const char *why)
 {
@@ -306,15 +327,25 @@ static struct {
     int used, next;
 } memo = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+int pl_gemm_problem_epilogue(const pl_gemm_problem *p)
+{
+    return (p->epi.bias != NULL) | (p->epi.residual != NULL) << 1 | (p->epi.gelu != 0) << 2;
+}
+
+int pl_gemm_problem_aligned(const pl_gemm_problem *p)
+{
+    return (((uintptr_t)p->a | (uintptr_t)p->b | (uintptr_t)p->d | (uintptr_t)p->epi.bias |
+             (uintptr_t)p->epi.residual) &
+            15) == 0;
+}
+
 static pick_key key_of(const pl_gemm_problem *p, const pl_gemm_gpu *g)
 {
     pick_key key;
     memset(&key, 0, sizeof key); /* the padding too: keys are compared with memcmp */
     key.m = p->m, key.n = p->n, key.k = p->k, key.layout = (int)p->b_layout;
-    key.epi = (p->epi.bias != NULL) | (p->epi.residual != NULL) << 1 | (p->epi.gelu != 0) << 2;
-    key.aligned =
-        (((uintptr_t)p->a | (uintptr_t)p->b | (uintptr_t)p->d | (uintptr_t)p->epi.bias | (uintptr_t)p->epi.residual) &
-         15) == 0;
+    key.epi = pl_gemm_problem_epilogue(p);
+    key.aligned = pl_gemm_problem_aligned(p);
     key.cc = g->cc, key.sms = g->sms, key.clusters = g->clusters, key.l2_mib = g->l2_mib;
     key.hbm_gbps = g->hbm_gbps, key.tensor_tflops = g->tensor_tflops;
     return key;
@@ -322,6 +353,16 @@ static pick_key key_of(const pl_gemm_problem *p, const pl_gemm_gpu *g)
 
 int pl_gemm_bf16_pick(const pl_gemm_problem *p, const pl_gemm_gpu *g, pl_gemm_pick *out)
 {
+    double tuned_us = NAN;
+    const pl_gemm_kernel *tk = pl_gemm_tuned_kernel(p, g, &tuned_us);
+    if (tk && eligible(tk, p, g)) { /* timed on this kind of GPU on this very problem class: before table and model */
+        start_pick(out, 1, "");
+        out->kernel = tk;
+        out->tuned = 1;
+        out->model_us = NAN;
+        snprintf(out->why, sizeof out->why, "tuned on this GPU: %.1f us", tuned_us);
+        return 0;
+    }
     const pick_key key = key_of(p, g);
     pthread_mutex_lock(&memo.lock);
     for (int i = 0; i < memo.used; i++)

@@ -14,6 +14,7 @@
  *      sweep measured, on a GPU of this SM count and L2 size); among those within 3% of it, the one that pads the
  *      least work (whole tiles), then the one that loads the fewest bytes from L2, then the kernel table's order.
  *      Where no point was measured on a GPU like this one, the model alone.
+ * Before both: a kernel timed on this GPU for this very problem class (on-device tuning, gemm/tune.h), when one was.
  * The teaching rungs are never picked. What the model knows of each kernel (its efficiency, residency, persistence)
  * is in the kernel's row of the table (pl_gemm_model). */
 #ifndef PERFLAB_GEMM_HEURISTIC_H
@@ -88,6 +89,7 @@ const pl_gemm_point *pl_gemm_heuristic_points(size_t *n);
 typedef struct pl_gemm_pick {
     const pl_gemm_kernel *kernel; /* NULL when no enumerated kernel takes the problem */
     int from_table;               /* 1: a table entry decided; 0: the model */
+    int tuned;                    /* 1: timed on this GPU by pl_gemm_bf16_tune (gemm/tune.h) */
     double model_us;              /* the model's time of the pick (NaN when the table decided) */
     char why[192];                /* one line: which entry, or the model's figures; why none */
 } pl_gemm_pick;
@@ -118,6 +120,23 @@ int pl_gemm_bf16_pick_from(const pl_gemm_problem *p, const pl_gemm_gpu *g, const
 /* The same from the committed table and points. The picks are remembered (a few hundred problems, each with its GPU
  * and its operands' alignment; thread-safe), so that a step calling the same GEMMs again pays the model once. */
 int pl_gemm_bf16_pick(const pl_gemm_problem *p, const pl_gemm_gpu *g, pl_gemm_pick *out);
+
+/* The kernels eligible for p on g, fastest first by the model scaled by the points (pl_gemm_model_measured_us): at
+ * most max of them into kernels[] and their model times into us[]; returns how many. On-device tuning times the
+ * first few (gemm/tune.h). */
+size_t pl_gemm_bf16_rank(const pl_gemm_problem *p, const pl_gemm_gpu *g, const pl_gemm_point *points, size_t npoints,
+                         const pl_gemm_kernel **kernels, double *us, size_t max);
+
+/* What a pick depends on besides the shape, layout and GPU: which epilogue inputs are given (bit 0 bias, 1 residual,
+ * 2 GELU) and whether every operand is 16-byte aligned. */
+int pl_gemm_problem_epilogue(const pl_gemm_problem *p);
+int pl_gemm_problem_aligned(const pl_gemm_problem *p);
+
+/* The kernel pl_gemm_bf16_tune (or a loaded tune file) found fastest for p's problem class on a GPU like g, with its
+ * median time in *us; NULL when none was tuned (gemm/host/tune.c). */
+const pl_gemm_kernel *pl_gemm_tuned_kernel(const pl_gemm_problem *p, const pl_gemm_gpu *g, double *us);
+/* 1 when pl_gemm_set_autotune(1) asked pl_gemm_bf16 to tune the problem classes it meets. */
+int pl_gemm_autotune_on(void);
 
 /* The FP8 pick behind pl_gemm_fp8 (gemm/fp8.h): the model's stage alone (no table, no points yet) over the FP8 table's
  * kernels that take p (its scaling and promotion; never the less accurate every-512-K row unless p asks for
