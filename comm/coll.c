@@ -6,8 +6,14 @@
 #include "core/util.h"
 
 static const char *const coll_names[PL_COLL_COUNT] = {
-    [PL_COLL_ALLTOALL] = "alltoall",           [PL_COLL_ALLREDUCE] = "allreduce", [PL_COLL_ALLGATHER] = "allgather",
-    [PL_COLL_REDUCESCATTER] = "reducescatter", [PL_COLL_SENDRECV] = "sendrecv",   [PL_COLL_BROADCAST] = "broadcast",
+    [PL_COLL_ALLTOALL] = "alltoall",
+    [PL_COLL_ALLREDUCE] = "allreduce",
+    [PL_COLL_ALLGATHER] = "allgather",
+    [PL_COLL_REDUCESCATTER] = "reducescatter",
+    [PL_COLL_SENDRECV] = "sendrecv",
+    [PL_COLL_BROADCAST] = "broadcast",
+    [PL_COLL_ALLREDUCE_ONESHOT] = "allreduce_oneshot",
+    [PL_COLL_ALLREDUCE_TWOSHOT] = "allreduce_twoshot",
 };
 
 static const char *const redop_names[PL_REDOP_COUNT] = {
@@ -33,8 +39,19 @@ int pl_redop_from_name(const char *name)
     return pl_index_of(redop_names, PL_REDOP_COUNT, name);
 }
 
+int pl_coll_is_perflab(pl_coll c)
+{
+    return c == PL_COLL_ALLREDUCE_ONESHOT || c == PL_COLL_ALLREDUCE_TWOSHOT;
+}
+
+pl_coll pl_coll_semantics(pl_coll c)
+{
+    return pl_coll_is_perflab(c) ? PL_COLL_ALLREDUCE : c;
+}
+
 int pl_coll_reduces(pl_coll c)
 {
+    c = pl_coll_semantics(c);
     return c == PL_COLL_ALLREDUCE || c == PL_COLL_REDUCESCATTER;
 }
 
@@ -46,7 +63,7 @@ int pl_coll_has_in_place(pl_coll c)
 double pl_coll_busbw_factor(pl_coll c, int nranks)
 {
     const double n = nranks;
-    switch (c) {
+    switch (pl_coll_semantics(c)) {
     case PL_COLL_ALLREDUCE: return 2.0 * (n - 1.0) / n;
     case PL_COLL_ALLGATHER:
     case PL_COLL_REDUCESCATTER:
@@ -81,7 +98,7 @@ void pl_coll_layout_for(pl_coll c, size_t bytes, size_t elt, int nranks, int ran
     memset(out, 0, sizeof *out);
     const size_t n = (size_t)nranks, r = (size_t)rank;
     const size_t count = elt ? bytes / elt : 0;
-    switch (c) {
+    switch (pl_coll_semantics(c)) {
     case PL_COLL_ALLREDUCE:
     case PL_COLL_BROADCAST:
     case PL_COLL_SENDRECV:

@@ -15,8 +15,14 @@ typedef enum pl_coll {
     PL_COLL_REDUCESCATTER,
     PL_COLL_SENDRECV,
     PL_COLL_BROADCAST,
+    /* perflab's own bf16 sum all-reduce over NVLink peer pointers (kernels/allreduce): one process, a thread per GPU */
+    PL_COLL_ALLREDUCE_ONESHOT,
+    PL_COLL_ALLREDUCE_TWOSHOT,
     PL_COLL_COUNT
 } pl_coll;
+
+/* The collectives `all` names: NCCL's (perflab's all-reduces are asked for by name). */
+#define PL_COLL_NCCL_COUNT PL_COLL_ALLREDUCE_ONESHOT
 
 typedef enum pl_redop { PL_REDOP_SUM, PL_REDOP_MAX, PL_REDOP_MIN, PL_REDOP_COUNT } pl_redop;
 
@@ -24,6 +30,10 @@ const char *pl_coll_name(pl_coll c);
 int pl_coll_from_name(const char *name); /* -1 when unknown */
 const char *pl_redop_name(pl_redop op);
 int pl_redop_from_name(const char *name);
+/* Whether c is perflab's all-reduce (bf16, sum, threaded mode, peer access), and the collective whose semantics it
+ * has (layout, expected values, bus bandwidth): all-reduce for those, c itself for NCCL's. */
+int pl_coll_is_perflab(pl_coll c);
+pl_coll pl_coll_semantics(pl_coll c);
 /* Whether the collective reduces (takes an operation). */
 int pl_coll_reduces(pl_coll c);
 /* Whether an in-place form exists. All-to-all and send/recv have none: their output would overwrite input

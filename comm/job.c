@@ -1,5 +1,7 @@
 #include "comm/job.h"
 
+#include "comm/coll.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -85,6 +87,31 @@ void pl_comm_job_point(const pl_comm_job *j, size_t index, pl_comm_point *p)
         }
         k -= here;
     }
+}
+
+int pl_comm_job_check_perflab(const pl_comm_job *j, int threaded, char *err, size_t errlen)
+{
+    const char *name = NULL;
+    for (int c = 0; c < j->n_colls && !name; c++)
+        name = pl_coll_is_perflab(j->colls[c]) ? pl_coll_name(j->colls[c]) : NULL;
+    if (!name)
+        return 0;
+    size_t most = 0;
+    for (size_t i = 0; i < j->n_sizes; i++)
+        most = j->sizes[i] > most ? j->sizes[i] : most;
+    if (!threaded)
+        pl_snprintf(err, errlen, "%s runs in one process with a thread per GPU: run perflab comm, not perflab-mpi",
+                    name);
+    else if (j->n_dtypes != 1 || j->dtypes[0] != PL_DTYPE_BF16)
+        pl_snprintf(err, errlen, "%s sums bf16 only: pass --dtype bf16", name);
+    else if (j->op != PL_REDOP_SUM)
+        pl_snprintf(err, errlen, "%s sums only: pass --op sum", name);
+    else if (most > PL_COMM_PERFLAB_MAX_BYTES)
+        pl_snprintf(err, errlen, "%s is for the small messages of a decode step: --max-bytes up to %d MiB", name,
+                    (int)(PL_COMM_PERFLAB_MAX_BYTES >> 20));
+    else
+        return 0;
+    return -1;
 }
 
 void pl_comm_job_free(pl_comm_job *j)

@@ -75,6 +75,12 @@ typedef struct pl_comm_point {
     double skew;
 } pl_comm_point;
 
+/* perflab's all-reduce (allreduce_oneshot, allreduce_twoshot) in a job: one process with a thread per GPU
+ * (threaded), bf16 alone, sum, messages up to PL_COMM_PERFLAB_MAX_BYTES (each rank holds two buffers of the largest).
+ * 0, or -1 with the one-line reason and fix in err. */
+#define PL_COMM_PERFLAB_MAX_BYTES ((size_t)256 << 20)
+int pl_comm_job_check_perflab(const pl_comm_job *j, int threaded, char *err, size_t errlen);
+
 const char *pl_register_mode_name(pl_register_mode m);
 int pl_register_mode_from_name(const char *name);
 const char *pl_a2a_api_name(pl_a2a_api a);

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "allreduce/allreduce.h"
+#include "comm/coll.h"
 #include "comm/launch.h"
 #include "comm/rank.h"
 #include "core/piped_child.h"
@@ -72,13 +74,32 @@ typedef struct rank_thread {
     ncclUniqueId id;
     pl_comm_sink *sink;
     volatile int *abort_flag;
+    pl_ar_rank *ar; /* perflab's all-reduce, or NULL */
 } rank_thread;
 
 static void *rank_thread_main(void *arg)
 {
     rank_thread *t = arg;
-    pl_comm_rank_main(t->job, t->rank, t->job->nranks, t->rank, &t->id, t->sink, t->abort_flag);
+    pl_comm_rank_main(t->job, t->rank, t->job->nranks, t->rank, &t->id, t->sink, t->abort_flag, t->ar);
     return NULL;
+}
+
+/* perflab's all-reduce on GPUs 0..nranks-1 when the job times it (its buffers sized for the largest point): 0, or -1
+ * with the reason in err (no peer access, no memory). */
+static int ar_setup(const pl_comm_job *job, pl_ar_rank *ar, int *on, char *err, size_t errlen)
+{
+    *on = 0;
+    for (int c = 0; c < job->n_colls; c++)
+        *on |= pl_coll_is_perflab(job->colls[c]);
+    if (!*on)
+        return 0;
+    int devices[PL_AR_MAX_RANKS];
+    for (int r = 0; r < job->nranks && r < PL_AR_MAX_RANKS; r++)
+        devices[r] = r;
+    size_t most = 2;
+    for (size_t i = 0; i < job->n_sizes; i++)
+        most = job->sizes[i] > most ? job->sizes[i] : most;
+    return pl_ar_setup(ar, job->nranks, devices, most, err, errlen);
 }
 
 /* The GPU process. */
@@ -97,11 +118,22 @@ static void threads_child(const pl_comm_job *job, int fd)
         pl_comm_sink_send(&sink, json_pack("{s:s, s:s}", "t", "child_error", "reason", ncclGetErrorString(nr)));
         return;
     }
+    pl_ar_rank ar[PL_AR_MAX_RANKS];
+    int ar_on = 0;
+    if (ar_setup(job, ar, &ar_on, err, sizeof err) != 0) {
+        pl_comm_sink_send(&sink, json_pack("{s:s, s:s}", "t", "child_error", "reason", err));
+        return;
+    }
     volatile int abort_flag = 0;
     rank_thread *t = pl_xcalloc((size_t)job->nranks, sizeof *t);
     int started = 0;
     for (; started < job->nranks; started++) {
-        t[started] = (rank_thread){.job = job, .rank = started, .id = id, .sink = &sink, .abort_flag = &abort_flag};
+        t[started] = (rank_thread){.job = job,
+                                   .rank = started,
+                                   .id = id,
+                                   .sink = &sink,
+                                   .abort_flag = &abort_flag,
+                                   .ar = ar_on ? &ar[started] : NULL};
         if (pthread_create(&t[started].tid, NULL, rank_thread_main, &t[started]) != 0) {
             abort_flag = 1;
             pl_comm_sink_send(&sink, json_pack("{s:s, s:s}", "t", "child_error", "reason", "cannot start a thread"));
@@ -111,6 +143,8 @@ static void threads_child(const pl_comm_job *job, int fd)
     for (int i = 0; i < started; i++)
         pthread_join(t[i].tid, NULL);
     free(t);
+    if (ar_on)
+        pl_ar_teardown(ar, job->nranks);
 }
 
 static int threads_run(pl_comm_job *job, pl_comm_outcome *out)

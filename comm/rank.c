@@ -53,7 +53,7 @@ static void teardown(pl_comm_rank *r)
 }
 
 int pl_comm_rank_main(const pl_comm_job *job, int rank, int nranks, int device, const void *nccl_id, pl_comm_sink *sink,
-                      volatile int *abort_flag)
+                      volatile int *abort_flag, struct pl_ar_rank *ar)
 {
     pl_comm_rank r;
     memset(&r, 0, sizeof r);
@@ -63,6 +63,7 @@ int pl_comm_rank_main(const pl_comm_job *job, int rank, int nranks, int device, 
     r.device = device;
     r.sink = sink;
     r.abort_flag = abort_flag;
+    r.ar = ar;
     r.ctx.seed = job->seed;
     int rc = setup(&r, nccl_id);
     if (rc == 0)

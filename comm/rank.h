@@ -6,8 +6,10 @@
 #include "comm/rank_ops.h"
 
 /* The whole life of one rank: set up the GPU and the communicator (nccl_id: NCCL_UNIQUE_ID_BYTES bytes), run
- * every point of the job, report. Returns 0 when every point ran (results may still be wrong). */
+ * every point of the job, report. ar: this rank's view of perflab's all-reduce (set up by the threaded launcher for
+ * the jobs that ask for it), or NULL. Returns 0 when every point ran (results may still be wrong). */
+struct pl_ar_rank;
 int pl_comm_rank_main(const pl_comm_job *job, int rank, int nranks, int device, const void *nccl_id, pl_comm_sink *sink,
-                      volatile int *abort_flag);
+                      volatile int *abort_flag, struct pl_ar_rank *ar);
 
 #endif

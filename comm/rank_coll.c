@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allreduce/allreduce.h"
 #include "comm/rank_runners.h"
 #include "core/util.h"
 #include "perflab/device.h"
@@ -28,6 +29,13 @@ static int coll_op(pl_comm_rank *r, void *arg)
     const int n = r->nranks;
     switch (c->coll) {
     case PL_COLL_ALLREDUCE: PL_NCCL(ctx, ncclAllReduce(c->send, c->recv, c->count, c->type, c->op, r->comm, s)); break;
+    case PL_COLL_ALLREDUCE_ONESHOT:
+    case PL_COLL_ALLREDUCE_TWOSHOT:
+        if (!r->ar)
+            return pl_fail(ctx, "%s needs perflab's all-reduce set up (threaded mode)", pl_coll_name(c->coll));
+        PL_CUDA(ctx, pl_ar_allreduce(r->ar, c->coll == PL_COLL_ALLREDUCE_ONESHOT ? PL_AR_ONESHOT : PL_AR_TWOSHOT,
+                                     (const uint16_t *)c->send, (uint16_t *)c->recv, c->count, NULL, s));
+        break;
     case PL_COLL_ALLGATHER: PL_NCCL(ctx, ncclAllGather(c->send, c->recv, c->count, c->type, r->comm, s)); break;
     case PL_COLL_REDUCESCATTER:
         PL_NCCL(ctx, ncclReduceScatter(c->send, c->recv, c->count, c->type, c->op, r->comm, s));
@@ -94,7 +102,7 @@ static int prepare(pl_comm_rank *r, const pl_comm_point *p, const pl_coll_layout
         PL_CUDA(ctx, pl_comm_fill((void *)c->send, L->send_count, p->dtype, seed, r->rank, 0, s));
     *out = c->recv;
     *out_n = L->recv_count;
-    switch (p->coll) {
+    switch (pl_coll_semantics(p->coll)) {
     case PL_COLL_ALLREDUCE: expect->kind = PL_EXPECT_REDUCE; break;
     case PL_COLL_REDUCESCATTER:
         expect->kind = PL_EXPECT_REDUCE;

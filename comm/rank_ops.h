@@ -46,6 +46,7 @@ typedef struct pl_comm_rank {
     pl_comm_sink *sink;
     volatile int *abort_flag; /* threaded mode: set by the first rank that fails, polled by the others */
     void *native_alltoall;    /* ncclAlltoAll when this NCCL has it (2.28+), looked up at run time */
+    struct pl_ar_rank *ar;    /* perflab's all-reduce (threaded mode, when the job asks for it), else NULL */
 } pl_comm_rank;
 
 /* Check an NCCL call; on failure record it (with NCCL's last error) and return -1. */
@@ -77,6 +78,5 @@ int pl_comm_rank_check_reset(pl_comm_rank *r);
 int pl_comm_rank_check_read(pl_comm_rank *r, size_t elements, json_t **out);
 void pl_comm_rank_send_point(pl_comm_rank *r, size_t point, const double *samples_ms, int n, json_t *check,
                              int gave_way);
-
 
 #endif

@@ -17,14 +17,14 @@ import sys
 
 # Folder -> the folders it may include or link. "kernels/*" stands for every kernel family and kernels/common.
 # The order of the lower layers: api (include/perflab) < core < {comm, calc, report, hw}; kernels/common < a kernel
-# family; the engine sits on the kernels alone (usable without the harness); labs/common on the kernels, the engine,
+# family; comm and hw also on the kernels (perflab's all-reduce, the peak kernels); the engine sits on the kernels alone (usable without the harness); labs/common on the kernels, the engine,
 # comm and core; the targets (labs) on labs/common and the engine; the selector (perflab gemm) on labs/common's GEMM
 # glue; serve (perflab serve and scenario) on the engine, hw and core; the CLI on everything; libperflab.so (src/py,
 # the C API for Python) on the core and the kernels.
 ALLOWED = {
     "api": [],
     "core": ["api"],
-    "comm": ["core", "api"],
+    "comm": ["core", "api", "kernels/*"],
     "calc": ["core", "api"],
     "report": ["core", "api"],
     "hw": ["core", "api", "kernels/*"],

@@ -8,6 +8,7 @@
 #include "cli/fabric_options.h"
 #include "cli/options.h"
 #include "comm/comm_report.h"
+#include "comm/launch.h"
 #include "comm/session.h"
 #include "core/results_json.h"
 #include "core/util.h"
@@ -27,7 +28,10 @@ static void usage(const pl_option *opts)
            "size (nccl-tests' -b/-e/-f) is run out of place and in place, checked once against values every rank\n"
            "can recompute, then timed per operation with CUDA events on every rank: p50, p99 and max across\n"
            "iterations and ranks. algbw = S / t(p50); busbw = algbw * factor (allreduce 2(n-1)/n; allgather,\n"
-           "reducescatter, alltoall (n-1)/n; broadcast, sendrecv 1), as nccl-tests defines them.\n\noptions:\n");
+           "reducescatter, alltoall (n-1)/n; broadcast, sendrecv 1), as nccl-tests defines them.\n"
+           "allreduce_oneshot and allreduce_twoshot time perflab's own bf16 sum all-reduce over NVLink peer pointers\n"
+           "(kernels/allreduce) beside NCCL's: threads only, --dtype bf16, --op sum, sizes up to 256m; `all` is\n"
+           "NCCL's six.\n\noptions:\n");
     pl_options_help(stdout, opts);
     printf("\nexamples:\n  perflab comm allreduce -b 8k -e 1g -f 2\n  perflab comm all -d bf16 --json > comm.json\n"
            "  mpirun -np 8 perflab-mpi comm alltoall -b 1m -e 1g\n"
@@ -47,8 +51,8 @@ static int parse_size_opt(const char *name, const char *text, size_t *out, char 
 
 static int parse_colls(const char *text, pl_comm_job *job, char *err, size_t errlen)
 {
-    if (strcmp(text, "all") == 0) {
-        for (int c = 0; c < PL_COLL_COUNT; c++)
+    if (strcmp(text, "all") == 0) { /* NCCL's collectives; perflab's all-reduce by name */
+        for (int c = 0; c < PL_COLL_NCCL_COUNT; c++)
             job->colls[job->n_colls++] = (pl_coll)c;
         return 0;
     }
@@ -58,7 +62,7 @@ static int parse_colls(const char *text, pl_comm_job *job, char *err, size_t err
         if (c < 0 || job->n_colls >= PL_COLL_COUNT) {
             pl_snprintf(err, errlen,
                         "unknown collective '%s': name alltoall, allreduce, allgather, reducescatter, sendrecv, "
-                        "broadcast, a comma list of them, or all",
+                        "broadcast, allreduce_oneshot, allreduce_twoshot, a comma list of them, or all",
                         PL_ESC(tok));
             free(copy);
             return -1;
@@ -148,7 +152,7 @@ static int build_job(const comm_args *a, const char *colls, pl_comm_job *job, ch
                         pl_coll_name(job->colls[c]));
             return -1;
         }
-    return 0;
+    return pl_comm_job_check_perflab(job, pl_comm_launcher_get() == &pl_comm_threads_launcher, err, errlen);
 }
 
 static int finish(void *user, pl_comm_job *job, pl_comm_session *s)

@@ -85,6 +85,48 @@ START_TEST(dtypes_ops_and_odd_sizes)
 }
 END_TEST
 
+/* perflab's all-reduce beside NCCL's, in one process: every point verified, odd sizes included; the p50 of each
+ * against NCCL's at the same size and placement printed (the comparison the fabric doc reports). One GPU: refused. */
+START_TEST(perflab_allreduce_beside_nccl)
+{
+    if (gpus < 2) {
+        pl_cmd_result r = pl_run_perflab(NULL, "comm allreduce_oneshot -d bf16 -b 64k -e 64k -n 5 --json -q");
+        ck_assert_msg(r.exit_code != 0 && strstr(r.err, "2 to 8 ranks"), "exit %d: %s", r.exit_code, r.err);
+        pl_cmd_result_free(&r);
+        return;
+    }
+    json_t *j =
+        run_json("comm allreduce_oneshot,allreduce_twoshot -d bf16 -b 1000 -e 300000 -f 17 -n 5 -w 1 --json -q", 0);
+    expect_points_ok(j, 3 * 2 * 2);
+    json_decref(j);
+    j = run_json("comm allreduce,allreduce_oneshot,allreduce_twoshot -d bf16 -b 256k -e 2m -f 2 -n 50 -w 5 --json -q",
+                 0);
+    expect_points_ok(j, 4 * 3 * 2);
+    json_t *pts = json_object_get(j, "points");
+    for (size_t i = 0; i < json_array_size(pts); i++) {
+        json_t *p = json_array_get(pts, i);
+        const char *coll = json_string_value(json_object_get(p, "collective"));
+        if (!coll || strcmp(coll, "allreduce") != 0)
+            continue;
+        for (size_t k = 0; k < json_array_size(pts); k++) {
+            json_t *q = json_array_get(pts, k);
+            const char *other = json_string_value(json_object_get(q, "collective"));
+            if (!other || strncmp(other, "allreduce_", 10) != 0 ||
+                json_integer_value(json_object_get(q, "bytes")) != json_integer_value(json_object_get(p, "bytes")) ||
+                json_is_true(json_object_get(q, "in_place")) != json_is_true(json_object_get(p, "in_place")))
+                continue;
+            const double nccl = pl_json_get_real(json_object_get(p, "latency_ms"), "p50"),
+                         mine = pl_json_get_real(json_object_get(q, "latency_ms"), "p50");
+            printf("%d GPUs, %lld B%s: NCCL %.2f us, %s %.2f us (%.2fx)\n", gpus,
+                   (long long)json_integer_value(json_object_get(p, "bytes")),
+                   json_is_true(json_object_get(p, "in_place")) ? " in place" : "", 1e3 * nccl, other, 1e3 * mine,
+                   mine / nccl);
+        }
+    }
+    json_decref(j);
+}
+END_TEST
+
 START_TEST(registered_buffers_and_native_alltoall)
 {
     /* 64 KiB, 512 KiB, 4 MiB: allreduce in and out of place, alltoall out of place */
@@ -214,6 +256,7 @@ int main(void)
     tcase_add_test(t, every_collective_runs_and_verifies);
     tcase_add_test(t, dtypes_ops_and_odd_sizes);
     tcase_add_test(t, registered_buffers_and_native_alltoall);
+    tcase_add_test(t, perflab_allreduce_beside_nccl);
     tcase_add_test(t, moe_readiness_report_and_verdict);
     tcase_add_test(t, moe_target_pair);
     tcase_add_test(t, mpi_mode_matches_threads);

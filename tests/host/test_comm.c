@@ -189,6 +189,20 @@ START_TEST(layouts_follow_nccl_tests)
     ck_assert_uint_eq(L.bytes, 0);
     ck_assert(!pl_coll_has_in_place(PL_COLL_ALLTOALL) && !pl_coll_has_in_place(PL_COLL_SENDRECV));
     ck_assert(pl_coll_has_in_place(PL_COLL_ALLGATHER));
+    /* perflab's all-reduce: an all-reduce's layout, bus factor and in-place form, a name of its own, not in `all` */
+    const pl_coll mine[] = {PL_COLL_ALLREDUCE_ONESHOT, PL_COLL_ALLREDUCE_TWOSHOT};
+    for (int i = 0; i < 2; i++) {
+        pl_coll_layout A, B;
+        pl_coll_layout_for(mine[i], 1002, 2, 4, 3, &A);
+        pl_coll_layout_for(PL_COLL_ALLREDUCE, 1002, 2, 4, 3, &B);
+        ck_assert(memcmp(&A, &B, sizeof A) == 0);
+        NEAR(pl_coll_busbw_factor(mine[i], 4), 1.5);
+        ck_assert(pl_coll_has_in_place(mine[i]) && pl_coll_reduces(mine[i]) && pl_coll_is_perflab(mine[i]));
+        ck_assert(pl_coll_semantics(mine[i]) == PL_COLL_ALLREDUCE && (int)mine[i] >= PL_COLL_NCCL_COUNT);
+        ck_assert_int_eq(pl_coll_from_name(pl_coll_name(mine[i])), (int)mine[i]);
+    }
+    ck_assert_str_eq(pl_coll_name(PL_COLL_ALLREDUCE_ONESHOT), "allreduce_oneshot");
+    ck_assert(!pl_coll_is_perflab(PL_COLL_ALLREDUCE) && pl_coll_semantics(PL_COLL_ALLGATHER) == PL_COLL_ALLGATHER);
 }
 END_TEST
 

@@ -32,6 +32,11 @@ START_TEST(comm_usage_errors)
     expect_usage("comm allreduce --placement sideways", "--placement must be out, in or both");
     expect_usage("comm allreduce -n 0", "--iters must be between");
     expect_usage("comm allreduce --nccl-env FOO=1", "--nccl-env: 'FOO=1' is not NCCL_NAME=VALUE");
+    /* perflab's all-reduce: bf16, sum, small messages */
+    expect_usage("comm allreduce,allreduce_oneshot", "allreduce_oneshot sums bf16 only: pass --dtype bf16");
+    expect_usage("comm allreduce_twoshot -d bf16,fp32", "allreduce_twoshot sums bf16 only");
+    expect_usage("comm allreduce_oneshot -d bf16 -o max", "allreduce_oneshot sums only: pass --op sum");
+    expect_usage("comm allreduce_oneshot -d bf16 -e 1g", "--max-bytes up to 256 MiB");
     char *dir = pl_test_tmpdir("comm-cli");
     char *file = pl_path_join(dir, "a-file");
     char err[256];
