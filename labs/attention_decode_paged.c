@@ -268,11 +268,11 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     PL_CUDA(ctx, cudaMemcpyAsync(vh, vc, s->cache_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     pl_decode_reference_host(p, qh, kh, vh, table, s->lens_host, s->ref);
-    PL_TRY(fp8_reference(ctx, s, qh, kh, vh, table));
     s->read_xor_host = 0;
     for (size_t i = 0; i + 1 < s->cache_elems; i += 2)
         s->read_xor_host ^=
             ((uint32_t)kh[i] | (uint32_t)kh[i + 1] << 16) ^ ((uint32_t)vh[i] | (uint32_t)vh[i + 1] << 16);
+    PL_TRY(fp8_reference(ctx, s, qh, kh, vh, table)); /* last: it overwrites kh and vh */
     *state = s;
     return 0;
 }
