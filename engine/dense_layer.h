@@ -24,6 +24,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "attention/attention.h"
 #include "engine/weights.h"
 
 #ifdef __cplusplus
@@ -88,9 +89,17 @@ typedef struct pl_prefill_step {
     const int64_t *slots;
 } pl_prefill_step;
 
-/* One layer's K and V pools, each [pages·page_size][kv_heads][head_dim] bf16 (kv_pages.h). */
+/* One layer's K and V pools (kv_pages.h), in the cache dtype `dtype`: PL_KV_BF16 (0, what a zeroed struct or {k, v}
+ * gives): k and v, each [pages·page_size][kv_heads][head_dim] bf16. PL_KV_FP8_E4M3: k8 and v8, the same shape in
+ * e4m3 bytes, and each row's power-of-two scale in k_scale and v_scale, [pages·page_size][kv_heads] float
+ * (attention/kv_fp8.h); k and v unused. Every recipe takes either: the KV write quantizes (fused or not), the decode
+ * attention converts (rows_deep_fp8 for the fast recipe, the baseline kernel for the simple one), and a prefill's
+ * attention reads the dequantized rows, what a later decode reads. */
 typedef struct pl_layer_kv {
     uint16_t *k, *v;
+    pl_kv_dtype dtype;
+    uint8_t *k8, *v8;
+    float *k_scale, *v_scale;
 } pl_layer_kv;
 
 /* Bytes of the workspace a step of up to max_rows rows needs (decode: sequences; prefill: tokens), with any recipe
@@ -103,7 +112,8 @@ size_t pl_dense_workspace_bytes(const pl_model_config *m, int max_rows, int sm_c
  * Enqueues on `stream`, never synchronises (a CUDA graph can capture it once the library's GEMM pick for these
  * shapes has run once outside the capture); returns the first failing call's error (each launch is checked),
  * cudaErrorInvalidValue when the step is malformed (no rows, a workspace smaller than pl_dense_workspace_bytes, a
- * qk-norm or MoE model, a head_dim or GQA group the attention kernels do not take), cudaErrorNotSupported for a
+ * qk-norm or MoE model, a head_dim or GQA group the attention kernels do not take, a cache dtype other than
+ * PL_KV_BF16 and PL_KV_FP8_E4M3 or an FP8 cache without its pools and scales), cudaErrorNotSupported for a
  * cuBLAS failure. */
 cudaError_t pl_dense_layer_decode(const pl_dense_weights *w, const pl_layer_recipe *r, const pl_decode_step *step,
                                   const pl_layer_kv *kv, const uint16_t *x, uint16_t *out, void *workspace,

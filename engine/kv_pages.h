@@ -8,7 +8,14 @@
  * g, dim d) is at ((pages[t / page_size] · page_size + t % page_size) · kv_heads + g) · head_dim + d. Every layer
  * uses the same page ids (one table serves all layers). The block table is [batch][max_pages] int32, sequence b's
  * page ids first and -1 after them; seq_lens[b] is the number of tokens the step attends to (the new token
- * included, once its K/V is written). */
+ * included, once its K/V is written).
+ *
+ * An FP8 cache (pl_layer_kv.dtype PL_KV_FP8_E4M3, kernels/attention/kv_fp8.h) has the same layout in e4m3 bytes,
+ * [num_pages][page_size][kv_heads][head_dim] (element (slot, g, d) at (slot · kv_heads + g) · head_dim + d, 1 byte),
+ * and beside each of the K and V pools its rows' scales, [num_pages·page_size][kv_heads] float: (slot, g)'s row
+ * means e4m3(byte) · scale, the scale a power of two chosen from that row alone when it is written (a scale per
+ * (token, kv head) row: a page's later tokens do not exist yet when its first is written). Per token and layer:
+ * 2 · kv_heads · (head_dim + 4) bytes instead of 2 · kv_heads · head_dim · 2 (0.516× at head_dim 128). */
 #ifndef PERFLAB_ENGINE_KV_PAGES_H
 #define PERFLAB_ENGINE_KV_PAGES_H
 

@@ -34,6 +34,27 @@ cudaError_t pl_engine_kv_write(const uint16_t *k, const uint16_t *qkv, int rows,
                                const int64_t *slots, uint16_t *k_cache, uint16_t *v_cache, uint16_t *v_out,
                                cudaStream_t stream);
 
+/* The same two ways into an FP8 cache (kernels/attention/kv_fp8.h): the K row (RoPE'd and rounded to bf16, as the
+ * bf16 cache holds it) and the V row of each kv head quantized to e4m3 into k8 / v8 ([slots][kv_heads][head_dim]
+ * bytes) with the row's power-of-two scale into k_scale / v_scale ([slots][kv_heads] float); k_out and v_out (both
+ * or neither) get the dequantized rows, the values the cache now means (a prefill's attention reads those, so that
+ * it sees what a later decode step will). pl_engine_kv_write_fp8's k_out may be k itself (the unfused prefill's
+ * contiguous k, dequantized in place). A block of head_dim / 2 threads a head, the row's largest magnitude found
+ * by a block reduction. */
+cudaError_t pl_engine_rope_kv_write_fp8(const uint16_t *qkv, int rows, int heads, int kv_heads, int head_dim,
+                                        double theta, const int *positions, const int64_t *slots, uint16_t *q,
+                                        uint8_t *k8, uint8_t *v8, float *k_scale, float *v_scale, uint16_t *k_out,
+                                        uint16_t *v_out, cudaStream_t stream);
+cudaError_t pl_engine_kv_write_fp8(const uint16_t *k, const uint16_t *qkv, int rows, int heads, int kv_heads,
+                                   int head_dim, const int64_t *slots, uint8_t *k8, uint8_t *v8, float *k_scale,
+                                   float *v_scale, uint16_t *k_out, uint16_t *v_out, cudaStream_t stream);
+
+/* A whole bf16 pool [slots][kv_heads][head_dim] quantized, row by row, into an FP8 pool q of the same shape and its
+ * rows' scales [slots][kv_heads], as the KV writes above quantize a row (what the e2e: targets and the tests fill an
+ * FP8 cache with: the same cache as a bf16 one, quantized). */
+cudaError_t pl_engine_kv_quantize_fp8(const uint16_t *pool, size_t slots, int kv_heads, int head_dim, uint8_t *q,
+                                      float *scale, cudaStream_t stream);
+
 /* RMSNorm over head_dim of each query and key head of qkv [rows][(heads + 2·kv_heads)·head_dim], in place, before
  * RoPE (Qwen3's q_norm and k_norm): a head's elements times 1/sqrt(mean(x²) + eps) and the weight (q_norm
  * [head_dim] for the query heads, k_norm for the key heads), stored in bf16 as an eager framework stores the normed

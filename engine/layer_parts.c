@@ -39,7 +39,10 @@ static size_t decode_ws_bytes(const pl_model_config *m, int rows, int sm_count)
         p.max_pages = 1;
         const int ctas = pl_decode_rows_ctas(&p, FAST_DECODE_WARPS, sm_count > 0 ? sm_count : 1);
         const size_t b = pl_decode_rows_workspace_bytes(&p, FAST_DECODE_WARPS, ctas);
+        const int ctas8 = pl_decode_rows_fp8_ctas(&p, sm_count > 0 ? sm_count : 1); /* an FP8 cache's kernel */
+        const size_t b8 = pl_decode_rows_fp8_workspace_bytes(&p, ctas8);
         most = b > most ? b : most;
+        most = b8 > most ? b8 : most;
     }
     return most;
 }
@@ -112,11 +115,29 @@ cudaError_t pl_layer_linear(const pl_layer_recipe *r, const uint16_t *a, const u
     return cudaGetLastError();
 }
 
+/* The FP8 cache's form of rope_kv: the rows quantized into the e4m3 pools with their scales; a prefill's contiguous
+ * k and v get the dequantized rows (the unfused form dequantizes b->k in place). */
+static cudaError_t rope_kv_fp8(const pl_layer_recipe *r, const pl_model_config *m, int rows, const int *positions,
+                               const int64_t *slots, const pl_layer_kv *kv, const pl_layer_buffers *b, int contiguous,
+                               cudaStream_t stream)
+{
+    uint16_t *k_out = contiguous ? b->k : NULL, *v_out = contiguous ? b->v : NULL;
+    if (r->fused)
+        return pl_engine_rope_kv_write_fp8(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions,
+                                           slots, b->q, kv->k8, kv->v8, kv->k_scale, kv->v_scale, k_out, v_out, stream);
+    PL_STEP(
+        pl_engine_rope(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions, b->q, b->k, stream));
+    return pl_engine_kv_write_fp8(b->k, b->qkv, rows, m->heads, m->kv_heads, m->head_dim, slots, kv->k8, kv->v8,
+                                  kv->k_scale, kv->v_scale, k_out, v_out, stream);
+}
+
 /* q into b->q, k and v into the cache at slots (and, for a prefill, contiguous into b->k, b->v). */
 static cudaError_t rope_kv(const pl_layer_recipe *r, const pl_model_config *m, int rows, const int *positions,
                            const int64_t *slots, const pl_layer_kv *kv, const pl_layer_buffers *b, int contiguous,
                            cudaStream_t stream)
 {
+    if (kv->dtype == PL_KV_FP8_E4M3)
+        return rope_kv_fp8(r, m, rows, positions, slots, kv, b, contiguous, stream);
     if (r->fused)
         return pl_engine_rope_kv_write(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, m->rope_theta, positions,
                                        slots, b->q, kv->k, kv->v, contiguous ? b->k : NULL, contiguous ? b->v : NULL,
@@ -144,7 +165,13 @@ static cudaError_t decode_attention(const pl_layer_recipe *r, const pl_decode_pr
                                     cudaStream_t stream)
 {
     if (r->attention == PL_LAYER_ATTN_SIMPLE)
-        return pl_decode_baseline(dp, stream);
+        return pl_decode_baseline(dp, stream); /* either cache */
+    if (dp->kv_dtype == PL_KV_FP8_E4M3) {
+        const int ctas = pl_decode_rows_fp8_ctas(dp, r->sm_count > 0 ? r->sm_count : 1);
+        if (pl_decode_rows_fp8_workspace_bytes(dp, ctas) > b->attn_ws_bytes)
+            return cudaErrorInvalidValue;
+        return pl_decode_rows_deep_fp8(dp, ctas, 0, b->attn_ws, stream);
+    }
     const int ctas = pl_decode_rows_ctas(dp, FAST_DECODE_WARPS, r->sm_count > 0 ? r->sm_count : 1);
     if (pl_decode_rows_workspace_bytes(dp, FAST_DECODE_WARPS, ctas) > b->attn_ws_bytes)
         return cudaErrorInvalidValue;
@@ -185,11 +212,16 @@ cudaError_t pl_layer_attention_heads(const pl_model_config *m, const pl_attn_wei
     dp.q = b->q;
     dp.k_cache = kv->k;
     dp.v_cache = kv->v;
+    dp.kv_dtype = kv->dtype;
+    dp.k_fp8 = kv->k8;
+    dp.v_fp8 = kv->v8;
+    dp.k_scale = kv->k_scale;
+    dp.v_scale = kv->v_scale;
     dp.block_table = step->block_table;
     dp.seq_lens = step->seq_lens;
     dp.o = b->attn;
     char why[256];
-    if (!pl_decode_problem_valid(&dp, why, sizeof why))
+    if (!pl_decode_problem_valid_any(&dp, why, sizeof why))
         return cudaErrorInvalidValue;
     PL_STEP(qkv_rope(m, w, r, B, step->positions, step->slots, kv, x, b, 0, stream));
     PL_STEP(decode_attention(r, &dp, b, stream));
@@ -215,6 +247,15 @@ int pl_prefill_rows(const pl_prefill_step *s)
         if (s->starts[p + 1] <= s->starts[p])
             return 0;
     return s->starts[s->prompts];
+}
+
+/* The cache a prefill writes: bf16 pools, or an FP8 cache's pools and scales (a decode step's are checked with its
+ * attention problem). */
+static int kv_valid(const pl_layer_kv *kv)
+{
+    if (kv->dtype == PL_KV_BF16)
+        return kv->k && kv->v;
+    return kv->dtype == PL_KV_FP8_E4M3 && kv->k8 && kv->v8 && kv->k_scale && kv->v_scale;
 }
 
 /* Prompt p's causal attention over its own tokens (q, k, v contiguous [tokens][heads][head_dim]). */
@@ -247,7 +288,7 @@ cudaError_t pl_layer_attention_prefill(const pl_model_config *m, const pl_attn_w
 {
     const int T = pl_prefill_rows(step);
     const int qw = m->heads * m->head_dim;
-    if (T < 1 || (m->qk_norm && (!w->q_norm || !w->k_norm)))
+    if (T < 1 || (m->qk_norm && (!w->q_norm || !w->k_norm)) || !kv_valid(kv))
         return cudaErrorInvalidValue;
     /* every prompt's attention problem checked before the first launch */
     char why[256];

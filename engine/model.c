@@ -188,7 +188,7 @@ void pl_model_destroy(pl_model *M)
 
 pl_layer_kv pl_model_kv(const pl_model *M, int l)
 {
-    const pl_layer_kv kv = {M->k_pools + (size_t)l * M->pool_elems, M->v_pools + (size_t)l * M->pool_elems};
+    const pl_layer_kv kv = {.k = M->k_pools + (size_t)l * M->pool_elems, .v = M->v_pools + (size_t)l * M->pool_elems};
     return kv;
 }
 

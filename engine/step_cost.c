@@ -51,9 +51,12 @@ static int batch_tokens(const pl_step_batch *b, int prefill, int64_t *tokens, do
     return 0;
 }
 
-static double kv_row_bytes(const pl_model_config *m)
+/* A token's K and V rows of every kv head: bf16, or e4m3 with a float scale a row. */
+static double kv_row_bytes(const pl_model_config *m, pl_kv_dtype dtype)
 {
-    return 2.0 * m->kv_heads * m->head_dim * 2; /* K and V, bf16 */
+    if (dtype == PL_KV_FP8_E4M3)
+        return 2.0 * m->kv_heads * (m->head_dim * 1.0 + 4.0);
+    return 2.0 * m->kv_heads * m->head_dim * 2;
 }
 
 static int layer_cost(const pl_model_config *m, pl_weight_dtype dt, const pl_step_batch *b, int prefill,
@@ -85,8 +88,8 @@ static int layer_cost(const pl_model_config *m, pl_weight_dtype dt, const pl_ste
     } else {
         c->flops += 2 * T * 3 * h * m->intermediate;
     }
-    c->kv_read_bytes = prefill ? 0.0 : pairs * kv_row_bytes(m);
-    c->kv_write_bytes = T * kv_row_bytes(m);
+    c->kv_read_bytes = prefill ? 0.0 : pairs * kv_row_bytes(m, b->kv_dtype);
+    c->kv_write_bytes = T * kv_row_bytes(m, b->kv_dtype);
     c->act_bytes = 2 * T * h * 2;
     c->bytes = c->weight_bytes + c->kv_read_bytes + c->kv_write_bytes + c->act_bytes;
     return 0;
@@ -116,8 +119,8 @@ static int model_cost(const pl_model_config *m, pl_weight_dtype dt, int layers, 
     pl_weight_bytes_of(m, dt, layers, &wb);
     const double rows = b->n, h = m->hidden, V = m->vocab; /* one row of logits a sequence */
     c->flops = L * c->flops + 2 * rows * h * V;
-    c->weight_bytes = L * c->weight_bytes + (double)wb.final_norm +
-                      (m->tied_embeddings ? (double)wb.embedding : (double)wb.lm_head);
+    c->weight_bytes =
+        L * c->weight_bytes + (double)wb.final_norm + (m->tied_embeddings ? (double)wb.embedding : (double)wb.lm_head);
     c->kv_read_bytes *= L;
     c->kv_write_bytes *= L;
     /* every layer's input and output, the tokens' embedding rows read and the fp32 logits written */

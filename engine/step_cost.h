@@ -7,7 +7,8 @@
  *          attention 4·head_dim·heads per (query, key) pair it computes (Q·Kᵀ and P·V); norms, RoPE, softmax and
  *          the activation are left out (under 1% of a layer at these sizes).
  *   bytes: the weights the step reads once (a MoE layer: the fixed part and the experts the batch touches), the
- *          KV cache it reads once (decode: every sequence's cache_len tokens) and writes (one row per new token),
+ *          KV cache it reads once (decode: every sequence's cache_len tokens) and writes (one row per new token)
+ *          in the batch's cache dtype (an FP8 cache: 1 byte an element plus a 4-byte scale a row),
  *          and the layer's input and output activations [tokens][hidden] bf16 (the rest can stay on chip).
  *          The model adds the embedding rows read, the final norm, the LM head and the fp32 logits written.
  * A prefill step computes the logits of each prompt's last token only. */
@@ -16,13 +17,14 @@
 
 #include <stdint.h>
 
+#include "attention/attention.h"
 #include "engine/memory_plan.h"
 #include "engine/model_config.h"
 
 typedef struct pl_step_cost {
     double flops;
     double weight_bytes, kv_read_bytes, kv_write_bytes, act_bytes;
-    double bytes; /* the sum of the four */
+    double bytes;           /* the sum of the four */
     double experts_touched; /* per MoE layer (expected or exact); 0 for a dense model */
 } pl_step_cost;
 
@@ -39,6 +41,9 @@ typedef struct pl_step_batch {
     int n;
     const int *lens;
     const int *routing;
+    /* the KV cache's dtype: PL_KV_BF16 (0) 2 bytes an element; PL_KV_FP8_E4M3 1 byte an element and 4 bytes of scale
+     * a (token, kv head) row (attention/kv_fp8.h), read and written alike */
+    pl_kv_dtype kv_dtype;
 } pl_step_batch;
 
 /* Expected distinct experts when each of `tokens` tokens picks top_k distinct experts of `experts` uniformly:

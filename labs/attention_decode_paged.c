@@ -9,7 +9,10 @@
 #include "labs.h"
 #include "perflab/perflab.h"
 #include "attention/attention.h"
+#include "attention/kv_fp8.h"
 #include "common/attention_host.h"
+#include "engine/layer_ops.h"
+#include "perflab/device.h"
 
 #define STREAM_Q 41 /* per-buffer seed streams of the inputs */
 #define STREAM_K 42
@@ -36,7 +39,13 @@ typedef struct decode_state {
     unsigned long long *diff;
     uint32_t *read_xor;     /* the read references' result */
     uint32_t read_xor_host; /* every 32-bit word of K and V XORed, from the host's copies */
-    int last_was_copy;      /* which check the last run needs: 0 O, 1 the copy, 2 the read */
+    int last_was_copy;      /* which check the last run needs: 0 O, 1 the copy, 2 the read, 3 O over FP8 */
+    /* rows_deep_fp8: the same caches quantized to e4m3 (a scale per token and kv head row), the problem over them,
+     * its grid and workspace, and the float64 reference over the FP8 cache's values */
+    pl_decode_problem p8;
+    int fp8_ctas;
+    void *fp8_ws;
+    double *ref8;
 } decode_state;
 
 static const pl_param_def decode_params[] = {
@@ -109,8 +118,55 @@ static int decode_check_params(const pl_params *params, const struct pl_gpu_reco
     if (rows_warps != 4 && rows_warps != 8)
         return pl_params_refuse(err, errlen, "--rows-warps %d: use 4 (two CTAs an SM) or 8 (one)", rows_warps);
     if (kv_heads % read_heads != 0)
-        return pl_params_refuse(err, errlen, "--read-heads %d does not divide --kv-heads %d: use a divisor",
-                                read_heads, kv_heads);
+        return pl_params_refuse(err, errlen, "--read-heads %d does not divide --kv-heads %d: use a divisor", read_heads,
+                                kv_heads);
+    return 0;
+}
+
+/* The FP8 cache: kc and vc quantized row by row (what the engine's KV write would have stored), the problem over it,
+ * rows_deep_fp8's grid and workspace. */
+static int fp8_setup(pl_ctx *ctx, decode_state *s, const uint16_t *kc, const uint16_t *vc)
+{
+    const size_t slots = s->cache_elems / ((size_t)s->p.kv_heads * s->p.head_dim), rows = slots * s->p.kv_heads;
+    uint8_t *k8 = pl_device_alloc(ctx, s->cache_elems), *v8 = pl_device_alloc(ctx, s->cache_elems);
+    float *ks = pl_device_alloc(ctx, rows * sizeof(float)), *vs = pl_device_alloc(ctx, rows * sizeof(float));
+    s->ref8 = pl_host_alloc(ctx, s->o_elems * sizeof(double));
+    if (!k8 || !v8 || !ks || !vs || !s->ref8)
+        return -1;
+    PL_CUDA(ctx, pl_engine_kv_quantize_fp8(kc, slots, s->p.kv_heads, s->p.head_dim, k8, ks, ctx->stream));
+    PL_CUDA(ctx, pl_engine_kv_quantize_fp8(vc, slots, s->p.kv_heads, s->p.head_dim, v8, vs, ctx->stream));
+    s->p8 = s->p;
+    s->p8.k_cache = s->p8.v_cache = NULL;
+    s->p8.kv_dtype = PL_KV_FP8_E4M3;
+    s->p8.k_fp8 = k8;
+    s->p8.v_fp8 = v8;
+    s->p8.k_scale = ks;
+    s->p8.v_scale = vs;
+    s->fp8_ctas = pl_decode_rows_fp8_ctas(&s->p8, ctx->device->sm_count);
+    if (s->fp8_ctas < 1)
+        return pl_fail(ctx, "attention:decode_paged: no CTA of rows_deep_fp8 fits an SM (the occupancy query failed)");
+    s->fp8_ws = pl_device_alloc(ctx, pl_decode_rows_fp8_workspace_bytes(&s->p8, s->fp8_ctas));
+    return s->fp8_ws ? 0 : -1;
+}
+
+/* The float64 reference over the FP8 cache's values (each e4m3 byte times its row's scale, exactly bf16). */
+static int fp8_reference(pl_ctx *ctx, decode_state *s, const uint16_t *qh, uint16_t *kh, uint16_t *vh, const int *table)
+{
+    const size_t rows = s->cache_elems / s->p.head_dim, d = (size_t)s->p.head_dim;
+    uint8_t *k8 = pl_host_alloc(ctx, s->cache_elems), *v8 = pl_host_alloc(ctx, s->cache_elems);
+    float *ks = pl_host_alloc(ctx, rows * sizeof(float)), *vs = pl_host_alloc(ctx, rows * sizeof(float));
+    if (!k8 || !v8 || !ks || !vs)
+        return -1;
+    PL_CUDA(ctx, cudaMemcpyAsync(k8, s->p8.k_fp8, s->cache_elems, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaMemcpyAsync(v8, s->p8.v_fp8, s->cache_elems, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaMemcpyAsync(ks, s->p8.k_scale, rows * sizeof(float), cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaMemcpyAsync(vs, s->p8.v_scale, rows * sizeof(float), cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    for (size_t i = 0; i < s->cache_elems; i++) { /* the bf16 copies are no longer needed: overwritten */
+        kh[i] = pl_bf16_round_host(pl_kv_e4m3_to_float(k8[i]) * ks[i / d]);
+        vh[i] = pl_bf16_round_host(pl_kv_e4m3_to_float(v8[i]) * vs[i / d]);
+    }
+    pl_decode_reference_host(&s->p8, qh, kh, vh, table, s->lens_host, s->ref8);
     return 0;
 }
 
@@ -200,6 +256,8 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     if (!pl_decode_problem_valid(p, why, sizeof why))
         return pl_fail(ctx, "attention:decode_paged: %s", why);
 
+    PL_TRY(fp8_setup(ctx, s, kc, vc));
+
     /* the float64 reference from the inputs as the GPU holds them */
     uint16_t *qh = pl_host_alloc(ctx, s->o_elems * 2), *kh = pl_host_alloc(ctx, s->cache_elems * 2),
              *vh = pl_host_alloc(ctx, s->cache_elems * 2);
@@ -214,6 +272,7 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     for (size_t i = 0; i + 1 < s->cache_elems; i += 2)
         s->read_xor_host ^=
             ((uint32_t)kh[i] | (uint32_t)kh[i + 1] << 16) ^ ((uint32_t)vh[i] | (uint32_t)vh[i + 1] << 16);
+    PL_TRY(fp8_reference(ctx, s, qh, kh, vh, table)); /* last: it overwrites kh and vh */
     *state = s;
     return 0;
 }
@@ -248,7 +307,7 @@ static int decode_check(pl_ctx *ctx, void *state, pl_verification *v)
     }
     PL_CUDA(ctx, cudaMemcpyAsync(s->o_host, s->p.o, s->o_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    pl_verify_bf16(s->o_host, s->ref, s->o_elems, 0.0, v);
+    pl_verify_bf16(s->o_host, s->last_was_copy == 3 ? s->ref8 : s->ref, s->o_elems, 0.0, v);
     return 0;
 }
 
@@ -308,6 +367,14 @@ static int run_rows_bulk(pl_ctx *ctx, void *state)
     return 0;
 }
 
+static int run_rows_deep_fp8(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    s->last_was_copy = 3;
+    PL_CUDA(ctx, pl_decode_rows_deep_fp8(&s->p8, s->fp8_ctas, s->evict_first, s->fp8_ws, ctx->stream));
+    return 0;
+}
+
 /* The read ceilings: K and V read once, nothing written (a flat stream; the per-head kernels' row pattern). */
 static int run_read(pl_ctx *ctx, decode_state *s, int hb)
 {
@@ -362,6 +429,11 @@ static const pl_variant decode_variants[] = {
                "rows_deep (4 warps, 4 kv heads a CTA, early refill) with each stage's token rows copied by one "
                "warp's bulk copies (TMA engine, one per 1 KB row) onto an mbarrier instead of 16-byte cp.async",
                .req = {.needs_gpu = 1, .min_cc = 90, .features = PL_FEAT_TMA}),
+    PL_VARIANT("rows_deep_fp8", run_rows_deep_fp8,
+               "rows_deep over the same cache in FP8 (e4m3, a power-of-two scale per token and kv head row): half "
+               "the K/V bytes, each warp converting its head's rows to bf16 on chip for the same mma step (checked "
+               "against the float64 reference over the FP8 values; its GB/s counts the bf16 bytes)",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
     PL_VARIANT("cuda_memcpy", run_memcpy,
                "cudaMemcpyAsync device-to-device of the K cache (the same bytes moved): the HBM ceiling",
                .flags = PL_VARIANT_REFERENCE),

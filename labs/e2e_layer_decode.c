@@ -2,7 +2,10 @@
  * paged KV cache, one named technique a variant over the one before: the eager way (cuBLAS, a kernel per
  * operation, the simple decode kernel), the fast paged decode kernel, perflab's GEMMs, the fused forms, the CUDA
  * graph; against the floor: the layer's weights and the batch's KV cache read once at the copy rate, measured in the
- * same process. */
+ * same process. fp8_kv runs the fused step over the same cache quantized to e4m3 (kernels/attention/kv_fp8.h), checked
+ * against the float64 reference over the FP8 cache's values and the baseline recipe over it; its floor is a reference
+ * row of its own (floor_fp8_kv: the e4m3 pools and scales instead of the bf16 pools), since the counters (bytes,
+ * hence GB/s) are the target's, the bf16 step's. */
 #include "common/e2e_layer.h"
 #include "labs.h"
 
@@ -48,6 +51,16 @@ static const pl_variant decode_variants[] = {
     PL_VARIANT("floor", e2e_layer_run_floor,
                "the layer's weights and the batch's K and V pages read once, 16-byte streaming loads: the step's "
                "memory floor at this GPU's read rate",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANT("fp8_kv", e2e_layer_run_fp8_kv,
+               "the fused step over an FP8 (e4m3) KV cache, a power-of-two scale per (token, kv head) row: the KV "
+               "write quantizes, rows_deep_fp8 reads half the cache bytes and converts to bf16 on chip",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("fp8_kv_graph", e2e_layer_run_fp8_kv_graph, "+ fp8_kv's step captured once as a CUDA graph",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("floor_fp8_kv", e2e_layer_run_floor_fp8_kv,
+               "the FP8 variants' floor: the weights, the e4m3 K and V pages and their scales read once (the "
+               "counters, per target, count the bf16 cache: judge fp8_kv against this row)",
                .flags = PL_VARIANT_REFERENCE),
     PL_VARIANTS_END,
 };

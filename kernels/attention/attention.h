@@ -17,6 +17,7 @@
  *   decode_balanced_mma.cu  the mma tile step on a persistent grid, all pairs' tiles cut evenly among the CTAs
  *   decode_balanced_pages.cu the same grid, a CTA computing all kv heads of its tokens: whole pages per stage
  *   decode_rows_bulk.cu     rows_deep's schedule, each stage's token rows copied by bulk copies onto an mbarrier
+ *   decode_fp8_tile.cuh     rows_deep_fp8's part: rows_deep over an FP8 (e4m3) cache, a scale per row, to bf16 on chip
  *   decode_read.cu          read-only references over the K/V caches (a stream, the per-head rows' pattern)
  *
  * Every launcher enqueues on `stream`, never synchronises and returns the launch's cudaError_t (the cuBLAS steps
@@ -107,7 +108,17 @@ cudaError_t pl_attn_flash_wgmma_schedule(const pl_attn_problem *p, int pingpong,
  * [num_pages][page_size][kv_heads][head_dim] bf16 (the flash-attn / FlashInfer "NHD" page layout); sequence b's
  * token t lives in page block_table[b·max_pages + t / page_size] at row t % page_size. q and o are
  * [batch][heads][head_dim] bf16. Sequence lengths are >= 1 and at most max_pages · page_size. No mask (the new
- * token sees its whole context). */
+ * token sees its whole context).
+ *
+ * An FP8 cache (kv_dtype PL_KV_FP8_E4M3; kernels/attention/kv_fp8.h): the same page layout in e4m3 bytes (k_fp8,
+ * v_fp8, 1 byte an element), and beside each pool its rows' scales, [num_pages·page_size][kv_heads] float (element
+ * (slot, g) the power-of-two scale of that token's kv head g row): value = e4m3(byte) · scale. k_cache and v_cache
+ * are unused then. Only the launchers named _fp8 (and pl_decode_baseline) take it. */
+typedef enum pl_kv_dtype {
+    PL_KV_BF16 = 0,     /* bf16 pools (k_cache, v_cache) */
+    PL_KV_FP8_E4M3 = 1, /* e4m3 pools with a power-of-two scale per (token, kv head) row */
+} pl_kv_dtype;
+
 typedef struct pl_decode_problem {
     int batch, heads, kv_heads, head_dim, page_size, max_pages;
     float scale;
@@ -116,12 +127,19 @@ typedef struct pl_decode_problem {
     const int *block_table; /* [batch][max_pages] */
     const int *seq_lens;    /* [batch] */
     uint16_t *o;
+    pl_kv_dtype kv_dtype;           /* 0 (PL_KV_BF16) for a zeroed problem */
+    const uint8_t *k_fp8, *v_fp8;   /* e4m3 pools (PL_KV_FP8_E4M3) */
+    const float *k_scale, *v_scale; /* their rows' scales, [num_pages·page_size][kv_heads] */
 } pl_decode_problem;
 
+/* 1 when the bf16 kernels can compute p (kv_dtype PL_KV_BF16); else 0 with the reason and the fix. */
 int pl_decode_problem_valid(const pl_decode_problem *p, char *why, size_t whylen);
+/* The same for the kernels that take either cache (pl_decode_baseline, pl_decode_rows_deep_fp8 for the FP8 one):
+ * the FP8 cache's pools and scales present, the pools 16-byte aligned. */
+int pl_decode_problem_valid_any(const pl_decode_problem *p, char *why, size_t whylen);
 
 /* Baseline: one CTA per (sequence, query head) walking the sequence's whole KV: each query head of a GQA group
- * reads the same K/V again. */
+ * reads the same K/V again. Takes a bf16 or an FP8 cache (each row's e4m3 values times its scale, in fp32). */
 cudaError_t pl_decode_baseline(const pl_decode_problem *p, cudaStream_t stream);
 
 /* Flash-decoding: the KV of each (sequence, kv head) split into chunks of `chunk` tokens, one CTA per chunk
@@ -163,6 +181,17 @@ int pl_decode_rows_ctas(const pl_decode_problem *p, int warps, int sm_count);
 size_t pl_decode_rows_workspace_bytes(const pl_decode_problem *p, int warps, int ctas);
 cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int warps, int ctas, int evict_first, void *workspace,
                                 cudaStream_t stream);
+
+/* Rows deep over an FP8 cache (decode_balanced_pages.cu with decode_fp8_tile.cuh, sm_80+; kv_dtype PL_KV_FP8_E4M3):
+ * rows_deep's four-warp schedule (two CTAs an SM, a block of up to 4 kv heads, early refill) with each stage's e4m3
+ * token rows (half the bytes of bf16: 512 B of each token at head_dim 128) and their scales copied in by cp.async, four
+ * stages deep; each warp converts its head's 16 rows to bf16 times their scales (exact) in a shared-memory tile of its
+ * own, then runs the bf16 kernel's tensor-core step on it. Reads K and V at 1 byte an element plus 4 bytes of scale a
+ * row. Its own grid and workspace. */
+int pl_decode_rows_fp8_ctas(const pl_decode_problem *p, int sm_count);
+size_t pl_decode_rows_fp8_workspace_bytes(const pl_decode_problem *p, int ctas);
+cudaError_t pl_decode_rows_deep_fp8(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                    cudaStream_t stream);
 
 /* Rows bulk (decode_rows_bulk.cu, sm_90+): rows_deep's four-warp schedule with each stage's token rows brought in by
  * bulk copies (one per token row of the block, K and V) completing on an mbarrier. Its own grid and workspace. */

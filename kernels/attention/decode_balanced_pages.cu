@@ -27,49 +27,72 @@
  * rows_deep is the same kernel in CTAs of four warps (two CTAs an SM, blocks of up to four kv heads: 1 KB of each
  * token row) or of eight, with an early refill: each stage is refilled as soon as the warps are done with it,
  * before the wait for the next tile (three stages in flight instead of two), at the cost of a second barrier per
- * tile. */
+ * tile.
+ *
+ * rows_deep_fp8 is rows_deep (four warps, early refill) over an FP8 cache (attention/kv_fp8.h): each stage holds the
+ * block's e4m3 token rows (512 B a token at 4 kv heads × 128) and the rows' float scales, four stages deep (a stage
+ * is half a bf16 stage's bytes, so one more keeps as many bytes in flight, within two CTAs an SM); each warp converts
+ * its head's 16 K and V rows into a bf16 tile of its own (times each row's scale: exact) and runs the bf16 tile step
+ * on it unchanged. The prediction: K and V at half the bytes, so about half of rows_deep's time at the decode shape
+ * if the conversion (about 30 instructions a lane per 8 elements) stays under the memory time (not yet run on a
+ * GPU). */
 #include <math.h>
 
 #include "attention/attention.h"
 #include "attention/decode_balanced.cuh"
+#include "attention/decode_fp8_tile.cuh"
 #include "attention/decode_mma_tile.cuh"
 
-#define DP_WARPS  8  /* balanced_pages: warps a CTA, the most kv heads a block holds */
-#define DR_WARPS  4  /* rows_deep's default: the same with four, two CTAs an SM */
-#define DP_TILE   16 /* tokens per stage */
-#define DP_STAGES 3
+#define DP_WARPS      8  /* balanced_pages: warps a CTA, the most kv heads a block holds */
+#define DR_WARPS      4  /* rows_deep's default: the same with four, two CTAs an SM */
+#define DP_TILE       16 /* tokens per stage */
+#define DP_STAGES     3
+#define DP_FP8_STAGES 4 /* rows_deep_fp8: stages of half the bytes, one more of them in flight */
 
-template <int D, int NW> struct dp_smem {
-    static constexpr int row_bytes = NW * D * 2; /* one token's rows of the block's heads */
+/* A CTA's shared memory: `stages` stages of the block's token rows (K, then V; FP8: e4m3 rows and then their
+ * scales, [16][NW] floats of K and of V), and (FP8) each warp's bf16 K and V tiles converted from its head's rows. */
+template <int D, int NW, bool FP8 = false> struct dp_smem {
+    static constexpr int elem = FP8 ? 1 : 2;
+    static constexpr int stages = FP8 ? DP_FP8_STAGES : DP_STAGES;
+    static constexpr int row_bytes = NW * D * elem; /* one token's rows of the block's heads */
     static constexpr int kv_bytes = DP_TILE * row_bytes;
-    static constexpr int stage_bytes = 2 * kv_bytes; /* K, then V */
-    static constexpr int bytes = DP_STAGES * stage_bytes;
+    static constexpr int scale_bytes = FP8 ? 2 * DP_TILE * NW * 4 : 0;
+    static constexpr int stage_bytes = 2 * kv_bytes + scale_bytes;
+    static constexpr int conv_warp_bytes = FP8 ? 2 * DP_TILE * D * 2 : 0; /* a warp's bf16 K and V tiles */
+    static constexpr int bytes = stages * stage_bytes + NW * conv_warp_bytes;
 };
 
-/* Stage of tokens [t0, t0 + 16) of a sequence of `len` tokens, the heads of block blk: K and V, zeros past len. */
-template <int D, bool EF, int NW>
+/* Stage of tokens [t0, t0 + 16) of a sequence of `len` tokens, the heads of block blk: K and V, zeros past len
+ * (FP8: the e4m3 rows, unswizzled, and their scales). */
+template <int D, bool EF, int NW, bool FP8 = false>
 __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, const int *table, int blk, int t0,
                                              int len, uint64_t policy)
 {
-    constexpr int CPH = D / 8; /* 16-byte chunks per head row */
+    typedef dp_smem<D, NW, FP8> sm;
+    constexpr int ROW = D * sm::elem, CPH = ROW / 16; /* a head row's bytes and 16-byte chunks */
     const pl_decode_problem &p = a.p;
+    const char *kbase = FP8 ? (const char *)p.k_fp8 : (const char *)p.k_cache;
+    const char *vbase = FP8 ? (const char *)p.v_fp8 : (const char *)p.v_cache;
+    if (FP8)
+        df_load_scales(stage + 2 * sm::kv_bytes, NW, p, table, blk * a.w.hb, a.w.hb, t0, len);
     if (a.w.hb == NW) { /* a full block: each thread keeps its head and chunk, the token's page by increments */
         constexpr int CPT = NW * CPH, TPP = NW * 32 / CPT; /* chunks per token, tokens per pass (< any page) */
         const int tok0 = threadIdx.x / CPT, rem = threadIdx.x % CPT, ch = rem % CPH;
-        const long long col = (long long)(blk * NW + rem / CPH) * D + ch * 8;
+        const long long col = (long long)(blk * NW + rem / CPH) * ROW + ch * 16;
         int t = t0 + tok0, pg = t / p.page_size, off = t - pg * p.page_size;
 #pragma unroll
         for (int i = 0; i < DP_TILE / TPP; i++) {
             const int tok = tok0 + i * TPP;
-            const uint16_t *ks = p.k_cache, *vs = p.v_cache;
+            const char *ks = kbase, *vs = vbase;
             if (t < len) {
                 const long long row = ((long long)table[pg] * p.page_size + off) * p.kv_heads;
-                ks += row * D + col;
-                vs += row * D + col;
+                ks += row * ROW + col;
+                vs += row * ROW + col;
             }
-            const uint32_t dst = stage + (rem / CPH) * D * 2 + dm_swz(tok, ch, dp_smem<D, NW>::row_bytes);
+            const uint32_t dst = stage + (rem / CPH) * ROW +
+                                 (FP8 ? (uint32_t)(tok * sm::row_bytes + ch * 16) : dm_swz(tok, ch, sm::row_bytes));
             dm_cp_async16<EF>(dst, ks, t < len ? 16 : 0, policy);
-            dm_cp_async16<EF>(dst + dp_smem<D, NW>::kv_bytes, vs, t < len ? 16 : 0, policy);
+            dm_cp_async16<EF>(dst + sm::kv_bytes, vs, t < len ? 16 : 0, policy);
             t += TPP;
             off += TPP;
             if (off >= p.page_size) {
@@ -82,29 +105,50 @@ __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, c
     const int cpt = a.w.hb * CPH, n = DP_TILE * cpt;
     for (int q = threadIdx.x; q < n; q += NW * 32) {
         const int tok = q / cpt, rem = q - tok * cpt, h = rem / CPH, ch = rem % CPH, t = t0 + tok;
-        const uint16_t *ks = p.k_cache, *vs = p.v_cache;
+        const char *ks = kbase, *vs = vbase;
         if (t < len) {
             const long long row =
                 ((long long)table[t / p.page_size] * p.page_size + t % p.page_size) * p.kv_heads + blk * a.w.hb + h;
-            ks += row * D + ch * 8;
-            vs += row * D + ch * 8;
+            ks += row * ROW + ch * 16;
+            vs += row * ROW + ch * 16;
         }
-        const uint32_t dst = stage + h * D * 2 + dm_swz(tok, ch, dp_smem<D, NW>::row_bytes);
+        const uint32_t dst =
+            stage + h * ROW + (FP8 ? (uint32_t)(tok * sm::row_bytes + ch * 16) : dm_swz(tok, ch, sm::row_bytes));
         dm_cp_async16<EF>(dst, ks, t < len ? 16 : 0, policy);
-        dm_cp_async16<EF>(dst + dp_smem<D, NW>::kv_bytes, vs, t < len ? 16 : 0, policy);
+        dm_cp_async16<EF>(dst + sm::kv_bytes, vs, t < len ? 16 : 0, policy);
     }
+}
+
+/* A warp's step on the stage's 16 tokens of its head: the bf16 rows as they are, or (FP8) its head's e4m3 rows
+ * converted into the warp's own bf16 tiles first. */
+template <int D, int NW, bool FP8>
+__device__ __forceinline__ void dp_stage_step(dm_state<D> &st, const uint32_t (&qa)[D / 16][4], uint32_t stage,
+                                              uint32_t conv, const db_cursor &cc, float scale_log2)
+{
+    typedef dp_smem<D, NW, FP8> sm;
+    const int warp = threadIdx.x >> 5;
+    if (!FP8) {
+        const uint32_t kb = stage + warp * D * 2;
+        dm_rows_step<D>(st, qa, kb, kb + sm::kv_bytes, sm::row_bytes, cc.tile * DP_TILE, cc.len, scale_log2);
+        return;
+    }
+    const uint32_t mine = conv + warp * sm::conv_warp_bytes;
+    df_convert_rows<D>(stage + warp * D, sm::row_bytes, sm::kv_bytes, stage + 2 * sm::kv_bytes, NW, warp, mine);
+    dm_rows_step<D>(st, qa, mine, mine + DP_TILE * D * 2, D * 2, cc.tile * DP_TILE, cc.len, scale_log2);
 }
 
 /* NW warps a CTA (8: one CTA an SM; 4: two). EARLY (rows_deep): each stage's refill is
  * issued as soon as every warp is done with it, before the wait for the next tile (three tiles in flight while
- * the CTA waits, not two), at the cost of a second barrier per tile. */
-template <int D, bool EF, int NW, bool EARLY>
+ * the CTA waits, not two), at the cost of a second barrier per tile. FP8 (rows_deep_fp8): e4m3 rows and their
+ * scales, four stages, each converted to bf16 by its warp (dp_stage_step). */
+template <int D, bool EF, int NW, bool EARLY, bool FP8 = false>
 __global__ void __launch_bounds__(NW * 32, 8 / NW) decode_balanced_pages_kernel(const dp_args a)
 {
-    typedef dp_smem<D, NW> sm;
+    typedef dp_smem<D, NW, FP8> sm;
+    constexpr int STAGES = sm::stages;
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ db_scan_smem scan_sm;
-    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
+    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem), conv = sbase + STAGES * sm::stage_bytes;
     const pl_decode_problem &p = a.p;
     const int c = blockIdx.x, warp = threadIdx.x >> 5;
     long long lo, hi, total;
@@ -118,12 +162,12 @@ __global__ void __launch_bounds__(NW * 32, 8 / NW) decode_balanced_pages_kernel(
     const uint64_t policy = EF ? dm_policy_evict_first() : 0;
     const int active = warp < a.w.hb; /* this warp has a kv head */
 
-    constexpr int PRE = EARLY ? DP_STAGES : DP_STAGES - 1; /* tiles loaded before the loop */
+    constexpr int PRE = EARLY ? STAGES : STAGES - 1; /* tiles loaded before the loop */
 #pragma unroll
     for (int s = 0; s < PRE; s++) {
         if (s < count) {
-            dp_load_tile<D, EF, NW>(sbase + s * sm::stage_bytes, a, p.block_table + (long long)ld.b * p.max_pages, ld.h,
-                                    ld.tile * DP_TILE, ld.len, policy);
+            dp_load_tile<D, EF, NW, FP8>(sbase + s * sm::stage_bytes, a, p.block_table + (long long)ld.b * p.max_pages,
+                                         ld.h, ld.tile * DP_TILE, ld.len, policy);
             db_advance<DP_TILE>(ld, p);
         }
         cp_async_commit();
@@ -136,27 +180,25 @@ __global__ void __launch_bounds__(NW * 32, 8 / NW) decode_balanced_pages_kernel(
         cp_async_wait<PRE - 1>();
         __syncthreads(); /* tile i visible; (not EARLY) every warp is done with the stage refilled next */
         if (!EARLY) {
-            if (i + DP_STAGES - 1 < count) {
-                dp_load_tile<D, EF, NW>(sbase + ((i + DP_STAGES - 1) % DP_STAGES) * sm::stage_bytes, a,
-                                        p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE, ld.len,
-                                        policy);
+            if (i + STAGES - 1 < count) {
+                dp_load_tile<D, EF, NW, FP8>(sbase + ((i + STAGES - 1) % STAGES) * sm::stage_bytes, a,
+                                             p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE,
+                                             ld.len, policy);
                 db_advance<DP_TILE>(ld, p);
             }
             cp_async_commit();
         }
         dp_pair_begin<D>(a, cc, i, lo, total, active, qa, st, seg_first);
-        if (active) {
-            const uint32_t kb = sbase + (i % DP_STAGES) * sm::stage_bytes + warp * D * 2;
-            dm_rows_step<D>(st, qa, kb, kb + sm::kv_bytes, sm::row_bytes, cc.tile * DP_TILE, cc.len, a.scale_log2);
-        }
+        if (active)
+            dp_stage_step<D, NW, FP8>(st, qa, sbase + (i % STAGES) * sm::stage_bytes, conv, cc, a.scale_log2);
         dp_pair_end<D>(a, cc, i, count, seg_first, active, st);
         db_advance<DP_TILE>(cc, p);
         if (EARLY) {
-            __syncthreads(); /* every warp is done with tile i's stage: refill it with tile i + 3 */
-            if (i + DP_STAGES < count) {
-                dp_load_tile<D, EF, NW>(sbase + (i % DP_STAGES) * sm::stage_bytes, a,
-                                        p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE, ld.len,
-                                        policy);
+            __syncthreads(); /* every warp is done with tile i's stage: refill it with tile i + STAGES */
+            if (i + STAGES < count) {
+                dp_load_tile<D, EF, NW, FP8>(sbase + (i % STAGES) * sm::stage_bytes, a,
+                                             p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE,
+                                             ld.len, policy);
                 db_advance<DP_TILE>(ld, p);
             }
             cp_async_commit();
@@ -165,12 +207,12 @@ __global__ void __launch_bounds__(NW * 32, 8 / NW) decode_balanced_pages_kernel(
     cp_async_wait<0>();
 }
 
-template <int NW, bool EARLY> static int pages_ctas(const pl_decode_problem *p, int sm_count)
+template <int NW, bool EARLY, bool FP8 = false> static int pages_ctas(const pl_decode_problem *p, int sm_count)
 {
-    const int per_sm =
-        p->head_dim == 64
-            ? db_ctas_per_sm(decode_balanced_pages_kernel<64, false, NW, EARLY>, NW * 32, dp_smem<64, NW>::bytes)
-            : db_ctas_per_sm(decode_balanced_pages_kernel<128, false, NW, EARLY>, NW * 32, dp_smem<128, NW>::bytes);
+    const int per_sm = p->head_dim == 64 ? db_ctas_per_sm(decode_balanced_pages_kernel<64, false, NW, EARLY, FP8>,
+                                                          NW * 32, dp_smem<64, NW, FP8>::bytes)
+                                         : db_ctas_per_sm(decode_balanced_pages_kernel<128, false, NW, EARLY, FP8>,
+                                                          NW * 32, dp_smem<128, NW, FP8>::bytes);
     return db_grid(per_sm, sm_count, p->kv_heads / dp_heads_per_block(p->kv_heads, NW));
 }
 
@@ -184,6 +226,11 @@ extern "C" int pl_decode_rows_ctas(const pl_decode_problem *p, int warps, int sm
     return warps == DP_WARPS ? pages_ctas<DP_WARPS, true>(p, sm_count) : pages_ctas<DR_WARPS, true>(p, sm_count);
 }
 
+extern "C" int pl_decode_rows_fp8_ctas(const pl_decode_problem *p, int sm_count)
+{
+    return pages_ctas<DR_WARPS, true, true>(p, sm_count);
+}
+
 extern "C" size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, int ctas)
 {
     return db_workspace_bytes(p, ctas, DP_WARPS);
@@ -194,19 +241,28 @@ extern "C" size_t pl_decode_rows_workspace_bytes(const pl_decode_problem *p, int
     return db_workspace_bytes(p, ctas, warps == DP_WARPS ? DP_WARPS : DR_WARPS);
 }
 
-template <int D, bool EF, int NW, bool EARLY> static cudaError_t launch_pages(const dp_args &a, cudaStream_t stream)
+extern "C" size_t pl_decode_rows_fp8_workspace_bytes(const pl_decode_problem *p, int ctas)
 {
-    return db_launch<D>(decode_balanced_pages_kernel<D, EF, NW, EARLY>, a, a.ctas, NW * 32, dp_smem<D, NW>::bytes, a.p,
-                        a.group, a.w, stream);
+    return db_workspace_bytes(p, ctas, DR_WARPS);
 }
 
-/* NW = 8 without EARLY: balanced_pages; rows_deep: NW = 4 or 8, with the early refill. */
-template <int NW, bool EARLY>
+template <int D, bool EF, int NW, bool EARLY, bool FP8>
+static cudaError_t launch_pages(const dp_args &a, cudaStream_t stream)
+{
+    return db_launch<D>(decode_balanced_pages_kernel<D, EF, NW, EARLY, FP8>, a, a.ctas, NW * 32,
+                        dp_smem<D, NW, FP8>::bytes, a.p, a.group, a.w, stream);
+}
+
+/* NW = 8 without EARLY: balanced_pages; rows_deep: NW = 4 or 8, with the early refill; FP8: rows_deep_fp8 (NW = 4,
+ * EARLY), an FP8 cache. */
+template <int NW, bool EARLY, bool FP8 = false>
 static cudaError_t pages_run(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
                              cudaStream_t stream)
 {
     char why[160];
-    if (!pl_decode_problem_valid(p, why, sizeof why) || ctas < 1 || !workspace || ((uintptr_t)workspace & 255u) != 0)
+    const int valid = FP8 ? pl_decode_problem_valid_any(p, why, sizeof why) && p->kv_dtype == PL_KV_FP8_E4M3
+                          : pl_decode_problem_valid(p, why, sizeof why);
+    if (!valid || ctas < 1 || !workspace || ((uintptr_t)workspace & 255u) != 0)
         return cudaErrorInvalidValue;
     dp_args a;
     a.p = *p;
@@ -215,9 +271,10 @@ static cudaError_t pages_run(const pl_decode_problem *p, int ctas, int evict_fir
     a.scale_log2 = p->scale * PL_ATTN_LOG2E;
     a.w = db_carve(workspace, p, ctas, NW, dp_heads_per_block(p->kv_heads, NW));
     if (p->head_dim == 64)
-        return evict_first ? launch_pages<64, true, NW, EARLY>(a, stream)
-                           : launch_pages<64, false, NW, EARLY>(a, stream);
-    return evict_first ? launch_pages<128, true, NW, EARLY>(a, stream) : launch_pages<128, false, NW, EARLY>(a, stream);
+        return evict_first ? launch_pages<64, true, NW, EARLY, FP8>(a, stream)
+                           : launch_pages<64, false, NW, EARLY, FP8>(a, stream);
+    return evict_first ? launch_pages<128, true, NW, EARLY, FP8>(a, stream)
+                       : launch_pages<128, false, NW, EARLY, FP8>(a, stream);
 }
 
 extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
@@ -233,4 +290,10 @@ extern "C" cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int warps
         return cudaErrorInvalidValue;
     return warps == DP_WARPS ? pages_run<DP_WARPS, true>(p, ctas, evict_first, workspace, stream)
                              : pages_run<DR_WARPS, true>(p, ctas, evict_first, workspace, stream);
+}
+
+extern "C" cudaError_t pl_decode_rows_deep_fp8(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                               cudaStream_t stream)
+{
+    return pages_run<DR_WARPS, true, true>(p, ctas, evict_first, workspace, stream);
 }

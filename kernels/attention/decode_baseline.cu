@@ -4,8 +4,12 @@
  * reduces q·k across the warp with shuffles, updates its running max and sum (the online softmax) and
  * accumulates the V row. The four warps' partial results are merged through shared memory at the end. The plain
  * version: one token per warp per step (the next load waits for this one's reduction), and the query heads of a
- * GQA group each read the same K/V again (from L2 if the group's CTAs run together, else from HBM). */
+ * GQA group each read the same K/V again (from L2 if the group's CTAs run together, else from HBM). Over an FP8
+ * cache each element is the e4m3 byte converted (exactly) and times its row's scale, in fp32. */
 #include <math.h>
+
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "attention/attention.h"
 #include "attention/attn_common.cuh"
@@ -13,7 +17,32 @@
 #define DB_THREADS 128
 #define DB_WARPS   (DB_THREADS / 32)
 
-template <int D>
+/* Element i (of E) of a cache row as fp32: bf16 bits, or (FP8) the e4m3 byte times the row's scale. */
+template <bool FP8> struct db_row {
+    const uint16_t *h;
+    const uint8_t *b;
+    float s;
+    __device__ __forceinline__ float at(int i) const
+    {
+        if (FP8)
+            return __half2float(__half(__nv_cvt_fp8_to_halfraw(b[i], __NV_E4M3))) * s;
+        return __uint_as_float((uint32_t)h[i] << 16);
+    }
+};
+
+/* This lane's E elements of the row of K (or V) at `row` (a cache row: slot · kv_heads + kv head). */
+template <bool FP8>
+__device__ __forceinline__ db_row<FP8> db_row_at(const uint16_t *c16, const uint8_t *c8, const float *scales,
+                                                 long long row, int D, int first)
+{
+    db_row<FP8> r;
+    r.h = FP8 ? nullptr : c16 + row * D + first;
+    r.b = FP8 ? c8 + row * D + first : nullptr;
+    r.s = FP8 ? scales[row] : 1.0f;
+    return r;
+}
+
+template <int D, bool FP8>
 __global__ void __launch_bounds__(DB_THREADS) decode_baseline_kernel(const pl_decode_problem p, float scale_log2)
 {
     constexpr int E = D / 32; /* elements per lane */
@@ -32,16 +61,17 @@ __global__ void __launch_bounds__(DB_THREADS) decode_baseline_kernel(const pl_de
     for (int t = warp; t < len; t += DB_WARPS) {
         const int page = p.block_table[(long long)b * p.max_pages + t / p.page_size];
         const long long row = ((long long)page * p.page_size + t % p.page_size) * p.kv_heads + kvh;
-        const uint16_t *kp = p.k_cache + row * D + lane * E, *vp = p.v_cache + row * D + lane * E;
+        const db_row<FP8> kr = db_row_at<FP8>(p.k_cache, p.k_fp8, p.k_scale, row, D, lane * E);
+        const db_row<FP8> vr = db_row_at<FP8>(p.v_cache, p.v_fp8, p.v_scale, row, D, lane * E);
         float s = 0.0f;
 #pragma unroll
         for (int e = 0; e < E; e++)
-            s = fmaf(q[e], __uint_as_float((uint32_t)kp[e] << 16), s);
+            s = fmaf(q[e], kr.at(e), s);
         float alpha;
         const float pe = attn_warp_online_step(s, m, l, alpha);
 #pragma unroll
         for (int e = 0; e < E; e++)
-            acc[e] = fmaf(pe, __uint_as_float((uint32_t)vp[e] << 16), acc[e] * alpha);
+            acc[e] = fmaf(pe, vr.at(e), acc[e] * alpha);
     }
     if (lane == 0) {
         sm_m[warp] = m;
@@ -69,13 +99,18 @@ __global__ void __launch_bounds__(DB_THREADS) decode_baseline_kernel(const pl_de
 extern "C" cudaError_t pl_decode_baseline(const pl_decode_problem *p, cudaStream_t stream)
 {
     char why[160];
-    if (!pl_decode_problem_valid(p, why, sizeof why) || p->batch > 65535)
+    if (!pl_decode_problem_valid_any(p, why, sizeof why) || p->batch > 65535)
         return cudaErrorInvalidValue;
     const dim3 grid((unsigned)p->heads, (unsigned)p->batch);
     const float sl2 = p->scale * PL_ATTN_LOG2E;
-    if (p->head_dim == 64)
-        decode_baseline_kernel<64><<<grid, DB_THREADS, 0, stream>>>(*p, sl2);
+    const bool fp8 = p->kv_dtype == PL_KV_FP8_E4M3;
+    if (p->head_dim == 64 && fp8)
+        decode_baseline_kernel<64, true><<<grid, DB_THREADS, 0, stream>>>(*p, sl2);
+    else if (p->head_dim == 64)
+        decode_baseline_kernel<64, false><<<grid, DB_THREADS, 0, stream>>>(*p, sl2);
+    else if (fp8)
+        decode_baseline_kernel<128, true><<<grid, DB_THREADS, 0, stream>>>(*p, sl2);
     else
-        decode_baseline_kernel<128><<<grid, DB_THREADS, 0, stream>>>(*p, sl2);
+        decode_baseline_kernel<128, false><<<grid, DB_THREADS, 0, stream>>>(*p, sl2);
     return cudaGetLastError();
 }

@@ -65,7 +65,8 @@ int pl_attn_problem_valid(const pl_attn_problem *p, char *why, size_t whylen)
     return 1;
 }
 
-int pl_decode_problem_valid(const pl_decode_problem *p, char *why, size_t whylen)
+/* The geometry, scale and the pointers every decode kernel reads whatever the cache (q, table, lengths, o). */
+static int decode_shape_valid(const pl_decode_problem *p, char *why, size_t whylen)
 {
     if (p->batch < 1 || p->heads < 1 || p->kv_heads < 1 || p->max_pages < 1) {
         snprintf(why, whylen, "batch, heads, kv_heads and max_pages must be >= 1");
@@ -88,9 +89,45 @@ int pl_decode_problem_valid(const pl_decode_problem *p, char *why, size_t whylen
         snprintf(why, whylen, "the softmax scale must be > 0");
         return 0;
     }
-    if (!p->q || !p->k_cache || !p->v_cache || !p->block_table || !p->seq_lens || !p->o || !aligned16(p->q) ||
-        !aligned16(p->k_cache) || !aligned16(p->v_cache) || !aligned16(p->o)) {
-        snprintf(why, whylen, "q, caches, block table, lengths and o must be present, tensors 16-byte aligned");
+    if (!p->q || !p->block_table || !p->seq_lens || !p->o || !aligned16(p->q) || !aligned16(p->o)) {
+        snprintf(why, whylen, "q, block table, lengths and o must be present, q and o 16-byte aligned");
+        return 0;
+    }
+    return 1;
+}
+
+int pl_decode_problem_valid(const pl_decode_problem *p, char *why, size_t whylen)
+{
+    if (p->kv_dtype != PL_KV_BF16) {
+        snprintf(why, whylen,
+                 "the cache is not bf16 (kv_dtype %d): an FP8 cache takes pl_decode_rows_deep_fp8 or "
+                 "pl_decode_baseline",
+                 (int)p->kv_dtype);
+        return 0;
+    }
+    if (!decode_shape_valid(p, why, whylen))
+        return 0;
+    if (!p->k_cache || !p->v_cache || !aligned16(p->k_cache) || !aligned16(p->v_cache)) {
+        snprintf(why, whylen, "the K and V caches must be present and 16-byte aligned");
+        return 0;
+    }
+    return 1;
+}
+
+int pl_decode_problem_valid_any(const pl_decode_problem *p, char *why, size_t whylen)
+{
+    if (p->kv_dtype == PL_KV_BF16)
+        return pl_decode_problem_valid(p, why, whylen);
+    if (p->kv_dtype != PL_KV_FP8_E4M3) {
+        snprintf(why, whylen, "unknown cache dtype %d: use PL_KV_BF16 or PL_KV_FP8_E4M3", (int)p->kv_dtype);
+        return 0;
+    }
+    if (!decode_shape_valid(p, why, whylen))
+        return 0;
+    if (!p->k_fp8 || !p->v_fp8 || !p->k_scale || !p->v_scale || !aligned16(p->k_fp8) || !aligned16(p->v_fp8)) {
+        snprintf(why, whylen,
+                 "an FP8 cache needs its e4m3 K and V pools (16-byte aligned) and their rows' scales: set k_fp8, "
+                 "v_fp8, k_scale and v_scale");
         return 0;
     }
     return 1;

@@ -8,6 +8,7 @@
 #include "common/e2e_layer.h"
 #include "common/graph_capture.h"
 #include "common/layer_ref.h"
+#include "engine/layer_ops.h"
 #include "engine/step_cost.h"
 #include "perflab/device.h"
 #include "perflab/results.h"
@@ -116,7 +117,8 @@ static int layer_check(const pl_params *p, int prefill, int moe, int seqs, int l
     const double qkvw = (double)(m->heads + 2 * m->kv_heads) * m->head_dim;
     const double slots = moe ? (double)m->top_k : 1.0, width = moe ? m->expert_intermediate : m->intermediate;
     const double act = rows * (10.0 * m->hidden + slots * (6.0 * width + 4.0 * m->hidden) + 6.0 * qkvw);
-    const double kv = prefill ? c.kv_write_bytes : c.kv_read_bytes + c.kv_write_bytes;
+    /* a dense decode step also holds the FP8 cache beside the bf16 one (its variants): ~0.52x the bf16 bytes */
+    const double kv = prefill ? c.kv_write_bytes : (c.kv_read_bytes + c.kv_write_bytes) * (moe ? 1.0 : 1.52);
     pl_layer_bytes lb;
     pl_layer_bytes_of(m, PL_WEIGHTS_BF16, &lb); /* every expert is allocated, whichever the step touches */
     return pl_check_device_memory(gpu, (double)lb.total + kv + act,
@@ -214,14 +216,94 @@ static int alloc_step(pl_ctx *ctx, const pl_params *p, e2e_layer *L, int len)
     return pl_poison(ctx, L->out, xn * 2);
 }
 
-static int capture_fused(pl_ctx *ctx, void *arg, cudaStream_t stream)
+/* One step with recipes[which] over the bf16 cache or (fp8) the FP8 one. */
+static int layer_run(pl_ctx *ctx, e2e_layer *L, int which, int fp8)
 {
-    e2e_layer *L = arg;
+    const pl_layer_recipe *r = &L->recipes[which];
+    const pl_layer_kv *kv = fp8 ? &L->kv8 : &L->kv;
+    L->last_floor = 0;
+    L->last_fp8 = fp8;
+    if (L->moe) {
+        const pl_decode_step s = {L->seqs,    L->page_size, L->max_pages, L->positions_d,
+                                  L->slots_d, L->table_d,   L->seq_lens_d};
+        PL_CUDA(ctx, pl_moe_layer_decode(&L->mw, &L->moe_recipes[which], &s, kv, L->x, L->out, L->ws, L->ws_bytes,
+                                         ctx->stream));
+    } else if (L->prefill) {
+        const pl_prefill_step s = {L->seqs, L->starts, L->positions_d, L->slots_d};
+        PL_CUDA(ctx, pl_dense_layer_prefill(&L->w, r, &s, kv, L->x, L->out, L->ws, L->ws_bytes, ctx->stream));
+    } else {
+        const pl_decode_step s = {L->seqs,    L->page_size, L->max_pages, L->positions_d,
+                                  L->slots_d, L->table_d,   L->seq_lens_d};
+        PL_CUDA(ctx, pl_dense_layer_decode(&L->w, r, &s, kv, L->x, L->out, L->ws, L->ws_bytes, ctx->stream));
+    }
+    return 0;
+}
+
+static int capture(pl_ctx *ctx, e2e_layer *L, int fp8, cudaStream_t stream)
+{
     cudaStream_t keep = ctx->stream;
     ctx->stream = stream;
-    const int rc = e2e_layer_run(ctx, L, L->moe ? E2E_MOE_FUSED : E2E_FUSED);
+    const int rc = layer_run(ctx, L, L->moe ? E2E_MOE_FUSED : E2E_FUSED, fp8);
     ctx->stream = keep;
     return rc;
+}
+
+static int capture_fused(pl_ctx *ctx, void *arg, cudaStream_t stream)
+{
+    return capture(ctx, arg, 0, stream);
+}
+
+static int capture_fused_fp8(pl_ctx *ctx, void *arg, cudaStream_t stream)
+{
+    return capture(ctx, arg, 1, stream);
+}
+
+/* The FP8 cache beside the bf16 one (a dense decode step): e4m3 pools and their rows' scales, the bf16 pools
+ * quantized into them. */
+static int alloc_fp8(pl_ctx *ctx, e2e_layer *L)
+{
+    const size_t rows = L->pool_elems / L->m->head_dim;
+    L->kv8.dtype = PL_KV_FP8_E4M3;
+    L->kv8.k8 = pl_device_alloc(ctx, L->pool_elems);
+    L->kv8.v8 = pl_device_alloc(ctx, L->pool_elems);
+    L->kv8.k_scale = pl_device_alloc(ctx, rows * sizeof(float));
+    L->kv8.v_scale = pl_device_alloc(ctx, rows * sizeof(float));
+    L->base8 = pl_host_alloc(ctx, (size_t)L->rows * L->m->hidden * sizeof(double));
+    if (!L->kv8.k8 || !L->kv8.v8 || !L->kv8.k_scale || !L->kv8.v_scale || !L->base8)
+        return -1;
+    const size_t slots = rows / L->m->kv_heads;
+    PL_CUDA(ctx, pl_engine_kv_quantize_fp8(L->kv.k, slots, L->m->kv_heads, L->m->head_dim, L->kv8.k8, L->kv8.k_scale,
+                                           ctx->stream));
+    PL_CUDA(ctx, pl_engine_kv_quantize_fp8(L->kv.v, slots, L->m->kv_heads, L->m->head_dim, L->kv8.v8, L->kv8.v_scale,
+                                           ctx->stream));
+    return 0;
+}
+
+/* The baseline recipe's output over the cache (fp8: the FP8 one), every row, into base. */
+static int baseline_rows(pl_ctx *ctx, e2e_layer *L, int fp8, double *base)
+{
+    PL_TRY(layer_run(ctx, L, L->moe ? E2E_MOE_BASELINE : E2E_BASELINE, fp8));
+    const size_t xn = (size_t)L->rows * L->m->hidden;
+    PL_CUDA(ctx, cudaMemcpyAsync(L->out_h, L->out, xn * 2, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    for (size_t i = 0; i < xn; i++)
+        base[i] = pl_bf16_to_double(L->out_h[i]);
+    return 0;
+}
+
+/* The FP8 floor (the weights, the e4m3 pools and their scales), its graph, its baseline rows. */
+static int fp8_setup(pl_ctx *ctx, e2e_layer *L)
+{
+    const size_t rows = L->pool_elems / L->m->head_dim;
+    PL_TRY(baseline_rows(ctx, L, 1, L->base8));
+    PL_TRY(e2e_floor_add(ctx, &L->floor8, L->wblock, L->wbytes));
+    PL_TRY(e2e_floor_add(ctx, &L->floor8, L->kv8.k8, L->pool_elems));
+    PL_TRY(e2e_floor_add(ctx, &L->floor8, L->kv8.v8, L->pool_elems));
+    PL_TRY(e2e_floor_add(ctx, &L->floor8, L->kv8.k_scale, rows * sizeof(float)));
+    PL_TRY(e2e_floor_add(ctx, &L->floor8, L->kv8.v_scale, rows * sizeof(float)));
+    PL_TRY(e2e_floor_ready(ctx, &L->floor8));
+    PL_TRY(layer_run(ctx, L, E2E_FUSED, 1));
+    return pl_capture_graph(ctx, capture_fused_fp8, L, &L->graph8);
 }
 
 static void recipes(e2e_layer *L, int sm_count)
@@ -288,16 +370,14 @@ static int layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int moe, in
     recipes(L, ctx->device->sm_count);
     PL_TRY(alloc_step(ctx, p, L, len));
     PL_TRY(alloc_routing(ctx, L));
+    const int fp8 = !moe && !prefill; /* the FP8 cache's variants: e2e:layer_decode */
+    if (fp8)
+        PL_TRY(alloc_fp8(ctx, L));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     PL_TRY(e2e_layer_reference(ctx, L));
     /* the baseline's output, every row (and its routing); then the fused recipe once outside the capture (the GEMM
      * picks are made) */
-    PL_TRY(e2e_layer_run(ctx, L, moe ? E2E_MOE_BASELINE : E2E_BASELINE));
-    const size_t xn = (size_t)L->rows * L->m->hidden;
-    PL_CUDA(ctx, cudaMemcpyAsync(L->out_h, L->out, xn * 2, cudaMemcpyDeviceToHost, ctx->stream));
-    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    for (size_t i = 0; i < xn; i++)
-        L->base[i] = pl_bf16_to_double(L->out_h[i]);
+    PL_TRY(baseline_rows(ctx, L, 0, L->base));
     if (moe) {
         PL_TRY(e2e_moe_read_ids(ctx, L, 1));
         L->touched = pl_distinct_experts(L->ids_base, (int64_t)L->rows * L->m->top_k, L->m->experts);
@@ -305,6 +385,8 @@ static int layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int moe, in
                 L->touched, L->m->experts, pl_expected_experts(L->m->experts, L->m->top_k, L->rows));
     }
     PL_TRY(floor_setup(ctx, L));
+    if (fp8)
+        PL_TRY(fp8_setup(ctx, L));
     PL_TRY(e2e_layer_run(ctx, L, moe ? E2E_MOE_FUSED : E2E_FUSED));
     return pl_capture_graph(ctx, capture_fused, L, &L->graph);
 }
@@ -325,6 +407,8 @@ void e2e_layer_teardown(pl_ctx *ctx, void *state)
     e2e_layer *L = state;
     if (L->graph)
         cudaGraphExecDestroy(L->graph);
+    if (L->graph8)
+        cudaGraphExecDestroy(L->graph8);
     if (L->cublas)
         cublasDestroy(L->cublas);
     pl_dense_weights_free(&L->w);
@@ -335,22 +419,7 @@ void e2e_layer_teardown(pl_ctx *ctx, void *state)
 
 int e2e_layer_run(pl_ctx *ctx, e2e_layer *L, int which)
 {
-    const pl_layer_recipe *r = &L->recipes[which];
-    L->last_floor = 0;
-    if (L->moe) {
-        const pl_decode_step s = {L->seqs,    L->page_size, L->max_pages, L->positions_d,
-                                  L->slots_d, L->table_d,   L->seq_lens_d};
-        PL_CUDA(ctx, pl_moe_layer_decode(&L->mw, &L->moe_recipes[which], &s, &L->kv, L->x, L->out, L->ws, L->ws_bytes,
-                                         ctx->stream));
-    } else if (L->prefill) {
-        const pl_prefill_step s = {L->seqs, L->starts, L->positions_d, L->slots_d};
-        PL_CUDA(ctx, pl_dense_layer_prefill(&L->w, r, &s, &L->kv, L->x, L->out, L->ws, L->ws_bytes, ctx->stream));
-    } else {
-        const pl_decode_step s = {L->seqs,    L->page_size, L->max_pages, L->positions_d,
-                                  L->slots_d, L->table_d,   L->seq_lens_d};
-        PL_CUDA(ctx, pl_dense_layer_decode(&L->w, r, &s, &L->kv, L->x, L->out, L->ws, L->ws_bytes, ctx->stream));
-    }
-    return 0;
+    return layer_run(ctx, L, which, 0);
 }
 
 int e2e_layer_run_baseline(pl_ctx *ctx, void *state)
@@ -388,24 +457,52 @@ int e2e_moe_run_fused(pl_ctx *ctx, void *state)
     return e2e_layer_run(ctx, state, E2E_MOE_FUSED);
 }
 
+static int run_graph(pl_ctx *ctx, e2e_layer *L, int fp8)
+{
+    L->last_floor = 0;
+    L->last_fp8 = fp8;
+    PL_CUDA(ctx, cudaGraphLaunch(fp8 ? L->graph8 : L->graph, ctx->stream));
+    return 0;
+}
+
+static int run_floor(pl_ctx *ctx, e2e_layer *L, int fp8)
+{
+    L->last_floor = 1;
+    L->last_fp8 = fp8;
+    return e2e_floor_read(ctx, fp8 ? &L->floor8 : &L->floor);
+}
+
 int e2e_layer_run_graph(pl_ctx *ctx, void *state)
 {
-    ((e2e_layer *)state)->last_floor = 0;
-    PL_CUDA(ctx, cudaGraphLaunch(((e2e_layer *)state)->graph, ctx->stream));
-    return 0;
+    return run_graph(ctx, state, 0);
 }
 
 int e2e_layer_run_floor(pl_ctx *ctx, void *state)
 {
-    e2e_layer *L = state;
-    L->last_floor = 1;
-    return e2e_floor_read(ctx, &L->floor);
+    return run_floor(ctx, state, 0);
+}
+
+int e2e_layer_run_fp8_kv(pl_ctx *ctx, void *state)
+{
+    return layer_run(ctx, state, E2E_FUSED, 1);
+}
+
+int e2e_layer_run_fp8_kv_graph(pl_ctx *ctx, void *state)
+{
+    return run_graph(ctx, state, 1);
+}
+
+int e2e_layer_run_floor_fp8_kv(pl_ctx *ctx, void *state)
+{
+    return run_floor(ctx, state, 1);
 }
 
 int e2e_layer_poison(pl_ctx *ctx, void *state)
 {
     e2e_layer *L = state;
     PL_TRY(e2e_floor_poison(ctx, &L->floor));
+    if (L->floor8.n)
+        PL_TRY(e2e_floor_poison(ctx, &L->floor8));
     /* the workspace too (the step's intermediates): a kernel that skips a write then reads NaN rather than the
      * previous run's value, and compute-sanitizer's initcheck sees them written even where a GEMM stores with TMA,
      * which it does not track */

@@ -88,6 +88,14 @@ typedef struct e2e_layer {
     /* the floor: the weights (MoE: the fixed part and the touched experts') and the pools read once */
     e2e_floor floor; /* the weights (MoE: the fixed part, the touched experts' gate_up and down), K, V */
     int last_floor;  /* the last run was the floor's: the check looks at its reads, not at the layer's output */
+    /* the FP8 cache (a dense decode step): the same cache quantized row by row (pl_engine_kv_quantize_fp8), its
+     * float64 reference rows and the baseline recipe's output over it, its graph, and its floor (the weights, the
+     * e4m3 pools and their scales read once); the checks use these after an FP8 run */
+    pl_layer_kv kv8;
+    double *ref8, *base8;
+    e2e_floor floor8;
+    cudaGraphExec_t graph8;
+    int last_fp8;
 } e2e_layer;
 
 enum {
@@ -120,6 +128,10 @@ int e2e_layer_run_perflab_gemm(pl_ctx *ctx, void *state);
 int e2e_layer_run_fused(pl_ctx *ctx, void *state);
 int e2e_layer_run_graph(pl_ctx *ctx, void *state);
 int e2e_layer_run_floor(pl_ctx *ctx, void *state);
+/* The same over the FP8 cache (e2e:layer_decode): the fused recipe, its graph, the FP8 floor. */
+int e2e_layer_run_fp8_kv(pl_ctx *ctx, void *state);
+int e2e_layer_run_fp8_kv_graph(pl_ctx *ctx, void *state);
+int e2e_layer_run_floor_fp8_kv(pl_ctx *ctx, void *state);
 
 /* e2e:moe_layer_decode: the same for a MoE model's decode step (moe_layer.h). Counters: the expected experts
  * touched under uniform routing (pl_expected_experts: the counters see the parameters, not the routing); the floor

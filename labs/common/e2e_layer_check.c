@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention/kv_fp8.h"
 #include "common/e2e_layer.h"
 #include "common/layer_ref.h"
 #include "perflab/device.h"
@@ -50,20 +51,35 @@ static int seq_of_row(const e2e_layer *L, int row)
     return s;
 }
 
-/* The float64 reference of the picked rows, from host copies of the weights, the pools and x. */
-int e2e_layer_reference(pl_ctx *ctx, e2e_layer *L)
+/* The FP8 pools' values as bf16 (each byte times its row's scale): what the reference reads for the FP8 cache. */
+static int fp8_pools_host(pl_ctx *ctx, const e2e_layer *L, uint16_t *kc, uint16_t *vc)
 {
-    pick_ref_rows(L);
+    const size_t rows = L->pool_elems / L->m->head_dim;
+    uint8_t *k8 = host_copy(ctx, L->kv8.k8, L->pool_elems), *v8 = host_copy(ctx, L->kv8.v8, L->pool_elems);
+    float *ks = host_copy(ctx, L->kv8.k_scale, rows * sizeof(float)),
+          *vs = host_copy(ctx, L->kv8.v_scale, rows * sizeof(float));
+    const int ok = k8 && v8 && ks && vs;
+    for (size_t i = 0; ok && i < L->pool_elems; i++) {
+        const size_t r = i / L->m->head_dim;
+        kc[i] = pl_bf16_round_host(pl_kv_e4m3_to_float(k8[i]) * ks[r]);
+        vc[i] = pl_bf16_round_host(pl_kv_e4m3_to_float(v8[i]) * vs[r]);
+    }
+    free(k8), free(v8), free(ks), free(vs);
+    return ok ? 0 : -1;
+}
+
+/* The picked rows of the layer over the cache kc, vc (host; kv_fp8: the FP8 cache's values) into ref. */
+static int reference_rows(pl_ctx *ctx, e2e_layer *L, const uint16_t *wb, uint16_t *kc, uint16_t *vc, const uint16_t *x,
+                          int kv_fp8, double *ref)
+{
     const pl_model_config *m = L->m;
     const size_t D = m->hidden;
-    uint16_t *wb = host_copy(ctx, L->wblock, L->wbytes);
-    uint16_t *kc = host_copy(ctx, L->kv.k, L->pool_elems * 2), *vc = host_copy(ctx, L->kv.v, L->pool_elems * 2);
-    uint16_t *x = host_copy(ctx, L->x, (size_t)L->rows * D * 2);
     uint16_t *xr = malloc((size_t)L->ref_n * D * 2), *out = malloc((size_t)L->ref_n * D * 2);
-    L->ref = pl_host_alloc(ctx, (size_t)L->ref_n * D * sizeof(double));
     int rc = -1;
-    if (!wb || !kc || !vc || !x || !xr || !out || !L->ref)
+    if (!xr || !out) {
+        pl_fail(ctx, "out of host memory for the reference rows");
         goto done;
+    }
 #define HOST_OF(w, t)                                                                                                  \
     (w.t ? (const uint16_t *)((const char *)wb + ((const char *)w.t - (const char *)L->wblock)) : NULL)
     pl_layer_ref_moe_weights hw = {{HOST_OF(L->w, attn_norm), HOST_OF(L->w, qkv), HOST_OF(L->w, o),
@@ -88,7 +104,7 @@ int e2e_layer_reference(pl_ctx *ctx, e2e_layer *L)
         tables[i] = L->table + (size_t)seq_of_row(L, r) * L->max_pages;
         memcpy(xr + (size_t)i * D, x + (size_t)r * D, D * 2);
     }
-    const pl_layer_ref_rows rows = {L->ref_n, L->page_size, pos, slots, tables};
+    const pl_layer_ref_rows rows = {L->ref_n, L->page_size, pos, slots, tables, kv_fp8};
     const pl_layer_ref_routing routing = {NULL, L->ids_ref, L->margin_ref};
     if ((L->moe ? pl_layer_ref_moe(m, &hw, &rows, 0, &routing, kc, vc, xr, out)
                 : pl_layer_ref(m, &hw.layer, &rows, 0, kc, vc, xr, out)) != 0) {
@@ -96,10 +112,34 @@ int e2e_layer_reference(pl_ctx *ctx, e2e_layer *L)
         goto done;
     }
     for (size_t i = 0; i < (size_t)L->ref_n * D; i++)
-        L->ref[i] = pl_bf16_to_double(out[i]);
+        ref[i] = pl_bf16_to_double(out[i]);
     rc = 0;
 done:
-    free(wb), free(kc), free(vc), free(x), free(xr), free(out);
+    free(xr), free(out);
+    return rc;
+}
+
+/* The float64 reference of the picked rows, from host copies of the weights, the pools and x; with an FP8 cache
+ * beside the bf16 one, its reference rows too. */
+int e2e_layer_reference(pl_ctx *ctx, e2e_layer *L)
+{
+    pick_ref_rows(L);
+    const size_t D = L->m->hidden;
+    uint16_t *wb = host_copy(ctx, L->wblock, L->wbytes);
+    uint16_t *kc = host_copy(ctx, L->kv.k, L->pool_elems * 2), *vc = host_copy(ctx, L->kv.v, L->pool_elems * 2);
+    uint16_t *x = host_copy(ctx, L->x, (size_t)L->rows * D * 2);
+    L->ref = pl_host_alloc(ctx, (size_t)L->ref_n * D * sizeof(double));
+    int rc = -1;
+    if (!wb || !kc || !vc || !x || !L->ref || reference_rows(ctx, L, wb, kc, vc, x, 0, L->ref) != 0)
+        goto done;
+    if (L->kv8.k8) {
+        L->ref8 = pl_host_alloc(ctx, (size_t)L->ref_n * D * sizeof(double));
+        if (!L->ref8 || fp8_pools_host(ctx, L, kc, vc) != 0 || reference_rows(ctx, L, wb, kc, vc, x, 1, L->ref8) != 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    free(wb), free(kc), free(vc), free(x);
     return rc;
 }
 
@@ -125,7 +165,8 @@ int e2e_layer_check_output(pl_ctx *ctx, void *state, pl_verification *v)
 {
     e2e_layer *L = state;
     if (L->last_floor)
-        return e2e_floor_check(ctx, &L->floor, v);
+        return e2e_floor_check(ctx, L->last_fp8 ? &L->floor8 : &L->floor, v);
+    const double *ref = L->last_fp8 ? L->ref8 : L->ref, *base_rows = L->last_fp8 ? L->base8 : L->base;
     const size_t D = L->m->hidden, xn = (size_t)L->rows * D;
     PL_CUDA(ctx, cudaMemcpyAsync(L->out_h, L->out, xn * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
@@ -145,9 +186,9 @@ int e2e_layer_check_output(pl_ctx *ctx, void *state, pl_verification *v)
         flipped = e2e_moe_route_diff(L, skip, &bad_ref);
     }
     pl_verification host, base;
-    const int nh = keep_rows(L, L->ref_rows, L->ref_n, L->ref, skip, 2, got, want);
+    const int nh = keep_rows(L, L->ref_rows, L->ref_n, ref, skip, 2, got, want);
     pl_verify_bf16(got, want, (size_t)nh * D, 0, &host);
-    const int nb = keep_rows(L, NULL, L->rows, L->base, skip, 1, got, want);
+    const int nb = keep_rows(L, NULL, L->rows, base_rows, skip, 1, got, want);
     pl_verify_bf16(got, want, (size_t)nb * D, 0, &base);
     free(skip), free(got), free(want);
     const int routing_ok = !bad_ref && flipped <= L->rows / 8;

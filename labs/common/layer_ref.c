@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention/kv_fp8.h"
 #include "common/layer_ref.h"
 #include "perflab/device.h"
 #include "perflab/verify.h"
@@ -64,7 +65,27 @@ static void ref_rope(const uint16_t *src, int hd, int pos, double theta, uint16_
     }
 }
 
-/* q [rows][H][hd]; the rows' K (rotated) and V into the pools */
+void pl_layer_ref_fp8_row(const uint16_t *row, int n, uint8_t *q, float *scale, uint16_t *deq)
+{
+    float amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float a = fabsf((float)bf(row[i]));
+        amax = a > amax ? a : amax; /* NaN compares false: left out, as the device's max leaves it */
+    }
+    const int e = pl_kv_fp8_scale_exp(amax);
+    const float s = ldexpf(1.0f, e), inv = ldexpf(1.0f, -e);
+    if (scale)
+        *scale = s;
+    for (int i = 0; i < n; i++) {
+        const uint8_t b = pl_kv_e4m3_from_float((float)bf(row[i]) * inv);
+        if (q)
+            q[i] = b;
+        if (deq)
+            deq[i] = rb((double)pl_kv_e4m3_to_float(b) * s);
+    }
+}
+
+/* q [rows][H][hd]; the rows' K (rotated) and V into the pools (an FP8 cache: as it holds them) */
 static void ref_rope_kv(const pl_model_config *m, const uint16_t *qkv, const pl_layer_ref_rows *s, uint16_t *q,
                         uint16_t *kc, uint16_t *vc)
 {
@@ -77,6 +98,10 @@ static void ref_rope_kv(const pl_model_config *m, const uint16_t *qkv, const pl_
             const size_t at = ((size_t)s->slots[r] * KV + g) * hd;
             ref_rope(src + (H + g) * hd, hd, s->positions[r], m->rope_theta, kc + at);
             memcpy(vc + at, src + (H + KV + g) * hd, (size_t)hd * 2);
+            if (s->kv_fp8) {
+                pl_layer_ref_fp8_row(kc + at, hd, NULL, NULL, kc + at);
+                pl_layer_ref_fp8_row(vc + at, hd, NULL, NULL, vc + at);
+            }
         }
     }
 }

@@ -28,7 +28,16 @@ typedef struct pl_layer_ref_rows {
     const int *positions;
     const int64_t *slots;
     const int *const *table; /* table[r]: row r's sequence's pages */
+    /* 1: an FP8 cache (kernels/attention/kv_fp8.h). kc and vc hold its dequantized values (each e4m3 byte times its
+     * row's scale: exact bf16 values), and each new K and V row (RoPE'd and rounded to bf16 as before) is written as
+     * the FP8 cache holds it: quantized with its own power-of-two scale and dequantized, in both the decode and the
+     * prefill attention (the engine's prefill reads the dequantized rows too). */
+    int kv_fp8;
 } pl_layer_ref_rows;
+
+/* A bf16 row of n values as the FP8 cache holds it: q (n e4m3 bytes) and *scale when not NULL, and the dequantized
+ * row in deq (may be row itself). */
+void pl_layer_ref_fp8_row(const uint16_t *row, int n, uint8_t *q, float *scale, uint16_t *deq);
 
 /* out [rows][hidden] = the layer of x [rows][hidden]; the rows' K and V written into kc and vc (host pools,
  * [slots][kv_heads][head_dim]). epilogue_residual 0: the O and down projections are rounded to bf16 before the

@@ -12,8 +12,12 @@
  *           prompt.
  * Each run checks the output and its update (out - x) within relative L2 1e-2 of the reference's and every element
  * within 0.02·|ref| + 0.03·rms(ref), none NaN; the new tokens' K and V rows within (|ref| + their rms) / 64 of the
- * reference's, and every other cache element bit-identical to what was there. Refusals: a MoE config's weights, a
- * workspace one byte short. Exits 77 without a GPU. */
+ * reference's, and every other cache element bit-identical to what was there. The FP8 cache (kv_fp8.h): the same
+ * decode and prefill cases over the cache quantized on the device (every row equal to the host's quantization), every
+ * recipe against the reference over the FP8 values, each written row the host's quantization of the same recipe's
+ * bf16 row bit for bit (scale included) and near the reference's, every other byte and scale unchanged. Refusals: a
+ * MoE config's weights, a workspace one byte short, an FP8 cache without scales, an unknown cache dtype. Exits 77
+ * without a GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +26,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "attention/kv_fp8.h"
 #include "common/layer_ref.h"
 #include "engine/dense_layer.h"
+#include "engine/layer_ops.h"
 #include "engine/kv_pages.h"
 #include "perflab/device.h"
 #include "perflab/stats.h"
@@ -200,6 +206,7 @@ typedef struct run_args {
     int prefill, recipe;
     const uint16_t *x;
     uint16_t *out;
+    const pl_layer_kv *kv; /* NULL: the rig's bf16 pools */
 } run_args;
 
 /* The layer's step from input x (pl_test_step_fn). */
@@ -215,10 +222,10 @@ static cudaError_t run_layer(void *arg, const uint16_t *x, cudaStream_t stream)
         for (int s = 0; s < r->nseq; s++)
             starts[s + 1] += starts[s];
         const pl_prefill_step ps = {r->nseq, starts, r->pos_d, r->slots_d};
-        return pl_dense_layer_prefill(&r->w, rc, &ps, &r->kv, x, a->out, r->ws, r->ws_bytes, stream);
+        return pl_dense_layer_prefill(&r->w, rc, &ps, a->kv ? a->kv : &r->kv, x, a->out, r->ws, r->ws_bytes, stream);
     }
     const pl_decode_step ds = {r->nseq, PAGE, r->max_pages, r->pos_d, r->slots_d, r->table_d, r->lens_d};
-    return pl_dense_layer_decode(&r->w, rc, &ds, &r->kv, x, a->out, r->ws, r->ws_bytes, stream);
+    return pl_dense_layer_decode(&r->w, rc, &ds, a->kv ? a->kv : &r->kv, x, a->out, r->ws, r->ws_bytes, stream);
 }
 
 /* 0: straight; 1: in place (out = x); 2: captured in a graph and replayed */
@@ -243,7 +250,7 @@ static void check_rows(rig *r, const rows *w, int prefill, const char *what)
     CK(cudaMemcpy(r->x_d, x, xn * 2, cudaMemcpyHostToDevice));
     uint16_t *k_before = pl_test_dev_copy(r->kv.k, r->cache_elems * 2),
              *v_before = pl_test_dev_copy(r->kv.v, r->cache_elems * 2);
-    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables};
+    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables, 0};
     ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr, 1, r->kc_h, r->vc_h, x, ref_epi), 0);
     ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr, 0, r->kc_h, r->vc_h, x, ref), 0);
     for (int run = 0; run < RECIPES + 2; run++) {
@@ -256,7 +263,7 @@ static void check_rows(rig *r, const rows *w, int prefill, const char *what)
         pl_test_poison_slots(r->kv.k, r->kv.v, w->slots, w->n, r->row_elems);
         CK(cudaMemset(r->out_d, 0xff, xn * 2));
         CK(cudaMemset(r->ws, 0xff, r->ws_bytes));
-        const run_args a = {r, w, prefill, recipe, r->x_d, r->out_d};
+        const run_args a = {r, w, prefill, recipe, r->x_d, r->out_d, NULL};
         run_mode(&a, mode);
         uint16_t *out = pl_test_dev_copy(r->out_d, xn * 2);
         compare_output(tag, out, recipe_epilogue(&r->recipes[recipe]) ? ref_epi : ref, x, xn);
@@ -269,47 +276,6 @@ static void check_rows(rig *r, const rows *w, int prefill, const char *what)
     CK(cudaMemcpy(r->kv.v, r->vc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
     free(x), free(ref), free(ref_epi), free(k_before), free(v_before);
 }
-
-START_TEST(layer_decode)
-{
-    const layer_case *c = &decode_cases[_i];
-    int need[3], count[3] = {1, 1, 1};
-    for (int s = 0; s < c->seqs; s++)
-        need[s] = c->lens[s] + 2;
-    rig r;
-    rig_init(&r, c->model, c->seqs, need, c->seqs, 20261128u + (uint64_t)_i);
-    for (int step = 0; step < 2; step++) {
-        int first[3];
-        for (int s = 0; s < c->seqs; s++)
-            first[s] = c->lens[s] + step;
-        rows w;
-        rows_upload(&r, first, count, &w);
-        char what[64];
-        snprintf(what, sizeof what, "decode batch %d step %d", c->seqs, step);
-        check_rows(&r, &w, 0, what);
-        free(w.table);
-    }
-    rig_free(&r);
-}
-END_TEST
-
-START_TEST(layer_prefill)
-{
-    const layer_case *c = &prefill_cases[_i];
-    int first[3] = {0, 0, 0}, rows_total = 0;
-    for (int s = 0; s < c->seqs; s++)
-        rows_total += c->lens[s];
-    rig r;
-    rig_init(&r, c->model, c->seqs, c->lens, rows_total, 20261129u + (uint64_t)_i);
-    rows w;
-    rows_upload(&r, first, c->lens, &w);
-    char what[64];
-    snprintf(what, sizeof what, "prefill of %d prompts", c->seqs);
-    check_rows(&r, &w, 1, what);
-    free(w.table);
-    rig_free(&r);
-}
-END_TEST
 
 /* Prefill of L tokens, then decode of token L, against the last row of a prefill of L + 1 tokens (the same x rows,
  * the same weights): the cache the prefill wrote is the cache the decode reads. Fused recipe. */
@@ -326,7 +292,7 @@ START_TEST(prefill_then_decode)
     int first[1] = {0}, count[1] = {L + 1};
     rows w;
     rows_upload(&r, first, count, &w);
-    run_args a = {&r, &w, 1, fused, r.x_d, r.out_d};
+    run_args a = {&r, &w, 1, fused, r.x_d, r.out_d, NULL};
     run_mode(&a, 0);
     uint16_t *whole = pl_test_dev_copy(r.out_d + L * D, (D)*2);
     free(w.table);
@@ -348,6 +314,240 @@ START_TEST(prefill_then_decode)
 }
 END_TEST
 
+/* ---- the FP8 cache (kernels/attention/kv_fp8.h): every recipe over the same cache quantized ---- */
+
+typedef struct fp8_cache {
+    pl_layer_kv kv;    /* device: the e4m3 pools and their rows' scales */
+    size_t rows;       /* cache rows: slots · kv_heads */
+    uint8_t *k8, *v8;  /* host copies of the pools, as the device holds them */
+    float *ks, *vs;    /* ... and of the scales */
+    uint16_t *kc, *vc; /* the dequantized cache: what the reference reads */
+} fp8_cache;
+
+static void fp8_dequantize(const fp8_cache *f, int hd)
+{
+    for (size_t i = 0; i < f->rows * hd; i++) {
+        f->kc[i] = pl_bf16_round_host(pl_kv_e4m3_to_float(f->k8[i]) * f->ks[i / hd]);
+        f->vc[i] = pl_bf16_round_host(pl_kv_e4m3_to_float(f->v8[i]) * f->vs[i / hd]);
+    }
+}
+
+/* Row `row` of the bf16 `src` quantized on the host equals the device's bytes q and scale s (bit for bit). */
+static void check_row_quantized(const char *tag, const uint16_t *src, const uint8_t *q, const float *s, size_t row,
+                                int hd)
+{
+    uint8_t want[256];
+    float scale;
+    pl_layer_ref_fp8_row(src + row * hd, hd, want, &scale, NULL);
+    ck_assert_msg(memcmp(&scale, s + row, sizeof scale) == 0, "%s: row %zu's scale is %g, the host's %g", tag, row,
+                  (double)s[row], (double)scale);
+    for (int e = 0; e < hd; e++)
+        ck_assert_msg(q[row * hd + e] == want[e], "%s: row %zu element %d is 0x%02x, the host's 0x%02x", tag, row, e,
+                      q[row * hd + e], want[e]);
+}
+
+/* The rig's bf16 pools quantized on the device (pl_engine_kv_quantize_fp8), every row equal to the host's
+ * quantization of it. */
+static void fp8_init(fp8_cache *f, const rig *r)
+{
+    const int hd = r->m->head_dim;
+    memset(f, 0, sizeof *f);
+    f->rows = r->cache_elems / hd;
+    f->kv.dtype = PL_KV_FP8_E4M3;
+    CK(cudaMalloc((void **)&f->kv.k8, r->cache_elems));
+    CK(cudaMalloc((void **)&f->kv.v8, r->cache_elems));
+    CK(cudaMalloc((void **)&f->kv.k_scale, f->rows * sizeof(float)));
+    CK(cudaMalloc((void **)&f->kv.v_scale, f->rows * sizeof(float)));
+    const size_t slots = f->rows / r->m->kv_heads;
+    CK(pl_engine_kv_quantize_fp8(r->kv.k, slots, r->m->kv_heads, hd, f->kv.k8, f->kv.k_scale, 0));
+    CK(pl_engine_kv_quantize_fp8(r->kv.v, slots, r->m->kv_heads, hd, f->kv.v8, f->kv.v_scale, 0));
+    CK(cudaDeviceSynchronize());
+    f->k8 = pl_test_dev_copy(f->kv.k8, r->cache_elems);
+    f->v8 = pl_test_dev_copy(f->kv.v8, r->cache_elems);
+    f->ks = pl_test_dev_copy(f->kv.k_scale, f->rows * sizeof(float));
+    f->vs = pl_test_dev_copy(f->kv.v_scale, f->rows * sizeof(float));
+    f->kc = malloc(r->cache_elems * 2);
+    f->vc = malloc(r->cache_elems * 2);
+    ck_assert(f->kc && f->vc);
+    for (size_t row = 0; row < f->rows; row++) {
+        check_row_quantized("the quantized pool K", r->kc_h, f->k8, f->ks, row, hd);
+        check_row_quantized("the quantized pool V", r->vc_h, f->v8, f->vs, row, hd);
+    }
+    fp8_dequantize(f, hd);
+}
+
+static void fp8_free(fp8_cache *f)
+{
+    CK(cudaFree(f->kv.k8)), CK(cudaFree(f->kv.v8)), CK(cudaFree(f->kv.k_scale)), CK(cudaFree(f->kv.v_scale));
+    free(f->k8), free(f->v8), free(f->ks), free(f->vs), free(f->kc), free(f->vc);
+}
+
+/* After an FP8 step that wrote the rows at w's slots: every other byte of the pool and every other scale unchanged
+ * (before: the host copies); each written row the host's quantization of the device's bf16 row src16 (the bf16
+ * recipe's KV write of the same rows: the same RoPE code, so the same bf16 values), bit for bit; and its values
+ * within (|ref| + rms) / 8 of the reference's dequantized row (a bf16 flip can move an element one e4m3 step). */
+static void check_fp8_pool(const char *tag, const rig *r, const rows *w, const uint8_t *before_q, const float *before_s,
+                           const uint8_t *dev_q, const float *dev_s, const uint16_t *src16, const uint16_t *ref)
+{
+    const int hd = r->m->head_dim, kvh = r->m->kv_heads;
+    const size_t nrows = r->cache_elems / hd;
+    uint8_t *q = pl_test_dev_copy(dev_q, r->cache_elems);
+    float *sc = pl_test_dev_copy(dev_s, nrows * sizeof(float));
+    char *written = calloc(nrows, 1);
+    ck_assert(written != NULL);
+    double r2 = 0;
+    for (int i = 0; i < w->n; i++)
+        for (int g = 0; g < kvh; g++) {
+            const size_t row = (size_t)w->slots[i] * kvh + g;
+            written[row] = 1;
+            check_row_quantized(tag, src16, q, sc, row, hd);
+            for (int e = 0; e < hd; e++)
+                r2 += pl_bf16_to_double(ref[row * hd + e]) * pl_bf16_to_double(ref[row * hd + e]);
+        }
+    const double rms = sqrt(r2 / ((double)(w->n > 0 ? w->n : 1) * kvh * hd));
+    for (size_t row = 0; row < nrows; row++) {
+        if (!written[row]) {
+            ck_assert_msg(memcmp(q + row * hd, before_q + row * hd, hd) == 0 &&
+                              memcmp(sc + row, before_s + row, sizeof *sc) == 0,
+                          "%s: cache row %zu changed outside the step's slots", tag, row);
+            continue;
+        }
+        for (int e = 0; e < hd; e++) {
+            const double got = pl_kv_e4m3_to_float(q[row * hd + e]) * (double)sc[row];
+            const double want = pl_bf16_to_double(ref[row * hd + e]);
+            ck_assert_msg(fabs(got - want) <= (fabs(want) + rms) / 8,
+                          "%s: row %zu element %d is %.6g, the reference %.6g", tag, row, e, got, want);
+        }
+    }
+    free(q), free(sc), free(written);
+}
+
+/* The device's FP8 pools set to the reference's written rows (quantized again: the same values) for the next step. */
+static void fp8_sync_to_reference(fp8_cache *f, const rig *r, const rows *w)
+{
+    const int hd = r->m->head_dim, kvh = r->m->kv_heads;
+    for (int i = 0; i < w->n; i++)
+        for (int g = 0; g < kvh; g++) {
+            const size_t row = (size_t)w->slots[i] * kvh + g;
+            pl_layer_ref_fp8_row(f->kc + row * hd, hd, f->k8 + row * hd, f->ks + row, NULL);
+            pl_layer_ref_fp8_row(f->vc + row * hd, hd, f->v8 + row * hd, f->vs + row, NULL);
+        }
+    CK(cudaMemcpy(f->kv.k8, f->k8, r->cache_elems, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(f->kv.v8, f->v8, r->cache_elems, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(f->kv.k_scale, f->ks, f->rows * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(f->kv.v_scale, f->vs, f->rows * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+/* NaN (0xff) into the FP8 rows and scales at w's slots. */
+static void fp8_poison_slots(const fp8_cache *f, const rig *r, const rows *w)
+{
+    const int hd = r->m->head_dim, kvh = r->m->kv_heads;
+    for (int i = 0; i < w->n; i++) {
+        const size_t row = (size_t)w->slots[i] * kvh;
+        CK(cudaMemset(f->kv.k8 + row * hd, 0xff, (size_t)kvh * hd));
+        CK(cudaMemset(f->kv.v8 + row * hd, 0xff, (size_t)kvh * hd));
+        CK(cudaMemset(f->kv.k_scale + row, 0xff, (size_t)kvh * sizeof(float)));
+        CK(cudaMemset(f->kv.v_scale + row, 0xff, (size_t)kvh * sizeof(float)));
+    }
+}
+
+/* Every recipe (and the fused one in place and from a graph) over the FP8 cache against the reference over its
+ * values; each run's written rows checked against the same recipe's bf16 rows, quantized on the host. */
+static void check_rows_fp8(rig *r, fp8_cache *f, const rows *w, int prefill, const char *what)
+{
+    const size_t xn = (size_t)w->n * r->m->hidden;
+    uint16_t *x = malloc(xn * 2), *ref = malloc(xn * 2), *ref_epi = malloc(xn * 2);
+    ck_assert(x && ref && ref_epi);
+    pl_test_fill_pm1_bf16(x, xn, &r->rng);
+    CK(cudaMemcpy(r->x_d, x, xn * 2, cudaMemcpyHostToDevice));
+    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables, 1};
+    ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr, 1, f->kc, f->vc, x, ref_epi), 0);
+    ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr, 0, f->kc, f->vc, x, ref), 0);
+    for (int run = 0; run < RECIPES + 2; run++) {
+        const int recipe = run < RECIPES ? run : RECIPES - 1, mode = run < RECIPES ? 0 : run - RECIPES + 1;
+        char tag[160];
+        snprintf(tag, sizeof tag, "%s %s, FP8 cache, %s%s", r->m->name, what, recipe_names[recipe],
+                 mode == 1   ? " in place"
+                 : mode == 2 ? " from a graph"
+                             : "");
+        const run_args a16 = {r, w, prefill, recipe, r->x_d, r->out_d, NULL};
+        run_mode(&a16, 0); /* the bf16 rows this recipe writes */
+        uint16_t *k16 = pl_test_dev_copy(r->kv.k, r->cache_elems * 2),
+                 *v16 = pl_test_dev_copy(r->kv.v, r->cache_elems * 2);
+        fp8_poison_slots(f, r, w);
+        CK(cudaMemset(r->out_d, 0xff, xn * 2));
+        CK(cudaMemset(r->ws, 0xff, r->ws_bytes));
+        const run_args a = {r, w, prefill, recipe, r->x_d, r->out_d, &f->kv};
+        run_mode(&a, mode);
+        uint16_t *out = pl_test_dev_copy(r->out_d, xn * 2);
+        compare_output(tag, out, recipe_epilogue(&r->recipes[recipe]) ? ref_epi : ref, x, xn);
+        check_fp8_pool(tag, r, w, f->k8, f->ks, f->kv.k8, f->kv.k_scale, k16, f->kc);
+        check_fp8_pool(tag, r, w, f->v8, f->vs, f->kv.v8, f->kv.v_scale, v16, f->vc);
+        free(out), free(k16), free(v16);
+    }
+    fp8_sync_to_reference(f, r, w);
+    free(x), free(ref), free(ref_epi);
+}
+
+/* A decode case's two steps (the second attending to the token the first wrote) or a prefill case, over the bf16
+ * cache or (fp8) the same cache quantized. */
+static void run_case(const layer_case *c, int prefill, int fp8, uint64_t seed)
+{
+    int need[3], first[3] = {0, 0, 0}, count[3] = {1, 1, 1}, rows_total = 0;
+    for (int s = 0; s < c->seqs; s++) {
+        need[s] = prefill ? c->lens[s] : c->lens[s] + 2;
+        rows_total += prefill ? c->lens[s] : 1;
+    }
+    rig r;
+    rig_init(&r, c->model, c->seqs, need, rows_total, seed);
+    fp8_cache f;
+    if (fp8)
+        fp8_init(&f, &r);
+    for (int step = 0; step < (prefill ? 1 : 2); step++) {
+        for (int s = 0; s < c->seqs; s++)
+            first[s] = prefill ? 0 : c->lens[s] + step;
+        rows w;
+        rows_upload(&r, first, prefill ? c->lens : count, &w);
+        char what[64];
+        if (prefill)
+            snprintf(what, sizeof what, "prefill of %d prompts", c->seqs);
+        else
+            snprintf(what, sizeof what, "decode batch %d step %d", c->seqs, step);
+        if (fp8)
+            check_rows_fp8(&r, &f, &w, prefill, what);
+        else
+            check_rows(&r, &w, prefill, what);
+        free(w.table);
+    }
+    if (fp8)
+        fp8_free(&f);
+    rig_free(&r);
+}
+
+START_TEST(layer_decode)
+{
+    run_case(&decode_cases[_i], 0, 0, 20261128u + (uint64_t)_i);
+}
+END_TEST
+
+START_TEST(layer_prefill)
+{
+    run_case(&prefill_cases[_i], 1, 0, 20261129u + (uint64_t)_i);
+}
+END_TEST
+
+START_TEST(layer_decode_fp8)
+{
+    run_case(&decode_cases[_i], 0, 1, 20261130u + (uint64_t)_i);
+}
+END_TEST
+
+START_TEST(layer_prefill_fp8)
+{
+    run_case(&prefill_cases[_i], 1, 1, 20261131u + (uint64_t)_i);
+}
+END_TEST
+
 START_TEST(refusals)
 {
     char err[512] = "";
@@ -363,12 +563,19 @@ START_TEST(refusals)
     void *buf;
     CK(cudaMalloc(&buf, need));
     const pl_decode_step ds = {3, PAGE, 1, buf, buf, buf, buf};
-    const pl_layer_kv kv = {buf, buf};
+    const pl_layer_kv kv = {.k = buf, .v = buf};
     const pl_layer_recipe rc = {PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, 132, NULL};
     ck_assert_int_eq(pl_dense_layer_decode(&w, &rc, &ds, &kv, buf, buf, buf, need - 1, 0), cudaErrorInvalidValue);
     const pl_layer_recipe cublas_without_handle = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_FAST, 0, 132, NULL};
     ck_assert_int_eq(pl_dense_layer_decode(&w, &cublas_without_handle, &ds, &kv, buf, buf, buf, need, 0),
                      cudaErrorInvalidValue);
+    /* an FP8 cache without its scales, and a cache dtype the engine does not know */
+    const pl_layer_kv no_scales = {.dtype = PL_KV_FP8_E4M3, .k8 = buf, .v8 = buf};
+    ck_assert_int_eq(pl_dense_layer_decode(&w, &rc, &ds, &no_scales, buf, buf, buf, need, 0), cudaErrorInvalidValue);
+    const pl_prefill_step ps = {1, (const int[]){0, 3}, buf, buf};
+    ck_assert_int_eq(pl_dense_layer_prefill(&w, &rc, &ps, &no_scales, buf, buf, buf, need, 0), cudaErrorInvalidValue);
+    const pl_layer_kv unknown = {.k = buf, .v = buf, .dtype = (pl_kv_dtype)7};
+    ck_assert_int_eq(pl_dense_layer_decode(&w, &rc, &ds, &unknown, buf, buf, buf, need, 0), cudaErrorInvalidValue);
     CK(cudaGetLastError());
     CK(cudaFree(buf));
     pl_dense_weights_free(&w);
@@ -383,6 +590,8 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, layer_decode, 0, COUNT(decode_cases));
     tcase_add_loop_test(tc, layer_prefill, 0, COUNT(prefill_cases));
     tcase_add_test(tc, prefill_then_decode);
+    tcase_add_loop_test(tc, layer_decode_fp8, 0, COUNT(decode_cases));
+    tcase_add_loop_test(tc, layer_prefill_fp8, 0, COUNT(prefill_cases));
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);
     return s;

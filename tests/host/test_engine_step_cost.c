@@ -6,8 +6,9 @@
 #include "engine/step_cost.h"
 #include "testutil.h"
 
-#define NEAR(a, b) ck_assert_msg(fabs((double)(a) - (double)(b)) <= 1e-9 * fabs((double)(b)) + 1e-12, \
-                                 "%.17g != %.17g", (double)(a), (double)(b))
+#define NEAR(a, b)                                                                                                     \
+    ck_assert_msg(fabs((double)(a) - (double)(b)) <= 1e-9 * fabs((double)(b)) + 1e-12, "%.17g != %.17g", (double)(a),  \
+                  (double)(b))
 
 static const pl_model_config *model(const char *name)
 {
@@ -24,7 +25,7 @@ static const int lens3[3] = {5, 17, 33};
 START_TEST(tiny_dense_layer)
 {
     const pl_model_config *m = model("tiny-dense");
-    const pl_step_batch b = {3, lens3, NULL};
+    const pl_step_batch b = {3, lens3, NULL, PL_KV_BF16};
     pl_step_cost c;
     ck_assert_int_eq(pl_layer_decode_cost(m, PL_WEIGHTS_BF16, &b, &c), 0);
     /* 3 tokens; attention over 5 + 17 + 33 = 55 keys: 4 x 64 x 8 FLOPs each */
@@ -48,7 +49,7 @@ START_TEST(tiny_dense_layer)
     NEAR(c.weight_bytes, 1239040 + 4 * 4 + 2 * 640);
 
     const int bad_lens[2] = {4, 0};
-    const pl_step_batch bad = {2, bad_lens, NULL};
+    const pl_step_batch bad = {2, bad_lens, NULL, PL_KV_BF16};
     ck_assert_int_eq(pl_layer_decode_cost(m, PL_WEIGHTS_BF16, &bad, &c), -1);
 }
 END_TEST
@@ -59,7 +60,7 @@ START_TEST(tiny_moe_layer)
 {
     const pl_model_config *m = model("tiny-moe");
     const int routing[6] = {0, 1, 1, 2, 0, 5}; /* 3 tokens x top 2: experts 0, 1, 2, 5 */
-    pl_step_batch b = {3, lens3, routing};
+    pl_step_batch b = {3, lens3, routing, PL_KV_BF16};
     pl_step_cost c;
     ck_assert_int_eq(pl_layer_decode_cost(m, PL_WEIGHTS_BF16, &b, &c), 0);
     ck_assert(c.experts_touched == 4.0);
@@ -83,7 +84,7 @@ END_TEST
 START_TEST(tiny_dense_model)
 {
     const pl_model_config *m = model("tiny-dense");
-    const pl_step_batch b = {3, lens3, NULL};
+    const pl_step_batch b = {3, lens3, NULL, PL_KV_BF16};
     pl_step_cost c;
     ck_assert_int_eq(pl_model_decode_cost(m, PL_WEIGHTS_BF16, 0, &b, &c), 0);
     NEAR(c.flops, 3 * (2.0 * 3 * 1239040 + 4.0 * 64 * 8 * 55) + 2.0 * 3 * 320 * 1000);
@@ -114,7 +115,7 @@ START_TEST(llama3_8b_decode_floor)
     int lens[64];
     for (int i = 0; i < 64; i++)
         lens[i] = 2048;
-    const pl_step_batch b = {64, lens, NULL};
+    const pl_step_batch b = {64, lens, NULL, PL_KV_BF16};
     pl_step_cost c;
     ck_assert_int_eq(pl_layer_decode_cost(model("llama3-8b"), PL_WEIGHTS_BF16, &b, &c), 0);
     NEAR(c.weight_bytes, 436224000);
@@ -127,6 +128,15 @@ START_TEST(llama3_8b_decode_floor)
     /* fp8 weights: the floor falls by the weights' half */
     ck_assert_int_eq(pl_layer_decode_cost(model("llama3-8b"), PL_WEIGHTS_FP8, &b, &c), 0);
     NEAR(c.weight_bytes, 218103808 + 4 * 4 + 2 * 8192);
+    /* an FP8 cache: K and V at a byte an element plus a 4-byte scale a (token, kv head) row, read and written; 714.2
+     * MB with bf16 weights (1.364x fewer bytes than bf16's 974.4), 496.1 MB with FP8 weights too (1.964x) */
+    const pl_step_batch b8 = {64, lens, NULL, PL_KV_FP8_E4M3};
+    ck_assert_int_eq(pl_layer_decode_cost(model("llama3-8b"), PL_WEIGHTS_BF16, &b8, &c), 0);
+    NEAR(c.kv_read_bytes, 64.0 * 2048 * 2 * 8 * (128 + 4));
+    NEAR(c.kv_write_bytes, 64.0 * 2 * 8 * (128 + 4));
+    NEAR(c.bytes, 714231808);
+    ck_assert_int_eq(pl_layer_decode_cost(model("llama3-8b"), PL_WEIGHTS_FP8, &b8, &c), 0);
+    NEAR(c.bytes, 218103808 + 4 * 4 + 2 * 8192 + 276824064 + 135168 + 1048576);
 }
 END_TEST
 
