@@ -3,7 +3,6 @@
  * Hopper kernel with TMA, an mbarrier ring, a producer warp and wgmma. Causal or not, grouped-query attention,
  * the [b,h,s,d] and [b,s,h,d] layouts, any seq. PyTorch's SDPA (flash and cuDNN backends) on the same shapes:
  * scripts/torch_attention_bench.py. */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,17 +31,7 @@ typedef struct fwd_state {
 } fwd_state;
 
 static const pl_param_def fwd_params[] = {
-    PL_INT_PARAM("batch", "4", 1, 65535, "sequences", .small_value = "2"),
-    PL_INT_PARAM("heads", "16", 1, 65535, "query heads", .small_value = "4"),
-    PL_INT_PARAM("kv-heads", "0", 0, 65535,
-                 "key/value heads (grouped-query attention; must divide heads); 0: as many as heads",
-                 .small_value = "2"),
-    PL_INT_PARAM("seq", "4096", 1, 1 << 20, "tokens per sequence (queries = keys)", .small_value = "77"),
-    PL_INT_PARAM("head-dim", "128", 64, 128, "64 or 128"),
-    PL_BOOL_PARAM("causal", "false", "query i sees keys 0..i"),
-    PL_CHOICE_PARAM("layout", "bhsd", "bhsd|bshd",
-                    "bhsd = [batch][heads][seq][head_dim], bshd = [batch][seq][heads][head_dim]"),
-    PL_FLOAT_PARAM("scale", "0", 0, 1e6, "softmax scale applied to Q·Kᵀ; 0: 1/sqrt(head_dim)"),
+    PL_ATTN_SHAPE_PARAMS("2", "2"),
     PL_CHOICE_PARAM(
         "wgmma-schedule", "overlap", "overlap|pingpong",
         "flash_wgmma's consumer warpgroups: interleave freely, or take turns issuing GEMMs (named barriers; "
@@ -50,18 +39,12 @@ static const pl_param_def fwd_params[] = {
     PL_PARAMS_END,
 };
 
-static int kv_heads_of(const pl_params *p)
-{
-    const int kv = (int)pl_param_int(p, "kv-heads");
-    return kv == 0 ? (int)pl_param_int(p, "heads") : kv;
-}
-
 static void fwd_counters(const pl_params *p, pl_counters *c)
 {
-    const double b = (double)pl_param_int(p, "batch"), h = (double)pl_param_int(p, "heads");
-    const double s = (double)pl_param_int(p, "seq"), d = (double)pl_param_int(p, "head-dim");
-    const double kv = (double)kv_heads_of(p);
-    c->flops = pl_attn_fwd_flops((int)b, (int)h, (int)s, (int)d, pl_param_bool(p, "causal"));
+    pl_attn_problem sh;
+    pl_attn_shape_from_params(p, &sh);
+    const double b = sh.batch, h = sh.heads, s = sh.seq, d = sh.head_dim, kv = sh.kv_heads;
+    c->flops = pl_attn_fwd_flops(sh.batch, sh.heads, sh.seq, sh.head_dim, sh.causal);
     c->bytes_read = 2.0 * (b * h * s * d + 2.0 * b * kv * s * d); /* Q, K, V once */
     c->bytes_written = 2.0 * b * h * s * d + 4.0 * b * h * s;     /* O, and the LSE */
     c->elements = b * h * s * d;
@@ -122,9 +105,9 @@ static int make_reference(pl_ctx *ctx, fwd_state *s)
  * seq² · 6 bytes) with Q, K, V and O within the GPU's memory. */
 static int fwd_check_params(const pl_params *params, const struct pl_gpu_record *gpu, char *err, size_t errlen)
 {
-    const int batch = (int)pl_param_int(params, "batch"), heads = (int)pl_param_int(params, "heads");
-    const int kv = kv_heads_of(params), seq = (int)pl_param_int(params, "seq");
-    const int d = (int)pl_param_int(params, "head-dim");
+    pl_attn_problem sh;
+    pl_attn_shape_from_params(params, &sh);
+    const int batch = sh.batch, heads = sh.heads, kv = sh.kv_heads, seq = sh.seq, d = sh.head_dim;
     if (pl_attn_fwd_params_check(batch, heads, kv, seq, d, err, errlen) != 0)
         return -1;
     const double scores = (double)batch * heads * seq * (double)seq;
@@ -134,25 +117,15 @@ static int fwd_check_params(const pl_params *params, const struct pl_gpu_record 
 
 static int fwd_setup(pl_ctx *ctx, const pl_params *params, void **state)
 {
-    const int batch = (int)pl_param_int(params, "batch"), heads = (int)pl_param_int(params, "heads");
-    const int kv = kv_heads_of(params), seq = (int)pl_param_int(params, "seq");
-    const int d = (int)pl_param_int(params, "head-dim");
     char err[256];
-    if (pl_attn_fwd_params_check(batch, heads, kv, seq, d, err, sizeof err) != 0)
+    if (fwd_check_params(params, NULL, err, sizeof err) != 0)
         return pl_fail(ctx, "attention:flash_fwd: %s", err);
     fwd_state *s = pl_host_alloc(ctx, sizeof *s);
     if (!s)
         return -1;
     pl_attn_problem *p = &s->p;
-    p->batch = batch;
-    p->heads = heads;
-    p->kv_heads = kv;
-    p->seq = seq;
-    p->head_dim = d;
-    p->causal = pl_param_bool(params, "causal");
-    p->layout = (pl_attn_layout)pl_attn_layout_from_name(pl_param_str(params, "layout"));
-    const double scale = pl_param_float(params, "scale");
-    p->scale = scale > 0 ? (float)scale : (float)(1.0 / sqrt((double)d));
+    pl_attn_shape_from_params(params, p);
+    const int batch = p->batch, heads = p->heads, kv = p->kv_heads, seq = p->seq, d = p->head_dim;
     s->pingpong = strcmp(pl_param_str(params, "wgmma-schedule"), "pingpong") == 0;
     s->q_elems = (size_t)batch * heads * seq * d;
     s->kv_elems = (size_t)batch * kv * seq * d;

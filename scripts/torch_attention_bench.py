@@ -19,7 +19,14 @@ at load, where a compute-bound kernel meets the power cap): the like-for-like fi
 Each shape also gets SDPA under torch.compile (default and max-autotune; PyTorch's own choice of backend), unless
 --no-compile.
 
-    python3 scripts/torch_attention_bench.py [--iters 50] [--sustained] [--decode-only] [--json out.json]
+--backward adds, for each prefill shape, the backward alone of each backend (shape name + " bwd"): the forward runs
+once outside the timing with its autograd graph kept, and the timed call is torch.autograd.grad of (Q, K, V) from a
+fixed dO (retain_graph), by the same timing rules: attention:flash_bwd with the same parameters is the comparison.
+Counted like perflab: FLOPs 2.5x the forward's (10*b*h*s^2*d, half under the causal mask); bytes Q, K, V, O, dO and
+the LSE read, dQ, dK, dV written once. --backward-only skips the forward rows and the decode shape.
+
+    python3 scripts/torch_attention_bench.py [--iters 50] [--sustained] [--decode-only] [--backward[-only]]
+        [--json out.json]
 """
 import argparse
 import json
@@ -103,6 +110,46 @@ def time_backends(rows, name, q, k, v, causal, flops, nbytes, iters, latch, sust
             print(rows[-1], flush=True)
 
 
+def sdpa_backward_call(backend, q, k, v, causal, gqa):
+    """A callable that runs only the backward of SDPA's call on the backend (the forward run once here, its graph
+    kept), and how GQA was handled, as sdpa_call. The backend is chosen by the forward: its node holds the backward
+    kernel. Under "expanded" the gradients of the expanded K and V are per query head (their sum over the group, which
+    perflab's dK and dV include, is not timed)."""
+    g = q.shape[1] // k.shape[1]
+
+    def forward(kk, vv, enable_gqa):
+        qg, kg, vg = (t.detach().requires_grad_(True) for t in (q, kk, vv))
+        with sdpa_kernel([BACKENDS[backend]]):
+            out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, enable_gqa=enable_gqa)
+        dout = torch.empty_like(out).uniform_(-1, 1)
+        run = lambda: torch.autograd.grad(out, (qg, kg, vg), dout, retain_graph=True)  # noqa: E731
+        run()
+        return run
+
+    if not gqa:
+        return forward(k, v, False), ""
+    try:
+        return forward(k, v, True), "gqa"
+    except RuntimeError:
+        return forward(k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1), False), "expanded"
+
+
+def time_backward(rows, name, q, k, v, causal, flops, nbytes, iters, latch, sustained):
+    """One row per SDPA backend (and latch mode) for the backward alone, or the error that kept it from running."""
+    for be in BACKENDS:
+        for suffix, timing in latch_modes(latch, sustained):
+            try:
+                fn, how = sdpa_backward_call(be, q, k, v, causal, k.shape[1] != q.shape[1])
+                ms = timed(fn, iters, timing)
+                rows.append(dict(shape=name + " bwd", backend=be + suffix, note=how, ms=ms, tflops=flops / ms / 1e9,
+                                 gbps=nbytes / ms / 1e6))
+            except RuntimeError as e:
+                rows.append(dict(shape=name + " bwd", backend=be + suffix,
+                                 note="error: " + str(e).split("\n")[0][:80], ms=None))
+            print(rows[-1], flush=True)
+            torch.cuda.empty_cache()
+
+
 def time_compiled(rows, name, q, k, v, causal, flops, nbytes, iters):
     """SDPA under torch.compile's modes (PyTorch picks the backend), latched, one row each."""
     gqa = k.shape[1] != q.shape[1]
@@ -121,6 +168,10 @@ def main():
     ap.add_argument("--sustained", action="store_true",
                     help="also time each backend sustained at load, as perflab's hot mode does (rows '... sustained')")
     ap.add_argument("--decode-only", action="store_true", help="only the decode shape (skip the prefill shapes)")
+    ap.add_argument("--backward", action="store_true",
+                    help="also time each backend's backward alone on the prefill shapes (rows '<shape> bwd')")
+    ap.add_argument("--backward-only", action="store_true",
+                    help="only the backward rows (no forward rows, no decode shape)")
     ap.add_argument("--json", help="write the rows here too")
     ap.add_argument("--no-compile", action="store_true", help="no torch.compile rows")
     args = ap.parse_args()
@@ -135,12 +186,18 @@ def main():
         v = torch.empty(b, kv, s, d, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
         flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
         nbytes = 2.0 * (2 * b * h * s * d + 2 * b * kv * s * d)
-        time_backends(rows, name, q, k, v, causal, flops, nbytes, args.iters, args.latch, args.sustained)
-        if not args.no_compile:
-            time_compiled(rows, name, q, k, v, causal, flops, nbytes, args.iters)
+        if not args.backward_only:
+            time_backends(rows, name, q, k, v, causal, flops, nbytes, args.iters, args.latch, args.sustained)
+            if not args.no_compile:
+                time_compiled(rows, name, q, k, v, causal, flops, nbytes, args.iters)
+        if args.backward or args.backward_only:
+            bwd_bytes = 2.0 * (3 * b * h * s * d + 2 * b * kv * s * d) + 4.0 * b * h * s \
+                + 2.0 * (b * h * s * d + 2 * b * kv * s * d)
+            time_backward(rows, name, q, k, v, causal, 2.5 * flops, bwd_bytes, args.iters, args.latch,
+                          args.sustained)
         del q, k, v
         torch.cuda.empty_cache()
-    for name, b, h, kv, n, d in DECODE:
+    for name, b, h, kv, n, d in [] if args.backward_only else DECODE:
         q = torch.empty(b, h, 1, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
         k = torch.empty(b, kv, n, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
         v = torch.empty(b, kv, n, d, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
@@ -157,12 +214,12 @@ def main():
         if not args.no_compile:
             time_compiled(rows, name, q, k, v, False, flops, nbytes, args.iters)
     print()
-    print(f"{'shape':34} {'backend':20} {'ms':>9} {'TFLOP/s':>8} {'GB/s':>8}  note (latch {args.latch})")
+    print(f"{'shape':38} {'backend':20} {'ms':>9} {'TFLOP/s':>8} {'GB/s':>8}  note (latch {args.latch})")
     for r in rows:
         if r["ms"] is None:
-            print(f"{r['shape']:34} {r['backend']:20} {'-':>9} {'-':>8} {'-':>8}  {r['note']}")
+            print(f"{r['shape']:38} {r['backend']:20} {'-':>9} {'-':>8} {'-':>8}  {r['note']}")
         else:
-            print(f"{r['shape']:34} {r['backend']:20} {r['ms']:9.4f} {r['tflops']:8.1f} {r['gbps']:8.0f}  {r['note']}")
+            print(f"{r['shape']:38} {r['backend']:20} {r['ms']:9.4f} {r['tflops']:8.1f} {r['gbps']:8.0f}  {r['note']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -11,6 +11,9 @@
  *   flash_mma.cu            FlashAttention-2: tiles of K/V streamed through shared memory, online softmax in
  *                           registers, mma.sync m16n8k16
  *   flash_wgmma_sm90a.cu    FlashAttention-3's ideas on Hopper: TMA, mbarrier ring, producer warp, wgmma
+ *   bwd_unfused.cu          backward baseline: cuBLAS products through fp32 S/dP and bf16 P/dS in memory
+ *   flash_bwd_mma.cu        backward, FlashAttention-2: a CTA per key block, dK and dV in registers, dQ by atomics
+ *   flash_bwd_dq.cu         backward's deterministic dQ: a CTA per query block, no atomics
  *   decode_baseline.cu      paged decode, one CTA per (sequence, query head)
  *   decode_split_kv.cu      paged decode, flash-decoding: KV split over CTAs, GQA group per CTA, a combine step
  *   decode_split_mma.cu     the same split with the GQA group as the rows of mma.sync tiles
@@ -19,6 +22,10 @@
  *   decode_rows_bulk.cu     rows_deep's schedule, each stage's token rows copied by bulk copies onto an mbarrier
  *   decode_fp8_tile.cuh     rows_deep_fp8's part: rows_deep over an FP8 (e4m3) cache, a scale per row, to bf16 on chip
  *   decode_read.cu          read-only references over the K/V caches (a stream, the per-head rows' pattern)
+ *
+ * Backward: dQ, dK, dV (bf16) from dO and the forward's O and LSE: P = exp(scale·Q·Kᵀ − LSE) recomputed,
+ * dV = Pᵀ·dO, dP = dO·Vᵀ, D = rowsum(dO ∘ O), dS = P ∘ (dP − D), dQ = scale·dS·K, dK = scale·dSᵀ·Q; under GQA
+ * dK and dV of a kv head sum over the query heads of its group.
  *
  * Every launcher enqueues on `stream`, never synchronises and returns the launch's cudaError_t (the cuBLAS steps
  * of the baseline return their cublasStatus_t). */
@@ -101,6 +108,55 @@ cudaError_t pl_attn_flash_mma(const pl_attn_problem *p, cudaStream_t stream);
  * 128 without the causal mask, 1 is 3% faster with it and 6% faster at head_dim 64; attention:flash_fwd's
  * --wgmma-schedule picks it and defaults to 0 ("overlap"). */
 cudaError_t pl_attn_flash_wgmma_schedule(const pl_attn_problem *p, int pingpong, cudaStream_t stream);
+
+/* ---- backward ---- */
+
+/* The backward problem: the forward's problem with O and the LSE as inputs (what the forward wrote), dO in the
+ * layout of Q, dQ in the layout of Q, dK and dV in the layout of K. */
+typedef struct pl_attn_bwd_problem {
+    pl_attn_problem f;    /* q, k, v, o, lse (o and lse read, never written here) */
+    const uint16_t *dout; /* dO, bf16 bits */
+    uint16_t *dq;         /* bf16 bits, `heads` heads */
+    uint16_t *dk, *dv;    /* bf16 bits, `kv_heads` heads */
+    int deterministic;    /* flash backward: dQ without atomics (bit-identical from run to run) */
+} pl_attn_bwd_problem;
+
+/* pl_attn_problem_valid of f plus dO, dQ, dK, dV present and 16-byte aligned. */
+int pl_attn_bwd_problem_valid(const pl_attn_bwd_problem *p, char *why, size_t whylen);
+
+/* Baseline (bwd_unfused.cu), the steps the lab composes, each enqueued on the handle's or the given stream:
+ *   S = Q·Kᵀ (pl_attn_unfused_scores), P = pl_attn_bwd_probs, dV = pl_attn_bwd_grad_kv(P, dO),
+ *   dP = dO·Vᵀ (pl_attn_unfused_scores of the problem with q = dO, k = V), D = pl_attn_bwd_rowdot(dO, O),
+ *   dS = pl_attn_bwd_ds, dQ = pl_attn_bwd_grad_q(dS, K), dK = pl_attn_bwd_grad_kv(dS, Q).
+ * P = exp(scale·S − LSE) from the fp32 S ([batch·heads][seq][seq]) and p->lse, 0 past the causal diagonal, as
+ * bf16 (the fp32 reference takes its P from pl_attn_unfused_softmax instead). */
+cudaError_t pl_attn_bwd_probs(const pl_attn_problem *p, const float *s, uint16_t *probs, cudaStream_t stream);
+/* d[row] = Σ dO[row]·O[row] in fp32 over head_dim, row = (b·heads + h)·seq + i. */
+cudaError_t pl_attn_bwd_rowdot(const pl_attn_problem *p, const uint16_t *dout, float *d, cudaStream_t stream);
+/* dS = P ∘ (dP − D[row]) into ds (bf16; may alias probs, each element read before it is written). */
+cudaError_t pl_attn_bwd_ds(const pl_attn_problem *p, const uint16_t *probs, const float *dp, const float *d,
+                           uint16_t *ds, cudaStream_t stream);
+/* The reference's fp32 version: per row D = Σⱼ P·dP (the same as rowsum(dO ∘ O) in exact arithmetic), then
+ * dP ← P ∘ (dP − D) in place. */
+cudaError_t pl_attn_bwd_ds_f32(const pl_attn_problem *p, const float *probs, float *dp, cudaStream_t stream);
+/* acc (fp32, the layout of K) = alpha · Σ over the query heads h of each group of Xₕᵀ·Yₕ: X per (batch, query
+ * head) a seq×seq matrix ([batch·heads][seq][seq], P or dS), Y in the layout of Q (dO or Q); X and Y both of
+ * type t (CUDA_R_16BF or CUDA_R_32F). */
+cublasStatus_t pl_attn_bwd_grad_kv(cublasHandle_t h, const pl_attn_problem *p, const void *x, const void *y,
+                                   cudaDataType t, float alpha, float *acc);
+/* out (the layout of Q, type out_t) = alpha · Xₕ·Z: X per (batch, query head) seq×seq (dS), Z in the layout of K
+ * (K); X and Z of type t. */
+cublasStatus_t pl_attn_bwd_grad_q(cublasHandle_t h, const pl_attn_problem *p, const void *x, const void *z,
+                                  cudaDataType t, float alpha, void *out, cudaDataType out_t);
+cudaError_t pl_attn_f32_to_bf16(const float *in, uint16_t *out, size_t n, cudaStream_t stream);
+
+/* FlashAttention-2's backward with mma.sync (flash_bwd_mma.cu, flash_bwd_dq.cu; sm_80+): a preprocess kernel (D,
+ * the LSE in base 2, the dQ accumulator zeroed), one CTA per (key block, kv head, batch) accumulating dK and dV in
+ * registers over every query block of the group's heads, and dQ either added with fp32 atomics into an fp32
+ * accumulator then converted (deterministic 0) or computed by a second kernel over query blocks (1). `workspace`:
+ * pl_attn_flash_bwd_workspace_bytes(p) bytes, 256-byte aligned. */
+size_t pl_attn_flash_bwd_workspace_bytes(const pl_attn_bwd_problem *p);
+cudaError_t pl_attn_flash_bwd_mma(const pl_attn_bwd_problem *p, void *workspace, cudaStream_t stream);
 
 /* ---- paged decode ---- */
 

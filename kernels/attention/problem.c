@@ -65,6 +65,18 @@ int pl_attn_problem_valid(const pl_attn_problem *p, char *why, size_t whylen)
     return 1;
 }
 
+int pl_attn_bwd_problem_valid(const pl_attn_bwd_problem *p, char *why, size_t whylen)
+{
+    if (!pl_attn_problem_valid(&p->f, why, whylen))
+        return 0;
+    if (!p->dout || !p->dq || !p->dk || !p->dv || !aligned16(p->dout) || !aligned16(p->dq) || !aligned16(p->dk) ||
+        !aligned16(p->dv)) {
+        snprintf(why, whylen, "dO, dQ, dK and dV must be present and 16-byte aligned");
+        return 0;
+    }
+    return 1;
+}
+
 /* The geometry, scale and the pointers every decode kernel reads whatever the cache (q, table, lengths, o). */
 static int decode_shape_valid(const pl_decode_problem *p, char *why, size_t whylen)
 {

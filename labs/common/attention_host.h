@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "attention/attention.h"
+#include "perflab/declare.h"
 #include "perflab/params.h"
 
 #ifdef __cplusplus
@@ -23,6 +24,25 @@ extern "C" {
  * convention of FlashAttention's and PyTorch's benchmarks, so that the figures compare. */
 double pl_attn_fwd_flops(int batch, int heads, int seq, int head_dim, int causal);
 
+/* The shape parameters attention:flash_fwd and attention:flash_bwd share, as lines of a pl_param_def table, with
+ * the --small batch and kv heads (of 4 query heads, seq 77) given. */
+#define PL_ATTN_SHAPE_PARAMS(small_batch, small_kv)                                                                    \
+    PL_INT_PARAM("batch", "4", 1, 65535, "sequences", .small_value = small_batch),                                     \
+        PL_INT_PARAM("heads", "16", 1, 65535, "query heads", .small_value = "4"),                                      \
+        PL_INT_PARAM("kv-heads", "0", 0, 65535,                                                                        \
+                     "key/value heads (grouped-query attention; must divide heads); 0: as many as heads",              \
+                     .small_value = small_kv),                                                                         \
+        PL_INT_PARAM("seq", "4096", 1, 1 << 20, "tokens per sequence (queries = keys)", .small_value = "77"),          \
+        PL_INT_PARAM("head-dim", "128", 64, 128, "64 or 128"),                                                         \
+        PL_BOOL_PARAM("causal", "false", "query i sees keys 0..i"),                                                    \
+        PL_CHOICE_PARAM("layout", "bhsd", "bhsd|bshd",                                                                 \
+                        "bhsd = [batch][heads][seq][head_dim], bshd = [batch][seq][heads][head_dim]"),                 \
+        PL_FLOAT_PARAM("scale", "0", 0, 1e6, "softmax scale applied to Q·Kᵀ; 0: 1/sqrt(head_dim)")
+
+/* The shape, mask, layout and scale of those parameters (kv heads 0: as many as heads; scale 0: 1/sqrt(head_dim));
+ * p's pointers are left as they are. */
+void pl_attn_shape_from_params(const pl_params *params, pl_attn_problem *p);
+
 /* Checks shape parameters before any allocation: 0 when fine, else -1 with the problem and its fix in err. */
 int pl_attn_fwd_params_check(int batch, int heads, int kv_heads, int seq, int head_dim, char *err, size_t errlen);
 
@@ -30,6 +50,22 @@ int pl_attn_fwd_params_check(int batch, int heads, int kv_heads, int seq, int he
  * layout): out (fp32, the layout of q) and lse (double, [batch][heads][seq]). p's pointers are not used. */
 void pl_attn_fwd_reference_host(const pl_attn_problem *p, const uint16_t *q, const uint16_t *k, const uint16_t *v,
                                 float *out, double *lse);
+
+/* ---- backward ---- */
+
+/* Problems of at most this many multiply-adds (batch·heads·seq²·head_dim) get the float64 host reference of the
+ * backward (about 6 passes of that size on the host); larger ones the unfused backward in fp32 on the device. */
+#define PL_ATTN_BWD_HOST_REFERENCE_MACS (32.0 * 1024 * 1024)
+
+/* FLOPs of the backward pass: 2.5 × the forward's (five seq×seq×head_dim products: S, dP, dV, dK, dQ against the
+ * forward's two), so 10·b·h·seq²·d, halved under the causal mask by the same convention. */
+double pl_attn_bwd_flops(int batch, int heads, int seq, int head_dim, int causal);
+
+/* float64 reference of the backward from the bf16 inputs as the GPU holds them (host copies in the problem's
+ * layouts): P, O and D = rowsum(dO ∘ O) exact from Q, K, V, then dQ (the layout of q), dK and dV (the layout of k;
+ * summed over each GQA group) as fp32. p's pointers are not used. */
+void pl_attn_bwd_reference_host(const pl_attn_problem *p, const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                                const uint16_t *dout, float *dq, float *dk, float *dv);
 
 /* ---- paged decode ---- */
 

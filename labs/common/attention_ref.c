@@ -27,6 +27,20 @@ double pl_attn_fwd_flops(int batch, int heads, int seq, int head_dim, int causal
     return causal ? 0.5 * f : f;
 }
 
+void pl_attn_shape_from_params(const pl_params *params, pl_attn_problem *p)
+{
+    p->batch = (int)pl_param_int(params, "batch");
+    p->heads = (int)pl_param_int(params, "heads");
+    const int kv = (int)pl_param_int(params, "kv-heads");
+    p->kv_heads = kv == 0 ? p->heads : kv;
+    p->seq = (int)pl_param_int(params, "seq");
+    p->head_dim = (int)pl_param_int(params, "head-dim");
+    p->causal = pl_param_bool(params, "causal");
+    p->layout = (pl_attn_layout)pl_attn_layout_from_name(pl_param_str(params, "layout"));
+    const double scale = pl_param_float(params, "scale");
+    p->scale = scale > 0 ? (float)scale : (float)(1.0 / sqrt((double)p->head_dim));
+}
+
 int pl_attn_fwd_params_check(int batch, int heads, int kv_heads, int seq, int head_dim, char *err, size_t errlen)
 {
     if (head_dim != 64 && head_dim != 128) {

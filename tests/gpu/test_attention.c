@@ -1,7 +1,8 @@
-/* On a GPU: perflab verify of attention:flash_fwd and attention:decode_paged on odd shapes — sequence lengths 1,
- * 77, 129, 1000 and 4097 (no multiple of any tile), causal and not, GQA groups of 1 to 8 (3 included, which the
- * decode kernel pads), both layouts, both head dimensions, both reference paths (float64 host, unfused fp32 on the
- * device), page sizes 8, 16, 24, 40 and 64 with mixed lengths; for the balanced decode kernels, a pair cut among every
+/* On a GPU: perflab verify of attention:flash_fwd, attention:flash_bwd and attention:decode_paged on odd shapes —
+ * sequence lengths 1, 77, 129, 333, 1000, 2049 and 4097 (no multiple of any tile), causal and not, GQA groups of 1 to
+ * 8 (3 included, which the decode kernel pads), batches of 1 and 3, both layouts, both head dimensions, both
+ * reference paths (float64 host, unfused fp32 on the device), the backward's --deterministic run twice to the same
+ * bits, page sizes 8, 16, 24, 40 and 64 with mixed lengths; for the balanced decode kernels, a pair cut among every
  * CTA, fewer tiles than CTAs, a batch over one scan block, kv-head blocks of 5 and 6. attention:mla_decode (every
  * variant against its float64 host reference): one cached token, lengths no multiple of the 32-token tile or the
  * 64-token page, batches of 1 and 3, head counts that fill no block of 16/32/64 rows (1, 20, 100), pages of 16, 48
@@ -39,6 +40,22 @@ static const char *const fwd_cases[] = {
     "--batch 1 --heads 4 --kv-heads 1 --seq 1000 --head-dim 128 --layout bshd",
     "--batch 1 --heads 2 --kv-heads 1 --seq 4097 --head-dim 128 --causal true --layout bshd",
     "--batch 1 --heads 2 --kv-heads 2 --seq 4097 --head-dim 64 --layout bhsd",
+};
+
+/* the backward: odd lengths (1, 77, 129, 333, 1000, 2049, 4097), batches 1 and 3, GQA groups 1, 2 and 4, causal and
+ * not, both layouts and head dims, both reference paths (float64 host up to 32 Mi multiply-adds: the first four),
+ * and --deterministic, under which the check runs flash_mma twice and requires the same bits */
+static const char *const bwd_cases[] = {
+    "--batch 1 --heads 4 --kv-heads 1 --seq 77 --head-dim 128 --causal true --layout bhsd",
+    "--batch 3 --heads 2 --kv-heads 2 --seq 77 --head-dim 64 --layout bshd --deterministic true",
+    "--batch 3 --heads 4 --kv-heads 1 --seq 129 --head-dim 64 --causal true --layout bshd",
+    "--batch 3 --heads 2 --kv-heads 1 --seq 1 --head-dim 128 --deterministic true",
+    "--batch 3 --heads 8 --kv-heads 2 --seq 333 --head-dim 128 --causal true --layout bhsd",
+    "--batch 1 --heads 4 --kv-heads 4 --seq 333 --head-dim 64 --layout bshd --deterministic true --scale 0.2",
+    "--batch 1 --heads 8 --kv-heads 2 --seq 1000 --head-dim 128 --causal true --layout bshd --deterministic true",
+    "--batch 3 --heads 4 --kv-heads 1 --seq 1000 --head-dim 64 --causal true",
+    "--batch 1 --heads 4 --kv-heads 1 --seq 2049 --head-dim 64 --deterministic true --causal true",
+    "--batch 1 --heads 2 --kv-heads 2 --seq 4097 --head-dim 128",
 };
 
 static const char *const decode_cases[] = {
@@ -98,6 +115,14 @@ START_TEST(flash_fwd_edges)
 }
 END_TEST
 
+START_TEST(flash_bwd_edges)
+{
+    char tag[32];
+    snprintf(tag, sizeof tag, "attn-bwd-%d", _i);
+    verify_one(tag, "attention:flash_bwd", bwd_cases[_i]);
+}
+END_TEST
+
 START_TEST(decode_paged_edges)
 {
     char tag[32];
@@ -114,7 +139,7 @@ START_TEST(mla_decode_edges)
 }
 END_TEST
 
-/* PL_TEST_ATTENTION=fwd, decode or mla runs one target's cases only (to spend less GPU time); unset: all three */
+/* PL_TEST_ATTENTION=fwd, bwd, decode or mla runs one target's cases only (to spend less GPU time); unset: all */
 static int wanted(const char *which)
 {
     const char *only = getenv("PL_TEST_ATTENTION");
@@ -128,6 +153,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 900);
     if (wanted("fwd"))
         tcase_add_loop_test(tc, flash_fwd_edges, 0, COUNT(fwd_cases));
+    if (wanted("bwd"))
+        tcase_add_loop_test(tc, flash_bwd_edges, 0, COUNT(bwd_cases));
     if (wanted("decode"))
         tcase_add_loop_test(tc, decode_paged_edges, 0, COUNT(decode_cases));
     if (wanted("mla"))

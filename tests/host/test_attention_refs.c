@@ -215,6 +215,85 @@ START_TEST(references_agree)
 }
 END_TEST
 
+/* The backward reference against the definition: the loss L = Σ dO ∘ O of a small float64 forward, differentiated
+ * by central differences at every element of Q, K, V (GQA group of 2, causal and not), and the identities that hold
+ * whatever the inputs: Σⱼ dKⱼ = 0 (every row of dS sums to 0) and Σⱼ dVⱼ = Σᵢ dOᵢ over a group (rows of P sum to 1). */
+enum { BW_H = 2, BW_S = 7, BW_D = 64 };
+
+static double bw_loss(const pl_attn_problem *p, const double *q, const double *k, const double *v, const double *dout)
+{
+    double loss = 0;
+    for (int h = 0; h < BW_H; h++)
+        for (int i = 0; i < BW_S; i++) {
+            const int visible = p->causal ? i + 1 : BW_S;
+            double sc[BW_S], mx = -INFINITY, l = 0;
+            for (int j = 0; j < visible; j++) {
+                double t = 0;
+                for (int e = 0; e < BW_D; e++)
+                    t += q[(h * BW_S + i) * BW_D + e] * k[j * BW_D + e];
+                sc[j] = t * (double)p->scale;
+                mx = sc[j] > mx ? sc[j] : mx;
+            }
+            for (int j = 0; j < visible; j++)
+                l += exp(sc[j] - mx);
+            for (int j = 0; j < visible; j++)
+                for (int e = 0; e < BW_D; e++)
+                    loss += exp(sc[j] - mx) / l * v[j * BW_D + e] * dout[(h * BW_S + i) * BW_D + e];
+        }
+    return loss;
+}
+
+/* d loss / d x[at] by central differences (x one of the three inputs, perturbed in place) */
+static double bw_fd(const pl_attn_problem *p, double *q, double *k, double *v, const double *dout, double *x, int at)
+{
+    const double eps = 1e-5, x0 = x[at];
+    x[at] = x0 + eps;
+    const double up = bw_loss(p, q, k, v, dout);
+    x[at] = x0 - eps;
+    const double down = bw_loss(p, q, k, v, dout);
+    x[at] = x0;
+    return (up - down) / (2 * eps);
+}
+
+START_TEST(backward_reference_matches_the_definition)
+{
+    pl_attn_problem p;
+    memset(&p, 0, sizeof p);
+    p.batch = 1, p.heads = BW_H, p.kv_heads = 1, p.seq = BW_S, p.head_dim = BW_D, p.scale = 0.2f;
+    p.causal = _i;
+    enum { NQ = BW_H * BW_S * BW_D, NK = BW_S * BW_D };
+    uint16_t q[NQ], dout[NQ], k[NK], v[NK];
+    double qd[NQ], dod[NQ], kd[NK], vd[NK];
+    for (int i = 0; i < NQ; i++) {
+        q[i] = rand_bf16(7, i, -2, 2), qd[i] = pl_bf16_to_double(q[i]);
+        dout[i] = rand_bf16(8, i, -1, 1), dod[i] = pl_bf16_to_double(dout[i]);
+    }
+    for (int i = 0; i < NK; i++) {
+        k[i] = rand_bf16(9, i, -2, 2), kd[i] = pl_bf16_to_double(k[i]);
+        v[i] = rand_bf16(10, i, -1, 1), vd[i] = pl_bf16_to_double(v[i]);
+    }
+    float dq[NQ], dk[NK], dv[NK];
+    pl_attn_bwd_reference_host(&p, q, k, v, dout, dq, dk, dv);
+    for (int i = 0; i < NQ; i++)
+        ck_assert_msg(fabs(bw_fd(&p, qd, kd, vd, dod, qd, i) - dq[i]) < 1e-6 * (1 + fabs(dq[i])), "dQ[%d]", i);
+    for (int i = 0; i < NK; i++) {
+        ck_assert_msg(fabs(bw_fd(&p, qd, kd, vd, dod, kd, i) - dk[i]) < 1e-6 * (1 + fabs(dk[i])), "dK[%d]", i);
+        ck_assert_msg(fabs(bw_fd(&p, qd, kd, vd, dod, vd, i) - dv[i]) < 1e-6 * (1 + fabs(dv[i])), "dV[%d]", i);
+    }
+    for (int e = 0; e < BW_D; e++) {
+        double sk = 0, sv = 0, sdo = 0;
+        for (int j = 0; j < BW_S; j++)
+            sk += dk[j * BW_D + e], sv += dv[j * BW_D + e];
+        for (int r = 0; r < BW_H * BW_S; r++)
+            sdo += dod[r * BW_D + e];
+        ck_assert(fabs(sk) < 1e-5);
+        ck_assert(fabs(sv - sdo) < 1e-5);
+    }
+    ck_assert_double_eq(pl_attn_bwd_flops(4, 16, 4096, 128, 0), 10.0 * 4 * 16 * 4096.0 * 4096 * 128);
+    ck_assert_double_eq(pl_attn_bwd_flops(4, 16, 4096, 128, 1), 5.0 * 4 * 16 * 4096.0 * 4096 * 128);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("attention");
@@ -225,6 +304,7 @@ static Suite *suite(void)
     tcase_add_test(tc, lengths_and_block_tables);
     tcase_add_test(tc, forward_reference_closed_forms);
     tcase_add_test(tc, references_agree);
+    tcase_add_loop_test(tc, backward_reference_matches_the_definition, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

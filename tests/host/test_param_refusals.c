@@ -37,6 +37,9 @@ START_TEST(setup_refusals_are_checked_before_the_work)
     } cases[] = {
         {"attention:flash_fwd", "--head-dim 96", 0, "--head-dim 96 is not supported: use 64 or 128"},
         {"attention:flash_fwd", "--seq 1m --batch 64", 1, "lower --batch, --heads or --seq"},
+        {"attention:flash_bwd", "--head-dim 96", 0, "--head-dim 96 is not supported: use 64 or 128"},
+        {"attention:flash_bwd", "--heads 6 --kv-heads 4", 0, "--heads 6 is not a multiple of --kv-heads 4"},
+        {"attention:flash_bwd", "--seq 128k --batch 4", 1, "lower --batch, --heads or --seq"},
         {"attention:decode_paged", "--page-size 12", 0, "--page-size 12 is not a multiple of 8"},
         {"attention:decode_paged", "--rows-warps 6", 0, "--rows-warps 6"},
         {"attention:mla_decode", "--chunk 100", 0, "--chunk 100 is not a multiple of 64"},
