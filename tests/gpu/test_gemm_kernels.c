@@ -40,8 +40,12 @@ static const shape shapes[] = {
      * and 25 (17 of them with a half wholly past M, skipped); and N odd (D from registers): 9 × 8 = 72, one and 6 */
     {4104, 4104, 1032},
     {2100, 1863, 600},
-    /* B K×N kernels: M past a tile, N a multiple of 8 but not of a 64-column box, K not of a k-block */
+    /* B K×N kernels: M past a tile, N a multiple of 8 but not of a 64-column box, K not of a k-block; and decode-sized
+     * M for the swapped split-K twins (M <= 64 for the 16-token tiles) */
     {77, 1864, 1032},
+    {1, 1864, 4104},
+    {13, 520, 2056},
+    {40, 3000, 72},
 };
 
 /* B K×N problems each _kn row verified (every_kernel_every_shape), by table index: each must run on several. */
@@ -343,6 +347,7 @@ START_TEST(every_kernel_every_shape)
     /* the same through the B K×N kernels: edges in N and K, one k-block, the operand barriers turning over */
     check_problem(&e, &shapes[0], PL_GEMM_B_KN, EPI_ALL, &fails, &checked);
     check_problem(&e, &shapes[14], PL_GEMM_B_KN, EPI_BIAS, &fails, &checked);
+    check_problem(&e, &shapes[16], PL_GEMM_B_KN, EPI_ALL, &fails, &checked);
     check_problem(&e, &one_k_block, PL_GEMM_B_KN, EPI_ALL, &fails, &checked);
     check_problem(&e, &many_tiles, PL_GEMM_B_KN, EPI_ALL, &fails, &checked);
     /* every B K×N row that runs here verified on several problems (none left out by a refusal nobody checked) */
