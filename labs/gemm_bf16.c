@@ -54,10 +54,11 @@ static const pl_variant bf16_variants[] = {
                .req = PL_GEMM_REQ_WGMMA),
     PL_VARIANT("wgmma_ws", run_wgmma_ws,
                "persistent warp-specialized: TMA producer warpgroup, 2 wgmma m64n256 consumers, setmaxnreg, "
-               "4-stage mbarrier ring, tile scheduler",
+               "4-stage mbarrier ring, tile scheduler (B K×N: its _kn twin)",
                .req = PL_GEMM_REQ_WGMMA),
     PL_VARIANT("wgmma_ws_cluster", run_wgmma_ws_cluster,
-               "wgmma_ws with 2-CTA clusters: the shared B panel TMA-multicast, stages released through DSMEM",
+               "wgmma_ws with 2-CTA clusters: the shared B panel TMA-multicast, stages released through DSMEM (B "
+               "K×N: its _kn twin)",
                .req = PL_GEMM_REQ_CLUSTER),
     PL_VARIANT("cublas", run_cublas, "cublasGemmEx, default algorithm: the library a user would call instead",
                .flags = PL_VARIANT_REFERENCE),

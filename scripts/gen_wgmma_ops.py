@@ -37,11 +37,12 @@ def wrapper(n, kind):
         lines.append(f"__device__ __forceinline__ void pl_wgmma_m64n{n}k32_e4m3(float (&d)[{regs}], uint64_t desc_a, uint64_t desc_b,")
     elif kind == "bf16":
         k, types, pad = 16, "bf16.bf16", 50
-        pred, operands, tail = regs + 2, f"%{regs}, %{regs + 1}", f"p, 1, 1, 0, %{regs + 3}"
-        inputs = "\"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d), \"n\"(TRANS_B)"
+        pred, operands, tail = regs + 2, f"%{regs}, %{regs + 1}", f"p, 1, 1, %{regs + 4}, %{regs + 3}"
+        inputs = "\"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d), \"n\"(TRANS_B), \"n\"(TRANS_A)"
         lines.append(f"/* D[64 x {n}] (+)= A[64 x 16] * B[16 x {n}], A and B from shared memory through descriptors. scale_d = 0")
-        lines.append(" * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */")
-        lines.append("template <int TRANS_B>")
+        lines.append(" * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),")
+        lines.append(" * TRANS_A = 1 A M-major (K x M row-major). */")
+        lines.append("template <int TRANS_B, int TRANS_A = 0>")
         lines.append(f"__device__ __forceinline__ void pl_wgmma_m64n{n}k16_bf16(float (&d)[{regs}], uint64_t desc_a, uint64_t desc_b,")
     else:  # rs: A from registers
         k, types, pad = 16, "bf16.bf16", 48

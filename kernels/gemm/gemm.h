@@ -5,8 +5,8 @@
  * The kernel table lists every native kernel with its tile configuration, requirements and the problems it takes, so
  * that the labs (gemm:bf16 and friends) and the selector (perflab gemm) enumerate the same kernels: each row is
  * written beside its kernel's launcher (portable/<recipe>_rows.c, sm90/<recipe>_rows.c), the order in
- * gemm/host/kernel_table.c. Every launcher enqueues on `stream`, never synchronises (so it can be captured in a graph) and returns the
- * launch's cudaError_t. */
+ * gemm/host/kernel_table.c. Every launcher enqueues on `stream`, never synchronises (so it can be captured in a graph)
+ * and returns the launch's cudaError_t. */
 #ifndef PERFLAB_GEMM_H
 #define PERFLAB_GEMM_H
 
@@ -61,6 +61,9 @@ enum pl_gemm_kernel_flags {
     PL_GEMM_KERNEL_SPLIT_DEEP = 1u << 8,
     /* A decode kernel: takes M <= tile_m only (one tile of tokens), streams B once. */
     PL_GEMM_KERNEL_SMALL_M = 1u << 4,
+    /* Reads B K×N (N-major for wgmma: imm-trans-b 1; swapped, B is wgmma's A, imm-trans-a 1) and takes that layout
+     * only; B N×K goes to its N×K twin, the row of the same name without _kn. */
+    PL_GEMM_KERNEL_B_KN = 1u << 6,
     /* Less accurate than what it would be compared with: the FP8 kernel promoting every 512 K has 4× the error of
      * cuBLASLt's default FP8 GEMM (and of every-128-K promotion) on positive inputs (docs/perf/gemm.md, FP8
      * promotion). The selector leaves it out, as a teaching rung, so `perflab gemm --dtype fp8` compares like with
@@ -158,8 +161,19 @@ cudaError_t pl_gemm_wgmma_ws_128x224_c4(const pl_gemm_problem *p, cudaStream_t s
 /* 128×224 alone and in 2-CTA clusters (M ≈ 200 over N = 224·k) */
 cudaError_t pl_gemm_wgmma_ws_128x224(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_ws_128x224_c2(const pl_gemm_problem *p, cudaStream_t stream);
-/* Split-K, small tiles, A/B swapped for small M (wgmma_sk_sm90a.cu; gemm/host/splitk.h has the launcher with an explicit
- * split). */
+/* The warp-specialized kernels reading B K×N (N-major: 64-column TMA boxes, wgmma imm-trans-b 1; tile widths of
+ * whole boxes): K % 8 == 0, N % 8 == 0, 16-byte aligned A and B. */
+cudaError_t pl_gemm_wgmma_ws_128x128_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x256_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x256_s3_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_pp_128x128_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x192_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x128_c2_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x256_c2_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_pp_128x128_c2_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_ws_128x192_c2_kn(const pl_gemm_problem *p, cudaStream_t stream);
+/* Split-K, small tiles, A/B swapped for small M (wgmma_sk_sm90a.cu; gemm/host/splitk.h has the launcher with an
+ * explicit split). */
 cudaError_t pl_gemm_wgmma_sk_swap16(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_swap32(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_swap64(const pl_gemm_problem *p, cudaStream_t stream);
@@ -181,6 +195,19 @@ cudaError_t pl_gemm_wgmma_sk_swap200(const pl_gemm_problem *p, cudaStream_t stre
 /* Two consumer warpgroups (128×128 and 128×256 tiles), one CTA per SM, split by waves (pl_gemm_sk_split_waves). */
 cudaError_t pl_gemm_wgmma_sk_128x128(const pl_gemm_problem *p, cudaStream_t stream);
 cudaError_t pl_gemm_wgmma_sk_128x256(const pl_gemm_problem *p, cudaStream_t stream);
+/* The split-K kernels reading B K×N (N-major: as Y of the plain tiles, 64-column boxes; as X of the swapped ones,
+ * 64-row boxes, wgmma imm-trans-a 1): K % 8 == 0, N % 8 == 0, 16-byte aligned A and B. */
+cudaError_t pl_gemm_wgmma_sk_swap16_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_swap32_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_swap64_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_swap128_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_64x64_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_64x128_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_64x64_deep_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_64x128_deep_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_swap16_deep_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_swap32_deep_kn(const pl_gemm_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_wgmma_sk_128x128_kn(const pl_gemm_problem *p, cudaStream_t stream);
 /* Decode: a streaming GEMV on mma.sync for M <= 8, 16, 32 tokens (gemv_mma.cu; sm_80+, B N×K, K % 8 == 0, A and B
  * 16-byte aligned). */
 cudaError_t pl_gemm_gemv_mma_t8(const pl_gemm_problem *p, cudaStream_t stream);

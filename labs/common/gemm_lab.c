@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "perflab/text.h"
 
 #define STREAM_A        11 /* per-buffer seed streams of the random inputs */
 #define STREAM_B        12
@@ -115,7 +116,13 @@ int gemm_lab_native(pl_ctx *ctx, gemm_lab *lab, const char *name, int fused)
     }
     char why[256];
     if (!k->supports(&q, why, sizeof why)) {
-        const pl_gemm_kernel *fb = pl_gemm_kernel_fallback();
+        /* B K×N: the kernel's twin that reads it (the name with _kn), where there is one and it takes the shape */
+        char twin_name[96];
+        pl_snprintf(twin_name, sizeof twin_name, "%s_kn", name);
+        const pl_gemm_kernel *twin = q.b_layout == PL_GEMM_B_KN ? pl_gemm_kernel_find(twin_name) : NULL;
+        char twin_why[256];
+        const pl_gemm_kernel *fb =
+            twin && twin->supports(&q, twin_why, sizeof twin_why) ? twin : pl_gemm_kernel_fallback();
         const uint64_t bit = (uint64_t)1 << pl_gemm_kernel_index(k);
         if (!(lab->warned & bit)) {
             fprintf(stderr, "perflab: %s cannot take this shape (%s); running %s instead\n", name, why, fb->name);

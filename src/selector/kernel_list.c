@@ -17,6 +17,7 @@ static json_t *flag_names(unsigned flags)
         {PL_GEMM_KERNEL_SPLIT_WAVES, "split_waves"},
         {PL_GEMM_KERNEL_SPLIT_DEEP, "split_deep"},
         {PL_GEMM_KERNEL_LESS_ACCURATE, "less_accurate"},
+        {PL_GEMM_KERNEL_B_KN, "b_kn"},
     };
     json_t *a = json_array();
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -43,7 +43,17 @@ static const shape shapes[] = {
      * and 25 (17 of them with a half wholly past M, skipped); and N odd (D from registers): 9 × 8 = 72, one and 6 */
     {4104, 4104, 1032},
     {2100, 1863, 600},
+    /* B K×N kernels: M past a tile, N a multiple of 8 but not of a 64-column box, K not of a k-block; and decode-sized
+     * M for the swapped split-K twins (M <= 64 for the 16-token tiles) */
+    {77, 1864, 1032},
+    {1, 1864, 4104},
+    {13, 520, 2056},
+    {40, 3000, 72},
 };
+
+/* B K×N problems each _kn row verified (every_kernel_every_shape), by table index: each must run on several. */
+static int kn_runs[64];
+#define KN_MIN_RUNS 5
 
 typedef struct env {
     pl_ctx ctx;
@@ -158,6 +168,16 @@ static int may_refuse_m(const pl_gemm_kernel *k, int m)
     return fitted ? m <= 128 || m > k->tile_m : m > 4 * k->tile_m;
 }
 
+/* Whether a kernel may refuse a shape for its layout: a row reads one layout of B (the _kn rows K×N, the other TMA
+ * kernels N×K; mma_sync and the teaching rungs both), TMA rows are 16-byte multiples (K % 8 == 0 for A and B N×K;
+ * N % 8 == 0 too for B K×N). */
+static int may_refuse_layout(const pl_gemm_kernel *k, const shape *s, pl_gemm_b_layout layout)
+{
+    if (k->flags & PL_GEMM_KERNEL_B_KN)
+        return layout != PL_GEMM_B_KN || s->k % 8 != 0 || s->n % 8 != 0;
+    return layout == PL_GEMM_B_KN || s->k % 8 != 0;
+}
+
 static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int epilogue, pl_buf *fails, int *checked)
 {
     pl_ctx *ctx = &e->ctx;
@@ -178,13 +198,15 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
         if (!kern->supports(&p, why, sizeof why)) {
             /* only the documented fast-path conditions may refuse a shape (and an M outside a small-M kernel's
              * range: may_refuse_m), and the fallback must take it */
-            ck_assert_msg(layout == PL_GEMM_B_KN || s->k % 8 != 0 || may_refuse_m(kern, s->m),
+            ck_assert_msg(may_refuse_layout(kern, s, layout) || may_refuse_m(kern, s->m),
                           "%s refused a shape it should take: %s", label, why);
             ck_assert(pl_gemm_kernel_fallback()->supports(&p, why, sizeof why));
             printf("n/a  %s: %s\n", label, why);
             continue;
         }
         run_and_verify(e, &p, &ref, label, launch_kernel, (void *)kern, fails, checked);
+        if ((kern->flags & PL_GEMM_KERNEL_B_KN) && i < 64)
+            kn_runs[i]++;
     }
     /* the library call: its pick among the same kernels */
     {
@@ -205,20 +227,21 @@ static void check_problem(env *e, const shape *s, pl_gemm_b_layout layout, int e
  * choice; 3 and 5 split K unevenly; a split over the k-block count is capped at it). */
 typedef struct sk_config {
     int tile, swap;
+    int kn; /* has a B K×N twin (a _kn row): run with B K×N too */
 } sk_config;
-static const sk_config sk_configs[] = {{16, 1},
-                                       {32, 1},
-                                       {64, 1},
-                                       {128, 1},
-                                       {64, 0},
-                                       {128, 0},
-                                       {128 | PL_SK_WG2, 0},
-                                       {256 | PL_SK_WG2, 0}, /* two warpgroups: splits <= 8 */
-                                       {64 | PL_SK_DEEP, 0},
-                                       {128 | PL_SK_DEEP, 0}, /* deep rings: splits <= 8 */
-                                       {16 | PL_SK_DEEP, 1},
-                                       {32 | PL_SK_DEEP, 1},
-                                       {200 | PL_SK_WG2, 1}};
+static const sk_config sk_configs[] = {{16, 1, 1},
+                                       {32, 1, 1},
+                                       {64, 1, 1},
+                                       {128, 1, 1},
+                                       {64, 0, 1},
+                                       {128, 0, 1},
+                                       {128 | PL_SK_WG2, 0, 1},
+                                       {256 | PL_SK_WG2, 0, 0}, /* two warpgroups: splits <= 8 */
+                                       {64 | PL_SK_DEEP, 0, 1},
+                                       {128 | PL_SK_DEEP, 0, 1}, /* deep rings: splits <= 8 */
+                                       {16 | PL_SK_DEEP, 1, 1},
+                                       {32 | PL_SK_DEEP, 1, 1},
+                                       {200 | PL_SK_WG2, 1, 0}};
 #define SK_ONE_CTA (PL_SK_WG2 | PL_SK_DEEP)
 static const int sk_splits[] = {0, 1, 2, 3, 5, 8, 12, 16}; /* 12, 16: non-portable clusters */
 
@@ -233,7 +256,8 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, void *arg, cudaStream_t s
 }
 
 /* Shapes that are no multiple of any of their tiles: M from 1 past 128, N from 8 to past 4096 (edge tiles of 8
- * and of 104 columns: half-width and full), K from one k-block to 14336 (224 k-blocks over up to 16 CTAs). */
+ * and of 104 columns: half-width and full), K from one k-block to 14336 (224 k-blocks over up to 16 CTAs). Every N is
+ * a multiple of 8, so each shape runs with B N×K and, through the configurations with a K×N twin, B K×N. */
 static const shape sk_shapes[] = {
     {1, 4104, 4104}, {13, 1000, 520}, {100, 72, 4104},   {129, 520, 1032},
     {300, 1000, 72}, {17, 8, 8},      {64, 4096, 14336}, {31, 3000, 2056},
@@ -253,27 +277,29 @@ START_TEST(split_k_every_split)
     pl_buf fails = {0};
     int checked = 0;
     for (size_t si = 0; si < sizeof sk_shapes / sizeof sk_shapes[0]; si++)
-        for (int epilogue = 0; epilogue <= EPI_ALL; epilogue += EPI_ALL) {
+        for (int run = 0; run < 4; run++) {
             const shape *s = &sk_shapes[si];
+            const int epilogue = run % 2 ? EPI_ALL : 0;
+            const pl_gemm_b_layout layout = run < 2 ? PL_GEMM_B_NK : PL_GEMM_B_KN;
             if (epilogue && si % 2) /* the fused epilogue in the fix-up on every other shape */
                 continue;
             pl_gemm_reference ref;
-            pl_gemm_problem p = make_problem(&e, s, PL_GEMM_B_NK, epilogue, &ref);
+            pl_gemm_problem p = make_problem(&e, s, layout, epilogue, &ref);
             for (size_t ci = 0; ci < sizeof sk_configs / sizeof sk_configs[0]; ci++) {
                 const sk_config *c = &sk_configs[ci];
-                if (c->swap && s->m > 4 * (c->tile & ~SK_ONE_CTA))
+                if ((c->swap && s->m > 4 * (c->tile & ~SK_ONE_CTA)) || (layout == PL_GEMM_B_KN && !c->kn))
                     continue;
                 for (size_t k = 0; k < sizeof sk_splits / sizeof sk_splits[0]; k++) {
                     sk_launch_arg arg = {c->tile, c->swap, sk_splits[k]};
                     if ((c->tile & SK_ONE_CTA) && arg.split > PL_SK_PORTABLE_SPLIT)
                         continue;
                     char label[160];
-                    pl_snprintf(label, sizeof label, "split-K %s tile %d%s split %d %dx%dx%d%s",
+                    pl_snprintf(label, sizeof label, "split-K %s tile %d%s split %d %dx%dx%d %s%s",
                                 c->swap ? "swapped" : "plain", c->tile & ~SK_ONE_CTA,
                                 (c->tile & PL_SK_WG2)    ? " (2 warpgroups)"
                                 : (c->tile & PL_SK_DEEP) ? " (deep)"
                                                          : "",
-                                arg.split, s->m, s->n, s->k, epilogue ? " +epilogue" : "");
+                                arg.split, s->m, s->n, s->k, pl_gemm_layout_name(layout), epilogue ? " +epilogue" : "");
                     run_and_verify(&e, &p, &ref, label, launch_sk, &arg, &fails, &checked);
                 }
             }
@@ -286,6 +312,8 @@ START_TEST(split_k_every_split)
     ck_assert_int_eq(pl_gemm_wgmma_sk(&p, 64, 0, PL_SK_MAX_SPLIT + 1, e.ctx.stream), cudaErrorInvalidValue);
     ck_assert_int_eq(pl_gemm_wgmma_sk(&p, 128 | PL_SK_WG2, 0, PL_SK_PORTABLE_SPLIT + 1, e.ctx.stream),
                      cudaErrorInvalidValue);
+    p.b_layout = PL_GEMM_B_KN; /* a configuration without a B K×N twin */
+    ck_assert_int_eq(pl_gemm_wgmma_sk(&p, 200 | PL_SK_WG2, 1, 0, e.ctx.stream), cudaErrorInvalidValue);
     pl_free_all(&e.ctx);
     printf("%d split-K kernel/split/problem triples checked\n", checked);
     ck_assert_msg(fails.len == 0, "failed:\n%s", fails.data);
@@ -301,6 +329,7 @@ START_TEST(every_kernel_every_shape)
     env_init(&e);
     pl_buf fails = {0};
     int checked = 0;
+    memset(kn_runs, 0, sizeof kn_runs);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         check_problem(&e, &shapes[i], PL_GEMM_B_NK, 0, &fails, &checked);
         check_problem(&e, &shapes[i], PL_GEMM_B_KN, 0, &fails, &checked);
@@ -318,6 +347,24 @@ START_TEST(every_kernel_every_shape)
     check_problem(&e, &shapes[0], PL_GEMM_B_NK, EPI_GELU, &fails, &checked);
     check_problem(&e, &one_k_block, PL_GEMM_B_NK, EPI_ALL, &fails, &checked);
     check_problem(&e, &many_tiles, PL_GEMM_B_NK, EPI_ALL, &fails, &checked);
+    /* the same through the B K×N kernels: edges in N and K, one k-block, the operand barriers turning over */
+    check_problem(&e, &shapes[0], PL_GEMM_B_KN, EPI_ALL, &fails, &checked);
+    check_problem(&e, &shapes[14], PL_GEMM_B_KN, EPI_BIAS, &fails, &checked);
+    check_problem(&e, &shapes[16], PL_GEMM_B_KN, EPI_ALL, &fails, &checked);
+    check_problem(&e, &one_k_block, PL_GEMM_B_KN, EPI_ALL, &fails, &checked);
+    check_problem(&e, &many_tiles, PL_GEMM_B_KN, EPI_ALL, &fails, &checked);
+    /* every B K×N row that runs here verified on several problems (none left out by a refusal nobody checked) */
+    for (size_t i = 0; i < pl_gemm_kernel_count() && i < 64; i++) {
+        const pl_gemm_kernel *kern = pl_gemm_kernel_at(i);
+        const pl_requirements kreq = pl_requirements_of_kernel(kern->needs);
+        char why[256];
+        if (!(kern->flags & PL_GEMM_KERNEL_B_KN) ||
+            !pl_requirements_met(&kreq, &e.dev, e.ctx.device_count, NULL, why, sizeof why))
+            continue;
+        printf("%s: %d B K×N problems\n", kern->name, kn_runs[i]);
+        ck_assert_msg(kn_runs[i] >= KN_MIN_RUNS, "%s verified on %d B K×N problems, fewer than %d", kern->name,
+                      kn_runs[i], KN_MIN_RUNS);
+    }
     printf("%d kernel/problem pairs checked\n", checked);
     ck_assert_msg(fails.len == 0, "failed:\n%s", fails.data);
     ck_assert(checked > 0);
@@ -352,7 +399,7 @@ START_TEST(deterministic)
     uint16_t *bias = pl_device_alloc(ctx, (size_t)n * 2), *res = pl_device_alloc(ctx, (size_t)m * n * 2);
     ck_assert(pl_fill_uniform_bf16(ctx, bias, (size_t)n, -1, 1, 3) == 0);
     ck_assert(pl_fill_uniform_bf16(ctx, res, (size_t)m * n, -1, 1, 4) == 0);
-    /* plain, then with the epilogue's operands loaded ahead; B N×K, then K×N (the B K×N kernels, opted in) */
+    /* plain, then with the epilogue's operands loaded ahead; B N×K, then K×N (the _kn kernels where N % 8 == 0) */
     for (int run = 0; run < 8; run++) {
         const int fused = run % 2;
         p.m = det[run / 4].m;
@@ -387,15 +434,17 @@ START_TEST(deterministic)
         p.epi.bias = NULL;
         p.epi.residual = NULL;
         p.epi.gelu = 0;
-        p.b_layout = PL_GEMM_B_NK;
         p.n = det[0].n;
         p.k = det[0].k;
         for (size_t ci = 0; pl_gemm_kernel_runs_on(pl_gemm_kernel_find("wgmma_sk_64x128x64"), &g) &&
-                            ci < sizeof sk_configs / sizeof sk_configs[0];
+                            ci < 2 * (sizeof sk_configs / sizeof sk_configs[0]);
              ci++)
             for (int split = 2; split <= PL_SK_MAX_SPLIT; split += 3) {
-                const sk_config *c = &sk_configs[ci];
-                if ((c->tile & SK_ONE_CTA) && split > PL_SK_PORTABLE_SPLIT)
+                /* each configuration with B N×K, then those with a twin with B K×N */
+                const size_t nc = sizeof sk_configs / sizeof sk_configs[0];
+                const sk_config *c = &sk_configs[ci % nc];
+                p.b_layout = ci < nc ? PL_GEMM_B_NK : PL_GEMM_B_KN;
+                if (((c->tile & SK_ONE_CTA) && split > PL_SK_PORTABLE_SPLIT) || (ci >= nc && !c->kn))
                     continue;
                 p.m = c->swap ? 4 * (c->tile & ~SK_ONE_CTA) - 3 : det[0].m;
                 p.d = d1;
@@ -405,8 +454,8 @@ START_TEST(deterministic)
                 ck_assert(cudaMemcpy(h1, d1, (size_t)p.m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
                 ck_assert(cudaMemcpy(h2, d2, (size_t)p.m * n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
                 ck_assert_msg(memcmp(h1, h2, (size_t)p.m * n * 2) == 0,
-                              "split-K tile %d%s split %d gives different results on the same inputs",
-                              c->tile & ~SK_ONE_CTA, c->swap ? " swapped" : "", split);
+                              "split-K tile %d%s split %d %s gives different results on the same inputs",
+                              c->tile & ~SK_ONE_CTA, c->swap ? " swapped" : "", split, pl_gemm_layout_name(p.b_layout));
             }
     }
     pl_free_all(ctx);

@@ -880,6 +880,7 @@ START_TEST(cli_usage_errors)
         ck_assert_msg(strstr(r.out, pl_gemm_kernel_at(i)->name), "%s missing from:\n%s", pl_gemm_kernel_at(i)->name,
                       r.out);
     ck_assert_ptr_nonnull(strstr(r.out, "teaching"));
+    ck_assert_ptr_nonnull(strstr(r.out, "b_kn")); /* the kernels that read B K×N say so */
     pl_cmd_result_free(&r);
     r = pl_run_perflab(NULL, "gemm --list-kernels --dtype fp8 --json");
     ck_assert_int_eq(r.exit_code, 0);

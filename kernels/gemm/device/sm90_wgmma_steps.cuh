@@ -9,8 +9,9 @@
 #include "common/sm90_wgmma_ops.cuh"
 
 /* D[64 x 8] (+)= A[64 x 16] * B[16 x 8], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n8k16_bf16(float (&d)[4], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -20,15 +21,16 @@ __device__ __forceinline__ void pl_wgmma_m64n8k16_bf16(float (&d)[4], uint64_t d
                  "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
                  "{"
                  "%0, %1, %2, %3"
-                 "}, %4, %5, p, 1, 1, 0, %7;\n"
+                 "}, %4, %5, p, 1, 1, %8, %7;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 24] (+)= A[64 x 16] * B[16 x 24], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n24k16_bf16(float (&d)[12], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -38,16 +40,17 @@ __device__ __forceinline__ void pl_wgmma_m64n24k16_bf16(float (&d)[12], uint64_t
                  "wgmma.mma_async.sync.aligned.m64n24k16.f32.bf16.bf16 "
                  "{"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11"
-                 "}, %12, %13, p, 1, 1, 0, %15;\n"
+                 "}, %12, %13, p, 1, 1, %16, %15;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 40] (+)= A[64 x 16] * B[16 x 40], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n40k16_bf16(float (&d)[20], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -58,17 +61,18 @@ __device__ __forceinline__ void pl_wgmma_m64n40k16_bf16(float (&d)[20], uint64_t
                  "{"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19"
-                 "}, %20, %21, p, 1, 1, 0, %23;\n"
+                 "}, %20, %21, p, 1, 1, %24, %23;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 48] (+)= A[64 x 16] * B[16 x 48], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n48k16_bf16(float (&d)[24], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -79,17 +83,18 @@ __device__ __forceinline__ void pl_wgmma_m64n48k16_bf16(float (&d)[24], uint64_t
                  "{"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19, %20, %21, %22, %23"
-                 "}, %24, %25, p, 1, 1, 0, %27;\n"
+                 "}, %24, %25, p, 1, 1, %28, %27;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 56] (+)= A[64 x 16] * B[16 x 56], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n56k16_bf16(float (&d)[28], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -100,18 +105,19 @@ __device__ __forceinline__ void pl_wgmma_m64n56k16_bf16(float (&d)[28], uint64_t
                  "{"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27"
-                 "}, %28, %29, p, 1, 1, 0, %31;\n"
+                 "}, %28, %29, p, 1, 1, %32, %31;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
                    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 72] (+)= A[64 x 16] * B[16 x 72], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n72k16_bf16(float (&d)[36], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -123,19 +129,20 @@ __device__ __forceinline__ void pl_wgmma_m64n72k16_bf16(float (&d)[36], uint64_t
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
                  "%32, %33, %34, %35"
-                 "}, %36, %37, p, 1, 1, 0, %39;\n"
+                 "}, %36, %37, p, 1, 1, %40, %39;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
                    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
                    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 80] (+)= A[64 x 16] * B[16 x 80], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n80k16_bf16(float (&d)[40], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -147,19 +154,20 @@ __device__ __forceinline__ void pl_wgmma_m64n80k16_bf16(float (&d)[40], uint64_t
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
                  "%32, %33, %34, %35, %36, %37, %38, %39"
-                 "}, %40, %41, p, 1, 1, 0, %43;\n"
+                 "}, %40, %41, p, 1, 1, %44, %43;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
                    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
                    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 88] (+)= A[64 x 16] * B[16 x 88], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n88k16_bf16(float (&d)[44], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -171,7 +179,7 @@ __device__ __forceinline__ void pl_wgmma_m64n88k16_bf16(float (&d)[44], uint64_t
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43"
-                 "}, %44, %45, p, 1, 1, 0, %47;\n"
+                 "}, %44, %45, p, 1, 1, %48, %47;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -179,12 +187,13 @@ __device__ __forceinline__ void pl_wgmma_m64n88k16_bf16(float (&d)[44], uint64_t
                    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
                    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
                    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 96] (+)= A[64 x 16] * B[16 x 96], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n96k16_bf16(float (&d)[48], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -196,7 +205,7 @@ __device__ __forceinline__ void pl_wgmma_m64n96k16_bf16(float (&d)[48], uint64_t
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
-                 "}, %48, %49, p, 1, 1, 0, %51;\n"
+                 "}, %48, %49, p, 1, 1, %52, %51;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -204,12 +213,13 @@ __device__ __forceinline__ void pl_wgmma_m64n96k16_bf16(float (&d)[48], uint64_t
                    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
                    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
                    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 104] (+)= A[64 x 16] * B[16 x 104], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n104k16_bf16(float (&d)[52], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -222,7 +232,7 @@ __device__ __forceinline__ void pl_wgmma_m64n104k16_bf16(float (&d)[52], uint64_
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
                  "%48, %49, %50, %51"
-                 "}, %52, %53, p, 1, 1, 0, %55;\n"
+                 "}, %52, %53, p, 1, 1, %56, %55;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -231,12 +241,13 @@ __device__ __forceinline__ void pl_wgmma_m64n104k16_bf16(float (&d)[52], uint64_
                    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
                    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
                    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 112] (+)= A[64 x 16] * B[16 x 112], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n112k16_bf16(float (&d)[56], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -249,7 +260,7 @@ __device__ __forceinline__ void pl_wgmma_m64n112k16_bf16(float (&d)[56], uint64_
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
                  "%48, %49, %50, %51, %52, %53, %54, %55"
-                 "}, %56, %57, p, 1, 1, 0, %59;\n"
+                 "}, %56, %57, p, 1, 1, %60, %59;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -258,12 +269,13 @@ __device__ __forceinline__ void pl_wgmma_m64n112k16_bf16(float (&d)[56], uint64_
                    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
                    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
                    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 120] (+)= A[64 x 16] * B[16 x 120], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n120k16_bf16(float (&d)[60], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -276,7 +288,7 @@ __device__ __forceinline__ void pl_wgmma_m64n120k16_bf16(float (&d)[60], uint64_
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
                  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59"
-                 "}, %60, %61, p, 1, 1, 0, %63;\n"
+                 "}, %60, %61, p, 1, 1, %64, %63;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -286,12 +298,13 @@ __device__ __forceinline__ void pl_wgmma_m64n120k16_bf16(float (&d)[60], uint64_
                    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
                    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
                    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 136] (+)= A[64 x 16] * B[16 x 136], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n136k16_bf16(float (&d)[68], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -305,7 +318,7 @@ __device__ __forceinline__ void pl_wgmma_m64n136k16_bf16(float (&d)[68], uint64_
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
                  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
                  "%64, %65, %66, %67"
-                 "}, %68, %69, p, 1, 1, 0, %71;\n"
+                 "}, %68, %69, p, 1, 1, %72, %71;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -316,12 +329,13 @@ __device__ __forceinline__ void pl_wgmma_m64n136k16_bf16(float (&d)[68], uint64_
                    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
                    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
                    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 144] (+)= A[64 x 16] * B[16 x 144], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n144k16_bf16(float (&d)[72], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -335,7 +349,7 @@ __device__ __forceinline__ void pl_wgmma_m64n144k16_bf16(float (&d)[72], uint64_
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
                  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
                  "%64, %65, %66, %67, %68, %69, %70, %71"
-                 "}, %72, %73, p, 1, 1, 0, %75;\n"
+                 "}, %72, %73, p, 1, 1, %76, %75;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -346,12 +360,13 @@ __device__ __forceinline__ void pl_wgmma_m64n144k16_bf16(float (&d)[72], uint64_
                    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
                    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
                    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 152] (+)= A[64 x 16] * B[16 x 152], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n152k16_bf16(float (&d)[76], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -365,7 +380,7 @@ __device__ __forceinline__ void pl_wgmma_m64n152k16_bf16(float (&d)[76], uint64_
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
                  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
                  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75"
-                 "}, %76, %77, p, 1, 1, 0, %79;\n"
+                 "}, %76, %77, p, 1, 1, %80, %79;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -377,12 +392,13 @@ __device__ __forceinline__ void pl_wgmma_m64n152k16_bf16(float (&d)[76], uint64_
                    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
                    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
                    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 160] (+)= A[64 x 16] * B[16 x 160], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n160k16_bf16(float (&d)[80], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -396,7 +412,7 @@ __device__ __forceinline__ void pl_wgmma_m64n160k16_bf16(float (&d)[80], uint64_
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
                  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
                  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
-                 "}, %80, %81, p, 1, 1, 0, %83;\n"
+                 "}, %80, %81, p, 1, 1, %84, %83;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -408,12 +424,13 @@ __device__ __forceinline__ void pl_wgmma_m64n160k16_bf16(float (&d)[80], uint64_
                    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
                    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
                    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 168] (+)= A[64 x 16] * B[16 x 168], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n168k16_bf16(float (&d)[84], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -428,7 +445,7 @@ __device__ __forceinline__ void pl_wgmma_m64n168k16_bf16(float (&d)[84], uint64_
                  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
                  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
                  "%80, %81, %82, %83"
-                 "}, %84, %85, p, 1, 1, 0, %87;\n"
+                 "}, %84, %85, p, 1, 1, %88, %87;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -441,12 +458,13 @@ __device__ __forceinline__ void pl_wgmma_m64n168k16_bf16(float (&d)[84], uint64_
                    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
                    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
                    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x 184] (+)= A[64 x 16] * B[16 x 184], A and B from shared memory through descriptors. scale_d = 0
- * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major). */
-template <int TRANS_B>
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
 __device__ __forceinline__ void pl_wgmma_m64n184k16_bf16(float (&d)[92], uint64_t desc_a, uint64_t desc_b,
                                                   int scale_d)
 {
@@ -461,7 +479,7 @@ __device__ __forceinline__ void pl_wgmma_m64n184k16_bf16(float (&d)[92], uint64_
                  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
                  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
                  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91"
-                 "}, %92, %93, p, 1, 1, 0, %95;\n"
+                 "}, %92, %93, p, 1, 1, %96, %95;\n"
                  "}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -475,7 +493,7 @@ __device__ __forceinline__ void pl_wgmma_m64n184k16_bf16(float (&d)[92], uint64_
                    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
                    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
                    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
 /* D[64 x N] (+)= A[64 x 16] * B[16 x N], both K-major, N a multiple of 8 up to 192. */

@@ -13,6 +13,9 @@
  * TMA reads rows whose pitch is a multiple of 16 bytes from 16-byte aligned bases. 1 when p is such a problem; else 0
  * with the reason in why. */
 int pl_gemm_supports_tma(const pl_gemm_problem *p, char *why, size_t whylen);
+/* The same for the kernels that read B K×N through TMA (the _kn rows: B N-major, 64-column boxes): B K×N, K % 8 == 0
+ * (A's rows), N % 8 == 0 (B's rows) and 16-byte aligned A and B. */
+int pl_gemm_supports_tma_kn(const pl_gemm_problem *p, char *why, size_t whylen);
 
 /* ---- the FP8 rows run with a whole FP8 problem (sm90/fp8_ws_rows.c) ----
  * 1 when the row's kernel takes p's scaling and promotion (128×176: tensor scaling only; the 128-wide kernels:
@@ -20,8 +23,7 @@ int pl_gemm_supports_tma(const pl_gemm_problem *p, char *why, size_t whylen);
 struct pl_gemm_fp8_problem;
 int pl_gemm_fp8_row_takes(const pl_gemm_kernel *row, const struct pl_gemm_fp8_problem *p);
 /* Runs the row's kernel on p (its scales, scaling and promotion); cudaErrorInvalidValue where it does not take p. */
-cudaError_t pl_gemm_fp8_row_launch(const pl_gemm_kernel *row, const struct pl_gemm_fp8_problem *p,
-                                   cudaStream_t stream);
+cudaError_t pl_gemm_fp8_row_launch(const pl_gemm_kernel *row, const struct pl_gemm_fp8_problem *p, cudaStream_t stream);
 
 /* ---- what the pick's model knows of a kernel (pl_gemm_model), written in its row ----
  * Mainloop efficiencies are fractions of the per-SM tensor rate, measured on an H200 (docs/perf/gemm.md) against

@@ -47,7 +47,27 @@
     ROW(wgmma_ws_128x224x64_s4_c2)                                                                                     \
     ROW(wgmma_sk_swap_200x128x64) /* sm90/wgmma_sk_rows.c */                                                           \
     ROW(wgmma_sk_swap_16x64x64_deep)                                                                                   \
-    ROW(wgmma_sk_swap_32x64x64_deep)
+    ROW(wgmma_sk_swap_32x64x64_deep)                                                                                   \
+    ROW(wgmma_ws_128x128x64_s6_kn) /* sm90/wgmma_ws_rows.c: B K×N */                                                  \
+    ROW(wgmma_ws_128x256x64_s4_kn)                                                                                     \
+    ROW(wgmma_ws_128x256x64_s3_kn)                                                                                     \
+    ROW(wgmma_pp_128x128x64_s5_kn)                                                                                     \
+    ROW(wgmma_ws_128x192x64_s4_kn)                                                                                     \
+    ROW(wgmma_ws_128x128x64_s6_c2_kn)                                                                                  \
+    ROW(wgmma_ws_128x256x64_s4_c2_kn)                                                                                  \
+    ROW(wgmma_pp_128x128x64_s5_c2_kn)                                                                                  \
+    ROW(wgmma_ws_128x192x64_s4_c2_kn)                                                                                  \
+    ROW(wgmma_sk_64x64x64_kn) /* sm90/wgmma_sk_rows.c: B K×N */                                                       \
+    ROW(wgmma_sk_64x128x64_kn)                                                                                         \
+    ROW(wgmma_sk_swap_16x64x64_kn)                                                                                     \
+    ROW(wgmma_sk_swap_32x64x64_kn)                                                                                     \
+    ROW(wgmma_sk_swap_64x64x64_kn)                                                                                     \
+    ROW(wgmma_sk_swap_128x64x64_kn)                                                                                    \
+    ROW(wgmma_sk_64x64x64_deep_kn)                                                                                     \
+    ROW(wgmma_sk_64x128x64_deep_kn)                                                                                    \
+    ROW(wgmma_sk_swap_16x64x64_deep_kn)                                                                                \
+    ROW(wgmma_sk_swap_32x64x64_deep_kn)                                                                                \
+    ROW(wgmma_sk_128x128x64_kn)
 
 /* The FP8 table (sm90/fp8_ws_rows.c): no pick, the caller names the kernel. */
 #define FP8_ROWS(ROW)                                                                                                  \

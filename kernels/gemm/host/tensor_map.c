@@ -41,8 +41,8 @@ static cudaError_t tensor_map(CUtensorMap *map, const void *base, uint64_t rows,
     const cuuint32_t elem_strides[2] = {1, 1};
     const CUtensorMapDataType type = elem_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8;
     CUresult r = fn(map, type, 2, (void *)base, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                    swizzled ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                    swizzled ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
@@ -62,4 +62,12 @@ cudaError_t pl_tensor_map_bf16(CUtensorMap *map, const void *base, uint64_t rows
                                uint32_t box_cols)
 {
     return pl_tensor_map_2d(map, base, rows, cols, 2, box_rows, box_cols);
+}
+
+cudaError_t pl_tensor_map_operand_bf16(CUtensorMap *map, const void *base, uint64_t rows, uint64_t k, uint32_t box_rows,
+                                       int mn_major)
+{
+    if (mn_major)
+        return pl_tensor_map_bf16(map, base, k, rows, PL_TENSOR_MAP_OPERAND_BK, 64);
+    return pl_tensor_map_bf16(map, base, rows, k, box_rows, PL_TENSOR_MAP_OPERAND_BK);
 }

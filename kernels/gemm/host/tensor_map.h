@@ -29,6 +29,14 @@ cudaError_t pl_tensor_map_2d(CUtensorMap *map, const void *base, uint64_t rows, 
 cudaError_t pl_tensor_map_bf16_dense(CUtensorMap *map, const void *base, uint64_t rows, uint64_t cols,
                                      uint32_t box_rows, uint32_t box_cols);
 
+/* A wgmma operand of `rows` rows (A's M, B's N) against `k`, read 64 K a box, as gemm/device/sm90_operand.cuh's
+ * policies read it: K-major (stored rows × K: boxes of box_rows rows × 64 K) or, mn_major, stored K × rows (boxes of
+ * 64 K rows × 64 of its rows; box_rows unused). The conditions of pl_tensor_map_bf16 apply to the stored matrix
+ * (K-major: k % 8 == 0; MN-major: rows % 8 == 0). */
+#define PL_TENSOR_MAP_OPERAND_BK 64
+cudaError_t pl_tensor_map_operand_bf16(CUtensorMap *map, const void *base, uint64_t rows, uint64_t k, uint32_t box_rows,
+                                       int mn_major);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,16 +26,24 @@
  * the one-warpgroup kernels, pulled with DSMEM loads by the others: see the fix-up in the kernel), and it adds them
  * in rank order 0, 1, …, S-1 (the same bits every run, whichever CTA finished first; no workspace, no atomics, no
  * second kernel), applies the epilogue (bias, GELU, residual) and stores bf16 quads.
+ * Its pieces are wgmma_sk_fixup.cuh.
+ *
+ * B K×N (BKN = 1, the _kn launchers). B is then N-major: as Y (plain) its panel is 64-column TMA boxes, as X
+ * (swapped) 64-row ones, read through the MN-major descriptor with wgmma's imm-trans-b (plain) or imm-trans-a
+ * (swapped) set (gemm/device/sm90_operand.cuh, sk_operands); stages, splits and the fix-up are the same. The plain
+ * 64-wide tile has no half-width edge wgmma there (32 columns are less than a box).
  *
  * Edges. TMA zero-fills rows and columns past M, N and K, and stores are predicated: any M, N and K % 8 == 0.
  * Edge-aware: a tile whose Y rows (N plain, M swapped) end in its first half issues the half-width wgmma
  * (m64n(TILE/2)) and leaves the other half of the tensor-core work undone (power-of-two tiles: 100 is no width). */
 #include "gemm/device/epilogue.cuh"
+#include "gemm/device/sm90_operand.cuh"
 #include "gemm/gemm.h"
 #include "gemm/host/heuristic.h"
 #include "common/sm90_common.cuh"
 #include "gemm/host/splitk.h"
 #include "gemm/host/tensor_map.h"
+#include "gemm/sm90/wgmma_sk_fixup.cuh"
 
 #define SK_SMEM_PER_SM 233472 /* 228 KB of shared memory per SM on sm_90 */
 #define SK_RESERVED    1024   /* per CTA, kept by the system */
@@ -67,27 +75,43 @@ template <int TILE, int SWAP, int WG = 1, int DEEP = 0> struct sk_config {
     static constexpr int smem_bytes = 1024 + stages * stage_bytes + 2 * stages * 8 + 8;
 };
 
-/* D[64 × N] += X[64 × 16] · Y[N × 16]ᵀ for the tile's width N. */
-template <int N> __device__ __forceinline__ void sk_wgmma(float (&acc)[N / 2], uint64_t dx, uint64_t dy)
+/* X's and Y's layouts (gemm/device/sm90_operand.cuh): A is K-major; B is K-major given N×K, MN-major given K×N
+ * (BKN), as Y in the plain kernels and as X in the swapped ones. */
+template <int SWAP, int BKN> struct sk_operands {
+    typedef sm90_k_major x;
+    typedef sm90_k_major y;
+};
+template <> struct sk_operands<0, 1> {
+    typedef sm90_k_major x;
+    typedef sm90_mn_major y;
+};
+template <> struct sk_operands<1, 1> {
+    typedef sm90_mn_major x;
+    typedef sm90_k_major y;
+};
+
+/* D[64 × N] += X[64 × 16] · Y[N × 16]ᵀ for the tile's width N; TX, TY: wgmma's imm-trans-a and imm-trans-b. */
+template <int N, int TX, int TY> __device__ __forceinline__ void sk_wgmma(float (&acc)[N / 2], uint64_t dx, uint64_t dy)
 {
     if constexpr (N == 16)
-        pl_wgmma_m64n16k16_bf16<0>(acc, dx, dy, 1);
+        pl_wgmma_m64n16k16_bf16<TY, TX>(acc, dx, dy, 1);
     else if constexpr (N == 32)
-        pl_wgmma_m64n32k16_bf16<0>(acc, dx, dy, 1);
+        pl_wgmma_m64n32k16_bf16<TY, TX>(acc, dx, dy, 1);
     else if constexpr (N == 64)
-        pl_wgmma_m64n64k16_bf16<0>(acc, dx, dy, 1);
+        pl_wgmma_m64n64k16_bf16<TY, TX>(acc, dx, dy, 1);
     else if constexpr (N == 128)
-        pl_wgmma_m64n128k16_bf16<0>(acc, dx, dy, 1);
+        pl_wgmma_m64n128k16_bf16<TY, TX>(acc, dx, dy, 1);
     else if constexpr (N == 200)
-        pl_wgmma_m64n200k16_bf16<0>(acc, dx, dy, 1);
+        pl_wgmma_m64n200k16_bf16<TY, TX>(acc, dx, dy, 1);
     else
-        pl_wgmma_m64n256k16_bf16<0>(acc, dx, dy, 1);
+        pl_wgmma_m64n256k16_bf16<TY, TX>(acc, dx, dy, 1);
 }
 
 /* The consumer warpgroup's mainloop over k-blocks kb0 .. kb1 - 1 with wgmma m64nNk16, N the tile's width or, on
  * an edge tile, half of it (then acc is the first N/2 accumulators of the tile's: register 4j + i is column chunk
- * j). One loop per width, so that no branch sits between two wgmma on the same accumulators. */
-template <int N, int STAGES, int STAGE_BYTES, int X_BYTES>
+ * j). One loop per width, so that no branch sits between two wgmma on the same accumulators. XL, YL: the layouts of X
+ * and Y (sk_operands). */
+template <int N, int STAGES, int STAGE_BYTES, int X_BYTES, typename XL, typename YL>
 __device__ __forceinline__ void sk_mainloop(float (&acc)[N / 2], uint32_t base, uint32_t full, uint32_t empty, int kb0,
                                             int kb1, int lane, uint32_t x_off)
 {
@@ -100,7 +124,7 @@ __device__ __forceinline__ void sk_mainloop(float (&acc)[N / 2], uint32_t base, 
         wgmma_fence();
 #pragma unroll
         for (int j = 0; j < PL_SK_BK / 16; j++)
-            sk_wgmma<N>(acc, wgmma_desc_k128(st + x_off + j * 32), wgmma_desc_k128(st + X_BYTES + j * 32));
+            sk_wgmma<N, XL::trans, YL::trans>(acc, XL::desc(st + x_off, j), YL::desc(st + X_BYTES, j));
         wgmma_commit();
         wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
         if (held >= 0)
@@ -111,81 +135,8 @@ __device__ __forceinline__ void sk_mainloop(float (&acc)[N / 2], uint32_t base, 
     accumulators_fence(acc);
 }
 
-/* Four fp32 of CTA `rank` of the cluster, at the shared-memory offset `addr` (16-byte aligned) has in this CTA. */
-__device__ __forceinline__ float4 dsmem_load_f32x4(uint32_t addr, uint32_t rank)
-{
-    float4 v;
-    asm volatile("{\n"
-                 ".reg .b32 remote;\n"
-                 "mapa.shared::cluster.u32 remote, %4, %5;\n"
-                 "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [remote];\n"
-                 "}\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(addr), "r"(rank)
-                 : "memory");
-    return v;
-}
-
-__device__ __forceinline__ float4 smem_load_f32x4(uint32_t addr)
-{
-    float4 v;
-    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(addr)
-                 : "memory");
-    return v;
-}
-
-#define SK_FIXUP_BATCH 4 /* partials loaded before the first of them is added: loads in flight per thread */
-/* Which kernels push their partials (st.async) rather than have the owners pull them (DSMEM loads): the
- * one-warpgroup ones. Measured (2026-11-27, the two builds alternated in one process): on the H100 pushing
- * made the deep kernels 3-6% faster on 512×512×3584 and 256×256×7168, 0-4% elsewhere, and the two-warpgroup
- * 128×128 kernel 2-5% slower at its best splits; on the H200 the swapped kernels came out even (0.965-1.05). */
-#define SK_PUSH(wg) ((wg) == 1)
-
-/* Four (or one) fp32 into shared memory at `addr` of CTA `rank` of the cluster (this one included), counted as
- * transaction bytes on the barrier at `bar` in that CTA: a store that needs no fence, its arrival known from the
- * barrier. */
-__device__ __forceinline__ void st_async_f32x4(uint32_t addr, uint32_t bar, uint32_t rank, float4 v)
-{
-    asm volatile("{\n"
-                 ".reg .b32 ra, rb;\n"
-                 "mapa.shared::cluster.u32 ra, %0, %6;\n"
-                 "mapa.shared::cluster.u32 rb, %1, %6;\n"
-                 "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [ra], {%2, %3, %4, %5}, [rb];\n"
-                 "}\n" ::"r"(addr),
-                 "r"(bar), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(rank)
-                 : "memory");
-}
-
-__device__ __forceinline__ void st_async_f32(uint32_t addr, uint32_t bar, uint32_t rank, float v)
-{
-    asm volatile("{\n"
-                 ".reg .b32 ra, rb;\n"
-                 "mapa.shared::cluster.u32 ra, %0, %3;\n"
-                 "mapa.shared::cluster.u32 rb, %1, %3;\n"
-                 "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [ra], %2, [rb];\n"
-                 "}\n" ::"r"(addr),
-                 "r"(bar), "f"(v), "r"(rank)
-                 : "memory");
-}
-
-/* Every pair of a consumer warp's m64nTILE accumulators with its place: f(r, c, v0, v1) for row r of the tile's X
- * rows (16·warp + lane/4, +8) and columns c, c + 1 of its Y columns (the wgmma fragment layout: register 4j + 2h + e
- * is row 16·warp + 8h + lane/4, column 8j + 2·(lane%4) + e). */
-template <int TILE, typename F>
-__device__ __forceinline__ void sk_fragment_pairs(const float (&acc)[TILE / 2], int warp, int lane, F f)
-{
-    const int g = lane >> 2, q = lane & 3;
-#pragma unroll
-    for (int j = 0; j < TILE / 8; j++)
-#pragma unroll
-        for (int h = 0; h < 2; h++)
-            f(16 * warp + 8 * h + g, 8 * j + 2 * q, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-}
-
 /* The producer (lane 0 of the producer warp): k-blocks kb0 .. kb1 - 1 of the tile's X and Y rows into the ring. */
-template <int STAGES, int STAGE_BYTES, int X_BYTES>
+template <int STAGES, int STAGE_BYTES, int X_BYTES, int X_ROWS, int TILE, typename XL, typename YL>
 __device__ __forceinline__ void sk_produce(const CUtensorMap *tma_x, const CUtensorMap *tma_y, uint32_t base,
                                            uint32_t full, uint32_t empty, int kb0, int kb1, int x0, int y0)
 {
@@ -197,8 +148,8 @@ __device__ __forceinline__ void sk_produce(const CUtensorMap *tma_x, const CUten
         mbar_wait(empty + 8 * stage, phase ^ 1);
         const uint32_t st = base + stage * STAGE_BYTES, bar = full + 8 * stage;
         mbar_arrive_expect_tx(bar, STAGE_BYTES);
-        tma_load_2d(st, tma_x, bar, kb * PL_SK_BK, x0);
-        tma_load_2d(st + X_BYTES, tma_y, bar, kb * PL_SK_BK, y0);
+        XL::template load<X_ROWS>(st, tma_x, bar, kb * PL_SK_BK, x0);
+        YL::template load<TILE>(st + X_BYTES, tma_y, bar, kb * PL_SK_BK, y0);
         if (++stage == STAGES) {
             stage = 0;
             phase ^= 1;
@@ -206,84 +157,15 @@ __device__ __forceinline__ void sk_produce(const CUtensorMap *tma_x, const CUten
     }
 }
 
-/* The push: this CTA's partial straight from registers into the owners' stages (st.async, counted in bytes on the
- * owner's `recv` barrier): slot `rank` of each owner, row by row of the rows it owns. */
-template <int TILE, int SWAP, int PITCH>
-__device__ __forceinline__ void sk_push_partials(const float (&acc)[TILE / 2], uint32_t base, uint32_t recv, int rank,
-                                                 int rows_per, int warp, int lane)
-{
-    if constexpr (SWAP) { /* X row r is D's column: D rows c and c + 1, one fp32 each */
-        sk_fragment_pairs<TILE>(acc, warp, lane, [&](int r, int c, float v0, float v1) {
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int owner = (c + e) / rows_per, lr = c + e - owner * rows_per;
-                st_async_f32(base + (uint32_t)(((rank * rows_per + lr) * PITCH + r) * 4), recv, (uint32_t)owner,
-                             e ? v1 : v0);
-            }
-        });
-    } else { /* D row r: lanes q and q^1 swap column pairs so that each pushes four adjacent columns
-              * (16 bytes), the even lane those of chunk j, the odd one those of chunk j + 1 */
-        const int g = lane >> 2, q = lane & 3;
-        const bool odd = q & 1;
-#pragma unroll
-        for (int j = 0; j < TILE / 8; j += 2)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int r = 16 * warp + 8 * h + g;
-                const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
-                const float b0 = acc[4 * (j + 1) + 2 * h], b1 = acc[4 * (j + 1) + 2 * h + 1];
-                const float p0 = __shfl_xor_sync(0xffffffffu, odd ? a0 : b0, 1);
-                const float p1 = __shfl_xor_sync(0xffffffffu, odd ? a1 : b1, 1);
-                const float4 v = odd ? make_float4(p0, p1, b0, b1) : make_float4(a0, a1, p0, p1);
-                const int c = odd ? 8 * (j + 1) + 2 * (q - 1) : 8 * j + 2 * q;
-                const int owner = r / rows_per, lr = r - owner * rows_per;
-                st_async_f32x4(base + (uint32_t)(((rank * rows_per + lr) * PITCH + c) * 4), recv, (uint32_t)owner, v);
-            }
-    }
-}
-
-/* The fix-up's sums: this CTA's rows, four columns a thread (16-byte loads), SK_FIXUP_BATCH partials loaded before
- * any is added, in rank order; then the epilogue and the bf16 stores. */
-template <int SWAP, int OUT_COLS, int PITCH, int THREADS>
-__device__ __forceinline__ void sk_fixup(const pl_gemm_out &o, uint32_t base, bool push, int split, int r_begin,
-                                         int rows_per, int own_rows, int x0, int y0)
-{
-    const int quads_per_row = OUT_COLS / 4;
-    const int m0 = SWAP ? y0 : x0, n0 = SWAP ? x0 : y0;
-    const int quads = own_rows * quads_per_row;
-    const uint32_t slot_bytes = (uint32_t)(rows_per * PITCH * 4);
-    for (int i = (int)threadIdx.x; i < quads; i += THREADS) {
-        const int lr = i / quads_per_row, col = 4 * (i % quads_per_row);
-        /* pushed: slot s of this CTA's stages; else row r_begin + lr of each CTA's own partial (DSMEM) */
-        const uint32_t addr = base + (uint32_t)(((push ? 0 : r_begin) + lr) * PITCH + col) * 4u;
-        float4 sum = split > 1 && !push ? dsmem_load_f32x4(addr, 0) : smem_load_f32x4(addr);
-        for (int s0 = 1; s0 < split; s0 += SK_FIXUP_BATCH) {
-            float4 v[SK_FIXUP_BATCH];
-#pragma unroll
-            for (int u = 0; u < SK_FIXUP_BATCH; u++)
-                if (s0 + u < split)
-                    v[u] = push ? smem_load_f32x4(addr + (uint32_t)(s0 + u) * slot_bytes)
-                                : dsmem_load_f32x4(addr, (uint32_t)(s0 + u));
-#pragma unroll
-            for (int u = 0; u < SK_FIXUP_BATCH; u++)
-                if (s0 + u < split) {
-                    sum.x += v[u].x;
-                    sum.y += v[u].y;
-                    sum.z += v[u].z;
-                    sum.w += v[u].w;
-                }
-        }
-        pl_gemm_store4(o, m0 + r_begin + lr, n0 + col, sum);
-    }
-}
-
 /* grid (S, X tiles, Y tiles), clusters of (S, 1, 1): a cluster is one output tile, its CTA rank blockIdx.x. */
-template <int TILE, int SWAP, int WG, int DEEP>
+template <int TILE, int SWAP, int WG, int DEEP, int BKN>
 __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
     gemm_sk_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_y, pl_gemm_out o,
                    int y_rows, int k_blocks)
 {
     typedef sk_config<TILE, SWAP, WG, DEEP> cfg;
+    typedef typename sk_operands<SWAP, BKN>::x XL;
+    typedef typename sk_operands<SWAP, BKN>::y YL;
     constexpr int STAGES = cfg::stages;
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u; /* 128-byte swizzle wants 1024-byte alignment */
@@ -291,7 +173,8 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
     const int split = (int)gridDim.x, rank = (int)blockIdx.x;
     const int x0 = (int)blockIdx.y * cfg::x_rows, y0 = (int)blockIdx.z * TILE;
     const int kb0 = (int)((long long)k_blocks * rank / split), kb1 = (int)((long long)k_blocks * (rank + 1) / split);
-    constexpr bool HAS_HALF = TILE >= 32 && (TILE & (TILE - 1)) == 0; /* n = TILE/2 is a wgmma width (not 100) */
+    /* n = TILE/2 is a wgmma width (not 100), and of whole boxes where Y is MN-major */
+    constexpr bool HAS_HALF = TILE >= 32 && (TILE & (TILE - 1)) == 0 && (!YL::trans || TILE / 2 >= SM90_MN_BOX_ROWS);
     const bool half = HAS_HALF && y_rows - y0 <= TILE / 2;
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x & 31;
     const int cw = warp / 4; /* the consumer warpgroup: rows 64·cw.. of X */
@@ -314,13 +197,15 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
         acc[i] = 0.0f;
     if (warp == cfg::producer) {
         if (lane == 0)
-            sk_produce<STAGES, cfg::stage_bytes, cfg::x_bytes>(&tma_x, &tma_y, base, full, empty, kb0, kb1, x0, y0);
+            sk_produce<STAGES, cfg::stage_bytes, cfg::x_bytes, cfg::x_rows, TILE, XL, YL>(&tma_x, &tma_y, base, full,
+                                                                                          empty, kb0, kb1, x0, y0);
     } else if (half) {
         if constexpr (HAS_HALF)
-            sk_mainloop<TILE / 2, STAGES, cfg::stage_bytes, cfg::x_bytes>(
+            sk_mainloop<TILE / 2, STAGES, cfg::stage_bytes, cfg::x_bytes, XL, YL>(
                 *reinterpret_cast<float(*)[TILE / 4]>(&acc[0]), base, full, empty, kb0, kb1, lane, x_off);
     } else {
-        sk_mainloop<TILE, STAGES, cfg::stage_bytes, cfg::x_bytes>(acc, base, full, empty, kb0, kb1, lane, x_off);
+        sk_mainloop<TILE, STAGES, cfg::stage_bytes, cfg::x_bytes, XL, YL>(acc, base, full, empty, kb0, kb1, lane,
+                                                                          x_off);
     }
     /* every load has landed (the consumers waited for each) and every wgmma is done: the stages are free */
     __syncthreads();
@@ -383,7 +268,7 @@ __global__ void __maxnreg__(WG == 1 ? SK_MAX_REGS : SK_WG2_REGS)
 /* The largest split <= s whose clusters all run at once, where s would put every tile's CTAs in one wave of one CTA
  * an SM: the GPCs, not only the SM count, decide how many clusters of s such CTAs fit (measured on the H100: 16
  * tiles of 128×128 split 8, 128 CTAs, ran 44% slower than split 6; the H200 48%). Cached per device and split. */
-template <int TILE, int SWAP, int WG, int DEEP> static int sk_fitting_split(int s, long long tiles, int sms)
+template <int TILE, int SWAP, int WG, int DEEP, int BKN> static int sk_fitting_split(int s, long long tiles, int sms)
 {
     typedef sk_config<TILE, SWAP, WG, DEEP> cfg;
     static int fits[16][PL_SK_PORTABLE_SPLIT + 1]; /* clusters of each size that fit at once; 0: not asked yet */
@@ -394,7 +279,7 @@ template <int TILE, int SWAP, int WG, int DEEP> static int sk_fitting_split(int 
     }
     while (s > 1 && s <= PL_SK_PORTABLE_SPLIT && tiles * s <= sms) {
         if (fits[device][s] == 0)
-            fits[device][s] = max_active_clusters((const void *)gemm_sk_kernel<TILE, SWAP, WG, DEEP>, cfg::threads,
+            fits[device][s] = max_active_clusters((const void *)gemm_sk_kernel<TILE, SWAP, WG, DEEP, BKN>, cfg::threads,
                                                   cfg::smem_bytes, (unsigned)s, (unsigned)s, sms);
         if (tiles <= fits[device][s])
             break;
@@ -405,7 +290,7 @@ template <int TILE, int SWAP, int WG, int DEEP> static int sk_fitting_split(int 
 
 /* split > 0: that split; else the rule of the entry: w1 (one CTA an SM, up to 16), WG == 2 (by waves, up to 8),
  * or the default (three CTAs an SM, up to 8). */
-template <int TILE, int SWAP, int WG = 1, int DEEP = 0>
+template <int TILE, int SWAP, int WG = 1, int DEEP = 0, int BKN = 0>
 static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaStream_t stream)
 {
     typedef sk_config<TILE, SWAP, WG, DEEP> cfg;
@@ -422,17 +307,18 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaSt
     const int max_split = cfg::one_cta ? PL_SK_PORTABLE_SPLIT : PL_SK_MAX_SPLIT;
     if (tiles_x > 65535 || tiles_y > 65535 || split < 0 || split > max_split)
         return cudaErrorInvalidValue;
+    typedef sk_operands<SWAP, BKN> ops;
     CUtensorMap tx, ty;
-    cudaError_t e =
-        pl_tensor_map_bf16(&tx, SWAP ? p->b : p->a, (uint64_t)x_rows, (uint64_t)p->k, cfg::x_rows, PL_SK_BK);
+    cudaError_t e = pl_tensor_map_operand_bf16(&tx, SWAP ? p->b : p->a, (uint64_t)x_rows, (uint64_t)p->k, cfg::x_rows,
+                                               ops::x::trans);
     if (e == cudaSuccess)
-        e = pl_tensor_map_bf16(&ty, SWAP ? p->a : p->b, (uint64_t)y_rows, (uint64_t)p->k, TILE, PL_SK_BK);
+        e = pl_tensor_map_operand_bf16(&ty, SWAP ? p->a : p->b, (uint64_t)y_rows, (uint64_t)p->k, TILE, ops::y::trans);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG, DEEP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG, DEEP, BKN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  cfg::smem_bytes);
     if (e == cudaSuccess) /* all of the SM's 228 KB as shared memory, so that three CTAs fit */
-        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG, DEEP>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared);
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG, DEEP, BKN>,
+                                 cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     pl_gemm_gpu g;
     if (e == cudaSuccess)
         e = pl_gemm_gpu_query(&g);
@@ -446,10 +332,10 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaSt
     if (s > k_blocks)
         s = k_blocks; /* every CTA of a cluster gets at least one k-block */
     if (cfg::one_cta && split == 0)
-        s = sk_fitting_split<TILE, SWAP, WG, DEEP>(s, tiles_x * tiles_y, g.sms);
+        s = sk_fitting_split<TILE, SWAP, WG, DEEP, BKN>(s, tiles_x * tiles_y, g.sms);
     if (s > PL_SK_PORTABLE_SPLIT) /* a cluster of 9-16 CTAs */
-        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG, DEEP>, cudaFuncAttributeNonPortableClusterSizeAllowed,
-                                 1);
+        e = cudaFuncSetAttribute(gemm_sk_kernel<TILE, SWAP, WG, DEEP, BKN>,
+                                 cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (e != cudaSuccess)
         return e;
 
@@ -472,12 +358,33 @@ static cudaError_t launch_sk(const pl_gemm_problem *p, int split, int w1, cudaSt
         lc.attrs = &attr;
         lc.numAttrs = 1;
     }
-    e = cudaLaunchKernelEx(&lc, gemm_sk_kernel<TILE, SWAP, WG, DEEP>, tx, ty, pl_gemm_out_of(p), y_rows, k_blocks);
+    e = cudaLaunchKernelEx(&lc, gemm_sk_kernel<TILE, SWAP, WG, DEEP, BKN>, tx, ty, pl_gemm_out_of(p), y_rows, k_blocks);
     return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+/* B K×N: the configurations with a _kn row */
+static cudaError_t launch_sk_kn(const pl_gemm_problem *p, int tile, int swap, int split, cudaStream_t stream)
+{
+    switch (swap ? tile : -tile) {
+    case 16: return launch_sk<16, 1, 1, 0, 1>(p, split, 0, stream);
+    case 32: return launch_sk<32, 1, 1, 0, 1>(p, split, 0, stream);
+    case 64: return launch_sk<64, 1, 1, 0, 1>(p, split, 0, stream);
+    case 128: return launch_sk<128, 1, 1, 0, 1>(p, split, 0, stream);
+    case -64: return launch_sk<64, 0, 1, 0, 1>(p, split, 0, stream);
+    case -128: return launch_sk<128, 0, 1, 0, 1>(p, split, 0, stream);
+    case 16 | PL_SK_DEEP: return launch_sk<16, 1, 1, 1, 1>(p, split, 0, stream);
+    case 32 | PL_SK_DEEP: return launch_sk<32, 1, 1, 1, 1>(p, split, 0, stream);
+    case -(64 | PL_SK_DEEP): return launch_sk<64, 0, 1, 1, 1>(p, split, 0, stream);
+    case -(128 | PL_SK_DEEP): return launch_sk<128, 0, 1, 1, 1>(p, split, 0, stream);
+    case -(128 | PL_SK_WG2): return launch_sk<128, 0, 2, 0, 1>(p, split, 0, stream);
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 extern "C" cudaError_t pl_gemm_wgmma_sk(const pl_gemm_problem *p, int tile, int swap, int split, cudaStream_t stream)
 {
+    if (p->b_layout == PL_GEMM_B_KN)
+        return launch_sk_kn(p, tile, swap, split, stream);
     switch (swap ? tile : -tile) {
     case 16: return launch_sk<16, 1>(p, split, 0, stream);
     case 32: return launch_sk<32, 1>(p, split, 0, stream);
@@ -590,3 +497,22 @@ extern "C" cudaError_t pl_gemm_wgmma_sk_128x256(const pl_gemm_problem *p, cudaSt
 {
     return launch_sk<256, 0, 2>(p, 0, 0, stream);
 }
+
+/* ---- B K×N (BKN = 1): the same kernels reading B N-major, the split chosen by the same rules ---- */
+#define SK_KN_LAUNCHER(name, tile, swap, wg, deep)                                                                     \
+    extern "C" cudaError_t name(const pl_gemm_problem *p, cudaStream_t stream)                                         \
+    {                                                                                                                  \
+        return launch_sk<tile, swap, wg, deep, 1>(p, 0, 0, stream);                                                    \
+    }
+
+SK_KN_LAUNCHER(pl_gemm_wgmma_sk_swap16_kn, 16, 1, 1, 0)
+SK_KN_LAUNCHER(pl_gemm_wgmma_sk_swap32_kn, 32, 1, 1, 0)
+SK_KN_LAUNCHER(pl_gemm_wgmma_sk_swap64_kn, 64, 1, 1, 0)
+SK_KN_LAUNCHER(pl_gemm_wgmma_sk_swap128_kn, 128, 1, 1, 0)
+SK_KN_LAUNCHER(pl_gemm_wgmma_sk_64x64_kn, 64, 0, 1, 0)
+SK_KN_LAUNCHER(pl_gemm_wgmma_sk_64x128_kn, 128, 0, 1, 0)
+SK_KN_LAUNCHER(pl_gemm_wgmma_sk_64x64_deep_kn, 64, 0, 1, 1)
+SK_KN_LAUNCHER(pl_gemm_wgmma_sk_64x128_deep_kn, 128, 0, 1, 1)
+SK_KN_LAUNCHER(pl_gemm_wgmma_sk_swap16_deep_kn, 16, 1, 1, 1)
+SK_KN_LAUNCHER(pl_gemm_wgmma_sk_swap32_deep_kn, 32, 1, 1, 1)
+SK_KN_LAUNCHER(pl_gemm_wgmma_sk_128x128_kn, 128, 0, 2, 0)

@@ -5,6 +5,7 @@
 #ifndef PERFLAB_GEMM_SM90_WGMMA_WS_KERNEL_CUH
 #define PERFLAB_GEMM_SM90_WGMMA_WS_KERNEL_CUH
 
+#include "gemm/device/sm90_operand.cuh"
 #include "gemm/sm90/wgmma_ws_config.cuh"
 
 /* Thread 0 sets up every barrier of the CTA. */
@@ -30,8 +31,8 @@ __device__ __forceinline__ void ws_init_barriers(const ws_smem &s)
 
 /* The producer (one thread of warpgroup 0): every item's k-blocks into the ring, running ahead across tiles. Each
  * stage gets its A rows and the B panel: whole (CLUSTER 1), this CTA's share multicast to the cluster, or in a split
- * item this CTA's half from itself. */
-template <int BN, int CLUSTER, int SCHED, int NB, int CONS>
+ * item this CTA's half from itself. BL: how B is laid out (gemm/device/sm90_operand.cuh). */
+template <int BN, int CLUSTER, int SCHED, int NB, int CONS, typename BL>
 __device__ __forceinline__ void ws_produce(const CUtensorMap *tma_a, const CUtensorMap *tma_b, const ws_smem &s,
                                            const ws_walk &w, int k_blocks)
 {
@@ -52,13 +53,13 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tma_a, const CUten
              * half alone, from itself, at the start */
             mbar_arrive_expect_tx(bar, split ? cfg::a_bytes + cfg::b_bytes / 2 : cfg::stage_bytes);
             tma_load_2d(st, tma_a, bar, kb * WS_BK, m0);
-            if (split)
-                tma_load_2d(st + cfg::a_bytes, tma_b, bar, kb * WS_BK, n0); /* its box: BN/2 rows */
-            else if (CLUSTER == 1)
-                tma_load_2d(st + cfg::a_bytes, tma_b, bar, kb * WS_BK, n0);
+            if (split) { /* K-major: its box is BN/2 rows */
+                if constexpr (SPLITS)
+                    BL::template load<BN / 2>(st + cfg::a_bytes, tma_b, bar, kb * WS_BK, n0);
+            } else if (CLUSTER == 1)
+                BL::template load<BN>(st + cfg::a_bytes, tma_b, bar, kb * WS_BK, n0);
             else
-                tma_load_2d_multicast(st + cfg::a_bytes + w.rank * (cfg::b_bytes / CLUSTER), tma_b, bar, kb * WS_BK,
-                                      n0 + w.rank * (BN / CLUSTER), (uint16_t)((1u << CLUSTER) - 1));
+                BL::template load_share<BN, CLUSTER>(st + cfg::a_bytes, tma_b, bar, kb * WS_BK, n0, w.rank);
             if (++stage == cfg::stages) {
                 stage = 0;
                 phase ^= 1;
@@ -69,31 +70,31 @@ __device__ __forceinline__ void ws_produce(const CUtensorMap *tma_a, const CUten
 
 /* One k16 step of the consumer's wgmma: its 64 rows × BN (cooperative), or both 64-row halves of a 128×128 tile
  * (ping-pong, scale_d 0 on a tile's first step: it overwrites, no zeroing pass, 0.987× with one on an H200,
- * 2026-11-26). */
-template <int BN, int SCHED>
+ * 2026-11-26). TB: wgmma's imm-trans-b (B's layout policy's trans). */
+template <int BN, int SCHED, int TB>
 __device__ __forceinline__ void ws_wgmma_k16(float (&acc)[BN / 2], float (&acc_hi)[SCHED == WS_PINGPONG ? 64 : 1],
                                              uint32_t st, int consumer, uint64_t db, int j, int scale_d)
 {
     if constexpr (SCHED == WS_PINGPONG) {
-        pl_wgmma_m64n128k16_bf16<0>(acc, wgmma_desc_k128(st + j * 32), db, scale_d);
-        pl_wgmma_m64n128k16_bf16<0>(acc_hi, wgmma_desc_k128(st + 64 * 128 + j * 32), db, scale_d);
+        pl_wgmma_m64n128k16_bf16<TB>(acc, wgmma_desc_k128(st + j * 32), db, scale_d);
+        pl_wgmma_m64n128k16_bf16<TB>(acc_hi, wgmma_desc_k128(st + 64 * 128 + j * 32), db, scale_d);
     } else if constexpr (BN == 256) {
-        pl_wgmma_m64n256k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+        pl_wgmma_m64n256k16_bf16<TB>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
     } else if constexpr (BN == 192) {
-        pl_wgmma_m64n192k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+        pl_wgmma_m64n192k16_bf16<TB>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
     } else if constexpr (BN == 176) {
-        pl_wgmma_m64n176k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+        pl_wgmma_m64n176k16_bf16<TB>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
     } else if constexpr (BN == 224) {
-        pl_wgmma_m64n224k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+        pl_wgmma_m64n224k16_bf16<TB>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
     } else {
-        pl_wgmma_m64n128k16_bf16<0>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
+        pl_wgmma_m64n128k16_bf16<TB>(acc, wgmma_desc_k128(st + consumer * 64 * 128 + j * 32), db, 1);
     }
 }
 
 /* The consumer mainloop of one tile: each k-block's wgmma from its stage, one group kept in flight, the previous
  * stage released as soon as its group is done; the fused epilogue's operands prefetched (ping-pong) a few k-blocks
  * before the end, early enough to arrive, late enough not to be evicted by the operands streaming through L2. */
-template <int BN, int CLUSTER, int SCHED, int NB, int CONS>
+template <int BN, int CLUSTER, int SCHED, int NB, int CONS, typename BL>
 __device__ __forceinline__ void ws_mainloop(float (&acc)[BN / 2], float (&acc_hi)[SCHED == WS_PINGPONG ? 64 : 1],
                                             const ws_smem &s, const pl_gemm_out &o, const CUtensorMap *tma_r,
                                             epi_fused_smem &fs, bool fused_tma, int consumer, int lane, int k_blocks,
@@ -118,8 +119,8 @@ __device__ __forceinline__ void ws_mainloop(float (&acc)[BN / 2], float (&acc_hi
         wgmma_fence();
 #pragma unroll
         for (int j = 0; j < WS_BK / 16; j++)
-            ws_wgmma_k16<BN, SCHED>(acc, acc_hi, st, consumer, wgmma_desc_k128(st + cfg::a_bytes + j * 32), j,
-                                    kb > 0 || j > 0);
+            ws_wgmma_k16<BN, SCHED, BL::trans>(acc, acc_hi, st, consumer, BL::desc(st + cfg::a_bytes, j), j,
+                                               kb > 0 || j > 0);
         wgmma_commit();
         wgmma_wait<1>(); /* the previous k-block's group is done: its stage can be refilled */
         if (held >= 0)
@@ -174,7 +175,7 @@ __device__ __forceinline__ void ws_epilogue(float (&acc)[BN / 2], float (&acc_hi
  * columns over all of K, from this CTA's own stages, released on its own barriers only (both arrivals a warp owes, on
  * this CTA's barrier: its producer alone wrote them), then stored. The ring position `kcount` advances as in the main
  * loop. */
-template <int BN, int STAGES, int STAGE_BYTES, int A_BYTES, int NB>
+template <int BN, int STAGES, int STAGE_BYTES, int A_BYTES, int NB, typename BL>
 __device__ __forceinline__ void ws_split_item(const pl_gemm_out &o, const CUtensorMap *tma_d, int tma_store,
                                               uint32_t base, uint32_t full, uint32_t empty, uint32_t bufs, int consumer,
                                               int k_blocks, uint32_t &kcount, int m0, int n0)
@@ -194,9 +195,9 @@ __device__ __forceinline__ void ws_split_item(const pl_gemm_out &o, const CUtens
         wgmma_fence();
 #pragma unroll
         for (int j = 0; j < WS_BK / 16; j++) {
-            const uint64_t db = wgmma_desc_k128(st + A_BYTES + j * 32);
+            const uint64_t db = BL::desc(st + A_BYTES, j);
             const uint64_t da = wgmma_desc_k128(st + consumer * 64 * 128 + j * 32);
-            pl_wgmma_m64n128k16_bf16<0>(acc, da, db, 1);
+            pl_wgmma_m64n128k16_bf16<BL::trans>(acc, da, db, 1);
         }
         wgmma_commit();
         wgmma_wait<1>();
@@ -218,7 +219,7 @@ __device__ __forceinline__ void ws_split_item(const pl_gemm_out &o, const CUtens
 /* A consumer warpgroup: its items of the walk (ping-pong: every other one), each a mainloop then an epilogue, or a
  * split item (ws_split_item). Arrives on the cluster barrier once it has made its last arrival on the peer's barriers,
  * before its last tile's epilogue. */
-template <int BN, int CLUSTER, int SCHED, int NB, int CONS>
+template <int BN, int CLUSTER, int SCHED, int NB, int CONS, typename BL>
 __device__ __forceinline__ void ws_consume(const CUtensorMap *tma_d, const CUtensorMap *tma_r, const CUtensorMap *tma_t,
                                            int tma_store, const pl_gemm_out &o, int k_blocks, const ws_smem &s,
                                            const ws_walk &w, bool handover, int wg)
@@ -252,15 +253,15 @@ __device__ __forceinline__ void ws_consume(const CUtensorMap *tma_d, const CUten
             /* its own mainloop and accumulator: a wgmma of another width on this one's registers would make ptxas
              * fence every wgmma */
             if (it.split) {
-                ws_split_item<BN, cfg::stages, cfg::stage_bytes, cfg::a_bytes, NB>(
+                ws_split_item<BN, cfg::stages, cfg::stage_bytes, cfg::a_bytes, NB, BL>(
                     o, tma_d, tma_store, s.base, s.full, s.empty, fs.bufs, consumer, k_blocks, kcount, m0, n0);
                 continue;
             }
         }
         if (SCHED == WS_PINGPONG && local > 0) /* the other consumer has issued all of tile local-1 */
             mbar_wait(s.order + 8 * consumer, (uint32_t)((mine - (consumer == 0 ? 1 : 0)) & 1));
-        ws_mainloop<BN, CLUSTER, SCHED, NB, CONS>(acc, acc_hi, s, o, tma_r, fs, fused_tma, consumer, lane, k_blocks,
-                                                  kcount, m0, n0);
+        ws_mainloop<BN, CLUSTER, SCHED, NB, CONS, BL>(acc, acc_hi, s, o, tma_r, fs, fused_tma, consumer, lane, k_blocks,
+                                                      kcount, m0, n0);
         /* the last tile: its stage releases ordered, its epilogue not waited on. Not before a split item, though it
          * arrives on no barrier of the peer: with a whole mainloop between the arrive and the wait, compute-sanitizer
          * (memcheck, synccheck) never returns from the launch; arriving after it costs nothing measurable (4104²:
@@ -284,7 +285,7 @@ __device__ __forceinline__ void ws_consume(const CUtensorMap *tma_d, const CUten
 /* The kernel: shared memory and barriers set up, then each warpgroup's role (the producer and, when the epilogue is
  * fused, the epilogue warps; the consumers), then the cluster's last barrier. tma_t: where BN is not a multiple of
  * 64, the dense map of D whose box is the tile's last, narrower subtile (epilogue_tma_m64); unused otherwise. */
-template <int BN, int CLUSTER, int SCHED, int NB, int CONS>
+template <int BN, int CLUSTER, int SCHED, int NB, int CONS, typename BL>
 __global__ void __launch_bounds__(ws_shape<CONS>::threads, 1)
     gemm_wgmma_ws_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                          const __grid_constant__ CUtensorMap tma_d, const __grid_constant__ CUtensorMap tma_r,
@@ -312,7 +313,7 @@ __global__ void __launch_bounds__(ws_shape<CONS>::threads, 1)
     if (wg == 0) {
         regs_dealloc<shape::producer_regs>();
         if (threadIdx.x == 0) {
-            ws_produce<BN, CLUSTER, SCHED, NB, CONS>(&tma_a, &tma_b, s, w, k_blocks);
+            ws_produce<BN, CLUSTER, SCHED, NB, CONS, BL>(&tma_a, &tma_b, s, w, k_blocks);
         } else if (handover && threadIdx.x >= EW_FIRST_THREAD) {
             if constexpr (cfg::tma_fused) {
                 /* a fused epilogue has no split tail (ws_tail_split): the walk is whole tiles */
@@ -327,7 +328,8 @@ __global__ void __launch_bounds__(ws_shape<CONS>::threads, 1)
             cluster_arrive_relaxed();
     } else {
         regs_alloc<shape::consumer_regs>();
-        ws_consume<BN, CLUSTER, SCHED, NB, CONS>(&tma_d, &tma_r, &tma_t, tma_store, o, k_blocks, s, w, handover, wg);
+        ws_consume<BN, CLUSTER, SCHED, NB, CONS, BL>(&tma_d, &tma_r, &tma_t, tma_store, o, k_blocks, s, w, handover,
+                                                     wg);
     }
     /* The peer may still arrive on this CTA's barriers: stay until it is done. Each thread arrived once it had made
      * its last arrival on the peer's barriers, a consumer before its last tile's epilogue: arriving after the stores

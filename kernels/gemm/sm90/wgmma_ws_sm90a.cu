@@ -46,8 +46,14 @@
  * wgmma_ws_config.cuh; this file launches it (launch_ws and a launcher a configuration), and wgmma_ws_rows.c has the
  * configurations' rows of the kernel table.
  *
- * Takes B N×K with K % 8 == 0 and 16-byte aligned A and B (TMA's row pitch rule); others fall back. D goes through
- * TMA when N % 8 == 0 (and D, bias and residual are aligned), else straight from registers. */
+ * B's layout is a policy of the kernel (gemm/device/sm90_operand.cuh): N×K, K-major (the plain launchers), or K×N,
+ * N-major (the _kn launchers: TMA boxes of 64 columns × 64 K, one after another, each CTA of a cluster loading and
+ * multicasting whole boxes; the MN-major descriptor; wgmma's imm-trans-b 1). Everything else is the same kernel, so a
+ * K×N kernel moves the same bytes and issues the same wgmma as its N×K twin; its tile width is a multiple of 64.
+ *
+ * Takes B N×K with K % 8 == 0, or B K×N with K % 8 == 0 and N % 8 == 0, and 16-byte aligned A and B (TMA's row pitch
+ * rule); others fall back. D goes through TMA when N % 8 == 0 (and D, bias and residual are aligned), else straight
+ * from registers. */
 #include "gemm/sm90/wgmma_ws_kernel.cuh"
 #include "gemm/host/tensor_map.h"
 
@@ -71,10 +77,10 @@ static void ws_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr,
 }
 
 /* Clusters the GPU can hold at once for this kernel (max_active_clusters, sm90_common.cuh); cached per device. */
-template <int BN, int CLUSTER, int SCHED, int NB, int CONS> static int ws_max_clusters(int device, int sms)
+template <int BN, int CLUSTER, int SCHED, int NB, int CONS, typename BL> static int ws_max_clusters(int device, int sms)
 {
     static int cached[64];
-    return max_active_clusters_cached(cached, (const void *)gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, CONS>,
+    return max_active_clusters_cached(cached, (const void *)gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, CONS, BL>,
                                       ws_shape<CONS>::threads, ws_config<BN, SCHED, NB, CONS>::smem_bytes, CLUSTER,
                                       device, sms);
 }
@@ -92,8 +98,8 @@ static bool aligned16(const void *p)
     return (uintptr_t)p % 16 == 0;
 }
 
-/* CONS: consumer warpgroups, 64 tile rows each (ws_shape). */
-template <int BN, int CLUSTER, int SCHED, int NB = 2, int CONS = 2>
+/* CONS: consumer warpgroups, 64 tile rows each (ws_shape); BL: B's layout (sm90_k_major: N×K, sm90_mn_major: K×N). */
+template <int BN, int CLUSTER, int SCHED, int NB = 2, int CONS = 2, typename BL = sm90_k_major>
 static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
 {
     typedef ws_config<BN, SCHED, NB, CONS> cfg;
@@ -105,7 +111,7 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     CUtensorMap ta, tb;
     cudaError_t e = pl_tensor_map_bf16(&ta, p->a, (uint64_t)p->m, (uint64_t)p->k, shape::bm, WS_BK);
     if (e == cudaSuccess)
-        e = pl_tensor_map_bf16(&tb, p->b, (uint64_t)p->n, (uint64_t)p->k, BN / CLUSTER, WS_BK);
+        e = pl_tensor_map_operand_bf16(&tb, p->b, (uint64_t)p->n, (uint64_t)p->k, BN / CLUSTER, BL::trans);
     /* TMA stores D (and loads the residual and bias) when rows are 16-byte multiples and the pointers 16-byte
      * aligned; otherwise the consumers store from registers. A tile width that is not a multiple of 64 ends in a
      * narrower subtile with a dense map of its own (tt); such kernels, and three consumers, store a fused D from
@@ -122,7 +128,7 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
          pl_tensor_map_bf16(&tr, p->epi.residual, (uint64_t)p->m, (uint64_t)p->n, EPI_SUB, EPI_SUB) == cudaSuccess);
     int device = 0, sms = 0;
     if (e == cudaSuccess)
-        e = kernel_launch_prepare((const void *)gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, CONS>, cfg::smem_bytes,
+        e = kernel_launch_prepare((const void *)gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, CONS, BL>, cfg::smem_bytes,
                                   &device, &sms);
     if (e != cudaSuccess)
         return e;
@@ -130,7 +136,7 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     const int tiles_m = (p->m + shape::bm - 1) / shape::bm, tile_cols = (p->n + BN - 1) / BN;
     const int tile_rows = (tiles_m + CLUSTER - 1) / CLUSTER; /* in cluster units */
     const long long tiles = (long long)tile_rows * tile_cols;
-    int clusters = CLUSTER > 1 ? ws_max_clusters<BN, CLUSTER, SCHED, NB, CONS>(device, sms) : sms;
+    int clusters = CLUSTER > 1 ? ws_max_clusters<BN, CLUSTER, SCHED, NB, CONS, BL>(device, sms) : sms;
     if (clusters > tiles)
         clusters = (int)tiles;
     const int tail_split = ws_tail_split(ws_tail<BN, CLUSTER, SCHED, CONS>::splits, out.fused, tiles, clusters);
@@ -138,8 +144,8 @@ static cudaError_t launch_ws(const pl_gemm_problem *p, cudaStream_t stream)
     cudaLaunchConfig_t lc;
     cudaLaunchAttribute attr;
     ws_launch_config(&lc, &attr, clusters * CLUSTER, shape::threads, CLUSTER, cfg::smem_bytes, stream);
-    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, CONS>, ta, tb, td, tr, tt, tma_store, out,
-                           (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols, tail_split);
+    e = cudaLaunchKernelEx(&lc, gemm_wgmma_ws_kernel<BN, CLUSTER, SCHED, NB, CONS, BL>, ta, tb, td, tr, tt, tma_store,
+                           out, (p->k + WS_BK - 1) / WS_BK, tile_rows, tile_cols, tail_split);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -229,3 +235,22 @@ extern "C" cudaError_t pl_gemm_wgmma_ws_128x224_c2(const pl_gemm_problem *p, cud
 {
     return launch_ws<224, 2, WS_COOPERATIVE>(p, stream);
 }
+
+/* ---- B K×N: the same kernels reading B N-major (sm90_mn_major), tile widths of whole 64-column boxes; in 2-CTA
+ * clusters each CTA multicasts whole boxes of the shared B panel (128: one each; 256: two each; 192: two and one) ----
+ */
+#define WS_KN_LAUNCHER(name, bn, cluster, sched, nb)                                                                   \
+    extern "C" cudaError_t name(const pl_gemm_problem *p, cudaStream_t stream)                                         \
+    {                                                                                                                  \
+        return launch_ws<bn, cluster, sched, nb, 2, sm90_mn_major>(p, stream);                                         \
+    }
+
+WS_KN_LAUNCHER(pl_gemm_wgmma_ws_128x128_kn, 128, 1, WS_COOPERATIVE, 2)
+WS_KN_LAUNCHER(pl_gemm_wgmma_ws_128x256_kn, 256, 1, WS_COOPERATIVE, 2)
+WS_KN_LAUNCHER(pl_gemm_wgmma_ws_128x256_s3_kn, 256, 1, WS_COOPERATIVE, 4)
+WS_KN_LAUNCHER(pl_gemm_wgmma_pp_128x128_kn, 128, 1, WS_PINGPONG, 2)
+WS_KN_LAUNCHER(pl_gemm_wgmma_ws_128x192_kn, 192, 1, WS_COOPERATIVE, 2)
+WS_KN_LAUNCHER(pl_gemm_wgmma_ws_128x128_c2_kn, 128, 2, WS_COOPERATIVE, 2)
+WS_KN_LAUNCHER(pl_gemm_wgmma_ws_128x256_c2_kn, 256, 2, WS_COOPERATIVE, 2)
+WS_KN_LAUNCHER(pl_gemm_wgmma_pp_128x128_c2_kn, 128, 2, WS_PINGPONG, 2)
+WS_KN_LAUNCHER(pl_gemm_wgmma_ws_128x192_c2_kn, 192, 2, WS_COOPERATIVE, 2)
