@@ -74,6 +74,31 @@ START_TEST(edge_sizes)
 }
 END_TEST
 
+/* memory:gather: odd dim (rows whose table and output offsets differ within 16 bytes take 2-byte accesses, the
+ * others fewer vectors than one chunk of 128); dim 3000 (every row 16-byte aligned: two whole chunks and a partial
+ * one); dim 8 (one vector a row); one element a row; sorted ids; more rows than the table has (ids repeat, and the
+ * ceiling copies the table several times over) */
+START_TEST(gather_sizes)
+{
+    verify_ok("s1m-gather1",
+              "verify --targets memory:gather --target-extra-arg 'memory:gather=--vocab 5003 --dim 1001 --rows 333'",
+              1);
+    verify_ok("s1m-gather2",
+              "verify --targets memory:gather --target-extra-arg 'memory:gather=--vocab 5003 --dim 3000 --rows 333'",
+              1);
+    verify_ok("s1m-gather3",
+              "verify --targets memory:gather --target-extra-arg 'memory:gather=--vocab 5003 --dim 8 --rows 100003'",
+              1);
+    verify_ok("s1m-gather4",
+              "verify --targets memory:gather --target-extra-arg 'memory:gather=--vocab 3 --dim 1 --rows 5 --sorted'",
+              1);
+    verify_ok("s1m-gather5",
+              "verify --targets memory:gather --target-extra-arg 'memory:gather=--vocab 40 --dim 131 --rows 101 "
+              "--sorted true'",
+              1);
+}
+END_TEST
+
 START_TEST(timed_run_reports_occupancy_and_references)
 {
     pl_run run;
@@ -106,6 +131,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, odd_sizes);
     tcase_add_test(tc, edge_sizes);
+    tcase_add_test(tc, gather_sizes);
     tcase_add_test(tc, timed_run_reports_occupancy_and_references);
     suite_add_tcase(s, tc);
     return s;

@@ -50,6 +50,7 @@ START_TEST(setup_refusals_are_checked_before_the_work)
         {"moe:grouped_gemm", "--topk 8 --experts 4", 0, "--topk 8 exceeds --experts 4"},
         {"memory:vectorized_copy", "--n 100g", 1, "needs 800.0 GiB of device memory; NVIDIA H200 has 139.8 GiB"},
         {"memory:transpose", "--rows 1m --cols 1m", 0, "more than 2^34"},
+        {"memory:gather", "--vocab 100m --dim 1k", 1, "NVIDIA H200 has 139.8 GiB: pass a smaller --vocab"},
         {"occupancy:ilp", "--ilp 3", 0, "--ilp 3 is not built"},
         {"streams:overlap", "--n 10 --chunks 16", 0, "--chunks 16 is more than the 10 elements"},
         {"memory:unified", "--n 60g", 1, "over a quarter of its memory (139.80 GiB); managed memory"},
