@@ -14,12 +14,12 @@
  * Blocks of 2 and 3 are one resident wave walking the keys with a grid stride, so that each block's merge of its
  * bins is paid once. */
 #include <stdint.h>
+#include "common/grid.h"
 #include "atomics/histogram.h"
 
 #define GLOBAL_THREADS 256
 #define SHARED_THREADS 512
 #define VEC_LOADS      4 /* uint4 loads in flight per thread per step */
-#define MAX_GRID       2147483647u
 
 /* ---- 1. global atomics ---- */
 
@@ -155,8 +155,8 @@ extern "C" cudaError_t pl_hist_launch(pl_hist_version v, const uint32_t *keys, s
         return e;
     if (v == PL_HIST_GLOBAL || v == PL_HIST_GLOBAL_AGG) {
         size_t grid = (n + GLOBAL_THREADS - 1) / GLOBAL_THREADS;
-        if (grid > MAX_GRID)
-            grid = MAX_GRID;
+        if (grid > PL_MAX_GRID_X)
+            grid = PL_MAX_GRID_X;
         if (v == PL_HIST_GLOBAL_AGG)
             hist_global_agg_kernel<<<(unsigned)grid, GLOBAL_THREADS, 0, stream>>>(keys, n, hist, bins);
         else
@@ -170,8 +170,8 @@ extern "C" cudaError_t pl_hist_launch(pl_hist_version v, const uint32_t *keys, s
         grid = blocks;
     if (grid == 0)
         grid = 1;
-    if (grid > MAX_GRID)
-        grid = MAX_GRID;
+    if (grid > PL_MAX_GRID_X)
+        grid = PL_MAX_GRID_X;
     const size_t smem = (size_t)bins * sizeof(uint32_t);
     if (v == PL_HIST_WARP_AGG)
         hist_shared_kernel<1><<<(unsigned)grid, SHARED_THREADS, smem, stream>>>(keys, n, hist, bins);

@@ -1,9 +1,9 @@
 /* Keys for the histogram lesson, drawn from uniform random numbers already on the device: even, or by inverse
  * transform sampling of a cumulative distribution (a binary search in the CDF). */
+#include "common/grid.h"
 #include "atomics/keys.h"
 
-#define THREADS  256
-#define MAX_GRID 2147483647u
+#define THREADS 256
 
 __global__ void __launch_bounds__(THREADS) keys_kernel(void *buf, size_t n, unsigned bins, const double *cdf)
 {

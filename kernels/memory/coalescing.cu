@@ -1,17 +1,11 @@
 /* y = a*x + b over n floats with two mappings of threads to elements; both launch the same grid, so the only
  * difference between them is which addresses a warp touches together. */
+#include "common/grid.h"
 #include "memory/memory_kernels.h"
 
 #define AFFINE_BLOCK 256u
-#define MAX_GRID     2147483647u /* gridDim.x limit; kernels loop past it */
 
 /* One thread per item where the grid allows it. */
-static unsigned grid_for(size_t items, unsigned block)
-{
-    size_t blocks = (items + block - 1) / block;
-    return blocks > MAX_GRID ? MAX_GRID : (unsigned)blocks;
-}
-
 __global__ void __launch_bounds__(AFFINE_BLOCK)
     affine_f32_strided_kernel(const float *__restrict__ x, float *__restrict__ y, size_t n, size_t stride,
                               size_t columns, float a, float b)
@@ -43,8 +37,8 @@ extern "C" cudaError_t pl_affine_f32_strided(const float *x, float *y, size_t n,
     if (stride == 0)
         return cudaErrorInvalidValue;
     const size_t columns = (n + stride - 1) / stride;
-    affine_f32_strided_kernel<<<grid_for(stride * columns, AFFINE_BLOCK), AFFINE_BLOCK, 0, stream>>>(x, y, n, stride,
-                                                                                                     columns, a, b);
+    affine_f32_strided_kernel<<<pl_grid_1d(stride * columns, AFFINE_BLOCK), AFFINE_BLOCK, 0, stream>>>(x, y, n, stride,
+                                                                                                       columns, a, b);
     return cudaGetLastError();
 }
 
@@ -53,6 +47,6 @@ extern "C" cudaError_t pl_affine_f32_coalesced(const float *x, float *y, size_t 
 {
     if (n == 0)
         return cudaSuccess;
-    affine_f32_coalesced_kernel<<<grid_for(n, AFFINE_BLOCK), AFFINE_BLOCK, 0, stream>>>(x, y, n, a, b);
+    affine_f32_coalesced_kernel<<<pl_grid_1d(n, AFFINE_BLOCK), AFFINE_BLOCK, 0, stream>>>(x, y, n, a, b);
     return cudaGetLastError();
 }

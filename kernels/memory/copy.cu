@@ -1,20 +1,14 @@
 /* fp32 copies: one 4-byte word per thread, and 16-byte words with several loads in flight per thread. */
 #include <stdint.h>
+#include "common/grid.h"
 #include "memory/memory_kernels.h"
 
 #define COPY_BLOCK 256u
-#define MAX_GRID   2147483647u /* gridDim.x limit; kernels loop past it */
 /* float4 loads each thread issues before its first store: 64 bytes in flight per thread, so that a full SM
  * keeps far more bytes outstanding than latency x bandwidth requires. */
 #define VEC16_PER_THREAD 4u
 
 /* One thread per item where the grid allows it. */
-static unsigned grid_for(size_t items, unsigned block)
-{
-    size_t blocks = (items + block - 1) / block;
-    return blocks > MAX_GRID ? MAX_GRID : (unsigned)blocks;
-}
-
 __global__ void __launch_bounds__(COPY_BLOCK)
     copy_f32_scalar_kernel(const float *__restrict__ src, float *__restrict__ dst, size_t n)
 {
@@ -65,7 +59,7 @@ extern "C" cudaError_t pl_copy_f32_scalar(const float *src, float *dst, size_t n
 {
     if (n == 0)
         return cudaSuccess;
-    copy_f32_scalar_kernel<<<grid_for(n, COPY_BLOCK), COPY_BLOCK, 0, stream>>>(src, dst, n);
+    copy_f32_scalar_kernel<<<pl_grid_1d(n, COPY_BLOCK), COPY_BLOCK, 0, stream>>>(src, dst, n);
     return cudaGetLastError();
 }
 
@@ -91,11 +85,9 @@ extern "C" cudaError_t pl_copy_f32_vec16(const float *src, float *dst, size_t n,
     /* A misaligned float4 access would trap on the device; refuse it here instead. */
     if (((uintptr_t)src | (uintptr_t)dst) % 16 != 0)
         return cudaErrorInvalidValue;
-    unsigned grid = grid_for(n / 4, VEC16_PER_THREAD * COPY_BLOCK);
+    unsigned grid = pl_grid_1d(n / 4, VEC16_PER_THREAD * COPY_BLOCK);
     if (max_blocks != 0 && grid > max_blocks)
         grid = max_blocks;
-    if (grid == 0) /* n < 4: only the tail */
-        grid = 1;
     copy_f32_vec16_kernel<<<grid, COPY_BLOCK, 0, stream>>>(src, dst, n);
     return cudaGetLastError();
 }

@@ -1,19 +1,13 @@
 /* bf16 embedding lookups, out row r = table row ids[r]: one 2-byte element per thread, and one warp per row with
  * 16-byte accesses, several in flight per lane. */
 #include <stdint.h>
+#include "common/grid.h"
 #include "memory/memory_kernels.h"
 
 #define GATHER_BLOCK 256u
 #define ROW_WARPS    (GATHER_BLOCK / 32u) /* rows a block of the warp kernel copies at once */
-#define MAX_GRID     2147483647u          /* gridDim.x limit; kernels loop past it */
 /* 16-byte loads each lane issues before its first store: 64 bytes in flight per lane, as in the vec16 copy. */
 #define VEC_PER_LANE 4u
-
-static unsigned grid_for(size_t items, unsigned per_block)
-{
-    size_t blocks = (items + per_block - 1) / per_block;
-    return blocks > MAX_GRID ? MAX_GRID : (unsigned)blocks;
-}
 
 /* Element e of the output is column e % dim of row e / dim: the plain flat mapping, one 2-byte load and store. */
 __global__ void __launch_bounds__(GATHER_BLOCK)
@@ -84,8 +78,8 @@ extern "C" cudaError_t pl_gather_bf16_scalar(const uint16_t *table, const int32_
 {
     if (rows == 0 || dim == 0)
         return cudaSuccess;
-    gather_bf16_scalar_kernel<<<grid_for(rows * dim, GATHER_BLOCK), GATHER_BLOCK, 0, stream>>>(table, ids, out, rows,
-                                                                                               dim);
+    gather_bf16_scalar_kernel<<<pl_grid_1d(rows * dim, GATHER_BLOCK), GATHER_BLOCK, 0, stream>>>(table, ids, out, rows,
+                                                                                                 dim);
     return cudaGetLastError();
 }
 
@@ -94,6 +88,6 @@ extern "C" cudaError_t pl_gather_bf16_warp_vec16(const uint16_t *table, const in
 {
     if (rows == 0 || dim == 0)
         return cudaSuccess;
-    gather_bf16_warp_vec16_kernel<<<grid_for(rows, ROW_WARPS), GATHER_BLOCK, 0, stream>>>(table, ids, out, rows, dim);
+    gather_bf16_warp_vec16_kernel<<<pl_grid_1d(rows, ROW_WARPS), GATHER_BLOCK, 0, stream>>>(table, ids, out, rows, dim);
     return cudaGetLastError();
 }

@@ -10,10 +10,10 @@
  * 16-byte accesses where x, y, h and the sizes allow them (hot_n % 4 == 0 and 16-byte aligned buffers), single
  * words otherwise. */
 #include <stdint.h>
+#include "common/grid.h"
 #include "memory/l2_persistence.h"
 
-#define THREADS  256
-#define MAX_GRID 2147483647u
+#define THREADS 256
 
 /* EVICT_FIRST: the x loads and y stores carry the evict-first hint; otherwise plain accesses. */
 template <int EVICT_FIRST>
@@ -60,14 +60,6 @@ extern "C" cudaError_t pl_l2_limits(size_t *max_persisting_bytes, size_t *max_wi
     return e;
 }
 
-static unsigned grid_for(size_t items)
-{
-    size_t blocks = (items + THREADS - 1) / THREADS;
-    if (blocks == 0)
-        blocks = 1;
-    return blocks > MAX_GRID ? MAX_GRID : (unsigned)blocks;
-}
-
 extern "C" cudaError_t pl_l2_hot_axpy(const float *x, const float *h, float *y, size_t n, size_t hot_n, float a,
                                       int evict_first, const pl_l2_window *w, cudaStream_t stream)
 {
@@ -96,7 +88,7 @@ extern "C" cudaError_t pl_l2_hot_axpy(const float *x, const float *h, float *y, 
     if (vec) {
         const size_t n4 = n / 4;
         if (n4 > 0) {
-            cfg.gridDim = dim3(grid_for(n4));
+            cfg.gridDim = dim3(pl_grid_1d(n4, THREADS));
             const float4 *x4 = reinterpret_cast<const float4 *>(x), *h4 = reinterpret_cast<const float4 *>(h);
             float4 *y4 = reinterpret_cast<float4 *>(y);
             cudaError_t e = evict_first
@@ -112,7 +104,7 @@ extern "C" cudaError_t pl_l2_hot_axpy(const float *x, const float *h, float *y, 
         return evict_first ? cudaLaunchKernelEx(&cfg, hot_axpy_kernel<1>, x, h, y, n4 * 4, n, hot_n, a)
                            : cudaLaunchKernelEx(&cfg, hot_axpy_kernel<0>, x, h, y, n4 * 4, n, hot_n, a);
     }
-    cfg.gridDim = dim3(grid_for(n));
+    cfg.gridDim = dim3(pl_grid_1d(n, THREADS));
     return evict_first ? cudaLaunchKernelEx(&cfg, hot_axpy_kernel<1>, x, h, y, (size_t)0, n, hot_n, a)
                        : cudaLaunchKernelEx(&cfg, hot_axpy_kernel<0>, x, h, y, (size_t)0, n, hot_n, a);
 }

@@ -10,11 +10,11 @@
  * The low occupancy of 1 and 2 is set by a dynamic shared-memory reservation the kernels never touch (as in
  * Volkov's "Better performance at lower occupancy"): it stands for whatever holds a real kernel's residency down. */
 #include <stdint.h>
+#include "common/grid.h"
 #include "occupancy/ilp.h"
 
 #define LOW_THREADS     128
 #define BOUNDED_THREADS 256
-#define MAX_GRID        2147483647u
 
 /* ---- 1. one element per thread ---- */
 
@@ -150,7 +150,7 @@ static unsigned chunks(size_t n, size_t per_block)
     const size_t n4 = n / 4;
     /* whole chunks, plus one block for a partial chunk and the n % 4 elements after the vectors */
     const size_t blocks = n4 / per_block + (n4 % per_block != 0 || n % 4 != 0);
-    return blocks > MAX_GRID ? 0 : (unsigned)blocks;
+    return blocks > PL_MAX_GRID_X ? 0 : (unsigned)blocks;
 }
 
 extern "C" cudaError_t pl_ilp_affine(pl_ilp_version v, int ilp, const float *x, float *y, size_t n, float a, float b,
@@ -160,7 +160,7 @@ extern "C" cudaError_t pl_ilp_affine(pl_ilp_version v, int ilp, const float *x, 
         return cudaSuccess;
     if (v == PL_ILP_SCALAR) {
         const size_t blocks = (n + LOW_THREADS - 1) / LOW_THREADS;
-        if (blocks > MAX_GRID)
+        if (blocks > PL_MAX_GRID_X)
             return cudaErrorInvalidValue;
         affine_scalar_kernel<<<(unsigned)blocks, LOW_THREADS, smem_bytes, stream>>>(x, y, n, a, b);
         return cudaGetLastError();

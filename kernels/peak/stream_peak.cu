@@ -2,9 +2,8 @@
  * flight per thread before the first is used (Little's law: a Hopper needs several MB in flight chip-wide),
  * and the device-side checks that prove every element was read or written. */
 #include <stdint.h>
+#include "common/grid.h"
 #include "peak/peak_kernels.h"
-
-#define MAX_GRID 2147483647u
 
 template <bool STREAMING> __device__ __forceinline__ float4 load16(const float4 *p)
 {
@@ -182,8 +181,8 @@ extern "C" unsigned pl_stream_grid(size_t n, const pl_stream_config *c, unsigned
     size_t whole = (n / 4 + chunk - 1) / chunk;
     if (whole == 0)
         whole = 1; /* the scalar tail still needs a block */
-    if (whole > MAX_GRID)
-        whole = MAX_GRID;
+    if (whole > PL_MAX_GRID_X)
+        whole = PL_MAX_GRID_X;
     if (c->waves > 0 && (size_t)c->waves * resident_blocks < whole)
         return (unsigned)c->waves * resident_blocks;
     return (unsigned)whole;

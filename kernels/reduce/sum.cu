@@ -6,19 +6,19 @@
  *                   barrier after each), then adds its sum with one atomicAdd: n/256 atomics.
  *  3. warp_vec16  — a grid of whole resident waves (the caller picks how many), each block given an equal
  *                   contiguous share of the input (blocks of a wave finish together; a later wave's blocks start
- *                   on the SMs that finish first, so a slower SM takes fewer shares); each thread sums sixteen-byte vectors, four loads in
- *                   flight at a time, into registers; warps combine with shuffles (no shared memory, no barrier per
- *                   step), each block writes one partial, and the last block to finish (a ticket counter) adds the
- *                   few partials in a fixed order. No atomic on the result: for a given grid (one per GPU model)
- *                   the same input gives the same bits on every run.
+ *                   on the SMs that finish first, so a slower SM takes fewer shares); each thread sums sixteen-byte
+ * vectors, four loads in flight at a time, into registers; warps combine with shuffles (no shared memory, no barrier
+ * per step), each block writes one partial, and the last block to finish (a ticket counter) adds the few partials in a
+ * fixed order. No atomic on the result: for a given grid (one per GPU model) the same input gives the same bits on
+ * every run.
  *
  * The elements are read once from HBM in every version; they differ in what serializes after the load. */
 #include <stdint.h>
 #include <cuda_bf16.h>
+#include "common/grid.h"
 #include "reduce/reduce.h"
 
 #define BLOCK     256
-#define MAX_GRID  2147483647u
 #define VEC_LOADS 4                           /* 16-byte loads in flight per thread */
 #define STEP_VECS ((size_t)BLOCK * VEC_LOADS) /* vectors a block reads per step: 16 KiB */
 
@@ -159,14 +159,6 @@ __global__ void __launch_bounds__(BLOCK)
 
 /* ---- launchers ---- */
 
-static unsigned grid_for(size_t items, size_t per_block)
-{
-    size_t blocks = (items + per_block - 1) / per_block;
-    if (blocks == 0)
-        blocks = 1;
-    return blocks > MAX_GRID ? MAX_GRID : (unsigned)blocks;
-}
-
 typedef void (*one_per_thread_kernel)(const void *, size_t, float *);
 
 /* out = 0, then `k` with one thread per element (versions 1 and 2) */
@@ -175,9 +167,9 @@ static cudaError_t zero_then_launch(one_per_thread_kernel k, const void *in, siz
     cudaError_t e = cudaMemsetAsync(out, 0, sizeof(float), stream);
     if (e != cudaSuccess || n == 0)
         return e;
-    if ((n + BLOCK - 1) / BLOCK > MAX_GRID)
+    if ((n + BLOCK - 1) / BLOCK > PL_MAX_GRID_X)
         return cudaErrorInvalidValue;
-    k<<<grid_for(n, BLOCK), BLOCK, 0, stream>>>(in, n, out);
+    k<<<pl_grid_1d(n, BLOCK), BLOCK, 0, stream>>>(in, n, out);
     return cudaGetLastError();
 }
 
@@ -216,7 +208,7 @@ extern "C" cudaError_t pl_reduce_sum_warp_vec16(const void *in, pl_reduce_dtype 
                                                 unsigned blocks, void *workspace, size_t workspace_bytes,
                                                 cudaStream_t stream)
 {
-    if ((uintptr_t)in % 16 != 0 || (uintptr_t)workspace % 16 != 0 || blocks == 0 || blocks > MAX_GRID ||
+    if ((uintptr_t)in % 16 != 0 || (uintptr_t)workspace % 16 != 0 || blocks == 0 || blocks > PL_MAX_GRID_X ||
         workspace_bytes < pl_reduce_sum_workspace_bytes(blocks))
         return cudaErrorInvalidValue;
     unsigned *ticket = static_cast<unsigned *>(workspace);

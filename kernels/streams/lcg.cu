@@ -3,10 +3,10 @@
  * enough blocks to hide the multiply-add's latency, so the kernel runs at the integer multiply-add rate. The loop
  * is unrolled so that its control adds little; the compiler cannot fold a geometric recurrence with a run-time
  * count, so the work is really done. */
+#include "common/grid.h"
 #include "streams/streams_kernels.h"
 
 #define LCG_BLOCK 256u
-#define MAX_GRID  2147483647u
 
 __global__ void __launch_bounds__(LCG_BLOCK)
     lcg_steps_kernel(const uint32_t *in, uint32_t *out, size_t n, int iters, uint32_t a, uint32_t c)
@@ -27,7 +27,7 @@ extern "C" cudaError_t pl_lcg_steps_u32(const uint32_t *in, uint32_t *out, size_
     if (n == 0)
         return cudaSuccess;
     const size_t blocks = (n + LCG_BLOCK - 1) / LCG_BLOCK;
-    const unsigned grid = blocks > MAX_GRID ? MAX_GRID : (unsigned)blocks;
+    const unsigned grid = blocks > PL_MAX_GRID_X ? PL_MAX_GRID_X : (unsigned)blocks;
     lcg_steps_kernel<<<grid, LCG_BLOCK, 0, stream>>>(in, out, n, iters, a, c);
     return cudaGetLastError();
 }
