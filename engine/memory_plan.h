@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attention/attention.h"
 #include "engine/model_config.h"
 
 #ifdef __cplusplus
@@ -28,7 +29,7 @@ extern "C" {
 typedef enum pl_weight_dtype { PL_WEIGHTS_BF16, PL_WEIGHTS_FP8, PL_WEIGHTS_FP8_BLOCK } pl_weight_dtype;
 
 #define PL_FP8_BLOCK 128
-#define PL_GIB (1024.0 * 1024.0 * 1024.0)
+#define PL_GIB       (1024.0 * 1024.0 * 1024.0)
 
 /* "bf16", "fp8", "fp8-block"; pl_weight_dtype_parse returns -1 for another name. */
 const char *pl_weight_dtype_name(pl_weight_dtype dt);
@@ -73,9 +74,15 @@ typedef struct pl_weight_bytes {
 
 void pl_weight_bytes_of(const pl_model_config *m, pl_weight_dtype dt, int layers, pl_weight_bytes *out);
 
-/* The bf16 KV cache: one K and one V pool per layer, each [pages][page_size][kv_heads][head_dim] (engine/kv_pages.h).
- * Bytes of one page in all layers, K and V. */
-uint64_t pl_kv_page_bytes(const pl_model_config *m, int layers, int page_size);
+/* The KV cache's dtype by name: "bf16" (PL_KV_BF16), "fp8" (PL_KV_FP8_E4M3); parse returns -1 for another name. */
+const char *pl_kv_dtype_name(pl_kv_dtype dt);
+int pl_kv_dtype_parse(const char *name, pl_kv_dtype *out);
+
+/* The KV cache: one K and one V pool per layer, each [pages][page_size][kv_heads][head_dim] (engine/kv_pages.h),
+ * bf16, or e4m3 with a float scale per (token, kv head) row beside each pool (PL_KV_FP8_E4M3: head_dim + 4 bytes a
+ * row instead of 2·head_dim, 0.516x at head_dim 128). Bytes of one page in all layers, K and V (0 for an unknown
+ * dtype). */
+uint64_t pl_kv_page_bytes(const pl_model_config *m, int layers, int page_size, pl_kv_dtype kv_dtype);
 
 /* The activations and workspace of one step, reused by every layer: at most max_tokens tokens a step (prefill) and
  * max_batch sequences (decode), contexts up to max_context tokens. Buffers: the residual stream and its norm
@@ -90,18 +97,19 @@ typedef struct pl_plan_request {
     const pl_model_config *model;
     int layers; /* 0: the config's */
     pl_weight_dtype dtype;
+    pl_kv_dtype kv_dtype; /* the KV cache's (PL_KV_BF16, 0, for a zeroed request) */
     int page_size;
-    int pages;       /* KV pages; 0: as many as fit once the rest is placed */
-    int max_batch;   /* sequences a decode step */
-    int max_tokens;  /* tokens a prefill step */
-    int max_context; /* tokens a sequence; the cache must hold max_batch full sequences */
+    int pages;              /* KV pages; 0: as many as fit once the rest is placed */
+    int max_batch;          /* sequences a decode step */
+    int max_tokens;         /* tokens a prefill step */
+    int max_context;        /* tokens a sequence; the cache must hold max_batch full sequences */
     uint64_t free_bytes;    /* the GPU's free memory (cudaMemGetInfo) */
     uint64_t reserve_bytes; /* kept free for the CUDA context's growth, cuBLAS workspaces and graphs */
 } pl_plan_request;
 
 typedef struct pl_plan {
     pl_weight_bytes weights;
-    uint64_t page_bytes;
+    uint64_t page_bytes;     /* in the request's cache dtype */
     int pages, pages_needed; /* planned; the fewest that hold max_batch sequences of max_context */
     uint64_t kv_bytes, activation_bytes, reserve_bytes, total, free_bytes;
 } pl_plan;

@@ -33,6 +33,7 @@ static int plan(const pl_model_options *o, pl_model *M, char *err, size_t errlen
     const pl_plan_request req = {.model = o->model,
                                  .layers = M->layers,
                                  .dtype = PL_WEIGHTS_BF16,
+                                 .kv_dtype = o->kv_dtype,
                                  .page_size = o->page_size,
                                  .pages = o->pages,
                                  .max_batch = o->max_seqs > 0 ? o->max_seqs : 1,
@@ -43,26 +44,75 @@ static int plan(const pl_model_options *o, pl_model *M, char *err, size_t errlen
     return pl_plan_make(&req, &M->plan, err, errlen);
 }
 
-/* The model's own tensors, the pools and the step's buffers in one allocation; returns its bytes (base NULL: only
+/* ---- the KV cache ---- */
+
+enum { C_K, C_V, C_KS, C_VS, C_COUNT };
+
+/* The cache's arrays' bytes: K and V pools (bf16 or e4m3), and for FP8 their scales. */
+static void cache_sizes(const pl_model_config *c, int layers, int pages, int page_size, pl_kv_dtype dtype,
+                        size_t *pool_elems, size_t bytes[C_COUNT])
+{
+    *pool_elems = (size_t)pages * page_size * c->kv_heads * c->head_dim;
+    const size_t all = *pool_elems * (size_t)layers, rows = all / (size_t)c->head_dim;
+    const int fp8 = dtype == PL_KV_FP8_E4M3;
+    bytes[C_K] = bytes[C_V] = fp8 ? all : 2 * all;
+    bytes[C_KS] = bytes[C_VS] = fp8 ? rows * sizeof(float) : 0;
+}
+
+size_t pl_model_cache_bytes(const pl_model_config *c, int layers, int pages, int page_size, pl_kv_dtype dtype)
+{
+    if (dtype != PL_KV_BF16 && dtype != PL_KV_FP8_E4M3)
+        return 0;
+    size_t pool, bytes[C_COUNT], at = 0;
+    cache_sizes(c, layers, pages, page_size, dtype, &pool, bytes);
+    for (int i = 0; i < C_COUNT; i++)
+        at += align256(bytes[i]);
+    return at;
+}
+
+void pl_model_cache_place(const pl_model_config *c, int layers, int pages, int page_size, pl_kv_dtype dtype, void *base,
+                          pl_model_cache *out)
+{
+    size_t bytes[C_COUNT], at[C_COUNT], end = 0;
+    memset(out, 0, sizeof *out);
+    cache_sizes(c, layers, pages, page_size, dtype, &out->pool_elems, bytes);
+    for (int i = 0; i < C_COUNT; i++) {
+        at[i] = end;
+        end += align256(bytes[i]);
+    }
+    char *b = base;
+    out->dtype = dtype;
+    out->base = base;
+    out->bytes = end;
+    if (dtype == PL_KV_FP8_E4M3) {
+        out->k8 = (uint8_t *)(b + at[C_K]);
+        out->v8 = (uint8_t *)(b + at[C_V]);
+        out->k_scale = (float *)(void *)(b + at[C_KS]);
+        out->v_scale = (float *)(void *)(b + at[C_VS]);
+    } else {
+        out->k = (uint16_t *)(void *)(b + at[C_K]);
+        out->v = (uint16_t *)(void *)(b + at[C_V]);
+    }
+}
+
+/* The model's own tensors, the cache and the step's buffers in one allocation; returns its bytes (base NULL: only
  * the size). */
-static size_t carve(pl_model *M, char *base)
+static size_t carve(pl_model *M, pl_kv_dtype kv_dtype, char *base)
 {
     const pl_model_config *c = M->config;
     const size_t D = c->hidden, V = c->vocab;
-    M->pool_elems = (size_t)M->pages * M->page_size * c->kv_heads * c->head_dim;
     const size_t bytes[] = {V * D * 2,
                             D * 2,
                             c->tied_embeddings ? 0 : V * D * 2,
-                            M->pool_elems * 2 * M->layers,
-                            M->pool_elems * 2 * M->layers,
+                            pl_model_cache_bytes(c, M->layers, M->pages, M->page_size, kv_dtype),
                             (size_t)M->max_rows * D * 2,
                             (size_t)M->max_out * D * 2,
                             (size_t)M->max_out * D * 2,
                             (size_t)M->max_out * V * 2,
                             M->ws_bytes};
-    void **slots[] = {
-        (void **)&M->embed, (void **)&M->final_norm, (void **)&M->lm_head, (void **)&M->k_pools, (void **)&M->v_pools,
-        (void **)&M->x,     (void **)&M->picked,     (void **)&M->normed,  (void **)&M->logits,  &M->ws};
+    void *cache = NULL;
+    void **slots[] = {(void **)&M->embed,  (void **)&M->final_norm, (void **)&M->lm_head, &cache, (void **)&M->x,
+                      (void **)&M->picked, (void **)&M->normed,     (void **)&M->logits,  &M->ws};
     size_t at = 0;
     for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++) {
         *slots[i] = base && bytes[i] ? base + at : NULL;
@@ -70,6 +120,8 @@ static size_t carve(pl_model *M, char *base)
     }
     if (c->tied_embeddings)
         M->lm_head = M->embed;
+    if (base)
+        pl_model_cache_place(c, M->layers, M->pages, M->page_size, kv_dtype, cache, &M->cache);
     return at;
 }
 
@@ -83,10 +135,8 @@ static int fill_own(pl_model *M, uint64_t seed, char *err, size_t errlen)
         e = pl_engine_fill_uniform(M->final_norm, D, seed ^ NORM_KEY, 0.5f, 1.5f, 0);
     if (e == cudaSuccess && !c->tied_embeddings)
         e = pl_engine_fill_uniform(M->lm_head, V * D, seed ^ HEAD_KEY, -head, head, 0);
-    if (e == cudaSuccess) /* the caches' unused rows hold zeros, never read */
-        e = cudaMemset(M->k_pools, 0, M->pool_elems * 2 * M->layers);
-    if (e == cudaSuccess)
-        e = cudaMemset(M->v_pools, 0, M->pool_elems * 2 * M->layers);
+    if (e == cudaSuccess) /* the cache's unused rows hold zeros (FP8: bytes and scales), never read */
+        e = cudaMemset(M->cache.base, 0, M->cache.bytes);
     if (e == cudaSuccess)
         e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
@@ -135,6 +185,11 @@ int pl_model_create(const pl_model_options *o, pl_model *M, char *err, size_t er
     memset(M, 0, sizeof *M);
     const pl_model_config *c = o->model;
     const int moe = c && pl_model_is_moe(c);
+    if (o->kv_dtype != PL_KV_BF16 && o->kv_dtype != PL_KV_FP8_E4M3) {
+        snprintf(err, errlen, "%s: KV cache dtype %d: the model takes bf16 or fp8 (e4m3) caches",
+                 c ? c->name : "(no model)", (int)o->kv_dtype);
+        return -1;
+    }
     if (!c || (!moe && c->qk_norm) || o->max_rows < 1 || o->max_out < 1 || o->max_out > o->max_rows ||
         o->page_size < 8 || o->page_size % 8) {
         snprintf(err, errlen,
@@ -154,7 +209,7 @@ int pl_model_create(const pl_model_options *o, pl_model *M, char *err, size_t er
     M->pages = M->plan.pages;
     if (alloc_layers(o, M, err, errlen) != 0)
         return -1;
-    const size_t bytes = carve(M, NULL);
+    const size_t bytes = carve(M, o->kv_dtype, NULL);
     cudaError_t e = cudaMalloc(&M->block, bytes);
     if (e != cudaSuccess) {
         M->block = NULL;
@@ -163,7 +218,7 @@ int pl_model_create(const pl_model_options *o, pl_model *M, char *err, size_t er
         pl_model_destroy(M);
         return -1;
     }
-    carve(M, (char *)M->block);
+    carve(M, o->kv_dtype, (char *)M->block);
     if (fill_own(M, o->seed, err, errlen) != 0) {
         pl_model_destroy(M);
         return -1;
@@ -188,7 +243,18 @@ void pl_model_destroy(pl_model *M)
 
 pl_layer_kv pl_model_kv(const pl_model *M, int l)
 {
-    const pl_layer_kv kv = {.k = M->k_pools + (size_t)l * M->pool_elems, .v = M->v_pools + (size_t)l * M->pool_elems};
+    const pl_model_cache *c = &M->cache;
+    const size_t at = (size_t)l * c->pool_elems, rows = at / (size_t)M->config->head_dim;
+    pl_layer_kv kv = {.dtype = c->dtype};
+    if (c->dtype == PL_KV_FP8_E4M3) {
+        kv.k8 = c->k8 + at;
+        kv.v8 = c->v8 + at;
+        kv.k_scale = c->k_scale + rows;
+        kv.v_scale = c->v_scale + rows;
+    } else {
+        kv.k = c->k + at;
+        kv.v = c->v + at;
+    }
     return kv;
 }
 

@@ -11,6 +11,10 @@
  *     against the reference.
  * And an MoE model (tiny-moe): a prefill and two decode steps, each bit-identical to the embedding and the layers'
  * MoE steps run one by one on the same weights (its layers' own test checks them against the reference).
+ * Over an FP8 (e4m3) cache (pl_model_options.kv_dtype): the greedy case, every recipe, against the reference over the
+ * FP8 cache's values (pl_layer_ref_rows.kv_fp8: each new row quantized and dequantized as the cache holds it);
+ * prefill then decode against the longer prefill; and tiny-dense and tiny-moe's steps bit-identical to their layers'
+ * steps run one by one over the same FP8 cache (residual stream, e4m3 pools and scales).
  * Pages of the sequences are scattered through the pool. Exits 77 without a GPU. */
 #include <math.h>
 #include <stdio.h>
@@ -37,7 +41,8 @@ typedef struct rig {
     const pl_model_config *c;
     cublasHandle_t cublas;
     pl_layer_recipe recipe;
-    uint16_t **wh;                 /* each layer's weight block, host */
+    int kv_fp8;    /* the model's cache is FP8 (the reference then quantizes each new row as the cache holds it) */
+    uint16_t **wh; /* each layer's weight block, host */
     pl_layer_ref_weights *hw;      /* per layer */
     uint16_t *embed, *norm, *head; /* host */
     uint16_t **kc, **vc;           /* host caches per layer */
@@ -52,16 +57,19 @@ static uint16_t *host_copy(const void *dev, size_t n)
     return pl_test_dev_copy(dev, n * 2);
 }
 
-/* The model `name` with a ladder recipe; for a dense model also the host copies the reference reads. */
-static void rig_init_model(rig *r, const char *name, int recipe)
+/* The model `name` with a ladder recipe and a cache in kv_dtype; for a dense model also the host copies the reference
+ * reads. */
+static void rig_init_model(rig *r, const char *name, int recipe, pl_kv_dtype kv_dtype)
 {
     char err[512];
     memset(r, 0, sizeof *r);
+    r->kv_fp8 = kv_dtype == PL_KV_FP8_E4M3;
     r->c = pl_model_find(name, err, sizeof err);
     ck_assert(r->c != NULL);
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     const pl_model_options o = {.model = r->c,
+                                .kv_dtype = kv_dtype,
                                 .page_size = PAGE,
                                 .pages = 64,
                                 .max_rows = MAXR,
@@ -71,6 +79,8 @@ static void rig_init_model(rig *r, const char *name, int recipe)
                                 .seed = 5,
                                 .sm_count = sms};
     ck_assert_msg(pl_model_create(&o, &r->M, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(r->M.cache.dtype, kv_dtype);
+    ck_assert(r->kv_fp8 ? r->M.cache.k8 && r->M.cache.k_scale && !r->M.cache.k : r->M.cache.k && !r->M.cache.k8);
     ck_assert(cublasCreate(&r->cublas) == CUBLAS_STATUS_SUCCESS);
     pl_layer_recipe recipes[PL_LAYER_LADDER_STEPS];
     pl_layer_recipe_ladder(sms, r->cublas, recipes);
@@ -88,8 +98,8 @@ static void rig_init_model(rig *r, const char *name, int recipe)
         r->hw[l] = (pl_layer_ref_weights){HOST_OF(attn_norm), HOST_OF(qkv),     HOST_OF(o),
                                           HOST_OF(mlp_norm),  HOST_OF(gate_up), HOST_OF(down)};
 #undef HOST_OF
-        r->kc[l] = calloc(r->M.pool_elems, 2);
-        r->vc[l] = calloc(r->M.pool_elems, 2);
+        r->kc[l] = calloc(r->M.cache.pool_elems, 2); /* FP8: the dequantized values, exact in bf16 */
+        r->vc[l] = calloc(r->M.cache.pool_elems, 2);
         ck_assert(r->kc[l] && r->vc[l]);
     }
     r->embed = host_copy(r->M.embed, (size_t)r->c->vocab * r->c->hidden);
@@ -108,7 +118,7 @@ static void rig_init_model(rig *r, const char *name, int recipe)
 
 static void rig_init(rig *r, int recipe)
 {
-    rig_init_model(r, "tiny-dense", recipe);
+    rig_init_model(r, "tiny-dense", recipe, PL_KV_BF16);
 }
 
 static void rig_free(rig *r)
@@ -204,7 +214,7 @@ static void ref_step(rig *r, const host_rows *h, double *logits)
     const int *tables[MAXR];
     for (int i = 0; i < h->n; i++)
         tables[i] = r->seqs[h->seq[i]].pages;
-    const pl_layer_ref_rows rows = {h->n, PAGE, h->positions, h->slots, tables, 0};
+    const pl_layer_ref_rows rows = {h->n, PAGE, h->positions, h->slots, tables, r->kv_fp8};
     for (int l = 0; l < r->M.layers; l++) {
         const int epi = r->recipe.fused && r->recipe.gemm == PL_LAYER_GEMM_PERFLAB;
         ck_assert_int_eq(pl_layer_ref(c, &r->hw[l], &rows, epi, r->kc[l], r->vc[l], x, y), 0);
@@ -269,10 +279,11 @@ static void prompt_tokens(int *t, int n, int salt)
         t[i] = (i * 7919 + salt * 104729 + 13) % 1000;
 }
 
-START_TEST(greedy)
+static void greedy_run(int recipe, pl_kv_dtype kv_dtype)
 {
     rig r;
-    rig_init(&r, _i);
+    rig_init_model(&r, "tiny-dense", recipe, kv_dtype);
+    const char *kv = pl_kv_dtype_name(kv_dtype);
     const int lens[3] = {37, 5, 20};
     host_rows h;
     memset(&h, 0, sizeof h);
@@ -284,7 +295,7 @@ START_TEST(greedy)
     }
     int next[3];
     char tag[96];
-    snprintf(tag, sizeof tag, "recipe %d prefill", _i);
+    snprintf(tag, sizeof tag, "%s cache, recipe %d prefill", kv, recipe);
     check_step(&r, &h, tag, next);
     for (int step = 0; step < 32; step++) {
         memset(&h, 0, sizeof h);
@@ -292,18 +303,30 @@ START_TEST(greedy)
             add_rows(&r, &h, s, lens[s] + step, 1, &next[s], 1);
             h.out_rows[h.n_out++] = s;
         }
-        snprintf(tag, sizeof tag, "recipe %d decode step %d", _i, step);
+        snprintf(tag, sizeof tag, "%s cache, recipe %d decode step %d", kv, recipe, step);
         check_step(&r, &h, tag, next);
     }
     rig_free(&r);
 }
+
+START_TEST(greedy)
+{
+    greedy_run(_i, PL_KV_BF16);
+}
 END_TEST
 
-/* prefill 45 then decode the 46th, against prefill of 46 (fused recipe; two sequences of the same tokens) */
+START_TEST(greedy_fp8)
+{
+    greedy_run(_i, PL_KV_FP8_E4M3);
+}
+END_TEST
+
+/* prefill 45 then decode the 46th, against prefill of 46 (fused recipe; two sequences of the same tokens); _i 0: a
+ * bf16 cache, 1: FP8 (the prefill's attention reads the dequantized rows, what the decode reads from the cache) */
 START_TEST(prefill_then_decode)
 {
     rig r;
-    rig_init(&r, 3);
+    rig_init_model(&r, "tiny-dense", PL_LAYER_LADDER_FUSED, _i ? PL_KV_FP8_E4M3 : PL_KV_BF16);
     int t[64], tok[2];
     prompt_tokens(t, 46, 9);
     host_rows h;
@@ -326,8 +349,8 @@ START_TEST(prefill_then_decode)
         const double a = pl_bf16_to_double(step[v]), b = pl_bf16_to_double(whole[v]);
         e2 += (a - b) * (a - b), r2 += b * b;
     }
-    ck_assert_msg(sqrt(e2 / r2) <= 2e-2, "prefill then decode: logits relative L2 %.3g from one prefill",
-                  sqrt(e2 / r2));
+    ck_assert_msg(sqrt(e2 / r2) <= 2e-2, "%s cache: prefill then decode: logits relative L2 %.3g from one prefill",
+                  pl_kv_dtype_name(r.M.cache.dtype), sqrt(e2 / r2));
     free(whole), free(step);
     rig_free(&r);
 }
@@ -356,60 +379,66 @@ START_TEST(mixed_step)
 }
 END_TEST
 
-/* ---- an MoE model ---- */
+/* ---- the model against its layers run one by one ---- */
 
-/* Runs the step through the model, then again from the same caches as the embedding and each layer's MoE step one by
- * one (the model's weights, expert GEMMs and workspace): the residual stream after the last layer and every layer's
- * caches bit-identical; the sampled tokens ids of the vocabulary. */
-static void moe_step_matches_layers(rig *r, const host_rows *h, const char *tag)
+/* Layer l's step of the rows gpu_step left on the device, in place on M->x, as the model runs it. */
+static void layer_by_hand(rig *r, const host_rows *h, int l)
 {
-    const pl_model *M = &r->M;
-    const size_t D = r->c->hidden, pools = M->pool_elems * (size_t)M->layers;
-    uint16_t *k0 = host_copy(M->k_pools, pools), *v0 = host_copy(M->v_pools, pools);
+    pl_model *M = &r->M;
+    int *pos = r->d_ints + MAXR, *table = r->d_ints + 2 * MAXR, *lens = table + MAXR * 8;
+    const pl_layer_kv kv = pl_model_kv(M, l);
+    const pl_moe_recipe mr = {r->recipe, M->experts};
+    if (h->n_decode > 0) {
+        const pl_decode_step ds = {h->n_decode, PAGE, 8, pos, r->d_slots, table, lens};
+        CK(M->moe ? pl_moe_layer_decode(&M->moe[l], &mr, &ds, &kv, M->x, M->x, M->ws, M->ws_bytes, 0)
+                  : pl_dense_layer_decode(&M->layer[l], &r->recipe, &ds, &kv, M->x, M->x, M->ws, M->ws_bytes, 0));
+    }
+    if (h->n_decode < h->n) {
+        uint16_t *x = M->x + (size_t)h->n_decode * r->c->hidden;
+        const pl_prefill_step ps = {h->prompts, h->starts, pos + h->n_decode, r->d_slots + h->n_decode};
+        CK(M->moe ? pl_moe_layer_prefill(&M->moe[l], &mr, &ps, &kv, x, x, M->ws, M->ws_bytes, 0)
+                  : pl_dense_layer_prefill(&M->layer[l], &r->recipe, &ps, &kv, x, x, M->ws, M->ws_bytes, 0));
+    }
+}
+
+/* Runs the step through the model, then again from the same cache as the embedding and each layer's step (dense or
+ * MoE) one by one (the model's weights, expert GEMMs and workspace): the residual stream after the last layer and the
+ * whole cache (bf16 pools, or e4m3 pools and their scales) bit-identical; the sampled tokens ids of the vocabulary. */
+static void step_matches_layers(rig *r, const host_rows *h, const char *tag)
+{
+    pl_model *M = &r->M;
+    const size_t D = r->c->hidden, cache = M->cache.bytes;
+    uint8_t *c0 = pl_test_dev_copy(M->cache.base, cache);
     uint16_t *logits = malloc((size_t)h->n_out * r->c->vocab * 2);
     int tokens[8];
     ck_assert(logits != NULL);
     gpu_step(r, h, logits, tokens);
     for (int i = 0; i < h->n_out; i++)
         ck_assert_msg(tokens[i] >= 0 && tokens[i] < r->c->vocab, "%s: token %d is %d", tag, i, tokens[i]);
-    uint16_t *x_model = host_copy(M->x, (size_t)h->n * D), *k_model = host_copy(M->k_pools, pools),
-             *v_model = host_copy(M->v_pools, pools);
-    /* the same step by hand, from the caches as they were (gpu_step left the rows' arrays on the device) */
-    CK(cudaMemcpy(M->k_pools, k0, pools * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(M->v_pools, v0, pools * 2, cudaMemcpyHostToDevice));
-    int *tok = r->d_ints, *pos = r->d_ints + MAXR, *table = r->d_ints + 2 * MAXR, *lens = table + MAXR * 8;
-    CK(pl_engine_embed(M->embed, tok, h->n, r->c->hidden, r->c->vocab, M->x, 0));
-    const pl_moe_recipe mr = {r->recipe, M->experts};
-    for (int l = 0; l < M->layers; l++) {
-        const pl_layer_kv kv = pl_model_kv(M, l);
-        if (h->n_decode > 0) {
-            const pl_decode_step ds = {h->n_decode, PAGE, 8, pos, r->d_slots, table, lens};
-            CK(pl_moe_layer_decode(&M->moe[l], &mr, &ds, &kv, M->x, M->x, M->ws, M->ws_bytes, 0));
-        }
-        if (h->n_decode < h->n) {
-            uint16_t *x = M->x + (size_t)h->n_decode * D;
-            const pl_prefill_step ps = {h->prompts, h->starts, pos + h->n_decode, r->d_slots + h->n_decode};
-            CK(pl_moe_layer_prefill(&M->moe[l], &mr, &ps, &kv, x, x, M->ws, M->ws_bytes, 0));
-        }
-    }
+    uint16_t *x_model = host_copy(M->x, (size_t)h->n * D);
+    uint8_t *c_model = pl_test_dev_copy(M->cache.base, cache);
+    ck_assert_msg(memcmp(c0, c_model, cache) != 0, "%s: the step wrote nothing into the cache", tag);
+    /* the same step by hand, from the cache as it was (gpu_step left the rows' arrays on the device) */
+    CK(cudaMemcpy(M->cache.base, c0, cache, cudaMemcpyHostToDevice));
+    CK(pl_engine_embed(M->embed, r->d_ints, h->n, r->c->hidden, r->c->vocab, M->x, 0));
+    for (int l = 0; l < M->layers; l++)
+        layer_by_hand(r, h, l);
     CK(cudaDeviceSynchronize());
-    uint16_t *x_layers = host_copy(M->x, (size_t)h->n * D), *k_layers = host_copy(M->k_pools, pools),
-             *v_layers = host_copy(M->v_pools, pools);
+    uint16_t *x_layers = host_copy(M->x, (size_t)h->n * D);
+    uint8_t *c_layers = pl_test_dev_copy(M->cache.base, cache);
     ck_assert_msg(memcmp(x_model, x_layers, (size_t)h->n * D * 2) == 0, "%s: the residual stream differs", tag);
-    ck_assert_msg(memcmp(k_model, k_layers, pools * 2) == 0 && memcmp(v_model, v_layers, pools * 2) == 0,
-                  "%s: the caches differ", tag);
-    free(k0), free(v0), free(logits), free(x_model), free(k_model), free(v_model), free(x_layers), free(k_layers),
-        free(v_layers);
+    ck_assert_msg(memcmp(c_model, c_layers, cache) == 0, "%s: the caches differ", tag);
+    free(c0), free(logits), free(x_model), free(c_model), free(x_layers), free(c_layers);
 }
 
-/* tiny-moe (2 MoE layers, qk-norm): a prefill of prompts of 17 and 30 tokens, then two decode steps. */
-START_TEST(moe_model_runs_its_layers)
+/* A prefill of prompts of 17 and 30 tokens, then two decode steps, each against the layers run one by one. */
+static void model_runs_its_layers(const char *name, pl_kv_dtype kv_dtype)
 {
     rig r;
-    rig_init_model(&r, "tiny-moe", PL_LAYER_LADDER_FUSED);
-    ck_assert_ptr_nonnull(r.M.moe);
-    ck_assert_ptr_null(r.M.layer);
+    rig_init_model(&r, name, PL_LAYER_LADDER_FUSED, kv_dtype);
+    ck_assert(pl_model_is_moe(r.c) ? r.M.moe && !r.M.layer : r.M.layer && !r.M.moe);
     const int lens[2] = {17, 30};
+    char tag[96];
     host_rows h;
     memset(&h, 0, sizeof h);
     for (int s = 0; s < 2; s++) {
@@ -418,7 +447,8 @@ START_TEST(moe_model_runs_its_layers)
         add_rows(&r, &h, s, 0, lens[s], t, 0);
         h.out_rows[h.n_out++] = h.n - 1;
     }
-    moe_step_matches_layers(&r, &h, "tiny-moe prefill");
+    snprintf(tag, sizeof tag, "%s, %s cache, prefill", name, pl_kv_dtype_name(kv_dtype));
+    step_matches_layers(&r, &h, tag);
     for (int step = 0; step < 2; step++) {
         memset(&h, 0, sizeof h);
         for (int s = 0; s < 2; s++) {
@@ -426,9 +456,43 @@ START_TEST(moe_model_runs_its_layers)
             add_rows(&r, &h, s, lens[s] + step, 1, &t, 1);
             h.out_rows[h.n_out++] = s;
         }
-        moe_step_matches_layers(&r, &h, "tiny-moe decode");
+        snprintf(tag, sizeof tag, "%s, %s cache, decode %d", name, pl_kv_dtype_name(kv_dtype), step);
+        step_matches_layers(&r, &h, tag);
     }
     rig_free(&r);
+}
+
+/* tiny-moe (2 MoE layers, qk-norm) over a bf16 cache. */
+START_TEST(moe_model_runs_its_layers)
+{
+    model_runs_its_layers("tiny-moe", PL_KV_BF16);
+}
+END_TEST
+
+/* Over an FP8 cache: tiny-dense (_i 0) and tiny-moe (_i 1). */
+START_TEST(fp8_model_runs_its_layers)
+{
+    model_runs_its_layers(_i ? "tiny-moe" : "tiny-dense", PL_KV_FP8_E4M3);
+}
+END_TEST
+
+/* An unknown cache dtype is refused with one line, nothing allocated. */
+START_TEST(unknown_kv_dtype_refused)
+{
+    char err[512] = "";
+    const pl_model_options o = {.model = pl_model_find("tiny-dense", err, sizeof err),
+                                .kv_dtype = (pl_kv_dtype)7,
+                                .page_size = PAGE,
+                                .pages = 8,
+                                .max_rows = 8,
+                                .max_out = 1,
+                                .max_context = 16,
+                                .seed = 1,
+                                .sm_count = 1};
+    pl_model M;
+    ck_assert_int_eq(pl_model_create(&o, &M, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "bf16 or fp8") && !strchr(err, '\n'), "%s", err);
+    ck_assert_ptr_null(M.block);
 }
 END_TEST
 
@@ -438,9 +502,12 @@ static Suite *suite(void)
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, greedy, 0, 4);
-    tcase_add_test(tc, prefill_then_decode);
+    tcase_add_loop_test(tc, greedy_fp8, 0, 4);
+    tcase_add_loop_test(tc, prefill_then_decode, 0, 2);
     tcase_add_test(tc, mixed_step);
     tcase_add_test(tc, moe_model_runs_its_layers);
+    tcase_add_loop_test(tc, fp8_model_runs_its_layers, 0, 2);
+    tcase_add_test(tc, unknown_kv_dtype_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -21,7 +21,9 @@ START_TEST(lookup_and_validity)
     char err[512];
     ck_assert_ptr_null(pl_model_find("llama-9b", err, sizeof err));
     ck_assert_msg(strstr(err, "unknown model 'llama-9b': use one of llama3-8b, llama3-70b, qwen3-30b-a3b, "
-                              "mixtral-8x7b, tiny-dense") && !strchr(err, '\n'), "%s", err);
+                              "mixtral-8x7b, tiny-dense") &&
+                      !strchr(err, '\n'),
+                  "%s", err);
     for (size_t i = 0; i < pl_model_count; i++) {
         ck_assert_msg(pl_model_valid(&pl_models[i], err, sizeof err), "%s", err);
         ck_assert_ptr_eq(model(pl_models[i].name), &pl_models[i]);
@@ -84,7 +86,7 @@ START_TEST(tiny_dense_bytes)
     ck_assert_int_eq(wb.total, 2479360LL + 640000 + 640);
 
     /* KV: 3 layers x K,V x 16 tokens x 2 kv heads x 64 x 2 bytes */
-    ck_assert_int_eq(pl_kv_page_bytes(m, 0, 16), 3 * 2 * 16 * 2 * 64 * 2);
+    ck_assert_int_eq(pl_kv_page_bytes(m, 0, 16, PL_KV_BF16), 3 * 2 * 16 * 2 * 64 * 2);
     /* activations at batch 3, 37 tokens, contexts of 100 (one 256-token decode chunk) */
     const long long T = 37, bf16 = 2 * T * 320 + T * 768 + T * 512 + T * 3 * 864;
     const long long fp32 = T * 8 + 3 * 8 * 1 * (64 + 2) + 3 * 1000;
@@ -135,9 +137,14 @@ END_TEST
 
 static int plan(const char *name, pl_weight_dtype dt, double free_gib, pl_plan *p, char *err, size_t errlen)
 {
-    const pl_plan_request r = {.model = model(name), .dtype = dt, .page_size = 16, .max_batch = 64,
-                               .max_tokens = 4096, .max_context = 2048,
-                               .free_bytes = (uint64_t)(free_gib * PL_GIB), .reserve_bytes = 512ULL << 20};
+    const pl_plan_request r = {.model = model(name),
+                               .dtype = dt,
+                               .page_size = 16,
+                               .max_batch = 64,
+                               .max_tokens = 4096,
+                               .max_context = 2048,
+                               .free_bytes = (uint64_t)(free_gib * PL_GIB),
+                               .reserve_bytes = 512ULL << 20};
     return pl_plan_make(&r, p, err, errlen);
 }
 
@@ -148,11 +155,13 @@ START_TEST(seventy_b_verdicts)
     /* an 80 GB H100 (about 79 GiB free): the weights alone do not fit */
     ck_assert_int_eq(plan("llama3-70b", PL_WEIGHTS_BF16, 79.0, &p, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "llama3-70b in bf16 needs 131.4 GiB of weights") && strstr(err, "before the KV cache") &&
-                  strstr(err, "use --dtype fp8") && !strchr(err, '\n'), "%s", err);
+                      strstr(err, "use --dtype fp8") && !strchr(err, '\n'),
+                  "%s", err);
     /* an H200 (139.8 GiB free): the weights fit, 64 sequences of 2048 tokens (40 GiB of KV) do not */
     ck_assert_int_eq(plan("llama3-70b", PL_WEIGHTS_BF16, 139.8, &p, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "131.4 GiB of weights, 40.0 GiB of KV cache") && strstr(err, "after the KV cache") &&
-                  strstr(err, "--dtype fp8"), "%s", err);
+    ck_assert_msg(strstr(err, "131.4 GiB of weights, 40.0 GiB of bf16 KV cache") && strstr(err, "after the KV cache") &&
+                      strstr(err, "--dtype fp8"),
+                  "%s", err);
     ck_assert_int_eq(p.pages_needed, 64 * 128);
     /* fp8 on the H200: fits, with the rest of the memory as KV pages */
     ck_assert_msg(plan("llama3-70b", PL_WEIGHTS_FP8, 139.8, &p, err, sizeof err) == 0, "%s", err);
@@ -168,11 +177,18 @@ END_TEST
 START_TEST(plan_to_the_byte)
 {
     const pl_model_config *m = model("tiny-moe");
-    pl_plan_request r = {.model = m, .dtype = PL_WEIGHTS_BF16, .page_size = 16, .pages = 40, .max_batch = 3,
-                         .max_tokens = 50, .max_context = 100, .reserve_bytes = 1000};
+    pl_plan_request r = {.model = m,
+                         .dtype = PL_WEIGHTS_BF16,
+                         .page_size = 16,
+                         .pages = 40,
+                         .max_batch = 3,
+                         .max_tokens = 50,
+                         .max_context = 100,
+                         .reserve_bytes = 1000};
     pl_weight_bytes wb;
     pl_weight_bytes_of(m, PL_WEIGHTS_BF16, 0, &wb);
-    const uint64_t need = wb.total + 40 * pl_kv_page_bytes(m, 0, 16) + pl_activation_bytes(m, 3, 50, 100) + 1000;
+    const uint64_t need =
+        wb.total + 40 * pl_kv_page_bytes(m, 0, 16, PL_KV_BF16) + pl_activation_bytes(m, 3, 50, 100) + 1000;
     char err[1024];
     pl_plan p;
     r.free_bytes = need;
@@ -190,6 +206,62 @@ START_TEST(plan_to_the_byte)
 }
 END_TEST
 
+/* The FP8 cache: e4m3 bytes and a float scale a (token, kv head) row, in the page bytes, the plan and its verdicts. */
+START_TEST(fp8_cache_sizing)
+{
+    pl_kv_dtype dt;
+    ck_assert_int_eq(pl_kv_dtype_parse("fp8", &dt), 0);
+    ck_assert_int_eq(dt, PL_KV_FP8_E4M3);
+    ck_assert_int_eq(pl_kv_dtype_parse("bf16", &dt), 0);
+    ck_assert_int_eq(dt, PL_KV_BF16);
+    ck_assert_int_eq(pl_kv_dtype_parse("fp8-block", &dt), -1);
+    ck_assert_str_eq(pl_kv_dtype_name(PL_KV_FP8_E4M3), "fp8");
+    /* tiny-dense: 3 layers x K,V x 16 tokens x 2 kv heads x (64 bytes + a 4-byte scale) */
+    const pl_model_config *tiny = model("tiny-dense");
+    ck_assert_int_eq(pl_kv_page_bytes(tiny, 0, 16, PL_KV_FP8_E4M3), 3 * 2 * 16 * 2 * (64 + 4));
+    ck_assert_int_eq(pl_kv_page_bytes(tiny, 0, 16, (pl_kv_dtype)7), 0);
+    /* Llama-3-8B on an H200 (139.8 GiB free), 64 x 2048 planned, the rest as pages: 128 KiB a token in bf16, 66 KiB
+     * in FP8 (32 layers x K,V x 8 kv heads x (128 + 4) bytes): 63403 pages (1.01M tokens) against 122964 (1.97M),
+     * 1.939x the tokens in the same memory */
+    const pl_model_config *m = model("llama3-8b");
+    ck_assert_int_eq(pl_kv_page_bytes(m, 0, 1, PL_KV_BF16), 131072);
+    ck_assert_int_eq(pl_kv_page_bytes(m, 0, 1, PL_KV_FP8_E4M3), 67584);
+    pl_plan_request r = {.model = m,
+                         .dtype = PL_WEIGHTS_BF16,
+                         .kv_dtype = PL_KV_BF16,
+                         .page_size = 16,
+                         .max_batch = 64,
+                         .max_tokens = 4096,
+                         .max_context = 2048,
+                         .free_bytes = (uint64_t)(139.8 * PL_GIB),
+                         .reserve_bytes = 512ULL << 20};
+    char err[1024];
+    pl_plan p16, p8;
+    ck_assert_msg(pl_plan_make(&r, &p16, err, sizeof err) == 0, "%s", err);
+    r.kv_dtype = PL_KV_FP8_E4M3;
+    ck_assert_msg(pl_plan_make(&r, &p8, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(p16.pages, 63403);
+    ck_assert_int_eq(p8.pages, 122964);
+    ck_assert_uint_eq(p8.page_bytes, 16 * 67584);
+    ck_assert_uint_le(p8.total, p8.free_bytes);
+    ck_assert_uint_gt(p8.total + p8.page_bytes, p8.free_bytes); /* every whole page that fits was taken */
+    ck_assert_uint_eq(p8.weights.total + p8.activation_bytes, p16.weights.total + p16.activation_bytes);
+    /* 70B in bf16 on the H200: short after an FP8 cache too (40 GiB of bf16 KV, 20.6 GiB in FP8), the fix no longer
+     * names --kv-dtype */
+    r.model = model("llama3-70b");
+    ck_assert_int_eq(pl_plan_make(&r, &p8, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "20.6 GiB of fp8 KV cache") && strstr(err, "after the KV cache") &&
+                      strstr(err, "use --dtype fp8") && !strstr(err, "--kv-dtype"),
+                  "%s", err);
+    r.kv_dtype = PL_KV_BF16;
+    ck_assert_int_eq(pl_plan_make(&r, &p16, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "--kv-dtype fp8"), "%s", err);
+    r.kv_dtype = (pl_kv_dtype)7;
+    ck_assert_int_eq(pl_plan_make(&r, &p16, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "KV cache dtype (bf16 or fp8)"), "%s", err);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine_plan");
@@ -200,6 +272,7 @@ int main(void)
     tcase_add_test(tc, large_model_params);
     tcase_add_test(tc, seventy_b_verdicts);
     tcase_add_test(tc, plan_to_the_byte);
+    tcase_add_test(tc, fp8_cache_sizing);
     suite_add_tcase(s, tc);
     return pl_run_suite(s);
 }
