@@ -25,14 +25,14 @@ int pl_serve_floor_step(void *ctx, const pl_serve_step *step, double *seconds)
     if (step->n_prefill > 0) {
         for (int i = 0; i < step->n_prefill; i++)
             f->lens[i] = step->prefill[i].tokens;
-        const pl_step_batch b = {.n = step->n_prefill, .lens = f->lens};
+        const pl_step_batch b = {.n = step->n_prefill, .lens = f->lens, .kv_dtype = f->kv_dtype};
         if (pl_model_prefill_cost(f->model, f->dtype, f->layers, &b, &pf) != 0)
             return -1;
     }
     if (step->n_decode > 0) {
         for (int i = 0; i < step->n_decode; i++)
             f->lens[i] = step->decode[i].start + 1;
-        const pl_step_batch b = {.n = step->n_decode, .lens = f->lens};
+        const pl_step_batch b = {.n = step->n_decode, .lens = f->lens, .kv_dtype = f->kv_dtype};
         if (pl_model_decode_cost(f->model, f->dtype, f->layers, &b, &dc) != 0)
             return -1;
     }

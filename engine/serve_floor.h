@@ -18,7 +18,8 @@
 typedef struct pl_serve_floor {
     const pl_model_config *model;
     pl_weight_dtype dtype;
-    int layers; /* 0: the config's */
+    pl_kv_dtype kv_dtype; /* the KV cache's: its bytes read and written */
+    int layers;           /* 0: the config's */
     pl_ceilings ceilings;
     int *lens, cap; /* scratch, grown as needed; free with pl_serve_floor_free */
 } pl_serve_floor;

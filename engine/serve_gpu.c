@@ -195,6 +195,7 @@ int pl_serve_gpu_create(const pl_serve_gpu_options *o, pl_serve_gpu **out, int *
     const int rows = pow2_at_least(tokens > seqs ? tokens : seqs);
     const pl_model_options mo = {.model = o->model,
                                  .layers = o->layers,
+                                 .kv_dtype = o->kv_dtype,
                                  .page_size = o->page_size,
                                  .pages = o->num_pages > 0 ? o->num_pages + 1 : 0, /* + the padding rows' page */
                                  .max_rows = rows,

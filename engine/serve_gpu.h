@@ -29,6 +29,7 @@ extern "C" {
 typedef struct pl_serve_gpu_options {
     const pl_model_config *model;
     pl_weight_dtype dtype;    /* bf16 only so far */
+    pl_kv_dtype kv_dtype;     /* the KV cache: bf16 or fp8 (e4m3, a scale per row); its pages planned in it */
     int layers;               /* 0: the config's */
     int page_size, num_pages; /* the KV pool the scheduler uses; num_pages 0: as many as fit */
     int max_num_seqs, max_num_batched_tokens;

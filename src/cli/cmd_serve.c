@@ -21,7 +21,7 @@
 #define MAX_RATES 64
 
 typedef struct serve_args {
-    const char *model, *dtype, *rates, *executor, *length_dist, *artifacts_dir;
+    const char *model, *dtype, *kv_dtype, *rates, *executor, *length_dist, *artifacts_dir;
     int layers, num_prompts, input_len, output_len, max_concurrency, max_batched, max_seqs, page_size, num_pages;
     int device, warmup, json, quiet, help;
     double range_ratio, sigma, seed, slo_ttft, slo_tpot, hbm_gbps, tensor_tflops, gpu_mem_gib;
@@ -91,6 +91,11 @@ static int build_config(const serve_args *a, double *rates, pl_serve_bench_confi
     }
     if (pl_weight_dtype_parse(a->dtype, &c->dtype) != 0) {
         pl_snprintf(err, errlen, "--dtype must be bf16, fp8 or fp8-block, not '%s'", PL_ESC(a->dtype));
+        return -1;
+    }
+    if (pl_kv_dtype_parse(a->kv_dtype, &c->kv_dtype) != 0) {
+        pl_snprintf(err, errlen, "--kv-dtype must be bf16 or fp8 (e4m3 with a scale per token and kv head), not '%s'",
+                    PL_ESC(a->kv_dtype));
         return -1;
     }
     if (a->layers > c->model->layers) {
@@ -254,6 +259,7 @@ int pl_cmd_serve(int argc, char **argv)
 {
     serve_args a = {.model = "llama3-8b",
                     .dtype = "bf16",
+                    .kv_dtype = "bf16",
                     .rates = "inf",
                     .length_dist = "uniform",
                     .artifacts_dir = "artifacts",
@@ -267,6 +273,8 @@ int pl_cmd_serve(int argc, char **argv)
     const pl_option opts[] = {
         {"model", 'm', PL_OPT_STRING, &a.model, "NAME", "an engine model config (default llama3-8b)", 0, 0},
         {"dtype", 0, PL_OPT_STRING, &a.dtype, "T", "weights: bf16, fp8 or fp8-block (default bf16)", 0, 0},
+        {"kv-dtype", 0, PL_OPT_STRING, &a.kv_dtype, "T",
+         "the KV cache: bf16 or fp8 (e4m3, a scale per token and kv head: ~1.9x the pages) (default bf16)", 0, 0},
         {"layers", 0, PL_OPT_INT, &a.layers, "N", "decoder layers (default: the model's)", 1, 1000},
         {"num-prompts", 'n', PL_OPT_INT, &a.num_prompts, "N", "requests (default 1000)", 1, 1000000},
         {"random-input-len", 0, PL_OPT_INT, &a.input_len, "L", "input tokens (default 1024)", 1, 1 << 20},

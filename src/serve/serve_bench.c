@@ -75,6 +75,7 @@ static int floor_pages(const pl_serve_bench_config *c, int64_t all_pages, pl_ser
     pl_plan_request req = {.model = c->model,
                            .layers = c->layers,
                            .dtype = c->dtype,
+                           .kv_dtype = c->kv_dtype,
                            .page_size = c->sched.page_size,
                            .pages = 0,
                            .max_batch = c->sched.max_num_seqs > 0 ? c->sched.max_num_seqs : 256,
@@ -206,6 +207,7 @@ static int gpu_start(sweep *s, pl_serve_bench *out, char *err, size_t errlen)
     const pl_serve_bench_config *c = s->c;
     pl_serve_gpu_options o = {.model = c->model,
                               .dtype = c->dtype,
+                              .kv_dtype = c->kv_dtype,
                               .layers = c->layers,
                               .page_size = c->sched.page_size,
                               .num_pages = c->sched.num_pages,
@@ -316,6 +318,7 @@ int pl_serve_bench_run(const pl_serve_bench_config *c, pl_serve_bench *out, char
         pl_snprintf(out->pages_source, sizeof out->pages_source, "--num-pages");
     s.floor = (pl_serve_floor){.model = c->model,
                                .dtype = c->dtype,
+                               .kv_dtype = c->kv_dtype,
                                .layers = c->layers,
                                .ceilings = {.flops_per_s = c->tensor_tflops * 1e12, .bytes_per_s = c->hbm_gbps * 1e9}};
     s.floor_ex = (pl_serve_executor){.ctx = &s.floor, .step = pl_serve_floor_step};

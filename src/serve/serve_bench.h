@@ -21,7 +21,8 @@ typedef enum pl_serve_exec { PL_SERVE_EXEC_FLOOR, PL_SERVE_EXEC_GPU } pl_serve_e
 typedef struct pl_serve_bench_config {
     const pl_model_config *model;
     pl_weight_dtype dtype;
-    int layers;                      /* 0: the config's */
+    pl_kv_dtype kv_dtype; /* the KV cache's: the pool's pages planned in it, the floor's bytes counted in it */
+    int layers;           /* 0: the config's */
     pl_serve_workload_spec workload; /* its request_rate is each of rates[] in turn */
     const double *rates;             /* requests/s; INFINITY: every request at t = 0 */
     int n_rates;

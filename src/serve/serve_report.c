@@ -118,10 +118,10 @@ static json_t *config_json(const pl_serve_bench_config *c, const pl_serve_bench 
         "{s:i, s:i, s:i, s:i, s:i, s:s}", "max_num_batched_tokens", c->sched.max_num_batched_tokens, "max_num_seqs",
         c->sched.max_num_seqs > 0 ? c->sched.max_num_seqs : 256, "max_concurrency", c->sched.max_concurrency,
         "page_size", c->sched.page_size, "num_pages", b->num_pages, "num_pages_from", b->pages_source);
-    return json_pack("{s:{s:s, s:s, s:i}, s:o, s:o, s:{s:o, s:o}}", "model", "name", c->model->name, "dtype",
-                     pl_weight_dtype_name(c->dtype), "layers", c->layers > 0 ? c->layers : c->model->layers, "workload",
-                     workload, "scheduler", sched, "slo", "ttft_ms", pl_json_real(c->slo.ttft_ms), "tpot_ms",
-                     pl_json_real(c->slo.tpot_ms));
+    return json_pack("{s:{s:s, s:s, s:s, s:i}, s:o, s:o, s:{s:o, s:o}}", "model", "name", c->model->name, "dtype",
+                     pl_weight_dtype_name(c->dtype), "kv_dtype", pl_kv_dtype_name(c->kv_dtype), "layers",
+                     c->layers > 0 ? c->layers : c->model->layers, "workload", workload, "scheduler", sched, "slo",
+                     "ttft_ms", pl_json_real(c->slo.ttft_ms), "tpot_ms", pl_json_real(c->slo.tpot_ms));
 }
 
 json_t *pl_serve_report_json(const pl_serve_bench_config *c, const pl_serve_bench *b, const pl_serve_report_info *i)

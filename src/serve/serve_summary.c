@@ -10,7 +10,8 @@ static void header(const pl_serve_bench_config *c, const pl_serve_bench *b, int 
 {
     const pl_serve_workload_spec *w = &c->workload;
     if (md)
-        pl_buf_printf(out, "# perflab serve: %s %s\n\n", c->model->name, pl_weight_dtype_name(c->dtype));
+        pl_buf_printf(out, "# perflab serve: %s %s, %s KV cache\n\n", c->model->name, pl_weight_dtype_name(c->dtype),
+                      pl_kv_dtype_name(c->kv_dtype));
     pl_buf_printf(out, "%s%s\n", md ? "**" : "",
                   c->exec == PL_SERVE_EXEC_FLOOR ? "executor floor: a COMPUTED CEILING, not a measurement"
                                                  : "executor gpu: measured on the GPU");
@@ -18,9 +19,9 @@ static void header(const pl_serve_bench_config *c, const pl_serve_bench *b, int 
         pl_buf_append(out, "**\n");
     pl_buf_printf(out, "%stiming: %s\n", md ? "\n- " : "", pl_serve_timing_note(c->exec));
     pl_buf_printf(out,
-                  "%smodel %s, %s weights, %d layers; %d prompts, input %d, output %d, range ratio %g, %s lengths, "
-                  "seed %llu\n",
-                  md ? "- " : "", c->model->name, pl_weight_dtype_name(c->dtype),
+                  "%smodel %s, %s weights, %s KV cache, %d layers; %d prompts, input %d, output %d, range ratio %g, "
+                  "%s lengths, seed %llu\n",
+                  md ? "- " : "", c->model->name, pl_weight_dtype_name(c->dtype), pl_kv_dtype_name(c->kv_dtype),
                   c->layers > 0 ? c->layers : c->model->layers, w->num_prompts, w->input_len, w->output_len,
                   w->range_ratio, w->dist == PL_SERVE_LEN_LOGNORMAL ? "lognormal" : "uniform",
                   (unsigned long long)w->seed);

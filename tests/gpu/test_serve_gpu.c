@@ -1,7 +1,8 @@
 /* perflab serve with the GPU executor on a tiny model: the run completes at two rates with a pool small enough to
  * preempt; the figures are measured (not the floor), below the engine's computed ceiling; energy is reported or its
  * absence explained; and every request receives, under load and preemption, exactly the greedy tokens it receives
- * when served alone (--max-num-seqs 1 --max-concurrency 1, the same seed). Exits 77 without a GPU. */
+ * when served alone (--max-num-seqs 1 --max-concurrency 1, the same seed); the same with an FP8 KV cache
+ * (--kv-dtype fp8, both runs: the report states it). Exits 77 without a GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,14 +71,18 @@ static json_t *tokens_of(const char *folder, const char *rate)
     return out;
 }
 
-START_TEST(gpu_executor_measures_and_matches_alone)
+/* kv: the --kv-dtype value both runs take */
+static void measures_and_matches_alone(const char *kv)
 {
     /* 12 pages of 16 tokens: at rate inf the 24 requests (up to 60 + 18 tokens each) preempt one another */
-    char *loaded = serve("--request-rate 8,inf --num-pages 12", "serve_gpu_load");
+    char *args = pl_strfmt("--request-rate 8,inf --num-pages 12 --kv-dtype %s", kv);
+    char *loaded = serve(args, "serve_gpu_load");
     char *path = pl_path_join(loaded, "report.json"), err[512];
     json_t *doc = pl_json_load_file(path, err, sizeof err);
     ck_assert_msg(doc != NULL, "%s", err);
     ck_assert_str_eq(json_string_value(json_object_get(doc, "executor")), "gpu");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(json_object_get(doc, "config"), "model"), "kv_dtype")), kv);
     ck_assert(json_is_false(json_object_get(doc, "computed_ceiling")));
     size_t i;
     json_t *r;
@@ -98,23 +103,37 @@ START_TEST(gpu_executor_measures_and_matches_alone)
     }
     ck_assert_msg(preemptions > 0, "the 12-page pool should preempt");
     json_t *under_load = tokens_of(loaded, "inf");
-    char *alone_dir =
-        serve("--request-rate inf --num-pages 12 --max-num-seqs 1 --max-concurrency 1", "serve_gpu_alone");
+    char *alone_args =
+        pl_strfmt("--request-rate inf --num-pages 12 --max-num-seqs 1 --max-concurrency 1 --kv-dtype %s", kv);
+    char *alone_dir = serve(alone_args, "serve_gpu_alone");
     json_t *alone = tokens_of(alone_dir, "inf");
     ck_assert_int_eq((int)json_object_size(alone), 24);
     const char *id;
     json_t *t;
     json_object_foreach(alone, id, t)
     {
-        ck_assert_msg(json_equal(t, json_object_get(under_load, id)), "request %s: tokens under load differ from alone",
-                      id);
+        ck_assert_msg(json_equal(t, json_object_get(under_load, id)),
+                      "%s cache: request %s: tokens under load differ from alone", kv, id);
     }
     json_decref(alone);
     json_decref(under_load);
     json_decref(doc);
     free(alone_dir);
+    free(alone_args);
     free(path);
     free(loaded);
+    free(args);
+}
+
+START_TEST(gpu_executor_measures_and_matches_alone)
+{
+    measures_and_matches_alone("bf16");
+}
+END_TEST
+
+START_TEST(fp8_kv_cache_matches_alone)
+{
+    measures_and_matches_alone("fp8");
 }
 END_TEST
 
@@ -126,6 +145,7 @@ int main(void)
     TCase *tc = tcase_create("serve_gpu");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, gpu_executor_measures_and_matches_alone);
+    tcase_add_test(tc, fp8_kv_cache_matches_alone);
     suite_add_tcase(s, tc);
     return pl_run_suite(s);
 }

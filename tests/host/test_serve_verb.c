@@ -1,8 +1,9 @@
 /* perflab serve and perflab scenario on a machine without a GPU: flag refusals (exit 2, one line, nothing written); a
  * floor run on a tiny model whose report.json figures equal the engine's scheduler and metrics called directly; the
- * SLO gate (exit 1 naming each rate that missed); the same seed giving the same report (less the run's id, its
- * provenance and the host's own times); the serve folder drawn by perflab report (well-formed SVG charts); and the
- * scenario with the GPU hidden (every GPU phase no_gpu or skipped with its reason, exit 3). */
+ * FP8 KV cache (--kv-dtype fp8: the report states it, the floor counts its bytes, the plan's pool ~1.88x the bf16
+ * one at head_dim 64); the SLO gate (exit 1 naming each rate that missed); the same seed giving the same report (less
+ * the run's id, its provenance and the host's own times); the serve folder drawn by perflab report (well-formed SVG
+ * charts); and the scenario with the GPU hidden (every GPU phase no_gpu or skipped with its reason, exit 3). */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -102,6 +103,8 @@ START_TEST(refusals)
     expect_refused(FLOOR_ARGS " --random-range-ratio 1.5", "--random-range-ratio");
     expect_refused(FLOOR_ARGS " --model llama9", "--model");
     expect_refused(FLOOR_ARGS " --dtype fp4", "--dtype must be bf16, fp8 or fp8-block");
+    expect_refused(FLOOR_ARGS " --kv-dtype fp16", "--kv-dtype must be bf16 or fp8");
+    expect_refused(FLOOR_ARGS " --kv-dtype fp8-block", "--kv-dtype must be bf16 or fp8");
     expect_refused(FLOOR_ARGS " --length-dist pareto", "--length-dist must be uniform or lognormal");
     expect_refused("serve --executor floor --hbm-gbps 3000 --model tiny-dense",
                    "--hbm-gbps and --tensor-tflops go together");
@@ -112,7 +115,7 @@ START_TEST(refusals)
 END_TEST
 
 /* The same run through the engine's functions, as the verb runs it at rate `rate`. */
-static void direct_metrics(double rate, pl_serve_metrics *m)
+static void direct_metrics_kv(double rate, pl_kv_dtype kv_dtype, pl_serve_metrics *m)
 {
     char err[512];
     const pl_model_config *model = pl_model_find("tiny-dense", err, sizeof err);
@@ -121,7 +124,7 @@ static void direct_metrics(double rate, pl_serve_metrics *m)
         .num_prompts = 40, .input_len = 64, .output_len = 24, .range_ratio = 0.5, .request_rate = rate, .seed = 7};
     pl_serve_request reqs[40];
     ck_assert(pl_serve_workload_make(&w, reqs, err, sizeof err) == 0);
-    pl_serve_floor f = {.model = model, .dtype = PL_WEIGHTS_BF16, .ceilings = {700e12, 3000e9}};
+    pl_serve_floor f = {.model = model, .dtype = PL_WEIGHTS_BF16, .kv_dtype = kv_dtype, .ceilings = {700e12, 3000e9}};
     pl_serve_executor ex = {&f, pl_serve_floor_step};
     pl_serve_config cfg = {.max_num_batched_tokens = 256, .max_num_seqs = 256, .num_pages = 30, .page_size = 16};
     pl_serve_run run;
@@ -130,6 +133,11 @@ static void direct_metrics(double rate, pl_serve_metrics *m)
     ck_assert(pl_serve_metrics_compute(&run, 30, &slo, m) == 0);
     pl_serve_run_free(&run);
     pl_serve_floor_free(&f);
+}
+
+static void direct_metrics(double rate, pl_serve_metrics *m)
+{
+    direct_metrics_kv(rate, PL_KV_BF16, m);
 }
 
 static void expect_close(double got, double want, const char *what)
@@ -189,6 +197,55 @@ START_TEST(floor_run_matches_engine)
     json_decref(doc);
     free(folder);
     pl_cmd_result_free(&r);
+}
+END_TEST
+
+static const char *report_kv_dtype(json_t *doc)
+{
+    return json_string_value(json_object_get(json_object_get(json_object_get(doc, "config"), "model"), "kv_dtype"));
+}
+
+static int report_pages(json_t *doc)
+{
+    return (int)pl_json_get_real(json_object_get(json_object_get(doc, "config"), "scheduler"), "num_pages");
+}
+
+/* --kv-dtype fp8: stated in the report and the summary; the floor's steps count the FP8 cache's bytes (the run equals
+ * the engine's floor executor over an FP8 cache, and beats the bf16 one's throughput on the same pool); the pool
+ * planned in the GPU's memory holds (2·64)/(64 + 4) = 1.88x the bf16 pages. */
+START_TEST(fp8_kv_cache_floor_run)
+{
+    pl_cmd_result r;
+    char *folder = run_in(NULL, FLOOR_ARGS " --request-rate inf --kv-dtype fp8", "serve_floor_fp8", 0, &r);
+    ck_assert_msg(strstr(r.out, "fp8 KV cache") != NULL, "%s", r.out);
+    json_t *doc = load_report(folder);
+    ck_assert_str_eq(report_kv_dtype(doc), "fp8");
+    pl_serve_metrics m8, m16;
+    direct_metrics_kv(INFINITY, PL_KV_FP8_E4M3, &m8);
+    direct_metrics_kv(INFINITY, PL_KV_BF16, &m16);
+    json_t *got = json_object_get(json_array_get(json_object_get(doc, "rates"), 0), "metrics");
+    expect_close(pl_json_get_real(got, "output_throughput"), m8.output_throughput, "fp8 output_throughput");
+    ck_assert_msg(m8.output_throughput > m16.output_throughput, "the FP8 cache's floor %.6g tok/s, bf16's %.6g",
+                  m8.output_throughput, m16.output_throughput);
+    json_decref(doc);
+    free(folder);
+    pl_cmd_result_free(&r);
+    /* the pool from the memory plan: 1 GiB of GPU memory, the rest after weights, activations and the reserve */
+    const char *planned = "serve --executor floor --hbm-gbps 3000 --tensor-tflops 700 --model tiny-dense "
+                          "--num-prompts 8 --random-input-len 64 --random-output-len 8 --gpu-mem-gib 1 --seed 7";
+    char *args16 = pl_strfmt("%s --kv-dtype bf16", planned), *args8 = pl_strfmt("%s --kv-dtype fp8", planned);
+    char *f16 = run_in(NULL, args16, "serve_plan_bf16", 0, &r);
+    pl_cmd_result_free(&r);
+    char *f8 = run_in(NULL, args8, "serve_plan_fp8", 0, &r);
+    pl_cmd_result_free(&r);
+    json_t *d16 = load_report(f16), *d8 = load_report(f8);
+    ck_assert_str_eq(report_kv_dtype(d16), "bf16");
+    const double ratio = (double)report_pages(d8) / report_pages(d16);
+    ck_assert_msg(ratio > 1.87 && ratio < 1.89, "FP8 pool %d pages, bf16 %d: %.4fx", report_pages(d8),
+                  report_pages(d16), ratio);
+    json_decref(d16);
+    json_decref(d8);
+    free(f16), free(f8), free(args16), free(args8);
 }
 END_TEST
 
@@ -357,6 +414,7 @@ int main(void)
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, floor_run_matches_engine);
     tcase_add_test(tc, moe_model_floor_run);
+    tcase_add_test(tc, fp8_kv_cache_floor_run);
     tcase_add_test(tc, slo_gate_names_the_misses);
     tcase_add_test(tc, same_seed_same_report);
     tcase_add_test(tc, report_draws_the_curves);
