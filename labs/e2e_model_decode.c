@@ -2,13 +2,18 @@
  * LM head and the greedy argmax for a batch of sequences over the paged KV cache; the same technique ladder as
  * e2e:layer_decode, against the step's memory floor (every layer's weights, the LM head and the batch's K and V
  * pages read once, measured in the same process). Verified against the baseline recipe's logits on every row (the
- * float64 reference checks the recipes at the tiny configs: tests/gpu/test_engine_model.c). */
+ * float64 reference checks the recipes at the tiny configs: tests/gpu/test_engine_model.c). fp8_kv and fp8_kv_graph
+ * run the fused step over an FP8 (e4m3) cache, the same cache quantized row by row, as e2e:layer_decode's do: checked
+ * against the baseline recipe run over that FP8 cache at setup, and judged against a floor of their own (floor_fp8_kv:
+ * the weights, the e4m3 pools with their scales and the LM head read once), since the counters, per target, are the
+ * bf16 step's. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/attention_host.h"
 #include "common/e2e_layer.h"
 #include "common/graph_capture.h"
+#include "engine/layer_ops.h"
 #include "engine/model.h"
 #include "engine/step_cost.h"
 #include "labs.h"
@@ -19,7 +24,8 @@
 
 typedef struct model_state {
     pl_model M;
-    int batch, max_pages, recipe_run, last_floor;
+    pl_model_cache cache16, cache8; /* the model's bf16 cache; the FP8 one beside it, the same values quantized */
+    int batch, max_pages, recipe_run, last_floor, last_fp8;
     cublasHandle_t cublas;
     pl_layer_recipe recipes[PL_LAYER_LADDER_STEPS];
     pl_model_rows rows;
@@ -27,10 +33,11 @@ typedef struct model_state {
     int64_t *slots_h;
     int *tokens, *positions, *table_d, *seq_lens, *out_rows, *out_tokens;
     int64_t *slots;
-    cudaGraphExec_t graph;
+    cudaGraphExec_t graph, graph8;
     uint16_t *logits_h;
-    double *base;
-    e2e_floor floor; /* every layer's weights, the K and V pools, the LM head */
+    double *base, *base8; /* the baseline recipe's logits over the bf16 cache, and over the FP8 one */
+    e2e_floor floor;      /* every layer's weights, the K and V pools, the LM head */
+    e2e_floor floor8;     /* every layer's weights, the e4m3 K and V pools and their scales, the LM head */
 } model_state;
 
 static const pl_param_def model_params[] = {
@@ -69,8 +76,11 @@ static int model_check_params(const pl_params *p, const struct pl_gpu_record *gp
     const pl_model_config *m = pl_model_find(pl_param_str(p, "model"), err, errlen);
     pl_weight_bytes wb;
     pl_weight_bytes_of(m, PL_WEIGHTS_BF16, (int)pl_param_int(p, "layers"), &wb);
-    const double kv = (double)pl_param_int(p, "batch") * pl_param_int(p, "cache-len") *
-                      pl_kv_page_bytes(m, (int)pl_param_int(p, "layers"), 1);
+    /* the bf16 cache and the FP8 one beside it (the fp8_kv variants) */
+    const int layers = (int)pl_param_int(p, "layers");
+    const double kv =
+        (double)pl_param_int(p, "batch") * pl_param_int(p, "cache-len") *
+        (double)(pl_kv_page_bytes(m, layers, 1, PL_KV_BF16) + pl_kv_page_bytes(m, layers, 1, PL_KV_FP8_E4M3));
     return pl_check_device_memory(gpu, (double)wb.total + kv * 1.05 + (1u << 30),
                                   "lower --layers, --batch or --cache-len, or pick a smaller model", err, errlen);
 }
@@ -129,37 +139,87 @@ static int make_rows(pl_ctx *ctx, const pl_params *p, model_state *s)
                               .out_rows = s->out_rows,
                               .out_tokens = s->out_tokens};
     /* every layer's cache: random in ±1 (the pages the batch reads) */
-    return pl_fill_uniform_bf16(ctx, s->M.k_pools, s->M.pool_elems * s->M.layers, -1.0f, 1.0f, 0xe2e2u) ||
-           pl_fill_uniform_bf16(ctx, s->M.v_pools, s->M.pool_elems * s->M.layers, -1.0f, 1.0f, 0xe2e3u);
+    const size_t elems = s->M.cache.pool_elems * (size_t)s->M.layers;
+    return pl_fill_uniform_bf16(ctx, s->M.cache.k, elems, -1.0f, 1.0f, 0xe2e2u) ||
+           pl_fill_uniform_bf16(ctx, s->M.cache.v, elems, -1.0f, 1.0f, 0xe2e3u);
+}
+
+/* One step with recipes[which] over the bf16 cache or (fp8) the FP8 one, on `stream`. */
+static int step_on(pl_ctx *ctx, model_state *s, int which, int fp8, cudaStream_t stream)
+{
+    s->last_floor = 0;
+    s->last_fp8 = fp8;
+    s->M.cache = fp8 ? s->cache8 : s->cache16;
+    PL_CUDA(ctx, pl_model_step(&s->M, &s->recipes[which], &s->rows, stream));
+    return 0;
 }
 
 static int run_recipe(pl_ctx *ctx, model_state *s, int which)
 {
-    s->last_floor = 0;
-    PL_CUDA(ctx, pl_model_step(&s->M, &s->recipes[which], &s->rows, ctx->stream));
-    return 0;
+    return step_on(ctx, s, which, 0, ctx->stream);
 }
 
 static int capture_fused(pl_ctx *ctx, void *arg, cudaStream_t stream)
 {
-    model_state *s = arg;
-    PL_CUDA(ctx, pl_model_step(&s->M, &s->recipes[E2E_FUSED], &s->rows, stream));
+    return step_on(ctx, arg, E2E_FUSED, 0, stream);
+}
+
+static int capture_fused_fp8(pl_ctx *ctx, void *arg, cudaStream_t stream)
+{
+    return step_on(ctx, arg, E2E_FUSED, 1, stream);
+}
+
+/* The FP8 cache beside the model's bf16 one: every layer's pools quantized row by row (one call each for K and V:
+ * the layers' pools and scales lie one after another). */
+static int alloc_fp8(pl_ctx *ctx, model_state *s)
+{
+    const pl_model *M = &s->M;
+    const pl_model_config *c = M->config;
+    const size_t bytes = pl_model_cache_bytes(c, M->layers, M->pages, M->page_size, PL_KV_FP8_E4M3);
+    void *base = pl_device_alloc(ctx, bytes);
+    if (!base)
+        return -1;
+    pl_model_cache_place(c, M->layers, M->pages, M->page_size, PL_KV_FP8_E4M3, base, &s->cache8);
+    const size_t slots = s->cache16.pool_elems * (size_t)M->layers / ((size_t)c->kv_heads * c->head_dim);
+    PL_CUDA(ctx, pl_engine_kv_quantize_fp8(s->cache16.k, slots, c->kv_heads, c->head_dim, s->cache8.k8,
+                                           s->cache8.k_scale, ctx->stream));
+    PL_CUDA(ctx, pl_engine_kv_quantize_fp8(s->cache16.v, slots, c->kv_heads, c->head_dim, s->cache8.v8,
+                                           s->cache8.v_scale, ctx->stream));
     return 0;
 }
 
-/* Every layer's weights and its K and V pools (sized for the batch at the full cache length: with --spread above 0 a
- * little more than the batch reads), then the LM head. */
-static int floor_setup(pl_ctx *ctx, model_state *s)
+/* The baseline recipe's logits over the bf16 or the FP8 cache, every row, into base. */
+static int baseline_logits(pl_ctx *ctx, model_state *s, int fp8, double *base)
 {
-    const pl_model *M = &s->M;
-    for (int l = 0; l < M->layers; l++) {
-        const pl_layer_kv kv = pl_model_kv(M, l);
-        PL_TRY(e2e_floor_add(ctx, &s->floor, M->layer[l].block, M->layer[l].bytes));
-        PL_TRY(e2e_floor_add(ctx, &s->floor, kv.k, M->pool_elems * 2));
-        PL_TRY(e2e_floor_add(ctx, &s->floor, kv.v, M->pool_elems * 2));
+    const size_t nl = (size_t)s->batch * s->M.config->vocab;
+    PL_TRY(step_on(ctx, s, E2E_BASELINE, fp8, ctx->stream));
+    PL_CUDA(ctx, cudaMemcpyAsync(s->logits_h, s->M.logits, nl * 2, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    for (size_t i = 0; i < nl; i++)
+        base[i] = pl_bf16_to_double(s->logits_h[i]);
+    return 0;
+}
+
+/* Every layer's weights, the cache's K and V pools of every layer (sized for the batch at the full cache length:
+ * with --spread above 0 a little more than the batch reads; FP8: the e4m3 pools and their scales), then the LM
+ * head. */
+static int floor_setup(pl_ctx *ctx, const pl_model *M, const pl_model_cache *c, e2e_floor *f)
+{
+    const size_t elems = c->pool_elems * (size_t)M->layers;
+    for (int l = 0; l < M->layers; l++)
+        PL_TRY(e2e_floor_add(ctx, f, M->layer[l].block, M->layer[l].bytes));
+    if (c->dtype == PL_KV_FP8_E4M3) {
+        const size_t scales = elems / (size_t)M->config->head_dim * sizeof(float);
+        PL_TRY(e2e_floor_add(ctx, f, c->k8, elems));
+        PL_TRY(e2e_floor_add(ctx, f, c->v8, elems));
+        PL_TRY(e2e_floor_add(ctx, f, c->k_scale, scales));
+        PL_TRY(e2e_floor_add(ctx, f, c->v_scale, scales));
+    } else {
+        PL_TRY(e2e_floor_add(ctx, f, c->k, elems * 2));
+        PL_TRY(e2e_floor_add(ctx, f, c->v, elems * 2));
     }
-    PL_TRY(e2e_floor_add(ctx, &s->floor, M->lm_head, (size_t)M->config->vocab * M->config->hidden * 2));
-    return e2e_floor_ready(ctx, &s->floor);
+    PL_TRY(e2e_floor_add(ctx, f, M->lm_head, (size_t)M->config->vocab * M->config->hidden * 2));
+    return e2e_floor_ready(ctx, f);
 }
 
 static int model_poison(pl_ctx *ctx, void *state);
@@ -191,21 +251,25 @@ static int model_setup(pl_ctx *ctx, const pl_params *p, void **state)
     if (cublasCreate(&s->cublas) != CUBLAS_STATUS_SUCCESS)
         return pl_fail(ctx, "cublasCreate failed");
     pl_layer_recipe_ladder(ctx->device->sm_count, s->cublas, s->recipes);
+    s->cache16 = s->M.cache;
     PL_TRY(make_rows(ctx, p, s));
-    PL_TRY(floor_setup(ctx, s));
+    PL_TRY(alloc_fp8(ctx, s));
+    PL_TRY(floor_setup(ctx, &s->M, &s->cache16, &s->floor));
+    PL_TRY(floor_setup(ctx, &s->M, &s->cache8, &s->floor8));
     const size_t nl = (size_t)s->batch * m->vocab;
     s->logits_h = pl_host_alloc(ctx, nl * 2);
     s->base = pl_host_alloc(ctx, nl * sizeof(double));
-    if (!s->logits_h || !s->base)
+    s->base8 = pl_host_alloc(ctx, nl * sizeof(double));
+    if (!s->logits_h || !s->base || !s->base8)
         return -1;
     /* the intermediates and logits written once before the baseline's run: cuBLAS's LM head may store with TMA,
      * which compute-sanitizer's initcheck does not track, and the copy below would read "uninitialized" logits */
     PL_TRY(model_poison(ctx, s));
-    PL_TRY(run_recipe(ctx, s, E2E_BASELINE));
-    PL_CUDA(ctx, cudaMemcpyAsync(s->logits_h, s->M.logits, nl * 2, cudaMemcpyDeviceToHost, ctx->stream));
-    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    for (size_t i = 0; i < nl; i++)
-        s->base[i] = pl_bf16_to_double(s->logits_h[i]);
+    PL_TRY(baseline_logits(ctx, s, 0, s->base));
+    PL_TRY(baseline_logits(ctx, s, 1, s->base8));
+    /* the fused step once outside each capture (the GEMM picks are made), then the graphs */
+    PL_TRY(step_on(ctx, s, E2E_FUSED, 1, ctx->stream));
+    PL_TRY(pl_capture_graph(ctx, capture_fused_fp8, s, &s->graph8));
     PL_TRY(run_recipe(ctx, s, E2E_FUSED));
     return pl_capture_graph(ctx, capture_fused, s, &s->graph);
 }
@@ -216,6 +280,8 @@ static void model_teardown(pl_ctx *ctx, void *state)
     model_state *s = state;
     if (s->graph)
         cudaGraphExecDestroy(s->graph);
+    if (s->graph8)
+        cudaGraphExecDestroy(s->graph8);
     if (s->cublas)
         cublasDestroy(s->cublas);
     pl_model_destroy(&s->M);
@@ -240,25 +306,51 @@ static int run_fused(pl_ctx *ctx, void *state)
     return run_recipe(ctx, state, E2E_FUSED);
 }
 
+static int launch_graph(pl_ctx *ctx, model_state *s, int fp8)
+{
+    s->last_floor = 0;
+    s->last_fp8 = fp8;
+    PL_CUDA(ctx, cudaGraphLaunch(fp8 ? s->graph8 : s->graph, ctx->stream));
+    return 0;
+}
+
+static int read_floor(pl_ctx *ctx, model_state *s, int fp8)
+{
+    s->last_floor = 1;
+    s->last_fp8 = fp8;
+    return e2e_floor_read(ctx, fp8 ? &s->floor8 : &s->floor);
+}
+
 static int run_graph(pl_ctx *ctx, void *state)
 {
-    model_state *s = state;
-    s->last_floor = 0;
-    PL_CUDA(ctx, cudaGraphLaunch(s->graph, ctx->stream));
-    return 0;
+    return launch_graph(ctx, state, 0);
 }
 
 static int run_floor(pl_ctx *ctx, void *state)
 {
-    model_state *s = state;
-    s->last_floor = 1;
-    return e2e_floor_read(ctx, &s->floor);
+    return read_floor(ctx, state, 0);
+}
+
+static int run_fp8_kv(pl_ctx *ctx, void *state)
+{
+    return step_on(ctx, state, E2E_FUSED, 1, ctx->stream);
+}
+
+static int run_fp8_kv_graph(pl_ctx *ctx, void *state)
+{
+    return launch_graph(ctx, state, 1);
+}
+
+static int run_floor_fp8_kv(pl_ctx *ctx, void *state)
+{
+    return read_floor(ctx, state, 1);
 }
 
 static int model_poison(pl_ctx *ctx, void *state)
 {
     model_state *s = state;
     PL_TRY(e2e_floor_poison(ctx, &s->floor));
+    PL_TRY(e2e_floor_poison(ctx, &s->floor8));
     /* the step's intermediates too (the residual stream, the layers' workspace, the picked and normed rows): a
      * kernel that skips a write then reads NaN rather than the previous run's value, and compute-sanitizer's
      * initcheck sees them written even where a GEMM stores with TMA, which it does not track */
@@ -274,11 +366,12 @@ static int model_check(pl_ctx *ctx, void *state, pl_verification *v)
 {
     model_state *s = state;
     if (s->last_floor)
-        return e2e_floor_check(ctx, &s->floor, v);
+        return e2e_floor_check(ctx, s->last_fp8 ? &s->floor8 : &s->floor, v);
     const size_t nl = (size_t)s->batch * s->M.config->vocab;
     PL_CUDA(ctx, cudaMemcpyAsync(s->logits_h, s->M.logits, nl * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    pl_verify_bf16(s->logits_h, s->base, nl, 2e-2, v);
+    /* an FP8 run against the baseline over the same FP8 cache */
+    pl_verify_bf16(s->logits_h, s->last_fp8 ? s->base8 : s->base, nl, 2e-2, v);
     return 0;
 }
 
@@ -297,6 +390,16 @@ static const pl_variant model_variants[] = {
     PL_VARIANT("floor", run_floor,
                "every layer's weights, the batch's K and V pages and the LM head read once (16-byte streaming "
                "loads): the step's memory floor at this GPU's read rate",
+               .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANT("fp8_kv", run_fp8_kv,
+               "the fused step over an FP8 (e4m3) KV cache in every layer, a power-of-two scale per (token, kv head) "
+               "row: the KV writes quantize, rows_deep_fp8 reads half the cache bytes",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("fp8_kv_graph", run_fp8_kv_graph, "+ fp8_kv's whole step captured once as a CUDA graph",
+               .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("floor_fp8_kv", run_floor_fp8_kv,
+               "the FP8 variants' floor: every layer's weights, the e4m3 K and V pages with their scales and the LM "
+               "head read once (the counters, per target, count the bf16 cache: judge fp8_kv against this row)",
                .flags = PL_VARIANT_REFERENCE),
     PL_VARIANTS_END,
 };
