@@ -92,25 +92,28 @@ static int reference_host(pl_ctx *ctx, bwd_state *s)
 {
     const pl_attn_bwd_problem *p = &s->p;
     uint16_t *q = pl_host_alloc(ctx, s->q_elems * 2), *k = pl_host_alloc(ctx, s->kv_elems * 2),
-             *v = pl_host_alloc(ctx, s->kv_elems * 2), *dout = pl_host_alloc(ctx, s->q_elems * 2);
+             *v = pl_host_alloc(ctx, s->kv_elems * 2), *o = pl_host_alloc(ctx, s->q_elems * 2),
+             *dout = pl_host_alloc(ctx, s->q_elems * 2);
     float *dq = pl_host_alloc(ctx, s->q_elems * 4), *dk = pl_host_alloc(ctx, s->kv_elems * 4),
           *dv = pl_host_alloc(ctx, s->kv_elems * 4);
-    if (!q || !k || !v || !dout || !dq || !dk || !dv)
+    if (!q || !k || !v || !o || !dout || !dq || !dk || !dv)
         return -1;
     PL_CUDA(ctx, cudaMemcpyAsync(q, p->f.q, s->q_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaMemcpyAsync(k, p->f.k, s->kv_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaMemcpyAsync(v, p->f.v, s->kv_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaMemcpyAsync(o, p->f.o, s->q_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaMemcpyAsync(dout, p->dout, s->q_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    pl_attn_bwd_reference_host(&p->f, q, k, v, dout, dq, dk, dv);
+    pl_attn_bwd_reference_host(&p->f, q, k, v, o, dout, dq, dk, dv);
     PL_CUDA(ctx, cudaMemcpyAsync(s->ref[0].ref, dq, s->q_elems * 4, cudaMemcpyHostToDevice, ctx->stream));
     PL_CUDA(ctx, cudaMemcpyAsync(s->ref[1].ref, dk, s->kv_elems * 4, cudaMemcpyHostToDevice, ctx->stream));
     PL_CUDA(ctx, cudaMemcpyAsync(s->ref[2].ref, dv, s->kv_elems * 4, cudaMemcpyHostToDevice, ctx->stream));
     return 0;
 }
 
-/* The unfused backward in fp32 throughout: P (fp32 softmax of the fp32 S, its own LSE), dP = dO·Vᵀ, D = Σ P·dP,
- * dS = P ∘ (dP − D), and the three products over fp32 operands (cuBLAS fp32 GEMMs, no tf32). */
+/* The unfused backward in fp32 throughout: P (fp32 softmax of the fp32 S, its own LSE), dP = dO·Vᵀ, D = rowsum(dO ∘
+ * O) of the bf16 O the backward is given (as the host reference takes it), dS = P ∘ (dP − D), and the three products
+ * over fp32 operands (cuBLAS fp32 GEMMs, no tf32). */
 static int reference_device(pl_ctx *ctx, bwd_state *s)
 {
     const pl_attn_problem *f = &s->p.f;
@@ -128,7 +131,8 @@ static int reference_device(pl_ctx *ctx, bwd_state *s)
     dov.q = s->p.dout;
     dov.k = f->v;
     PL_CUBLAS(ctx, pl_attn_unfused_scores(s->cublas, &dov, dp));
-    PL_CUDA(ctx, pl_attn_bwd_ds_f32(&r, s->scores, dp, ctx->stream));
+    PL_CUDA(ctx, pl_attn_bwd_rowdot(f, s->p.dout, s->dsum, ctx->stream));
+    PL_CUDA(ctx, pl_attn_bwd_ds_f32(&r, s->scores, dp, s->dsum, ctx->stream));
     PL_CUDA(ctx, pl_attn_bf16_to_f32(f->q, q32, s->q_elems, ctx->stream));
     PL_CUDA(ctx, pl_attn_bf16_to_f32(s->p.dout, do32, s->q_elems, ctx->stream));
     PL_CUDA(ctx, pl_attn_bf16_to_f32(f->k, k32, s->kv_elems, ctx->stream));
