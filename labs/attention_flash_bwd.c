@@ -17,12 +17,16 @@
 #define STREAM_K  42
 #define STREAM_V  43
 #define STREAM_DO 44
-/* Elementwise bounds (pl_gemm_verify: |err| <= RTOL·|ref| + ATOL_RMS·rms(ref)), twice the forward's: each gradient
- * is a sum over seq terms of products rounded to bf16 twice (P or dS, then the output), and D comes from the bf16
- * O, an error of up to 2^-9 of each term that partly cancelling sums can make a larger share of a small element.
- * The relative L2 error is held to bf16's 1e-2. */
+/* Elementwise bounds (pl_gemm_verify: |err| <= RTOL·|ref| + ATOL_RMS·rms(ref)). Each gradient is a sum over up to
+ * seq·group terms of products with one factor rounded to bf16 (P for dV, dS for dK and dQ), so an element's error
+ * scales with the root of its terms' squares, not with its own size or the tensor's RMS: under the causal mask the
+ * first keys gather every query's weight, their dV and dK sums are large and cancel, and their errors reach several
+ * times 2^-6 of the RMS. The kernels' rounding emulated on the host against the float64 reference (D from the bf16
+ * O in both) needs an ATOL_RMS of 1/35 to 1/50 on the GPU test's causal cases of seq 1000 and 2049 (1/67 to 1/171
+ * at seq 77 to 129), so 2^-4 leaves room for longer sequences; an indexing or masking bug moves a gradient row by
+ * its own size, far beyond it. The relative L2 error is held to bf16's 1e-2 (2.3e-3 to 2.4e-3 emulated). */
 #define GRAD_RTOL     (1.0 / 64)
-#define GRAD_ATOL_RMS (1.0 / 64)
+#define GRAD_ATOL_RMS (1.0 / 16)
 
 typedef struct bwd_state {
     pl_attn_bwd_problem p;
