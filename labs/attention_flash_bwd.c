@@ -17,12 +17,16 @@
 #define STREAM_K  42
 #define STREAM_V  43
 #define STREAM_DO 44
-/* Elementwise bounds (pl_gemm_verify: |err| <= RTOL·|ref| + ATOL_RMS·rms(ref)), twice the forward's: each gradient
- * is a sum over seq terms of products rounded to bf16 twice (P or dS, then the output), and D comes from the bf16
- * O, an error of up to 2^-9 of each term that partly cancelling sums can make a larger share of a small element.
- * The relative L2 error is held to bf16's 1e-2. */
+/* Elementwise bounds (pl_gemm_verify: |err| <= RTOL·|ref| + ATOL_RMS·rms(ref)). Each gradient is a sum over up to
+ * seq·group terms of products with one factor rounded to bf16 (P for dV, dS for dK and dQ), so an element's error
+ * scales with the root of its terms' squares, not with its own size or the tensor's RMS: under the causal mask the
+ * first keys gather every query's weight, their dV and dK sums are large and cancel, and their errors reach several
+ * times 2^-6 of the RMS. The kernels' rounding emulated on the host against the float64 reference (D from the bf16
+ * O in both) needs an ATOL_RMS of 1/35 to 1/50 on the GPU test's causal cases of seq 1000 and 2049 (1/67 to 1/171
+ * at seq 77 to 129), so 2^-4 leaves room for longer sequences; an indexing or masking bug moves a gradient row by
+ * its own size, far beyond it. The relative L2 error is held to bf16's 1e-2 (2.3e-3 to 2.4e-3 emulated). */
 #define GRAD_RTOL     (1.0 / 64)
-#define GRAD_ATOL_RMS (1.0 / 64)
+#define GRAD_ATOL_RMS (1.0 / 16)
 
 typedef struct bwd_state {
     pl_attn_bwd_problem p;
@@ -92,25 +96,28 @@ static int reference_host(pl_ctx *ctx, bwd_state *s)
 {
     const pl_attn_bwd_problem *p = &s->p;
     uint16_t *q = pl_host_alloc(ctx, s->q_elems * 2), *k = pl_host_alloc(ctx, s->kv_elems * 2),
-             *v = pl_host_alloc(ctx, s->kv_elems * 2), *dout = pl_host_alloc(ctx, s->q_elems * 2);
+             *v = pl_host_alloc(ctx, s->kv_elems * 2), *o = pl_host_alloc(ctx, s->q_elems * 2),
+             *dout = pl_host_alloc(ctx, s->q_elems * 2);
     float *dq = pl_host_alloc(ctx, s->q_elems * 4), *dk = pl_host_alloc(ctx, s->kv_elems * 4),
           *dv = pl_host_alloc(ctx, s->kv_elems * 4);
-    if (!q || !k || !v || !dout || !dq || !dk || !dv)
+    if (!q || !k || !v || !o || !dout || !dq || !dk || !dv)
         return -1;
     PL_CUDA(ctx, cudaMemcpyAsync(q, p->f.q, s->q_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaMemcpyAsync(k, p->f.k, s->kv_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaMemcpyAsync(v, p->f.v, s->kv_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaMemcpyAsync(o, p->f.o, s->q_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaMemcpyAsync(dout, p->dout, s->q_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    pl_attn_bwd_reference_host(&p->f, q, k, v, dout, dq, dk, dv);
+    pl_attn_bwd_reference_host(&p->f, q, k, v, o, dout, dq, dk, dv);
     PL_CUDA(ctx, cudaMemcpyAsync(s->ref[0].ref, dq, s->q_elems * 4, cudaMemcpyHostToDevice, ctx->stream));
     PL_CUDA(ctx, cudaMemcpyAsync(s->ref[1].ref, dk, s->kv_elems * 4, cudaMemcpyHostToDevice, ctx->stream));
     PL_CUDA(ctx, cudaMemcpyAsync(s->ref[2].ref, dv, s->kv_elems * 4, cudaMemcpyHostToDevice, ctx->stream));
     return 0;
 }
 
-/* The unfused backward in fp32 throughout: P (fp32 softmax of the fp32 S, its own LSE), dP = dO·Vᵀ, D = Σ P·dP,
- * dS = P ∘ (dP − D), and the three products over fp32 operands (cuBLAS fp32 GEMMs, no tf32). */
+/* The unfused backward in fp32 throughout: P (fp32 softmax of the fp32 S, its own LSE), dP = dO·Vᵀ, D = rowsum(dO ∘
+ * O) of the bf16 O the backward is given (as the host reference takes it), dS = P ∘ (dP − D), and the three products
+ * over fp32 operands (cuBLAS fp32 GEMMs, no tf32). */
 static int reference_device(pl_ctx *ctx, bwd_state *s)
 {
     const pl_attn_problem *f = &s->p.f;
@@ -128,7 +135,8 @@ static int reference_device(pl_ctx *ctx, bwd_state *s)
     dov.q = s->p.dout;
     dov.k = f->v;
     PL_CUBLAS(ctx, pl_attn_unfused_scores(s->cublas, &dov, dp));
-    PL_CUDA(ctx, pl_attn_bwd_ds_f32(&r, s->scores, dp, ctx->stream));
+    PL_CUDA(ctx, pl_attn_bwd_rowdot(f, s->p.dout, s->dsum, ctx->stream));
+    PL_CUDA(ctx, pl_attn_bwd_ds_f32(&r, s->scores, dp, s->dsum, ctx->stream));
     PL_CUDA(ctx, pl_attn_bf16_to_f32(f->q, q32, s->q_elems, ctx->stream));
     PL_CUDA(ctx, pl_attn_bf16_to_f32(s->p.dout, do32, s->q_elems, ctx->stream));
     PL_CUDA(ctx, pl_attn_bf16_to_f32(f->k, k32, s->kv_elems, ctx->stream));

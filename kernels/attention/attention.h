@@ -136,9 +136,11 @@ cudaError_t pl_attn_bwd_rowdot(const pl_attn_problem *p, const uint16_t *dout, f
 /* dS = P ∘ (dP − D[row]) into ds (bf16; may alias probs, each element read before it is written). */
 cudaError_t pl_attn_bwd_ds(const pl_attn_problem *p, const uint16_t *probs, const float *dp, const float *d,
                            uint16_t *ds, cudaStream_t stream);
-/* The reference's fp32 version: per row D = Σⱼ P·dP (the same as rowsum(dO ∘ O) in exact arithmetic), then
- * dP ← P ∘ (dP − D) in place. */
-cudaError_t pl_attn_bwd_ds_f32(const pl_attn_problem *p, const float *probs, float *dp, cudaStream_t stream);
+/* The reference's fp32 version: per row D = d[row] (rowsum(dO ∘ O) of the O the backward is given, from
+ * pl_attn_bwd_rowdot) or, with d NULL, Σⱼ P·dP (the same as rowsum(dO ∘ O) of the exact O), then dP ← P ∘ (dP − D)
+ * in place. */
+cudaError_t pl_attn_bwd_ds_f32(const pl_attn_problem *p, const float *probs, float *dp, const float *d,
+                               cudaStream_t stream);
 /* acc (fp32, the layout of K) = alpha · Σ over the query heads h of each group of Xₕᵀ·Yₕ: X per (batch, query
  * head) a seq×seq matrix ([batch·heads][seq][seq], P or dS), Y in the layout of Q (dO or Q); X and Y both of
  * type t (CUDA_R_16BF or CUDA_R_32F). */

@@ -148,35 +148,42 @@ extern "C" cudaError_t pl_attn_bwd_ds(const pl_attn_problem *p, const uint16_t *
     return cudaGetLastError();
 }
 
-/* One block per score row: D = Σⱼ P·dP (a block reduction), then dP ← P·(dP − D), all fp32. */
-__global__ void __launch_bounds__(ROW_THREADS) bwd_ds_f32_kernel(const float *probs, float *dp, int seq)
+/* One block per score row: D = d[row] when d is given, else Σⱼ P·dP (a block reduction); then dP ← P·(dP − D), all
+ * fp32. */
+__global__ void __launch_bounds__(ROW_THREADS)
+    bwd_ds_f32_kernel(const float *probs, float *dp, const float *d_given, int seq)
 {
     __shared__ float part[ROW_THREADS / 32];
     const long long row = blockIdx.x;
     const float *pr = probs + row * seq;
     float *dr = dp + row * seq;
-    float acc = 0.0f;
-    for (int j = threadIdx.x; j < seq; j += ROW_THREADS)
-        acc += pr[j] * dr[j];
-#pragma unroll
-    for (int w = 16; w > 0; w >>= 1)
-        acc += __shfl_xor_sync(0xffffffffu, acc, w);
-    if ((threadIdx.x & 31) == 0)
-        part[threadIdx.x / 32] = acc;
-    __syncthreads();
     float d = 0.0f;
-    for (int w = 0; w < ROW_THREADS / 32; w++)
-        d += part[w];
+    if (d_given) {
+        d = d_given[row];
+    } else {
+        float acc = 0.0f;
+        for (int j = threadIdx.x; j < seq; j += ROW_THREADS)
+            acc += pr[j] * dr[j];
+#pragma unroll
+        for (int w = 16; w > 0; w >>= 1)
+            acc += __shfl_xor_sync(0xffffffffu, acc, w);
+        if ((threadIdx.x & 31) == 0)
+            part[threadIdx.x / 32] = acc;
+        __syncthreads();
+        for (int w = 0; w < ROW_THREADS / 32; w++)
+            d += part[w];
+    }
     for (int j = threadIdx.x; j < seq; j += ROW_THREADS)
         dr[j] = pr[j] * (dr[j] - d);
 }
 
-extern "C" cudaError_t pl_attn_bwd_ds_f32(const pl_attn_problem *p, const float *probs, float *dp, cudaStream_t stream)
+extern "C" cudaError_t pl_attn_bwd_ds_f32(const pl_attn_problem *p, const float *probs, float *dp, const float *d,
+                                          cudaStream_t stream)
 {
     long long rows;
     if (rows_check(p, &rows) != cudaSuccess)
         return cudaErrorInvalidValue;
-    bwd_ds_f32_kernel<<<(unsigned)rows, ROW_THREADS, 0, stream>>>(probs, dp, p->seq);
+    bwd_ds_f32_kernel<<<(unsigned)rows, ROW_THREADS, 0, stream>>>(probs, dp, d, p->seq);
     return cudaGetLastError();
 }
 

@@ -19,9 +19,9 @@ typedef struct bwd_scratch {
     double *pr;                          /* seq */
 } bwd_scratch;
 
-/* One query row i of head h: P from the scores, O = P·V, D = dO·O, dS = P ∘ (dO·Vⱼ − D), dQ = scale·dS·K, and its
- * share of dK += scale·dSᵀ·q and dV += Pᵀ·dO. */
-static void row_backward(const pl_attn_problem *p, const bwd_scratch *w, int i, float *dq_out)
+/* One query row i of head h: P from the scores, O = P·V, D = dO·O (O the given row when o_given is not NULL),
+ * dS = P ∘ (dO·Vⱼ − D), dQ = scale·dS·K, and its share of dK += scale·dSᵀ·q and dV += Pᵀ·dO. */
+static void row_backward(const pl_attn_problem *p, const bwd_scratch *w, int i, const uint16_t *o_given, float *dq_out)
 {
     const int d = p->head_dim, n = p->seq, visible = p->causal ? i + 1 : n;
     const double scale = (double)p->scale;
@@ -46,7 +46,7 @@ static void row_backward(const pl_attn_problem *p, const bwd_scratch *w, int i, 
     }
     double dsum = 0;
     for (int e = 0; e < d; e++)
-        dsum += w->dorow[e] * w->orow[e];
+        dsum += w->dorow[e] * (o_given ? pl_bf16_to_double(o_given[e]) : w->orow[e]);
     memset(w->dqrow, 0, (size_t)d * sizeof *w->dqrow);
     for (int j = 0; j < visible; j++) {
         double dp = 0;
@@ -64,7 +64,7 @@ static void row_backward(const pl_attn_problem *p, const bwd_scratch *w, int i, 
 }
 
 void pl_attn_bwd_reference_host(const pl_attn_problem *p, const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                                const uint16_t *dout, float *dq, float *dk, float *dv)
+                                const uint16_t *o, const uint16_t *dout, float *dq, float *dk, float *dv)
 {
     const int d = p->head_dim, n = p->seq, g = p->heads / p->kv_heads;
     const pl_attn_strides qs = pl_attn_strides_of(p, p->heads), ks = pl_attn_strides_of(p, p->kv_heads);
@@ -101,7 +101,7 @@ void pl_attn_bwd_reference_host(const pl_attn_problem *p, const uint16_t *q, con
                         w.qrow[e] = pl_bf16_to_double(q[qoff + e]);
                         w.dorow[e] = pl_bf16_to_double(dout[qoff + e]);
                     }
-                    row_backward(p, &w, i, dq + qoff);
+                    row_backward(p, &w, i, o ? o + qoff : NULL, dq + qoff);
                 }
             for (int j = 0; j < n; j++)
                 for (int e = 0; e < d; e++) {

@@ -62,10 +62,13 @@ void pl_attn_fwd_reference_host(const pl_attn_problem *p, const uint16_t *q, con
 double pl_attn_bwd_flops(int batch, int heads, int seq, int head_dim, int causal);
 
 /* float64 reference of the backward from the bf16 inputs as the GPU holds them (host copies in the problem's
- * layouts): P, O and D = rowsum(dO ∘ O) exact from Q, K, V, then dQ (the layout of q), dK and dV (the layout of k;
- * summed over each GQA group) as fp32. p's pointers are not used. */
+ * layouts): P exact from Q, K, V, D = rowsum(dO ∘ O), then dQ (the layout of q), dK and dV (the layout of k; summed
+ * over each GQA group) as fp32. o: the forward's bf16 O that the backward is given (D is taken from it, as every
+ * backward takes it: the bf16 rounding of O moves D by up to 2^-9 of |dO|·|O|, an error the same in every row's dS
+ * that no kernel could remove), or NULL for the exact O = P·V (the gradient of the loss Σ dO ∘ O by definition).
+ * p's pointers are not used. */
 void pl_attn_bwd_reference_host(const pl_attn_problem *p, const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                                const uint16_t *dout, float *dq, float *dk, float *dv);
+                                const uint16_t *o, const uint16_t *dout, float *dq, float *dk, float *dv);
 
 /* ---- paged decode ---- */
 

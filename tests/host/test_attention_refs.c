@@ -273,7 +273,7 @@ START_TEST(backward_reference_matches_the_definition)
         v[i] = rand_bf16(10, i, -1, 1), vd[i] = pl_bf16_to_double(v[i]);
     }
     float dq[NQ], dk[NK], dv[NK];
-    pl_attn_bwd_reference_host(&p, q, k, v, dout, dq, dk, dv);
+    pl_attn_bwd_reference_host(&p, q, k, v, NULL, dout, dq, dk, dv);
     for (int i = 0; i < NQ; i++)
         ck_assert_msg(fabs(bw_fd(&p, qd, kd, vd, dod, qd, i) - dq[i]) < 1e-6 * (1 + fabs(dq[i])), "dQ[%d]", i);
     for (int i = 0; i < NK; i++) {
