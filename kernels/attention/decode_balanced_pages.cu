@@ -62,34 +62,51 @@ template <int D, int NW, bool FP8 = false> struct dp_smem {
     static constexpr int bytes = stages * stage_bytes + NW * conv_warp_bytes;
 };
 
+/* A cache element: bf16 bits, or (FP8) an e4m3 byte. */
+template <bool FP8> struct dp_elem {
+    typedef uint16_t t;
+};
+template <> struct dp_elem<true> {
+    typedef uint8_t t;
+};
+
+/* The K (v = 0) or V pool of p as elements of the cache's type. */
+template <bool FP8>
+__device__ __forceinline__ const typename dp_elem<FP8>::t *dp_pool(const pl_decode_problem &p, int v)
+{
+    const void *pool = FP8 ? (v ? (const void *)p.v_fp8 : (const void *)p.k_fp8)
+                           : (v ? (const void *)p.v_cache : (const void *)p.k_cache);
+    return (const typename dp_elem<FP8>::t *)pool;
+}
+
 /* Stage of tokens [t0, t0 + 16) of a sequence of `len` tokens, the heads of block blk: K and V, zeros past len
- * (FP8: the e4m3 rows, unswizzled, and their scales). */
+ * (FP8: the e4m3 rows, unswizzled, and their scales). The pools are indexed in elements of the cache's type, so the
+ * bf16 instantiation is the code rows_deep had before the FP8 cache (the same machine code). */
 template <int D, bool EF, int NW, bool FP8 = false>
 __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, const int *table, int blk, int t0,
                                              int len, uint64_t policy)
 {
     typedef dp_smem<D, NW, FP8> sm;
-    constexpr int ROW = D * sm::elem, CPH = ROW / 16; /* a head row's bytes and 16-byte chunks */
+    typedef typename dp_elem<FP8>::t elem;
+    constexpr int EPC = 16 / (int)sizeof(elem), CPH = D / EPC; /* elements a 16-byte chunk, chunks a head row */
     const pl_decode_problem &p = a.p;
-    const char *kbase = FP8 ? (const char *)p.k_fp8 : (const char *)p.k_cache;
-    const char *vbase = FP8 ? (const char *)p.v_fp8 : (const char *)p.v_cache;
     if (FP8)
         df_load_scales(stage + 2 * sm::kv_bytes, NW, p, table, blk * a.w.hb, a.w.hb, t0, len);
     if (a.w.hb == NW) { /* a full block: each thread keeps its head and chunk, the token's page by increments */
         constexpr int CPT = NW * CPH, TPP = NW * 32 / CPT; /* chunks per token, tokens per pass (< any page) */
         const int tok0 = threadIdx.x / CPT, rem = threadIdx.x % CPT, ch = rem % CPH;
-        const long long col = (long long)(blk * NW + rem / CPH) * ROW + ch * 16;
+        const long long col = (long long)(blk * NW + rem / CPH) * D + ch * EPC;
         int t = t0 + tok0, pg = t / p.page_size, off = t - pg * p.page_size;
 #pragma unroll
         for (int i = 0; i < DP_TILE / TPP; i++) {
             const int tok = tok0 + i * TPP;
-            const char *ks = kbase, *vs = vbase;
+            const elem *ks = dp_pool<FP8>(p, 0), *vs = dp_pool<FP8>(p, 1);
             if (t < len) {
                 const long long row = ((long long)table[pg] * p.page_size + off) * p.kv_heads;
-                ks += row * ROW + col;
-                vs += row * ROW + col;
+                ks += row * D + col;
+                vs += row * D + col;
             }
-            const uint32_t dst = stage + (rem / CPH) * ROW +
+            const uint32_t dst = stage + (rem / CPH) * D * sm::elem +
                                  (FP8 ? (uint32_t)(tok * sm::row_bytes + ch * 16) : dm_swz(tok, ch, sm::row_bytes));
             dm_cp_async16<EF>(dst, ks, t < len ? 16 : 0, policy);
             dm_cp_async16<EF>(dst + sm::kv_bytes, vs, t < len ? 16 : 0, policy);
@@ -105,28 +122,27 @@ __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, c
     const int cpt = a.w.hb * CPH, n = DP_TILE * cpt;
     for (int q = threadIdx.x; q < n; q += NW * 32) {
         const int tok = q / cpt, rem = q - tok * cpt, h = rem / CPH, ch = rem % CPH, t = t0 + tok;
-        const char *ks = kbase, *vs = vbase;
+        const elem *ks = dp_pool<FP8>(p, 0), *vs = dp_pool<FP8>(p, 1);
         if (t < len) {
             const long long row =
                 ((long long)table[t / p.page_size] * p.page_size + t % p.page_size) * p.kv_heads + blk * a.w.hb + h;
-            ks += row * ROW + ch * 16;
-            vs += row * ROW + ch * 16;
+            ks += row * D + ch * EPC;
+            vs += row * D + ch * EPC;
         }
-        const uint32_t dst =
-            stage + h * ROW + (FP8 ? (uint32_t)(tok * sm::row_bytes + ch * 16) : dm_swz(tok, ch, sm::row_bytes));
+        const uint32_t dst = stage + h * D * sm::elem +
+                             (FP8 ? (uint32_t)(tok * sm::row_bytes + ch * 16) : dm_swz(tok, ch, sm::row_bytes));
         dm_cp_async16<EF>(dst, ks, t < len ? 16 : 0, policy);
         dm_cp_async16<EF>(dst + sm::kv_bytes, vs, t < len ? 16 : 0, policy);
     }
 }
 
-/* A warp's step on the stage's 16 tokens of its head: the bf16 rows as they are, or (FP8) its head's e4m3 rows
+/* Warp `warp`'s step on the stage's 16 tokens of its head: the bf16 rows as they are, or (FP8) its head's e4m3 rows
  * converted into the warp's own bf16 tiles first. */
 template <int D, int NW, bool FP8>
 __device__ __forceinline__ void dp_stage_step(dm_state<D> &st, const uint32_t (&qa)[D / 16][4], uint32_t stage,
-                                              uint32_t conv, const db_cursor &cc, float scale_log2)
+                                              uint32_t conv, const db_cursor &cc, float scale_log2, int warp)
 {
     typedef dp_smem<D, NW, FP8> sm;
-    const int warp = threadIdx.x >> 5;
     if (!FP8) {
         const uint32_t kb = stage + warp * D * 2;
         dm_rows_step<D>(st, qa, kb, kb + sm::kv_bytes, sm::row_bytes, cc.tile * DP_TILE, cc.len, scale_log2);
@@ -190,7 +206,7 @@ __global__ void __launch_bounds__(NW * 32, 8 / NW) decode_balanced_pages_kernel(
         }
         dp_pair_begin<D>(a, cc, i, lo, total, active, qa, st, seg_first);
         if (active)
-            dp_stage_step<D, NW, FP8>(st, qa, sbase + (i % STAGES) * sm::stage_bytes, conv, cc, a.scale_log2);
+            dp_stage_step<D, NW, FP8>(st, qa, sbase + (i % STAGES) * sm::stage_bytes, conv, cc, a.scale_log2, warp);
         dp_pair_end<D>(a, cc, i, count, seg_first, active, st);
         db_advance<DP_TILE>(cc, p);
         if (EARLY) {
