@@ -10,8 +10,9 @@ table first, as PyTorch code without a paged-attention kernel does; prefill caus
 length batched) -> O projection + residual -> RMSNorm -> gate/up projection -> SiLU(gate) * up -> down projection
 + residual.
 
-Timing: CUDA events around each call, the stream held by a spin kernel (torch.cuda._sleep) until the host has
-enqueued the call (so the events time the GPU's work, not Python's), the median of --iters; the sides interleaved
+Timing: perflab.bench (scripts/torch_timing.py: the harness of `perflab run` on torch's current stream, the stream
+held by its latch until the host has enqueued the call, so the events time the GPU's work, not Python's; warm-up;
+throttled samples discarded), the median of --iters samples; the sides interleaved
 (eager, compiled, eager, compiled, ...) in --rounds rounds, the median of the rounds' medians reported with their
 spread, so that a GPU power-state drift lands on both sides alike. The floor: the layer's weights and the KV cache
 read once, at the rate of a device-to-device copy of the same bytes timed in the same process.
@@ -20,11 +21,15 @@ read once, at the rate of a device-to-device copy of the same bytes timed in the
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_timing  # noqa: E402  (perflab.bench, found through the repository)
 
 MODELS = {  # hidden, heads, kv_heads, head_dim, intermediate, rope_theta, rms_eps (engine/model_config.c)
     "llama3-8b": (4096, 32, 8, 128, 14336, 500000.0, 1e-5),
@@ -32,21 +37,12 @@ MODELS = {  # hidden, heads, kv_heads, head_dim, intermediate, rope_theta, rms_e
 }
 DECODE = [(64, 2048), (8, 8192)]  # (batch, cache length with the new token)
 PREFILL = [(1, 4096), (8, 512)]  # (prompts, prompt length)
-LATCH_CYCLES = 2_000_000
 PAGE = 16  # tokens a KV page holds (perflab's e2e:layer_decode default)
 
 
 def time_ms(fn, iters):
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(LATCH_CYCLES)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    """perflab.bench's median of fn() over iters samples."""
+    return torch_timing.median_ms(fn, iterations=iters)
 
 
 class Layer:

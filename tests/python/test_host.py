@@ -286,3 +286,19 @@ def test_bench_of_host_work_reports_statistics():
     assert r.status == "ok" and r.verification["passed"]
     assert 0.09 < r.median_ms < 1.0, r
     assert r.gbps > 0 and len(r.samples_ms) == 20
+
+
+def test_comparison_scripts_time_with_perflab_bench():
+    """Every scripts/torch_*.py comparison times PyTorch through perflab.bench (torch_timing.py or perflab itself),
+    never with CUDA events of its own: the rules the table is read by are perflab's. torch_nccl_bench.py is the one
+    exception, and says why: a collective's time spans every rank's stream, perflab.bench times one process's."""
+    scripts = os.path.join(REPO, "scripts")
+    names = sorted(n for n in os.listdir(scripts) if n.startswith("torch_") and n.endswith(".py"))
+    assert len(names) >= 8, names
+    for name in names:
+        if name in ("torch_timing.py", "torch_nccl_bench.py"):
+            continue
+        text = open(os.path.join(scripts, name), encoding="utf-8").read()
+        assert any(w in text for w in ("import torch_timing", "from torch_timing import", "import perflab",
+                                       "import torch_engine_layer")), name
+        assert "Event(enable_timing" not in text, f"{name} times with CUDA events of its own"
