@@ -104,7 +104,7 @@ static int reference_rows(pl_ctx *ctx, e2e_layer *L, const uint16_t *wb, uint16_
         tables[i] = L->table + (size_t)seq_of_row(L, r) * L->max_pages;
         memcpy(xr + (size_t)i * D, x + (size_t)r * D, D * 2);
     }
-    const pl_layer_ref_rows rows = {L->ref_n, L->page_size, pos, slots, tables, kv_fp8};
+    const pl_layer_ref_rows rows = {L->ref_n, L->page_size, pos, slots, tables, kv_fp8, 0};
     const pl_layer_ref_routing routing = {NULL, L->ids_ref, L->margin_ref};
     if ((L->moe ? pl_layer_ref_moe(m, &hw, &rows, 0, &routing, kc, vc, xr, out)
                 : pl_layer_ref(m, &hw.layer, &rows, 0, kc, vc, xr, out)) != 0) {

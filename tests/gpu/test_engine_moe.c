@@ -309,7 +309,7 @@ static void check_cache(const char *tag, const rig *r, const rows *w, const uint
 static void reference(rig *r, const rows *w, const uint16_t *x, int epilogue, const int *force, uint16_t *out, int *ids,
                       double *margin)
 {
-    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables, 0};
+    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables, 0, 0};
     const pl_layer_ref_routing routing = {force, ids, margin};
     ck_assert_int_eq(pl_layer_ref_moe(r->m, &r->hw, &rr, epilogue, &routing, r->kc_h, r->vc_h, x, out), 0);
 }
