@@ -564,9 +564,10 @@ START_TEST(refusals)
     CK(cudaMalloc(&buf, need));
     const pl_decode_step ds = {3, PAGE, 1, buf, buf, buf, buf};
     const pl_layer_kv kv = {.k = buf, .v = buf};
-    const pl_layer_recipe rc = {PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, 132, NULL};
+    const pl_layer_recipe rc = {PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, 132, NULL, PL_LAYER_WEIGHTS_BF16};
     ck_assert_int_eq(pl_dense_layer_decode(&w, &rc, &ds, &kv, buf, buf, buf, need - 1, 0), cudaErrorInvalidValue);
-    const pl_layer_recipe cublas_without_handle = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_FAST, 0, 132, NULL};
+    const pl_layer_recipe cublas_without_handle = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_FAST, 0, 132, NULL,
+                                                   PL_LAYER_WEIGHTS_BF16};
     ck_assert_int_eq(pl_dense_layer_decode(&w, &cublas_without_handle, &ds, &kv, buf, buf, buf, need, 0),
                      cudaErrorInvalidValue);
     /* an FP8 cache without its scales, and a cache dtype the engine does not know */
