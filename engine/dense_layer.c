@@ -10,7 +10,8 @@
 
 static size_t carve(const pl_model_config *m, int rows, int sm_count, char *base, pl_layer_buffers *b)
 {
-    return pl_layer_carve(m, rows, rows, m->intermediate, sm_count, base, b);
+    const size_t at = pl_layer_carve(m, rows, rows, m->intermediate, sm_count, base, b);
+    return at + pl_layer_carve_fp8(m, rows, m->intermediate, base ? base + at : NULL, b);
 }
 
 size_t pl_dense_workspace_bytes(const pl_model_config *m, int max_rows, int sm_count)
@@ -23,7 +24,20 @@ size_t pl_dense_workspace_bytes(const pl_model_config *m, int max_rows, int sm_c
 static cudaError_t mlp_half(const pl_dense_weights *w, const pl_layer_recipe *r, int rows, uint16_t *out,
                             const pl_layer_buffers *b, cudaStream_t stream)
 {
-    return pl_layer_mlp(r, w->model, w->mlp_norm, w->gate_up, w->down, rows, out, out, out, b, stream);
+    const pl_fp8_weights *f = pl_layer_fp8_of(w, r);
+    const pl_layer_weight gate_up = {w->gate_up, f ? &f->gate_up : NULL}, down = {w->down, f ? &f->down : NULL};
+    return pl_layer_mlp(r, w->model, w->mlp_norm, gate_up, down, rows, out, out, out, b, stream);
+}
+
+/* The recipe's weights: bf16, or an FP8 form that was made, with perflab's GEMMs and GEMM depths (hidden,
+ * heads·head_dim, intermediate) the FP8 kernels take (K % 16 == 0: TMA rows of e4m3 are 16-byte multiples). */
+static int weights_ok(const pl_dense_weights *w, const pl_layer_recipe *r)
+{
+    const pl_model_config *m = w->model;
+    if (r->weights == PL_LAYER_WEIGHTS_BF16)
+        return 1;
+    return pl_layer_fp8_of(w, r) && r->gemm == PL_LAYER_GEMM_PERFLAB && m->hidden % 16 == 0 &&
+           (m->heads * m->head_dim) % 16 == 0 && m->intermediate % 16 == 0;
 }
 
 /* The step's arguments, and its buffers carved from the workspace (once: the carve sizes the fast decode kernel's
@@ -33,13 +47,14 @@ static int layer_ok(const pl_dense_weights *w, const pl_layer_recipe *r, int row
 {
     const pl_model_config *m = w ? w->model : NULL;
     return m && w->block && r && rows >= 1 && !pl_model_is_moe(m) && !m->qk_norm && x && out && workspace &&
-           (r->gemm != PL_LAYER_GEMM_CUBLAS || r->cublas) &&
+           (r->gemm != PL_LAYER_GEMM_CUBLAS || r->cublas) && weights_ok(w, r) &&
            carve(m, rows, r->sm_count, (char *)workspace, b) <= workspace_bytes;
 }
 
 void pl_layer_recipe_ladder(int sm_count, cublasHandle_t cublas, pl_layer_recipe *out)
 {
-    const pl_layer_recipe base = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, sm_count, cublas};
+    const pl_layer_recipe base = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_SIMPLE, 0, sm_count, cublas,
+                                  PL_LAYER_WEIGHTS_BF16};
     for (int i = 0; i < PL_LAYER_LADDER_STEPS; i++)
         out[i] = base;
     for (int i = PL_LAYER_LADDER_FAST_ATTENTION; i < PL_LAYER_LADDER_STEPS; i++)
@@ -58,7 +73,7 @@ cudaError_t pl_dense_layer_decode(const pl_dense_weights *w, const pl_layer_reci
     if (!step || !layer_ok(w, r, step->batch, x, out, workspace, workspace_bytes, &b))
         return cudaErrorInvalidValue;
     const pl_model_config *m = w->model;
-    const pl_attn_weights aw = {w->attn_norm, w->qkv, NULL, NULL, w->o};
+    const pl_attn_weights aw = {w->attn_norm, w->qkv, NULL, NULL, w->o, pl_layer_fp8_of(w, r)};
     PL_STEP(pl_layer_attention_decode(m, &aw, r, step, kv, x, out, &b, stream));
     return mlp_half(w, r, step->batch, out, &b, stream);
 }
@@ -73,7 +88,7 @@ cudaError_t pl_dense_layer_prefill(const pl_dense_weights *w, const pl_layer_rec
     pl_layer_buffers b;
     if (T < 1 || !layer_ok(w, r, T, x, out, workspace, workspace_bytes, &b))
         return cudaErrorInvalidValue;
-    const pl_attn_weights aw = {w->attn_norm, w->qkv, NULL, NULL, w->o};
+    const pl_attn_weights aw = {w->attn_norm, w->qkv, NULL, NULL, w->o, pl_layer_fp8_of(w, r)};
     PL_STEP(pl_layer_attention_prefill(w->model, &aw, r, step, kv, x, out, &b, stream));
     return mlp_half(w, r, T, out, &b, stream);
 }

@@ -44,6 +44,20 @@ typedef enum pl_layer_attention {
     PL_LAYER_ATTN_FAST = 1,
 } pl_layer_attention;
 
+/* The dense layer's GEMM weights: bf16 (pl_gemm_bf16 or cuBLAS), or their FP8 e4m3 form (pl_dense_weights_add_fp8)
+ * through the library's pl_gemm_fp8, the activations quantized before each GEMM into the workspace: with per-tensor
+ * weight scales the activation gets one scale too (an amax over the GEMM's whole input, then the quantization: two
+ * kernels and a memset), with 128×128 block scales each activation row gets one scale per 128 columns (1×128, one
+ * kernel, no reduction across rows: gemm/fp8.h's block scaling takes A's scales so). The FP8 GEMMs have no
+ * epilogue: the residual adds run as kernels of their own, whatever `fused` says. perflab's GEMMs only (gemm must
+ * be PL_LAYER_GEMM_PERFLAB); the native FP8 kernels are sm_90a's. The dense layer only (MoE and tensor-parallel
+ * steps refuse FP8 weights). */
+typedef enum pl_layer_weights {
+    PL_LAYER_WEIGHTS_BF16 = 0,
+    PL_LAYER_WEIGHTS_FP8_TENSOR = 1, /* w->fp8[PL_FP8_SCALING_TENSOR], activations per tensor */
+    PL_LAYER_WEIGHTS_FP8_BLOCK = 2,  /* w->fp8[PL_FP8_SCALING_BLOCK], activations 1×128 */
+} pl_layer_weights;
+
 typedef struct pl_layer_recipe {
     pl_layer_gemm gemm;
     pl_layer_attention attention;
@@ -51,8 +65,9 @@ typedef struct pl_layer_recipe {
      * of its own. 1: the one-pass RMSNorm (pl_rmsnorm_fused), RoPE with the KV write in one kernel, and with
      * perflab's GEMMs the residual adds in the O and down GEMMs' epilogues (cuBLAS keeps the add kernel). */
     int fused;
-    int sm_count;          /* the device's SMs (the fast decode kernel's grid) */
-    cublasHandle_t cublas; /* for PL_LAYER_GEMM_CUBLAS */
+    int sm_count;             /* the device's SMs (the fast decode kernel's grid) */
+    cublasHandle_t cublas;    /* for PL_LAYER_GEMM_CUBLAS */
+    pl_layer_weights weights; /* bf16 (0) or the FP8 form in a scaling */
 } pl_layer_recipe;
 
 /* The ladder the e2e: targets and the engine's tests walk, one named technique a step: the eager way (cuBLAS, the
@@ -103,8 +118,9 @@ typedef struct pl_layer_kv {
 } pl_layer_kv;
 
 /* Bytes of the workspace a step of up to max_rows rows needs (decode: sequences; prefill: tokens), with any recipe
- * (256-byte aligned buffers). Within pl_activation_bytes(m, max_rows, ...), which the memory plan reserves, save for
- * the fast decode kernel's partial results (sm_count-sized). */
+ * (256-byte aligned buffers; the FP8 weights' quantized activations included: max_rows · max(hidden, heads·head_dim,
+ * intermediate) bytes and their scales). Within pl_activation_bytes(m, max_rows, ...), which the memory plan reserves,
+ * save for the fast decode kernel's partial results (sm_count-sized). */
 size_t pl_dense_workspace_bytes(const pl_model_config *m, int max_rows, int sm_count);
 
 /* The layer's step: x [rows][hidden] bf16 is the residual stream in, out the residual stream after the layer (out
@@ -113,8 +129,8 @@ size_t pl_dense_workspace_bytes(const pl_model_config *m, int max_rows, int sm_c
  * shapes has run once outside the capture); returns the first failing call's error (each launch is checked),
  * cudaErrorInvalidValue when the step is malformed (no rows, a workspace smaller than pl_dense_workspace_bytes, a
  * qk-norm or MoE model, a head_dim or GQA group the attention kernels do not take, a cache dtype other than
- * PL_KV_BF16 and PL_KV_FP8_E4M3 or an FP8 cache without its pools and scales), cudaErrorNotSupported for a
- * cuBLAS failure. */
+ * PL_KV_BF16 and PL_KV_FP8_E4M3 or an FP8 cache without its pools and scales; FP8 weights with cuBLAS GEMMs, not
+ * made for the recipe's scaling, or a shape pl_gemm_fp8 does not take), cudaErrorNotSupported for a cuBLAS failure. */
 cudaError_t pl_dense_layer_decode(const pl_dense_weights *w, const pl_layer_recipe *r, const pl_decode_step *step,
                                   const pl_layer_kv *kv, const uint16_t *x, uint16_t *out, void *workspace,
                                   size_t workspace_bytes, cudaStream_t stream);

@@ -8,6 +8,7 @@
 #include "engine/cuda_step.h"
 #include "engine/layer_parts.h"
 #include "gemm/cublas/gemm_cublas.h"
+#include "gemm/fp8.h"
 #include "gemm/gemm.h"
 #include "norm/norm_kernels.h"
 
@@ -74,7 +75,31 @@ size_t pl_layer_carve(const pl_model_config *m, int rows, int mlp_rows, int widt
         at += align256(bytes[i]);
     }
     b->attn_ws_bytes = bytes[B_ATTN_WS];
+    b->a8 = NULL, b->a8_scale = NULL, b->a8_amax = NULL;
     return at;
+}
+
+size_t pl_layer_carve_fp8(const pl_model_config *m, int rows, int width, char *base, pl_layer_buffers *b)
+{
+    int k = m->hidden > m->heads * m->head_dim ? m->hidden : m->heads * m->head_dim;
+    k = width > k ? width : k;
+    const size_t q = align256((size_t)rows * (size_t)k);
+    /* the 1×128 scales of a rows×k input; a per-tensor scale takes the first float */
+    const size_t scales = align256(pl_fp8_scale_a_count(rows, k) * sizeof(float));
+    if (base) {
+        b->a8 = (uint8_t *)base;
+        b->a8_scale = (float *)(base + q);
+        b->a8_amax = (unsigned *)(base + q + scales);
+    }
+    return q + scales + 256;
+}
+
+const pl_fp8_weights *pl_layer_fp8_of(const pl_dense_weights *w, const pl_layer_recipe *r)
+{
+    const pl_fp8_weights *f = r->weights == PL_LAYER_WEIGHTS_FP8_TENSOR  ? &w->fp8[PL_FP8_SCALING_TENSOR]
+                              : r->weights == PL_LAYER_WEIGHTS_FP8_BLOCK ? &w->fp8[PL_FP8_SCALING_BLOCK]
+                                                                         : NULL;
+    return f && f->block ? f : NULL;
 }
 
 /* ---- the operations, in the recipe's forms ---- */
@@ -87,14 +112,48 @@ cudaError_t pl_layer_rmsnorm(const pl_layer_recipe *r, const pl_model_config *m,
     return pl_rmsnorm_naive(x, w, b->xn, b->rinv, rows, m->hidden, (float)m->rms_eps, stream);
 }
 
-cudaError_t pl_layer_linear(const pl_layer_recipe *r, const uint16_t *a, const uint16_t *w, uint16_t *d, int rows,
-                            int n, int k, const uint16_t *residual, uint16_t *scratch, cudaStream_t stream)
+/* prod [rows][n] = a · wᵀ with w's FP8 form: a quantized into b->a8 (one scale, or 1×128 scales), then the FP8
+ * GEMM with the scales applied on its fp32 accumulator, rounded to bf16 once. */
+static cudaError_t linear_fp8(const pl_layer_recipe *r, const uint16_t *a, const pl_fp8_linear *w, uint16_t *prod,
+                              int rows, int n, int k, const pl_layer_buffers *b, cudaStream_t stream)
 {
-    const int epilogue = residual && r->fused && r->gemm == PL_LAYER_GEMM_PERFLAB;
+    const int block = r->weights == PL_LAYER_WEIGHTS_FP8_BLOCK;
+    pl_gemm_fp8_problem p;
+    memset(&p, 0, sizeof p);
+    p.m = rows;
+    p.n = n;
+    p.k = k;
+    p.a = b->a8;
+    p.b = w->q;
+    p.d = prod;
+    p.scaling = block ? PL_FP8_SCALING_BLOCK : PL_FP8_SCALING_TENSOR;
+    p.scale_a = b->a8_scale;
+    p.scale_b = w->scale;
+    p.promote = 1; /* every 128 K, as the block scaling does: the two scalings differ only in their scales */
+    char why[160];
+    if (!pl_gemm_fp8_supports(&p, why, sizeof why))
+        return cudaErrorInvalidValue;
+    if (block)
+        PL_STEP(pl_fp8_quantize_rows(a, rows, k, b->a8, b->a8_scale, pl_fp8_scale_a_ld(rows), stream));
+    else
+        PL_STEP(pl_fp8_quantize_tensor(a, (size_t)rows * k, b->a8, b->a8_scale, b->a8_amax, stream));
+    return pl_gemm_fp8(&p, stream);
+}
+
+cudaError_t pl_layer_linear(const pl_layer_recipe *r, const uint16_t *a, pl_layer_weight w, uint16_t *d, int rows,
+                            int n, int k, const uint16_t *residual, uint16_t *scratch, const pl_layer_buffers *b,
+                            cudaStream_t stream)
+{
+    const int fp8 = r->weights != PL_LAYER_WEIGHTS_BF16;
+    if (fp8 && (!w.fp8 || !w.fp8->q || !b->a8 || r->gemm != PL_LAYER_GEMM_PERFLAB))
+        return cudaErrorInvalidValue;
+    const int epilogue = residual && r->fused && r->gemm == PL_LAYER_GEMM_PERFLAB && !fp8;
     uint16_t *prod = residual && !epilogue ? scratch : d;
-    if (r->gemm == PL_LAYER_GEMM_CUBLAS) {
+    if (fp8) {
+        PL_STEP(linear_fp8(r, a, w.fp8, prod, rows, n, k, b, stream));
+    } else if (r->gemm == PL_LAYER_GEMM_CUBLAS) {
         if (cublasSetStream(r->cublas, stream) != CUBLAS_STATUS_SUCCESS ||
-            pl_gemm_cublas(r->cublas, rows, n, k, PL_GEMM_B_NK, a, w, CUDA_R_16BF, prod, CUDA_R_16BF) !=
+            pl_gemm_cublas(r->cublas, rows, n, k, PL_GEMM_B_NK, a, w.bf16, CUDA_R_16BF, prod, CUDA_R_16BF) !=
                 CUBLAS_STATUS_SUCCESS)
             return cudaErrorNotSupported;
     } else {
@@ -105,7 +164,7 @@ cudaError_t pl_layer_linear(const pl_layer_recipe *r, const uint16_t *a, const u
         p.k = k;
         p.b_layout = PL_GEMM_B_NK;
         p.a = a;
-        p.b = w;
+        p.b = w.bf16;
         p.d = prod;
         p.epi.residual = epilogue ? residual : NULL;
         PL_STEP(pl_gemm_bf16(&p, stream));
@@ -149,13 +208,13 @@ static cudaError_t rope_kv(const pl_layer_recipe *r, const pl_model_config *m, i
 }
 
 cudaError_t pl_layer_mlp(const pl_layer_recipe *r, const pl_model_config *m, const uint16_t *mlp_norm,
-                         const uint16_t *gate_up, const uint16_t *down, int rows, const uint16_t *h, uint16_t *d,
+                         pl_layer_weight gate_up, pl_layer_weight down, int rows, const uint16_t *h, uint16_t *d,
                          const uint16_t *residual, const pl_layer_buffers *b, cudaStream_t stream)
 {
     PL_STEP(pl_layer_rmsnorm(r, m, h, mlp_norm, rows, b, stream));
-    PL_STEP(pl_layer_linear(r, b->xn, gate_up, b->gu, rows, 2 * m->intermediate, m->hidden, NULL, NULL, stream));
+    PL_STEP(pl_layer_linear(r, b->xn, gate_up, b->gu, rows, 2 * m->intermediate, m->hidden, NULL, NULL, b, stream));
     PL_STEP(pl_engine_swiglu(b->gu, b->act, rows, m->intermediate, stream));
-    PL_STEP(pl_layer_linear(r, b->act, down, d, rows, m->hidden, m->intermediate, residual, b->proj, stream));
+    PL_STEP(pl_layer_linear(r, b->act, down, d, rows, m->hidden, m->intermediate, residual, b->proj, b, stream));
     return cudaSuccess;
 }
 
@@ -186,7 +245,8 @@ static cudaError_t qkv_rope(const pl_model_config *m, const pl_attn_weights *w, 
 {
     const int qkvw = (m->heads + 2 * m->kv_heads) * m->head_dim;
     PL_STEP(pl_layer_rmsnorm(r, m, x, w->attn_norm, rows, b, stream));
-    PL_STEP(pl_layer_linear(r, b->xn, w->qkv, b->qkv, rows, qkvw, m->hidden, NULL, NULL, stream));
+    const pl_layer_weight qkv = {w->qkv, w->fp8 ? &w->fp8->qkv : NULL};
+    PL_STEP(pl_layer_linear(r, b->xn, qkv, b->qkv, rows, qkvw, m->hidden, NULL, NULL, b, stream));
     if (m->qk_norm)
         PL_STEP(pl_engine_qk_norm(b->qkv, rows, m->heads, m->kv_heads, m->head_dim, w->q_norm, w->k_norm, m->rms_eps,
                                   stream));
@@ -232,8 +292,9 @@ cudaError_t pl_layer_attention_decode(const pl_model_config *m, const pl_attn_we
                                       const pl_decode_step *step, const pl_layer_kv *kv, const uint16_t *x, uint16_t *h,
                                       const pl_layer_buffers *b, cudaStream_t stream)
 {
+    const pl_layer_weight o = {w->o, w->fp8 ? &w->fp8->o : NULL};
     PL_STEP(pl_layer_attention_heads(m, w, r, step, kv, x, b, stream));
-    PL_STEP(pl_layer_linear(r, b->attn, w->o, h, step->batch, m->hidden, m->heads * m->head_dim, x, b->proj, stream));
+    PL_STEP(pl_layer_linear(r, b->attn, o, h, step->batch, m->hidden, m->heads * m->head_dim, x, b->proj, b, stream));
     return cudaSuccess;
 }
 
@@ -305,5 +366,6 @@ cudaError_t pl_layer_attention_prefill(const pl_model_config *m, const pl_attn_w
         const pl_attn_problem a = prompt_attention(m, step, p, b);
         PL_STEP(wgmma ? pl_attn_flash_wgmma_schedule(&a, 0, stream) : pl_attn_flash_mma(&a, stream));
     }
-    return pl_layer_linear(r, b->attn, w->o, h, T, m->hidden, qw, x, b->proj, stream);
+    const pl_layer_weight o = {w->o, w->fp8 ? &w->fp8->o : NULL};
+    return pl_layer_linear(r, b->attn, o, h, T, m->hidden, qw, x, b->proj, b, stream);
 }

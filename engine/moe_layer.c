@@ -102,11 +102,13 @@ static cudaError_t experts_loop(const pl_moe_weights *w, const pl_layer_recipe *
             continue;
         const uint16_t *gate_up = w->gate_up + (size_t)x * 2 * I * H, *down = w->down + (size_t)x * H * I;
         uint16_t *gu = b->layer.gu + (size_t)off * 2 * I, *act = b->layer.act + (size_t)off * I;
-        e = pl_layer_linear(r, b->xg + (size_t)off * H, gate_up, gu, n, 2 * I, H, NULL, NULL, stream);
+        e = pl_layer_linear(r, b->xg + (size_t)off * H, (pl_layer_weight){gate_up, NULL}, gu, n, 2 * I, H, NULL, NULL,
+                            &b->layer, stream);
         if (e == cudaSuccess)
             e = pl_engine_swiglu(gu, act, n, I, stream);
         if (e == cudaSuccess)
-            e = pl_layer_linear(r, act, down, b->y + (size_t)off * H, n, H, I, NULL, NULL, stream);
+            e = pl_layer_linear(r, act, (pl_layer_weight){down, NULL}, b->y + (size_t)off * H, n, H, I, NULL, NULL,
+                                &b->layer, stream);
     }
     free(offsets);
     return e;
@@ -184,7 +186,9 @@ static int layer_ok(const pl_moe_weights *w, const pl_moe_recipe *r, int rows, c
     if (!m || !w->block || !r || rows < 1 || !pl_model_is_moe(m) || !x || !out || !workspace)
         return 0;
     const int needs_cublas = r->layer.gemm == PL_LAYER_GEMM_CUBLAS || !r->layer.fused;
+    /* FP8 weights are the dense layer's alone */
     return m->experts <= PL_MOE_MAX_EXPERTS && m->top_k <= PL_MOE_MAX_TOP_K && (!needs_cublas || r->layer.cublas) &&
+           r->layer.weights == PL_LAYER_WEIGHTS_BF16 &&
            (r->experts == PL_MOE_EXPERTS_LOOP || r->experts == PL_MOE_EXPERTS_GROUPED) &&
            workspace_bytes >= pl_moe_workspace_bytes(m, rows, r->layer.sm_count);
 }
@@ -200,7 +204,7 @@ cudaError_t pl_moe_layer_decode(const pl_moe_weights *w, const pl_moe_recipe *r,
     carve(m, step->batch, r->layer.sm_count, (char *)workspace, &b);
     if (r->experts == PL_MOE_EXPERTS_GROUPED)
         PL_STEP(grouped_ok(w, step->batch, &b));
-    const pl_attn_weights aw = {w->attn_norm, w->qkv, w->q_norm, w->k_norm, w->o};
+    const pl_attn_weights aw = {w->attn_norm, w->qkv, w->q_norm, w->k_norm, w->o, NULL};
     PL_STEP(pl_layer_attention_decode(m, &aw, &r->layer, step, kv, x, out, &b.layer, stream));
     return moe_half(w, r, step->batch, out, &b, stream);
 }
@@ -217,7 +221,7 @@ cudaError_t pl_moe_layer_prefill(const pl_moe_weights *w, const pl_moe_recipe *r
     carve(m, T, r->layer.sm_count, (char *)workspace, &b);
     if (r->experts == PL_MOE_EXPERTS_GROUPED)
         PL_STEP(grouped_ok(w, T, &b));
-    const pl_attn_weights aw = {w->attn_norm, w->qkv, w->q_norm, w->k_norm, w->o};
+    const pl_attn_weights aw = {w->attn_norm, w->qkv, w->q_norm, w->k_norm, w->o, NULL};
     PL_STEP(pl_layer_attention_prefill(m, &aw, &r->layer, step, kv, x, out, &b.layer, stream));
     return moe_half(w, r, T, out, &b, stream);
 }

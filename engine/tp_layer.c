@@ -172,7 +172,7 @@ static int step_ok(const pl_tp_weights *w, const pl_tp_recipe *r, const pl_decod
                    const uint16_t *out, const void *workspace, size_t workspace_bytes)
 {
     return w && w->model && w->block && r && step && step->batch >= 1 && x && out && workspace &&
-           (r->layer.gemm != PL_LAYER_GEMM_CUBLAS || r->layer.cublas) &&
+           (r->layer.gemm != PL_LAYER_GEMM_CUBLAS || r->layer.cublas) && r->layer.weights == PL_LAYER_WEIGHTS_BF16 &&
            workspace_bytes >= pl_tp_workspace_bytes(w, step->batch, r->layer.sm_count) &&
            allreduce_ok(w, r, step->batch);
 }
@@ -188,13 +188,15 @@ cudaError_t pl_tp_layer_decode(const pl_tp_weights *w, const pl_tp_recipe *r, co
     const size_t n = (size_t)B * s->hidden;
     pl_layer_buffers b;
     carve(w, B, r->layer.sm_count, (char *)workspace, &b);
-    const pl_attn_weights aw = {w->attn_norm, w->qkv, NULL, NULL, w->o};
+    const pl_attn_weights aw = {w->attn_norm, w->qkv, NULL, NULL, w->o, NULL};
     /* attention on the rank's heads; h = x + all-reduce(a_r · o_rᵀ) into out */
     PL_STEP(pl_layer_attention_heads(s, &aw, &r->layer, step, kv, x, &b, stream));
-    PL_STEP(pl_layer_linear(&r->layer, b.attn, w->o, b.proj, B, s->hidden, s->heads * s->head_dim, NULL, NULL, stream));
+    PL_STEP(pl_layer_linear(&r->layer, b.attn, (pl_layer_weight){w->o, NULL}, b.proj, B, s->hidden,
+                            s->heads * s->head_dim, NULL, NULL, &b, stream));
     PL_STEP(all_reduce(r, b.proj, x, out, n, stream));
     /* the MLP on the rank's share of the width; out = h + all-reduce(act_r · down_rᵀ) */
-    PL_STEP(pl_layer_mlp(&r->layer, s, w->mlp_norm, w->gate_up, w->down, B, out, b.proj, NULL, &b, stream));
+    PL_STEP(pl_layer_mlp(&r->layer, s, w->mlp_norm, (pl_layer_weight){w->gate_up, NULL},
+                         (pl_layer_weight){w->down, NULL}, B, out, b.proj, NULL, &b, stream));
     PL_STEP(all_reduce(r, b.proj, out, out, n, stream));
     return cudaSuccess;
 }

@@ -196,5 +196,7 @@ void pl_moe_weights_free(pl_moe_weights *w)
 void pl_dense_weights_free(pl_dense_weights *w)
 {
     block_free(&w->block);
+    for (int i = 0; i < 2; i++)
+        block_free(&w->fp8[i].block);
     memset(w, 0, sizeof *w);
 }

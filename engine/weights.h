@@ -14,10 +14,26 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/memory_plan.h"
+#include "gemm/fp8.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A linear layer's weight [n][k] in e4m3 (gemm/fp8.h's B operand) and its scales: tensor scaling, one float;
+ * block scaling, one float per 128×128 block at scale[nb · pl_fp8_scale_b_ld(k) + kb]. Device pointers. */
+typedef struct pl_fp8_linear {
+    uint8_t *q;
+    float *scale;
+} pl_fp8_linear;
+
+/* The FP8 form of a dense layer's four GEMM weights in one scaling, quantized once from the bf16 weights (the norms
+ * stay bf16), in one allocation of `bytes`; block NULL until made. */
+typedef struct pl_fp8_weights {
+    pl_fp8_linear qkv, o, gate_up, down;
+    void *block;
+    uint64_t bytes;
+} pl_fp8_weights;
 
 typedef struct pl_dense_weights {
     const pl_model_config *model;
@@ -25,6 +41,8 @@ typedef struct pl_dense_weights {
     uint16_t *attn_norm, *qkv, *o, *mlp_norm, *gate_up, *down;
     void *block;
     uint64_t bytes;
+    /* the FP8 forms, indexed by pl_fp8_scaling (pl_dense_weights_add_fp8), beside the bf16 weights */
+    pl_fp8_weights fp8[2];
 } pl_dense_weights;
 
 /* Allocates and fills one dense bf16 layer of m. 0 on success. -1 with one line in err, nothing left allocated:
@@ -35,7 +53,16 @@ int pl_dense_weights_alloc(const pl_model_config *m, uint64_t seed, pl_dense_wei
 /* p[i] = uniform in [lo, hi] from (key, i) (the counter hash every engine weight is filled with), n bf16. */
 cudaError_t pl_engine_fill_uniform(uint16_t *p, size_t n, uint64_t key, float lo, float hi, cudaStream_t stream);
 
-/* Frees what pl_dense_weights_alloc allocated (a zeroed struct is a no-op) and zeroes *w. */
+/* Adds the FP8 form of w's GEMM weights in `scaling` (w->fp8[scaling]): each weight quantized on the device from its
+ * bf16 values with power-of-two scales (gemm/fp8.h: pl_fp8_quantize_tensor, pl_fp8_quantize_blocks), so the e4m3
+ * values times their scales are exact bf16 values. The bf16 weights stay (the norms are read from them, and a
+ * recipe may take either form): the GEMM weights' bytes grow by half (Llama-3-8B's layer: 436 MB bf16 + 218 MB
+ * e4m3). 0 on success (a form already made is kept); -1 with one line in err, nothing allocated: an unknown
+ * scaling, not enough free memory, a CUDA call failed. Synchronises the device (a setup step). */
+int pl_dense_weights_add_fp8(pl_dense_weights *w, pl_fp8_scaling scaling, char *err, size_t errlen);
+
+/* Frees what pl_dense_weights_alloc and pl_dense_weights_add_fp8 allocated (a zeroed struct is a no-op) and zeroes
+ * *w. */
 void pl_dense_weights_free(pl_dense_weights *w);
 
 /* A MoE layer: the attention part as the dense layer's (with q_norm and k_norm [head_dim] for a qk-norm model, else

@@ -5,7 +5,10 @@
  * same process. fp8_kv runs the fused step over the same cache quantized to e4m3 (kernels/attention/kv_fp8.h), checked
  * against the float64 reference over the FP8 cache's values and the baseline recipe over it; its floor is a reference
  * row of its own (floor_fp8_kv: the e4m3 pools and scales instead of the bf16 pools), since the counters (bytes,
- * hence GB/s) are the target's, the bf16 step's. */
+ * hence GB/s) are the target's, the bf16 step's. fp8_weights runs the fused step with block-scaled FP8 weights
+ * (e2e_layer_fp8w.c) over the bf16 cache, fp8_weights_kv_graph over the FP8 cache from a graph, each against the
+ * float64 reference over the dequantized FP8 weights and 1×128-quantized GEMM inputs and against an unfused FP8-weight
+ * step; their floors are reference rows of their own (floor_fp8_weights, floor_fp8_weights_kv). */
 #include "common/e2e_layer.h"
 #include "labs.h"
 
@@ -62,6 +65,21 @@ static const pl_variant decode_variants[] = {
                "the FP8 variants' floor: the weights, the e4m3 K and V pages and their scales read once (the "
                "counters, per target, count the bf16 cache: judge fp8_kv against this row)",
                .flags = PL_VARIANT_REFERENCE),
+    PL_VARIANT("fp8_weights", e2e_layer_run_fp8_weights,
+               "the fused step with FP8 (e4m3) GEMM weights, 128x128 block scales (half the weight bytes): each GEMM "
+               "input quantized 1x128 (a row's own scales, no reduction across rows), then pl_gemm_fp8; the residual "
+               "adds as kernels (no FP8 epilogue)",
+               .req = {.needs_gpu = 1, .min_cc = 90, .max_cc = 90}),
+    PL_VARIANT("fp8_weights_kv_graph", e2e_layer_run_fp8_weights_kv_graph,
+               "FP8 weights over the FP8 cache, the step captured once as a CUDA graph",
+               .req = {.needs_gpu = 1, .min_cc = 90, .max_cc = 90}),
+    PL_VARIANT("floor_fp8_weights", e2e_layer_run_floor_fp8_weights,
+               "fp8_weights' floor: the e4m3 weights with their scales, the norms and the bf16 K and V pages read once",
+               .flags = PL_VARIANT_REFERENCE, .req = {.needs_gpu = 1, .min_cc = 90, .max_cc = 90}),
+    PL_VARIANT("floor_fp8_weights_kv", e2e_layer_run_floor_fp8_weights_kv,
+               "fp8_weights_kv_graph's floor: the e4m3 weights with their scales, the norms, the e4m3 K and V pages "
+               "and their scales read once",
+               .flags = PL_VARIANT_REFERENCE, .req = {.needs_gpu = 1, .min_cc = 90, .max_cc = 90}),
     PL_VARIANTS_END,
 };
 

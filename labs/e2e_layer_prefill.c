@@ -49,6 +49,10 @@ static const pl_variant prefill_variants[] = {
                "+ one-pass RMSNorm, RoPE and the KV write in one kernel, the residual adds in the O and down GEMMs' "
                "epilogues"),
     PL_VARIANT("graph", e2e_layer_run_graph, "+ the fused step captured once as a CUDA graph: one launch a step"),
+    PL_VARIANT("fp8_weights", e2e_layer_run_fp8_weights,
+               "the fused step with FP8 (e4m3) GEMM weights, 128x128 block scales: each GEMM input quantized 1x128, "
+               "then pl_gemm_fp8 (FP8 tensor cores: twice the bf16 rate); the residual adds as kernels",
+               .req = {.needs_gpu = 1, .min_cc = 90, .max_cc = 90}),
     PL_VARIANTS_END,
 };
 

@@ -111,7 +111,7 @@ static cudaError_t rank_enqueue(tp_state *s, int rank)
 {
     tp_rank *r = &s->r[rank];
     const e2e_layer *L = s->L;
-    const pl_tp_recipe rc = {{PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, r->sm_count, NULL},
+    const pl_tp_recipe rc = {{PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, r->sm_count, NULL, PL_LAYER_WEIGHTS_BF16},
                              s->algo,
                              s->comms[rank],
                              s->have_ar ? &s->ar[rank] : NULL};

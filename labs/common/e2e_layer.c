@@ -119,10 +119,13 @@ static int layer_check(const pl_params *p, int prefill, int moe, int seqs, int l
     const double act = rows * (10.0 * m->hidden + slots * (6.0 * width + 4.0 * m->hidden) + 6.0 * qkvw);
     /* a dense decode step also holds the FP8 cache beside the bf16 one (its variants): ~0.52x the bf16 bytes */
     const double kv = prefill ? c.kv_write_bytes : (c.kv_read_bytes + c.kv_write_bytes) * (moe ? 1.0 : 1.52);
-    pl_layer_bytes lb;
+    pl_layer_bytes lb, lb8;
     pl_layer_bytes_of(m, PL_WEIGHTS_BF16, &lb); /* every expert is allocated, whichever the step touches */
-    return pl_check_device_memory(gpu, (double)lb.total + kv + act,
-                                  "lower the batch, the lengths or pick a smaller model", err, errlen);
+    /* a dense layer also holds its block-scaled FP8 weights beside the bf16 ones (the fp8_weights variants) */
+    pl_layer_bytes_of(m, PL_WEIGHTS_FP8_BLOCK, &lb8);
+    const double weights = (double)lb.total + (moe ? 0.0 : (double)lb8.total);
+    return pl_check_device_memory(gpu, weights + kv + act, "lower the batch, the lengths or pick a smaller model", err,
+                                  errlen);
 }
 
 int e2e_layer_check(const pl_params *p, int prefill, int seqs, int len, const struct pl_gpu_record *gpu, char *err,
@@ -216,18 +219,17 @@ static int alloc_step(pl_ctx *ctx, const pl_params *p, e2e_layer *L, int len)
     return pl_poison(ctx, L->out, xn * 2);
 }
 
-/* One step with recipes[which] over the bf16 cache or (fp8) the FP8 one. */
-static int layer_run(pl_ctx *ctx, e2e_layer *L, int which, int fp8)
+int e2e_layer_step(pl_ctx *ctx, e2e_layer *L, const pl_layer_recipe *r, int fp8, int fp8w)
 {
-    const pl_layer_recipe *r = &L->recipes[which];
     const pl_layer_kv *kv = fp8 ? &L->kv8 : &L->kv;
     L->last_floor = 0;
     L->last_fp8 = fp8;
+    L->last_fp8w = fp8w;
     if (L->moe) {
         const pl_decode_step s = {L->seqs,    L->page_size, L->max_pages, L->positions_d,
                                   L->slots_d, L->table_d,   L->seq_lens_d};
-        PL_CUDA(ctx, pl_moe_layer_decode(&L->mw, &L->moe_recipes[which], &s, kv, L->x, L->out, L->ws, L->ws_bytes,
-                                         ctx->stream));
+        const pl_moe_recipe *mr = &L->moe_recipes[r - L->recipes]; /* a MoE step: r is one of L->recipes */
+        PL_CUDA(ctx, pl_moe_layer_decode(&L->mw, mr, &s, kv, L->x, L->out, L->ws, L->ws_bytes, ctx->stream));
     } else if (L->prefill) {
         const pl_prefill_step s = {L->seqs, L->starts, L->positions_d, L->slots_d};
         PL_CUDA(ctx, pl_dense_layer_prefill(&L->w, r, &s, kv, L->x, L->out, L->ws, L->ws_bytes, ctx->stream));
@@ -237,6 +239,12 @@ static int layer_run(pl_ctx *ctx, e2e_layer *L, int which, int fp8)
         PL_CUDA(ctx, pl_dense_layer_decode(&L->w, r, &s, kv, L->x, L->out, L->ws, L->ws_bytes, ctx->stream));
     }
     return 0;
+}
+
+/* One step with recipes[which] over the bf16 cache or (fp8) the FP8 one. */
+static int layer_run(pl_ctx *ctx, e2e_layer *L, int which, int fp8)
+{
+    return e2e_layer_step(ctx, L, &L->recipes[which], fp8, 0);
 }
 
 static int capture(pl_ctx *ctx, e2e_layer *L, int fp8, cudaStream_t stream)
@@ -279,10 +287,9 @@ static int alloc_fp8(pl_ctx *ctx, e2e_layer *L)
     return 0;
 }
 
-/* The baseline recipe's output over the cache (fp8: the FP8 one), every row, into base. */
-static int baseline_rows(pl_ctx *ctx, e2e_layer *L, int fp8, double *base)
+int e2e_layer_baseline_rows(pl_ctx *ctx, e2e_layer *L, const pl_layer_recipe *r, int fp8, int fp8w, double *base)
 {
-    PL_TRY(layer_run(ctx, L, L->moe ? E2E_MOE_BASELINE : E2E_BASELINE, fp8));
+    PL_TRY(e2e_layer_step(ctx, L, r, fp8, fp8w));
     const size_t xn = (size_t)L->rows * L->m->hidden;
     PL_CUDA(ctx, cudaMemcpyAsync(L->out_h, L->out, xn * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
@@ -295,7 +302,7 @@ static int baseline_rows(pl_ctx *ctx, e2e_layer *L, int fp8, double *base)
 static int fp8_setup(pl_ctx *ctx, e2e_layer *L)
 {
     const size_t rows = L->pool_elems / L->m->head_dim;
-    PL_TRY(baseline_rows(ctx, L, 1, L->base8));
+    PL_TRY(e2e_layer_baseline_rows(ctx, L, &L->recipes[E2E_BASELINE], 1, 0, L->base8));
     PL_TRY(e2e_floor_add(ctx, &L->floor8, L->wblock, L->wbytes));
     PL_TRY(e2e_floor_add(ctx, &L->floor8, L->kv8.k8, L->pool_elems));
     PL_TRY(e2e_floor_add(ctx, &L->floor8, L->kv8.v8, L->pool_elems));
@@ -373,11 +380,17 @@ static int layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int moe, in
     const int fp8 = !moe && !prefill; /* the FP8 cache's variants: e2e:layer_decode */
     if (fp8)
         PL_TRY(alloc_fp8(ctx, L));
+    /* FP8 weights: the native FP8 GEMM kernels are sm_90a's */
+    L->fp8w = !moe && ctx->device->cc_major == 9 && ctx->device->cc_minor == 0;
+    if (L->fp8w) {
+        if (pl_dense_weights_add_fp8(&L->w, PL_FP8_SCALING_BLOCK, err, sizeof err) != 0)
+            return pl_fail(ctx, "%s", err);
+    }
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
     PL_TRY(e2e_layer_reference(ctx, L));
     /* the baseline's output, every row (and its routing); then the fused recipe once outside the capture (the GEMM
      * picks are made) */
-    PL_TRY(baseline_rows(ctx, L, 0, L->base));
+    PL_TRY(e2e_layer_baseline_rows(ctx, L, &L->recipes[L->moe ? E2E_MOE_BASELINE : E2E_BASELINE], 0, 0, L->base));
     if (moe) {
         PL_TRY(e2e_moe_read_ids(ctx, L, 1));
         L->touched = pl_distinct_experts(L->ids_base, (int64_t)L->rows * L->m->top_k, L->m->experts);
@@ -387,6 +400,8 @@ static int layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int moe, in
     PL_TRY(floor_setup(ctx, L));
     if (fp8)
         PL_TRY(fp8_setup(ctx, L));
+    if (L->fp8w)
+        PL_TRY(e2e_fp8w_setup(ctx, L));
     PL_TRY(e2e_layer_run(ctx, L, moe ? E2E_MOE_FUSED : E2E_FUSED));
     return pl_capture_graph(ctx, capture_fused, L, &L->graph);
 }
@@ -409,6 +424,8 @@ void e2e_layer_teardown(pl_ctx *ctx, void *state)
         cudaGraphExecDestroy(L->graph);
     if (L->graph8)
         cudaGraphExecDestroy(L->graph8);
+    if (L->graph8w)
+        cudaGraphExecDestroy(L->graph8w);
     if (L->cublas)
         cublasDestroy(L->cublas);
     pl_dense_weights_free(&L->w);
@@ -461,6 +478,7 @@ static int run_graph(pl_ctx *ctx, e2e_layer *L, int fp8)
 {
     L->last_floor = 0;
     L->last_fp8 = fp8;
+    L->last_fp8w = 0;
     PL_CUDA(ctx, cudaGraphLaunch(fp8 ? L->graph8 : L->graph, ctx->stream));
     return 0;
 }
@@ -468,8 +486,8 @@ static int run_graph(pl_ctx *ctx, e2e_layer *L, int fp8)
 static int run_floor(pl_ctx *ctx, e2e_layer *L, int fp8)
 {
     L->last_floor = 1;
-    L->last_fp8 = fp8;
-    return e2e_floor_read(ctx, fp8 ? &L->floor8 : &L->floor);
+    L->floor_run = fp8 ? &L->floor8 : &L->floor;
+    return e2e_floor_read(ctx, L->floor_run);
 }
 
 int e2e_layer_run_graph(pl_ctx *ctx, void *state)
@@ -503,6 +521,10 @@ int e2e_layer_poison(pl_ctx *ctx, void *state)
     PL_TRY(e2e_floor_poison(ctx, &L->floor));
     if (L->floor8.n)
         PL_TRY(e2e_floor_poison(ctx, &L->floor8));
+    if (L->floor8w.n)
+        PL_TRY(e2e_floor_poison(ctx, &L->floor8w));
+    if (L->floor8w_kv.n)
+        PL_TRY(e2e_floor_poison(ctx, &L->floor8w_kv));
     /* the workspace too (the step's intermediates): a kernel that skips a write then reads NaN rather than the
      * previous run's value, and compute-sanitizer's initcheck sees them written even where a GEMM stores with TMA,
      * which it does not track */

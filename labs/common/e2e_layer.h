@@ -21,6 +21,7 @@
 #include <cublas_v2.h>
 
 #include "common/e2e_floor.h"
+#include "common/layer_ref.h"
 #include "engine/dense_layer.h"
 #include "engine/moe_layer.h"
 #include "perflab/declare.h"
@@ -96,6 +97,17 @@ typedef struct e2e_layer {
     e2e_floor floor8;
     cudaGraphExec_t graph8;
     int last_fp8;
+    /* FP8 weights (a dense layer on sm_90, e2e_layer_fp8w.c): the block-scaled form (pl_dense_weights_add_fp8), the
+     * fused recipe on it and the baseline-like one (perflab's FP8 GEMMs, simple attention, unfused: every row is
+     * checked against it), the float64 reference rows over the dequantized FP8 weights and the 1×128-quantized
+     * activations, over the bf16 cache and (decode) the FP8 one; the graph of FP8 weights over the FP8 cache; the
+     * floors (the e4m3 weights with their scales and the norms, with the bf16 pools or the FP8 pools and scales) */
+    int fp8w, last_fp8w;
+    pl_layer_recipe recipe8w, recipe8w_base;
+    double *ref8w, *ref8w_kv, *base8w, *base8w_kv;
+    cudaGraphExec_t graph8w;
+    e2e_floor floor8w, floor8w_kv;
+    const e2e_floor *floor_run; /* the last run's floor (last_floor) */
 } e2e_layer;
 
 enum {
@@ -132,6 +144,30 @@ int e2e_layer_run_floor(pl_ctx *ctx, void *state);
 int e2e_layer_run_fp8_kv(pl_ctx *ctx, void *state);
 int e2e_layer_run_fp8_kv_graph(pl_ctx *ctx, void *state);
 int e2e_layer_run_floor_fp8_kv(pl_ctx *ctx, void *state);
+
+/* ---- e2e_layer_fp8w.c: FP8 (e4m3) weights, block-scaled ---- */
+/* One step with recipe r over the bf16 cache or (fp8_kv) the FP8 one; fp8w: r runs the FP8 weights (the checks
+ * then use their reference and baseline rows). */
+int e2e_layer_step(pl_ctx *ctx, e2e_layer *L, const pl_layer_recipe *r, int fp8_kv, int fp8w);
+/* Recipe r's output over the bf16 or (fp8_kv) the FP8 cache, every row, into base (a baseline the checks compare every
+ * row with). */
+int e2e_layer_baseline_rows(pl_ctx *ctx, e2e_layer *L, const pl_layer_recipe *r, int fp8_kv, int fp8w, double *base);
+/* Setup of the FP8 weights' variants (a dense layer, on sm_90 only: elsewhere they are left unset and their runs
+ * fail with the reason): the FP8 form, the recipes, the baseline rows, the floors and (decode) the graph. */
+int e2e_fp8w_setup(pl_ctx *ctx, e2e_layer *L);
+/* The float64 reference of the picked rows into ref, over the host pools kc, vc (kv_fp8: the FP8 cache's values),
+ * with the bf16 weights (wb: the weights' block, host copy) or w8 (FP8 weights dequantized; the GEMM inputs then
+ * 1×128-quantized). 0, or -1 (failed, with the reason). */
+int e2e_reference_rows(pl_ctx *ctx, e2e_layer *L, const uint16_t *wb, const pl_layer_ref_weights *w8, uint16_t *kc,
+                       uint16_t *vc, const uint16_t *x, int kv_fp8, double *ref);
+/* The float64 reference rows of the FP8 weights (called by e2e_layer_reference with the host copies). */
+int e2e_fp8w_reference(pl_ctx *ctx, e2e_layer *L, const uint16_t *wb, uint16_t *kc, uint16_t *vc, uint16_t *kc8,
+                       uint16_t *vc8, const uint16_t *x);
+/* The variants: the fused step with FP8 weights over the bf16 cache; captured over the FP8 cache; the floors. */
+int e2e_layer_run_fp8_weights(pl_ctx *ctx, void *state);
+int e2e_layer_run_fp8_weights_kv_graph(pl_ctx *ctx, void *state);
+int e2e_layer_run_floor_fp8_weights(pl_ctx *ctx, void *state);
+int e2e_layer_run_floor_fp8_weights_kv(pl_ctx *ctx, void *state);
 
 /* e2e:moe_layer_decode: the same for a MoE model's decode step (moe_layer.h). Counters: the expected experts
  * touched under uniform routing (pl_expected_experts: the counters see the parameters, not the routing); the floor

@@ -69,8 +69,8 @@ static int fp8_pools_host(pl_ctx *ctx, const e2e_layer *L, uint16_t *kc, uint16_
 }
 
 /* The picked rows of the layer over the cache kc, vc (host; kv_fp8: the FP8 cache's values) into ref. */
-static int reference_rows(pl_ctx *ctx, e2e_layer *L, const uint16_t *wb, uint16_t *kc, uint16_t *vc, const uint16_t *x,
-                          int kv_fp8, double *ref)
+int e2e_reference_rows(pl_ctx *ctx, e2e_layer *L, const uint16_t *wb, const pl_layer_ref_weights *w8, uint16_t *kc,
+                       uint16_t *vc, const uint16_t *x, int kv_fp8, double *ref)
 {
     const pl_model_config *m = L->m;
     const size_t D = m->hidden;
@@ -104,10 +104,13 @@ static int reference_rows(pl_ctx *ctx, e2e_layer *L, const uint16_t *wb, uint16_
         tables[i] = L->table + (size_t)seq_of_row(L, r) * L->max_pages;
         memcpy(xr + (size_t)i * D, x + (size_t)r * D, D * 2);
     }
-    const pl_layer_ref_rows rows = {L->ref_n, L->page_size, pos, slots, tables, kv_fp8};
+    /* FP8 weights (w8): the GEMM inputs 1×128-quantized, as the block-scaled recipe quantizes them (row-local, so the
+     * reference's few rows get the scales the whole step's rows get) */
+    const pl_layer_ref_rows rows = {
+        L->ref_n, L->page_size, pos, slots, tables, kv_fp8, w8 ? PL_LAYER_REF_ACT_ROWS : PL_LAYER_REF_ACT_BF16};
     const pl_layer_ref_routing routing = {NULL, L->ids_ref, L->margin_ref};
     if ((L->moe ? pl_layer_ref_moe(m, &hw, &rows, 0, &routing, kc, vc, xr, out)
-                : pl_layer_ref(m, &hw.layer, &rows, 0, kc, vc, xr, out)) != 0) {
+                : pl_layer_ref(m, w8 ? w8 : &hw.layer, &rows, 0, kc, vc, xr, out)) != 0) {
         pl_fail(ctx, "out of host memory for the reference layer");
         goto done;
     }
@@ -127,19 +130,24 @@ int e2e_layer_reference(pl_ctx *ctx, e2e_layer *L)
     const size_t D = L->m->hidden;
     uint16_t *wb = host_copy(ctx, L->wblock, L->wbytes);
     uint16_t *kc = host_copy(ctx, L->kv.k, L->pool_elems * 2), *vc = host_copy(ctx, L->kv.v, L->pool_elems * 2);
-    uint16_t *x = host_copy(ctx, L->x, (size_t)L->rows * D * 2);
+    uint16_t *x = host_copy(ctx, L->x, (size_t)L->rows * D * 2), *kc8 = NULL, *vc8 = NULL;
     L->ref = pl_host_alloc(ctx, (size_t)L->ref_n * D * sizeof(double));
     int rc = -1;
-    if (!wb || !kc || !vc || !x || !L->ref || reference_rows(ctx, L, wb, kc, vc, x, 0, L->ref) != 0)
+    if (!wb || !kc || !vc || !x || !L->ref || e2e_reference_rows(ctx, L, wb, NULL, kc, vc, x, 0, L->ref) != 0)
         goto done;
     if (L->kv8.k8) {
+        kc8 = host_copy(ctx, L->kv.k, L->pool_elems * 2), vc8 = host_copy(ctx, L->kv.v, L->pool_elems * 2);
         L->ref8 = pl_host_alloc(ctx, (size_t)L->ref_n * D * sizeof(double));
-        if (!L->ref8 || fp8_pools_host(ctx, L, kc, vc) != 0 || reference_rows(ctx, L, wb, kc, vc, x, 1, L->ref8) != 0)
+        if (!kc8 || !vc8 || !L->ref8 || fp8_pools_host(ctx, L, kc8, vc8) != 0 ||
+            e2e_reference_rows(ctx, L, wb, NULL, kc8, vc8, x, 1, L->ref8) != 0)
             goto done;
     }
+    /* kc, vc: the bf16 pools (each reference run writes its rows' new tokens before it reads them) */
+    if (L->fp8w && e2e_fp8w_reference(ctx, L, wb, kc, vc, kc8, vc8, x) != 0)
+        goto done;
     rc = 0;
 done:
-    free(wb), free(kc), free(vc), free(x);
+    free(wb), free(kc), free(vc), free(x), free(kc8), free(vc8);
     return rc;
 }
 
@@ -165,8 +173,11 @@ int e2e_layer_check_output(pl_ctx *ctx, void *state, pl_verification *v)
 {
     e2e_layer *L = state;
     if (L->last_floor)
-        return e2e_floor_check(ctx, L->last_fp8 ? &L->floor8 : &L->floor, v);
-    const double *ref = L->last_fp8 ? L->ref8 : L->ref, *base_rows = L->last_fp8 ? L->base8 : L->base;
+        return e2e_floor_check(ctx, L->floor_run, v);
+    const double *ref = L->last_fp8w ? (L->last_fp8 ? L->ref8w_kv : L->ref8w) : L->last_fp8 ? L->ref8 : L->ref;
+    const double *base_rows = L->last_fp8w  ? (L->last_fp8 ? L->base8w_kv : L->base8w)
+                              : L->last_fp8 ? L->base8
+                                            : L->base;
     const size_t D = L->m->hidden, xn = (size_t)L->rows * D;
     PL_CUDA(ctx, cudaMemcpyAsync(L->out_h, L->out, xn * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "attention/kv_fp8.h"
+#include "common/fp8_quant_ref.h"
 #include "common/layer_ref.h"
 #include "perflab/device.h"
 #include "perflab/verify.h"
@@ -33,13 +34,20 @@ static void ref_rmsnorm(const uint16_t *x, const uint16_t *w, int rows, int cols
 }
 
 /* d [m][n] = a [m][k] · wᵀ (w [n][k]), plus residual [m][n]: added to the product rounded to bf16 and rounded
- * again (an add kernel of its own), or with one_rounding to the exact product and rounded once (a GEMM epilogue) */
+ * again (an add kernel of its own), or with one_rounding to the exact product and rounded once (a GEMM epilogue).
+ * act_fp8: a as the engine quantizes it before an FP8 GEMM (pl_layer_ref_rows.act_fp8). */
 static void ref_linear(const uint16_t *a, const uint16_t *w, int m, int n, int k, const uint16_t *residual,
-                       int one_rounding, uint16_t *d)
+                       int one_rounding, int act_fp8, uint16_t *d)
 {
     double *arow = malloc((size_t)k * sizeof *arow);
-    if (!arow)
+    uint16_t *aq = act_fp8 ? malloc((size_t)m * k * 2) : NULL;
+    if (!arow || (act_fp8 && !aq))
         abort();
+    if (act_fp8) {
+        pl_fp8_ref_quantize(a, m, k, act_fp8 == PL_LAYER_REF_ACT_TENSOR ? PL_FP8_SCALE_TENSOR : PL_FP8_SCALE_ROWS,
+                            pl_fp8_scale_a_ld(m), NULL, NULL, aq);
+        a = aq;
+    }
     for (int i = 0; i < m; i++) {
         for (int e = 0; e < k; e++)
             arow[e] = bf(a[(size_t)i * k + e]);
@@ -52,7 +60,7 @@ static void ref_linear(const uint16_t *a, const uint16_t *w, int m, int n, int k
             d[(size_t)i * n + j] = rb(residual ? bf(residual[(size_t)i * n + j]) + prod : prod);
         }
     }
-    free(arow);
+    free(arow), free(aq);
 }
 
 static void ref_rope(const uint16_t *src, int hd, int pos, double theta, uint16_t *dst)
@@ -173,7 +181,7 @@ static int ref_attention_half(const pl_model_config *m, const pl_layer_ref_weigh
     if (!xn || !qkv || !q || !attn)
         goto done;
     ref_rmsnorm(x, w->attn_norm, s->rows, m->hidden, m->rms_eps, xn);
-    ref_linear(xn, w->qkv, s->rows, (int)qkvw, m->hidden, NULL, 0, qkv);
+    ref_linear(xn, w->qkv, s->rows, (int)qkvw, m->hidden, NULL, 0, s->act_fp8, qkv);
     if (m->qk_norm && !qk_norm)
         goto done;
     if (m->qk_norm)
@@ -181,7 +189,7 @@ static int ref_attention_half(const pl_model_config *m, const pl_layer_ref_weigh
     ref_rope_kv(m, qkv, s, q, kc, vc);
     if (ref_attention(m, s, q, kc, vc, attn) != 0)
         goto done;
-    ref_linear(attn, w->o, s->rows, m->hidden, (int)qw, x, epilogue_residual, h);
+    ref_linear(attn, w->o, s->rows, m->hidden, (int)qw, x, epilogue_residual, s->act_fp8, h);
     rc = 0;
 done:
     free(xn), free(qkv), free(q), free(attn);
@@ -207,9 +215,9 @@ int pl_layer_ref(const pl_model_config *m, const pl_layer_ref_weights *w, const 
     if (!xn || !gu || !act || ref_attention_half(m, w, NULL, s, epilogue_residual, kc, vc, x, out) != 0)
         goto done;
     ref_rmsnorm(out, w->mlp_norm, s->rows, m->hidden, m->rms_eps, xn);
-    ref_linear(xn, w->gate_up, s->rows, (int)(2 * I), m->hidden, NULL, 0, gu);
+    ref_linear(xn, w->gate_up, s->rows, (int)(2 * I), m->hidden, NULL, 0, s->act_fp8, gu);
     ref_swiglu(gu, R, I, act);
-    ref_linear(act, w->down, s->rows, m->hidden, (int)I, out, epilogue_residual, out);
+    ref_linear(act, w->down, s->rows, m->hidden, (int)I, out, epilogue_residual, s->act_fp8, out);
     rc = 0;
 done:
     free(xn), free(gu), free(act);
@@ -277,9 +285,9 @@ static int ref_moe_half(const pl_model_config *m, const pl_layer_ref_moe_weights
             memcpy(routing->ids + (size_t)r * k, ids, (size_t)k * sizeof *ids);
         memset(acc, 0, D * sizeof *acc);
         for (int i = 0; i < k; i++) {
-            ref_linear(xn, w->gate_up + (size_t)ids[i] * 2 * I * D, 1, (int)(2 * I), m->hidden, NULL, 0, gu);
+            ref_linear(xn, w->gate_up + (size_t)ids[i] * 2 * I * D, 1, (int)(2 * I), m->hidden, NULL, 0, 0, gu);
             ref_swiglu(gu, 1, I, act);
-            ref_linear(act, w->down + (size_t)ids[i] * D * I, 1, m->hidden, (int)I, NULL, 0, y);
+            ref_linear(act, w->down + (size_t)ids[i] * D * I, 1, m->hidden, (int)I, NULL, 0, 0, y);
             for (size_t c = 0; c < D; c++)
                 acc[c] += weights[i] * bf(y[c]);
         }

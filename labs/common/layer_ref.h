@@ -33,7 +33,15 @@ typedef struct pl_layer_ref_rows {
      * the FP8 cache holds it: quantized with its own power-of-two scale and dequantized, in both the decode and the
      * prefill attention (the engine's prefill reads the dequantized rows too). */
     int kv_fp8;
+    /* FP8 weights (engine/dense_layer.h's pl_layer_weights): each GEMM's input quantized and dequantized as the
+     * engine quantizes it before its FP8 GEMM (fp8_quant_ref.h): PL_LAYER_REF_ACT_TENSOR, one scale over the
+     * GEMM's whole input (the rows must then be the engine step's, all of them); PL_LAYER_REF_ACT_ROWS, 1×128 scales
+     * (a row's own). 0: bf16 inputs. The weights passed are then the FP8 weights dequantized (exact bf16 values) and
+     * epilogue_residual 0 (the FP8 GEMMs add the residual in a kernel of their own). */
+    int act_fp8;
 } pl_layer_ref_rows;
+
+enum { PL_LAYER_REF_ACT_BF16 = 0, PL_LAYER_REF_ACT_TENSOR = 1, PL_LAYER_REF_ACT_ROWS = 2 };
 
 /* A bf16 row of n values as the FP8 cache holds it: q (n e4m3 bytes) and *scale when not NULL, and the dequantized
  * row in deq (may be row itself). */

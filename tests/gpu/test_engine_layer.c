@@ -250,7 +250,7 @@ static void check_rows(rig *r, const rows *w, int prefill, const char *what)
     CK(cudaMemcpy(r->x_d, x, xn * 2, cudaMemcpyHostToDevice));
     uint16_t *k_before = pl_test_dev_copy(r->kv.k, r->cache_elems * 2),
              *v_before = pl_test_dev_copy(r->kv.v, r->cache_elems * 2);
-    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables, 0};
+    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables, 0, 0};
     ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr, 1, r->kc_h, r->vc_h, x, ref_epi), 0);
     ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr, 0, r->kc_h, r->vc_h, x, ref), 0);
     for (int run = 0; run < RECIPES + 2; run++) {
@@ -460,7 +460,7 @@ static void check_rows_fp8(rig *r, fp8_cache *f, const rows *w, int prefill, con
     ck_assert(x && ref && ref_epi);
     pl_test_fill_pm1_bf16(x, xn, &r->rng);
     CK(cudaMemcpy(r->x_d, x, xn * 2, cudaMemcpyHostToDevice));
-    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables, 1};
+    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables, 1, 0};
     ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr, 1, f->kc, f->vc, x, ref_epi), 0);
     ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr, 0, f->kc, f->vc, x, ref), 0);
     for (int run = 0; run < RECIPES + 2; run++) {
@@ -564,9 +564,10 @@ START_TEST(refusals)
     CK(cudaMalloc(&buf, need));
     const pl_decode_step ds = {3, PAGE, 1, buf, buf, buf, buf};
     const pl_layer_kv kv = {.k = buf, .v = buf};
-    const pl_layer_recipe rc = {PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, 132, NULL};
+    const pl_layer_recipe rc = {PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, 132, NULL, PL_LAYER_WEIGHTS_BF16};
     ck_assert_int_eq(pl_dense_layer_decode(&w, &rc, &ds, &kv, buf, buf, buf, need - 1, 0), cudaErrorInvalidValue);
-    const pl_layer_recipe cublas_without_handle = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_FAST, 0, 132, NULL};
+    const pl_layer_recipe cublas_without_handle = {PL_LAYER_GEMM_CUBLAS, PL_LAYER_ATTN_FAST, 0, 132, NULL,
+                                                   PL_LAYER_WEIGHTS_BF16};
     ck_assert_int_eq(pl_dense_layer_decode(&w, &cublas_without_handle, &ds, &kv, buf, buf, buf, need, 0),
                      cudaErrorInvalidValue);
     /* an FP8 cache without its scales, and a cache dtype the engine does not know */

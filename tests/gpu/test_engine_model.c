@@ -214,7 +214,7 @@ static void ref_step(rig *r, const host_rows *h, double *logits)
     const int *tables[MAXR];
     for (int i = 0; i < h->n; i++)
         tables[i] = r->seqs[h->seq[i]].pages;
-    const pl_layer_ref_rows rows = {h->n, PAGE, h->positions, h->slots, tables, r->kv_fp8};
+    const pl_layer_ref_rows rows = {h->n, PAGE, h->positions, h->slots, tables, r->kv_fp8, 0};
     for (int l = 0; l < r->M.layers; l++) {
         const int epi = r->recipe.fused && r->recipe.gemm == PL_LAYER_GEMM_PERFLAB;
         ck_assert_int_eq(pl_layer_ref(c, &r->hw[l], &rows, epi, r->kc[l], r->vc[l], x, y), 0);

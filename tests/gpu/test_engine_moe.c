@@ -309,7 +309,7 @@ static void check_cache(const char *tag, const rig *r, const rows *w, const uint
 static void reference(rig *r, const rows *w, const uint16_t *x, int epilogue, const int *force, uint16_t *out, int *ids,
                       double *margin)
 {
-    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables, 0};
+    const pl_layer_ref_rows rr = {w->n, PAGE, w->pos, w->slots, w->tables, 0, 0};
     const pl_layer_ref_routing routing = {force, ids, margin};
     ck_assert_int_eq(pl_layer_ref_moe(r->m, &r->hw, &rr, epilogue, &routing, r->kc_h, r->vc_h, x, out), 0);
 }
@@ -440,9 +440,11 @@ START_TEST(refusals)
     CK(cudaMalloc(&buf, need));
     const pl_decode_step ds = {3, PAGE, 1, buf, buf, buf, buf};
     const pl_layer_kv kv = {.k = buf, .v = buf};
-    const pl_moe_recipe rc = {{PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, 132, NULL}, PL_MOE_EXPERTS_GROUPED};
+    const pl_moe_recipe rc = {{PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 1, 132, NULL, PL_LAYER_WEIGHTS_BF16},
+                              PL_MOE_EXPERTS_GROUPED};
     ck_assert_int_eq(pl_moe_layer_decode(&w, &rc, &ds, &kv, buf, buf, buf, need - 1, 0), cudaErrorInvalidValue);
-    const pl_moe_recipe unfused = {{PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 0, 132, NULL}, PL_MOE_EXPERTS_GROUPED};
+    const pl_moe_recipe unfused = {{PL_LAYER_GEMM_PERFLAB, PL_LAYER_ATTN_FAST, 0, 132, NULL, PL_LAYER_WEIGHTS_BF16},
+                                   PL_MOE_EXPERTS_GROUPED};
     ck_assert_int_eq(pl_moe_layer_decode(&w, &unfused, &ds, &kv, buf, buf, buf, need, 0), cudaErrorInvalidValue);
     /* prompt starts that do not begin at 0, or do not grow */
     static const int from_one[3] = {1, 2, 3}, empty[3] = {0, 2, 2};

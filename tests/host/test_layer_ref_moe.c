@@ -62,7 +62,7 @@ static void run(layer *L, const double *xv, int epilogue, const int *force, uint
     static const int table0[1] = {0};
     const int *tables[1] = {table0}, pos[1] = {0};
     const int64_t slots[1] = {0};
-    const pl_layer_ref_rows rows = {1, PAGE, pos, slots, tables, 0};
+    const pl_layer_ref_rows rows = {1, PAGE, pos, slots, tables, 0, 0};
     const pl_layer_ref_routing routing = {force, ids, margin};
     for (int c = 0; c < H; c++)
         x[c] = b16(xv[c]);
