@@ -2,12 +2,12 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include <check.h>
 #include <cuda_runtime_api.h>
 
 #include "engine_check.h"
 #include "perflab/device.h"
 #include "perflab/verify.h"
+#include "testutil.h" /* Check, with passing assertions cheap (the cache checks run per element) */
 
 void pl_test_fill_pm1_bf16(uint16_t *p, size_t n, pl_rng *r)
 {
@@ -115,4 +115,29 @@ void pl_test_run_step(pl_test_step_fn step, void *arg, int mode, const uint16_t 
     ck_assert(cudaGraphExecDestroy(exec) == cudaSuccess);
     ck_assert(cudaGraphDestroy(g) == cudaSuccess);
     ck_assert(cudaStreamDestroy(s) == cudaSuccess);
+}
+
+void pl_test_kv_make(size_t cache_elems, pl_rng *rng, uint16_t **kc_h, uint16_t **vc_h, uint16_t **k, uint16_t **v)
+{
+    *kc_h = malloc(cache_elems * 2);
+    *vc_h = malloc(cache_elems * 2);
+    ck_assert(*kc_h && *vc_h);
+    pl_test_fill_pm1_bf16(*kc_h, cache_elems, rng);
+    pl_test_fill_pm1_bf16(*vc_h, cache_elems, rng);
+    ck_assert(cudaMalloc((void **)k, cache_elems * 2) == cudaSuccess);
+    ck_assert(cudaMalloc((void **)v, cache_elems * 2) == cudaSuccess);
+    ck_assert(cudaMemcpy(*k, *kc_h, cache_elems * 2, cudaMemcpyHostToDevice) == cudaSuccess);
+    ck_assert(cudaMemcpy(*v, *vc_h, cache_elems * 2, cudaMemcpyHostToDevice) == cudaSuccess);
+}
+
+void pl_test_step_alloc(int max_rows, int hidden, int nseq, int max_pages, uint16_t **x, uint16_t **out, int **pos,
+                        int64_t **slots, int **lens, int **table)
+{
+    const size_t xn = (size_t)max_rows * hidden;
+    ck_assert(cudaMalloc((void **)x, xn * 2) == cudaSuccess);
+    ck_assert(cudaMalloc((void **)out, xn * 2) == cudaSuccess);
+    ck_assert(cudaMalloc((void **)pos, (size_t)max_rows * sizeof(int)) == cudaSuccess);
+    ck_assert(cudaMalloc((void **)slots, (size_t)max_rows * sizeof(int64_t)) == cudaSuccess);
+    ck_assert(cudaMalloc((void **)lens, (size_t)nseq * sizeof(int)) == cudaSuccess);
+    ck_assert(cudaMalloc((void **)table, (size_t)nseq * max_pages * sizeof(int)) == cudaSuccess);
 }

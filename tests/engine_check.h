@@ -22,6 +22,15 @@ void *pl_test_dev_copy(const void *dev, size_t bytes);
  * the most pages a sequence holds. */
 int pl_test_scatter_pages(pl_kv_pool *pool, pl_kv_seq *seqs, int nseq, const int *need, int page_size, int *max_pages);
 
+/* A KV cache of cache_elems bf16 a pool: host copies *kc_h, *vc_h filled ±1 from rng (malloc'd), and the device pools
+ * *k, *v holding the same (cudaMalloc'd). */
+void pl_test_kv_make(size_t cache_elems, pl_rng *rng, uint16_t **kc_h, uint16_t **vc_h, uint16_t **k, uint16_t **v);
+
+/* A step's device buffers for up to max_rows rows of `hidden` and nseq sequences of max_pages pages: input and output
+ * rows, the rows' positions and cache slots, the sequences' lengths and block tables (cudaMalloc'd). */
+void pl_test_step_alloc(int max_rows, int hidden, int nseq, int max_pages, uint16_t **x, uint16_t **out, int **pos,
+                        int64_t **slots, int **lens, int **table);
+
 /* Poisons (NaN) the rows at slots[0..nrows) of the device pools k and v ([slots][row_elems] bf16). */
 void pl_test_poison_slots(uint16_t *k, uint16_t *v, const int64_t *slots, int nrows, size_t row_elems);
 

@@ -137,25 +137,12 @@ static void rig_init(rig *r, const char *model, int nseq, const int *need, int m
     const int pages = pl_test_scatter_pages(&r->pool, r->seqs, r->nseq, need, PAGE, &r->max_pages);
     r->row_elems = (size_t)r->m->kv_heads * r->m->head_dim;
     r->cache_elems = (size_t)pages * PAGE * r->row_elems;
-    r->kc_h = malloc(r->cache_elems * 2);
-    r->vc_h = malloc(r->cache_elems * 2);
-    ck_assert(r->kc_h && r->vc_h);
-    pl_test_fill_pm1_bf16(r->kc_h, r->cache_elems, &r->rng);
-    pl_test_fill_pm1_bf16(r->vc_h, r->cache_elems, &r->rng);
-    CK(cudaMalloc((void **)&r->kv.k, r->cache_elems * 2));
-    CK(cudaMalloc((void **)&r->kv.v, r->cache_elems * 2));
-    CK(cudaMemcpy(r->kv.k, r->kc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(r->kv.v, r->vc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
+    pl_test_kv_make(r->cache_elems, &r->rng, &r->kc_h, &r->vc_h, &r->kv.k, &r->kv.v);
     CK(cudaDeviceGetAttribute(&r->sm_count, cudaDevAttrMultiProcessorCount, 0));
     r->ws_bytes = pl_dense_workspace_bytes(r->m, max_rows, r->sm_count);
     CK(cudaMalloc(&r->ws, r->ws_bytes));
-    const size_t xn = (size_t)max_rows * r->m->hidden;
-    CK(cudaMalloc((void **)&r->x_d, xn * 2));
-    CK(cudaMalloc((void **)&r->out_d, xn * 2));
-    CK(cudaMalloc((void **)&r->pos_d, (size_t)max_rows * sizeof(int)));
-    CK(cudaMalloc((void **)&r->slots_d, (size_t)max_rows * sizeof(int64_t)));
-    CK(cudaMalloc((void **)&r->lens_d, 3 * sizeof(int)));
-    CK(cudaMalloc((void **)&r->table_d, 3 * (size_t)r->max_pages * sizeof(int)));
+    pl_test_step_alloc(max_rows, r->m->hidden, 3, r->max_pages, &r->x_d, &r->out_d, &r->pos_d, &r->slots_d, &r->lens_d,
+                       &r->table_d);
 }
 
 static void rig_free(rig *r)
