@@ -356,7 +356,7 @@ static int tp_setup(pl_ctx *ctx, const pl_params *p, void **state)
     s->home = ctx->device->ordinal;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    if (e2e_layer_setup(ctx, p, 0, e2e_decode_seqs(p), e2e_decode_len(p), &s->L) != 0) {
+    if (e2e_layer_setup_bf16(ctx, p, e2e_decode_seqs(p), e2e_decode_len(p), &s->L) != 0) {
         s->L = NULL;
         tp_release(ctx, s);
         return -1;

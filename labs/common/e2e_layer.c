@@ -358,7 +358,9 @@ static int alloc_routing(pl_ctx *ctx, e2e_layer *L)
     return L->ids_base && L->ids_run && L->ids_ref && L->margin_ref ? 0 : -1;
 }
 
-static int layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int moe, int seqs, int len, e2e_layer **out)
+/* fp8_forms: also the FP8 cache's and FP8 weights' forms of a dense layer (their variants' targets) */
+static int layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int moe, int fp8_forms, int seqs, int len,
+                       e2e_layer **out)
 {
     char err[512];
     e2e_layer *L = pl_host_alloc(ctx, sizeof *L);
@@ -377,11 +379,11 @@ static int layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int moe, in
     recipes(L, ctx->device->sm_count);
     PL_TRY(alloc_step(ctx, p, L, len));
     PL_TRY(alloc_routing(ctx, L));
-    const int fp8 = !moe && !prefill; /* the FP8 cache's variants: e2e:layer_decode */
+    const int fp8 = fp8_forms && !moe && !prefill; /* the FP8 cache's variants: e2e:layer_decode */
     if (fp8)
         PL_TRY(alloc_fp8(ctx, L));
     /* FP8 weights: the native FP8 GEMM kernels are sm_90a's */
-    L->fp8w = !moe && ctx->device->cc_major == 9 && ctx->device->cc_minor == 0;
+    L->fp8w = fp8_forms && !moe && ctx->device->cc_major == 9 && ctx->device->cc_minor == 0;
     if (L->fp8w) {
         if (pl_dense_weights_add_fp8(&L->w, PL_FP8_SCALING_BLOCK, err, sizeof err) != 0)
             return pl_fail(ctx, "%s", err);
@@ -408,12 +410,17 @@ static int layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int moe, in
 
 int e2e_layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int seqs, int len, e2e_layer **out)
 {
-    return layer_setup(ctx, p, prefill, 0, seqs, len, out);
+    return layer_setup(ctx, p, prefill, 0, 1, seqs, len, out);
+}
+
+int e2e_layer_setup_bf16(pl_ctx *ctx, const pl_params *p, int seqs, int len, e2e_layer **out)
+{
+    return layer_setup(ctx, p, 0, 0, 0, seqs, len, out);
 }
 
 int e2e_moe_setup(pl_ctx *ctx, const pl_params *p, int seqs, int len, e2e_layer **out)
 {
-    return layer_setup(ctx, p, 0, 1, seqs, len, out);
+    return layer_setup(ctx, p, 0, 1, 0, seqs, len, out);
 }
 
 void e2e_layer_teardown(pl_ctx *ctx, void *state)

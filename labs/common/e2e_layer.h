@@ -125,6 +125,9 @@ int e2e_layer_check(const pl_params *p, int prefill, int seqs, int len, const st
 void e2e_layer_counters(const pl_params *p, int prefill, int seqs, int len, pl_counters *c);
 /* Everything above; the baseline run and the graph capture included. */
 int e2e_layer_setup(pl_ctx *ctx, const pl_params *p, int prefill, int seqs, int len, e2e_layer **out);
+/* A decode step's layer in bf16 alone, without the FP8 cache's and FP8 weights' forms (e2e:tp_layer_decode's
+ * single-GPU reference layer). */
+int e2e_layer_setup_bf16(pl_ctx *ctx, const pl_params *p, int seqs, int len, e2e_layer **out);
 void e2e_layer_teardown(pl_ctx *ctx, void *state);
 /* The float64 reference of the rows the host can afford (e2e_layer_check.c), called by the setup. */
 int e2e_layer_reference(pl_ctx *ctx, e2e_layer *L);
