@@ -222,14 +222,20 @@ static int run_cublas(pl_gemm_bench *b, pl_gemm_bench_shape *s, pl_gemm_record_l
     return pl_gemm_bench_evaluate(b, &c, "cublas", "cublasGemmEx (default algorithm)", config, out);
 }
 
-/* --tune-file: its tuned picks first; --tune: the pick tuned on the device now (gemm/tune.h) and the file rewritten.
- * A failure is said in the child's log and leaves the model's pick (the configurations are still all timed). */
+/* --tune-file: its tuned picks, read once by the measuring process before its first shape. */
+static void tune_file_load(const pl_gemm_bench_request *req)
+{
+    char err[512];
+    if (req->tune_file && access(req->tune_file, F_OK) == 0 &&
+        pl_gemm_tune_load(req->tune_file, NULL, err, sizeof err) < 0)
+        fprintf(stderr, "perflab gemm: %s\n", err);
+}
+
+/* --tune: the pick tuned on the device now (gemm/tune.h) and the tune file rewritten (a run cut short keeps what it
+ * tuned). A failure is said in the child's log and leaves the model's pick (the configurations are still all timed). */
 static void tune_pick(pl_gemm_bench *b, const pl_gemm_problem *p)
 {
     char err[512];
-    if (b->req->tune_file && access(b->req->tune_file, F_OK) == 0 &&
-        pl_gemm_tune_load(b->req->tune_file, NULL, err, sizeof err) < 0)
-        fprintf(stderr, "perflab gemm: %s\n", err);
     if (!b->req->tune)
         return;
     pl_gemm_tune_result r;
@@ -507,6 +513,7 @@ void pl_gemm_bench_child(const pl_gemm_bench_request *req, size_t first, int fd)
         send_msg(&b, json_pack("{s:s, s:s}", "t", "fatal", "reason", b.ctx.error));
         return;
     }
+    tune_file_load(req);
     for (size_t i = first; i < req->n_shapes; i++) {
         send_msg(&b, json_pack("{s:s, s:I}", "t", "shape", "i", (json_int_t)i));
         if (run_shape(&b, i) != 0) {
