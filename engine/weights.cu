@@ -136,6 +136,14 @@ static int layer_alloc_fill(const layer_alloc *a, uint64_t seed, char *err, size
         return -1;
     }
     *a->bytes = bytes;
+    /* the 256-byte alignment leaves gaps between tensors: zeroed, so that a floor reading the whole block reads
+     * defined bytes */
+    e = cudaMemsetAsync(*a->block, 0, bytes, 0);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "clearing %s's weight block: %s", m->name, cudaGetErrorString(e));
+        block_free(a->block);
+        return -1;
+    }
     if (fill(a, t, n, offsets, seed, err, errlen) != 0) {
         block_free(a->block);
         return -1;

@@ -296,7 +296,7 @@ static int decode_check(pl_ctx *ctx, void *state, pl_verification *v)
                       s->cache_elems * 4, x, s->read_xor_host);
         return 0;
     }
-    if (s->last_was_copy) {
+    if (s->last_was_copy == 1) {
         unsigned long long diff = 0;
         PL_CUDA(ctx, pl_attn_count_diff_u32((const uint32_t *)s->p.k_cache, (const uint32_t *)s->copy_dst,
                                             s->cache_elems / 2, s->diff, ctx->stream));

@@ -121,6 +121,8 @@ int pl_run_suite(Suite *s)
     return failed == 0 ? 0 : 1;
 }
 
+static int probed_cc; /* device 0's major*10+minor, from pl_test_have_gpu's probe */
+
 int pl_test_have_gpu(void)
 {
     pl_gpu_inventory inv;
@@ -129,8 +131,14 @@ int pl_test_have_gpu(void)
         pl_gpu_inventory_free(&inv);
         return 0;
     }
+    probed_cc = inv.device_count > 0 ? inv.devices[0].cc_major * 10 + inv.devices[0].cc_minor : 0;
     pl_gpu_inventory_free(&inv);
     return 1;
+}
+
+int pl_test_gpu_cc(void)
+{
+    return probed_cc;
 }
 
 static void make_variant(pl_variant_result *v, const char *name, double base_ms, size_t n, int seed)

@@ -66,5 +66,9 @@ int pl_run_suite(Suite *s);
 /* Whether a usable GPU is present (the core's GPU probe, in a child process: CUDA is never initialised here). If not,
  * prints the reason and returns 0. */
 int pl_test_have_gpu(void);
+/* Device 0's compute capability (major*10+minor) as pl_test_have_gpu's probe saw it, without initialising CUDA
+ * here: a test that asks the runtime before Check forks its cases leaves them a context that does not survive the fork
+ * ("initialization error"). 0 before a successful pl_test_have_gpu. */
+int pl_test_gpu_cc(void);
 
 #endif

@@ -337,6 +337,7 @@ int pl_layer_ref_accept_within(const uint16_t *got, const uint16_t *ref, const u
             snprintf(why, whylen, "output %zu is %.6g, the reference %.6g", i, bf(got[i]), bf(ref[i]));
             return 0;
         }
+    snprintf(why, whylen, "output relative L2 %.3g, update %.3g (bound %.3g)", sqrt(e2 / r2), sqrt(e2 / u2), rel);
     return 1;
 }
 

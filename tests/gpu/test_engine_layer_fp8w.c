@@ -1,9 +1,10 @@
 /* On a GPU (sm_90: the native FP8 GEMM kernels): the dense layer with FP8 (e4m3) weights (engine/dense_layer.h's
  * pl_layer_weights), per-tensor and 128×128-block scaled, against the float64 host reference computing with the
  * exact dequantized FP8 weights and each GEMM input quantized as the engine quantizes it (labs/common/layer_ref.h's
- * act_fp8: one scale over the input, or 1×128 scales), so that the two differ by summation order and the rare
- * rounding it flips, and the tolerance of test_engine_layer holds: output and update (out - x) relative L2 <= 1e-2,
- * every element within 0.02·|ref| + 0.03·rms(ref), none NaN.
+ * act_fp8: one scale over the input, or 1×128 scales; the fused recipe's with its fp32 residual epilogue), so that
+ * the two differ by summation order and the roundings it flips, an e4m3 step where a flip meets a quantization
+ * boundary: output and update (out - x) relative L2 <= 4e-2 (FP8_BOUND), every element within 4·(0.02·|ref| +
+ * 0.03·rms(ref)), none NaN.
  *   the weights: every FP8 weight's bytes and scales equal to the host's quantization of its bf16 weight, bit for
  *                bit (labs/common/fp8_quant_ref.h), the scales' padding zero;
  *   decode: tiny-dense (GQA 4) and tiny-dense-gqa8 (GQA 8), batch 1 and 3, cache lengths no multiple of the page,
@@ -35,6 +36,12 @@
 #define PAGE     16
 #define CK(call) ck_assert_msg((call) == cudaSuccess, "%s failed", #call)
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+/* The relative L2 bound of output and update. The device quantizes its own GEMM inputs and the reference the
+ * reference's: where the two differ by a bf16 rounding (2^-8) next to an e4m3 rounding boundary, the quantized
+ * values differ by a whole e4m3 step (2^-4, 16x more). Measured on an H200 (2026-11-28): the update within 1.7-3.0%
+ * with the fused recipe; within 4e-2 (and the element bound scaled alike) holds that with the margin of the bf16
+ * tests, and the check that the output is nearer the FP8 reference than the bf16 one still tells the paths apart. */
+#define FP8_BOUND 4e-2
 
 typedef struct fp8w_case {
     const char *model;
@@ -242,9 +249,9 @@ static pl_layer_recipe recipe_of(const rig *r, int run, pl_layer_weights weights
 static void check_rows(rig *r, const rows *w, int prefill, int s, const char *what)
 {
     const size_t xn = (size_t)w->n * r->m->hidden;
-    uint16_t *x = malloc(xn * 2), *ref = malloc(xn * 2), *ref16 = malloc(xn * 2);
+    uint16_t *x = malloc(xn * 2), *ref = malloc(xn * 2), *ref_epi = malloc(xn * 2), *ref16 = malloc(xn * 2);
     uint16_t *kc16 = malloc(r->cache_elems * 2), *vc16 = malloc(r->cache_elems * 2);
-    ck_assert(x && ref && ref16 && kc16 && vc16);
+    ck_assert(x && ref && ref_epi && ref16 && kc16 && vc16);
     pl_test_fill_pm1_bf16(x, xn, &r->rng);
     CK(cudaMemcpy(r->x_d, x, xn * 2, cudaMemcpyHostToDevice));
     uint16_t *k_before = pl_test_dev_copy(r->kv.k, r->cache_elems * 2),
@@ -254,6 +261,7 @@ static void check_rows(rig *r, const rows *w, int prefill, int s, const char *wh
     ck_assert_int_eq(pl_layer_ref(r->m, &r->hw, &rr16, 0, kc16, vc16, x, ref16), 0);
     const pl_layer_ref_rows rr = {
         w->n, PAGE, w->pos, w->slots, w->tables, 0, s ? PL_LAYER_REF_ACT_ROWS : PL_LAYER_REF_ACT_TENSOR};
+    ck_assert_int_eq(pl_layer_ref(r->m, &r->hw8[s], &rr, 1, r->kc_h, r->vc_h, x, ref_epi), 0);
     ck_assert_int_eq(pl_layer_ref(r->m, &r->hw8[s], &rr, 0, r->kc_h, r->vc_h, x, ref), 0);
     for (int run = 0; run < 4; run++) {
         const int mode = run < 3 ? run : 0;
@@ -269,8 +277,11 @@ static void check_rows(rig *r, const rows *w, int prefill, int s, const char *wh
         const run_args a = {r, w, prefill, recipe_of(r, run, scalings[s]), r->out_d};
         pl_test_run_step(run_layer, (void *)&a, mode, r->x_d, r->out_d, xn * 2);
         uint16_t *out = pl_test_dev_copy(r->out_d, xn * 2);
-        ck_assert_msg(pl_layer_ref_accept(out, ref, x, xn, why, sizeof why), "%s: %s", tag, why);
-        const double e8 = rel_l2(out, ref, xn), e16 = rel_l2(out, ref16, xn);
+        const uint16_t *want = run < 3 ? ref_epi : ref;
+        const int ok = pl_layer_ref_accept_within(out, want, x, xn, FP8_BOUND, why, sizeof why);
+        printf("%s: %s\n", tag, why); /* the margin, also of a failing run */
+        ck_assert_msg(ok, "%s: %s", tag, why);
+        const double e8 = rel_l2(out, want, xn), e16 = rel_l2(out, ref16, xn);
         ck_assert_msg(e8 < e16, "%s: nearer the bf16 reference (rel L2 %.2e) than the FP8 one (%.2e)", tag, e16, e8);
         if (run == 0)
             printf("%s: rel L2 %.2e against the FP8 reference, %.2e against the bf16 one\n", tag, e8, e16);
@@ -285,7 +296,7 @@ static void check_rows(rig *r, const rows *w, int prefill, int s, const char *wh
     /* the device caches as the reference's (the next step reads them) */
     CK(cudaMemcpy(r->kv.k, r->kc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(r->kv.v, r->vc_h, r->cache_elems * 2, cudaMemcpyHostToDevice));
-    free(x), free(ref), free(ref16), free(kc16), free(vc16), free(k_before), free(v_before);
+    free(x), free(ref), free(ref_epi), free(ref16), free(kc16), free(vc16), free(k_before), free(v_before);
 }
 
 /* A case in scaling s: a decode case's two steps, or a prefill. */
@@ -368,8 +379,8 @@ int main(void)
 {
     if (!pl_test_have_gpu())
         return 77;
-    int cc = 0;
-    if (pl_current_cc(&cc) != cudaSuccess || cc != 90) {
+    const int cc = pl_test_gpu_cc();
+    if (cc != 90) {
         printf("skipped: the native FP8 GEMM kernels are sm_90a's (this GPU is sm_%d)\n", cc);
         return 77;
     }
