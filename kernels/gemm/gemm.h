@@ -239,6 +239,12 @@ typedef struct pl_gemm_diff {
 size_t pl_gemm_diff_scratch_bytes(void);
 cudaError_t pl_gemm_compare(const uint16_t *out, int out_is_f16, const float *ref, size_t n, double rtol, double atol,
                             void *scratch, pl_gemm_diff *diff, cudaStream_t stream);
+/* The same over rows × row_len elements, each element's absolute bound atol_row_rms · rms of its row of ref (a warp
+ * per row): for outputs whose rows differ in scale, as a gradient row summed over many terms differs from one summed
+ * over few. */
+cudaError_t pl_gemm_compare_rows(const uint16_t *out, int out_is_f16, const float *ref, size_t rows, int row_len,
+                                 double rtol, double atol_row_rms, void *scratch, pl_gemm_diff *diff,
+                                 cudaStream_t stream);
 /* sqrt(mean(ref²)) over n fp32 (synchronises). */
 cudaError_t pl_gemm_rms_f32(const float *ref, size_t n, void *scratch, double *rms, cudaStream_t stream);
 

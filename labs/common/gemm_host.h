@@ -31,6 +31,7 @@ typedef struct pl_gemm_reference {
     float *ref; /* M×N, pl_device_alloc'd */
     size_t elems;
     double rms;    /* sqrt(mean(ref²)): the scale of the elementwise tolerance */
+    int row_len;   /* > 0: each row of row_len elements scales its own elements' tolerance by its rms instead */
     void *scratch; /* device scratch of pl_gemm_compare */
     char how[96];  /* "float64 host reference" or "cuBLAS fp32 reference" */
 } pl_gemm_reference;
@@ -42,7 +43,8 @@ int pl_gemm_reference_make(pl_ctx *ctx, cublasHandle_t h, const pl_gemm_problem 
 /* Compare an output (out_dtype bits, M×N) with the reference: relative L2 error within `tolerance` (<= 0: the
  * dtype's default, 1e-2 for bf16/fp16), no unwritten or non-finite element, and every element within
  * rtol·|ref| + atol_rms·rms (GEMM outputs are one rounding away from the reference, so this catches a wrong
- * element that the L2 norm would average away). Returns -1 only on a CUDA error. */
+ * element that the L2 norm would average away); rms is the reference's, or each row's where r->row_len > 0.
+ * Returns -1 only on a CUDA error. */
 int pl_gemm_verify(pl_ctx *ctx, const pl_gemm_reference *r, const uint16_t *out, pl_dtype out_dtype, double tolerance,
                    double rtol, double atol_rms, pl_verification *v);
 

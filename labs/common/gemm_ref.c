@@ -6,6 +6,7 @@
 
 #include "common/gemm_host.h"
 #include "perflab/device.h"
+#include "perflab/text.h"
 
 static double to_double(uint16_t bits, pl_dtype dt)
 {
@@ -99,8 +100,17 @@ int pl_gemm_verify(pl_ctx *ctx, const pl_gemm_reference *r, const uint16_t *out,
                    double rtol, double atol_rms, pl_verification *v)
 {
     pl_gemm_diff d;
-    PL_CUDA(ctx,
-            pl_gemm_compare(out, out_dtype == PL_DTYPE_F16, r->ref, r->elems, rtol, atol_rms * r->rms, r->scratch, &d, ctx->stream));
+    const int f16 = out_dtype == PL_DTYPE_F16;
+    if (r->row_len > 0)
+        PL_CUDA(ctx, pl_gemm_compare_rows(out, f16, r->ref, r->elems / (size_t)r->row_len, r->row_len, rtol, atol_rms,
+                                          r->scratch, &d, ctx->stream));
+    else
+        PL_CUDA(ctx, pl_gemm_compare(out, f16, r->ref, r->elems, rtol, atol_rms * r->rms, r->scratch, &d, ctx->stream));
+    char atol[48];
+    if (r->row_len > 0)
+        snprintf(atol, sizeof atol, "%.4g·rms(row)", atol_rms);
+    else
+        snprintf(atol, sizeof atol, "%.4g", atol_rms * r->rms);
     memset(v, 0, sizeof *v);
     v->checked = 1;
     v->dtype = out_dtype;
@@ -112,22 +122,21 @@ int pl_gemm_verify(pl_ctx *ctx, const pl_gemm_reference *r, const uint16_t *out,
     v->nonfinite = (size_t)d.nonfinite;
     v->unwritten = (size_t)d.unwritten;
     if (d.unwritten)
-        snprintf(v->message, sizeof v->message, "%llu of %zu elements never written", d.unwritten, r->elems);
+        pl_snprintf(v->message, sizeof v->message, "%llu of %zu elements never written", d.unwritten, r->elems);
     else if (d.nonfinite)
-        snprintf(v->message, sizeof v->message, "%llu of %zu elements are NaN or Inf", d.nonfinite, r->elems);
+        pl_snprintf(v->message, sizeof v->message, "%llu of %zu elements are NaN or Inf", d.nonfinite, r->elems);
     else if (v->rel_l2_error > v->tolerance)
-        snprintf(v->message, sizeof v->message, "relative L2 error %.3g > %.3g (max |err| %.4g at %zu; %s)",
-                 v->rel_l2_error, v->tolerance, v->max_abs_error, v->max_error_index, r->how);
+        pl_snprintf(v->message, sizeof v->message, "relative L2 error %.3g > %.3g (max |err| %.4g at %zu; %s)",
+                    v->rel_l2_error, v->tolerance, v->max_abs_error, v->max_error_index, r->how);
     else if (d.violations)
-        snprintf(v->message, sizeof v->message,
-                 "%llu of %zu elements beyond %.4g·|ref| + %.4g (max |err| %.4g at %zu) though the L2 error %.3g "
-                 "passes (%s)",
-                 d.violations, r->elems, rtol, atol_rms * r->rms, v->max_abs_error, v->max_error_index, v->rel_l2_error,
-                 r->how);
+        pl_snprintf(v->message, sizeof v->message,
+                    "%llu of %zu elements beyond %.4g·|ref| + %s (max |err| %.4g at %zu) though the L2 error %.3g "
+                    "passes (%s)",
+                    d.violations, r->elems, rtol, atol, v->max_abs_error, v->max_error_index, v->rel_l2_error, r->how);
     else {
         v->passed = 1;
-        snprintf(v->message, sizeof v->message, "rel L2 %.2e <= %.0e, every element within %.4g·|ref| + %.3g (%s)",
-                 v->rel_l2_error, v->tolerance, rtol, atol_rms * r->rms, r->how);
+        pl_snprintf(v->message, sizeof v->message, "rel L2 %.2e <= %.0e, every element within %.4g·|ref| + %s (%s)",
+                    v->rel_l2_error, v->tolerance, rtol, atol, r->how);
     }
     return 0;
 }

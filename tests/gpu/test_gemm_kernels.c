@@ -7,7 +7,8 @@
  * on a second run; decode_gemv runs the streaming GEMV kernels on M = 1-32 against N not a multiple of their 16 rows
  * and K not of their 64-k chunks, twice (same bits); the library call pl_gemm_bf16 runs on every problem; and
  * tuned_pick tunes the pick on the device (an in-place residual problem left untouched by the tuning, autotune, a
- * capture never tuned). */
+ * capture never tuned); compare_rows checks the row-scaled output comparison. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -583,6 +584,49 @@ START_TEST(tuned_pick)
 }
 END_TEST
 
+/* pl_gemm_compare_rows scales each element's bound by its own row: three rows of 130 (no multiple of a warp) at
+ * scales 1, 100 and 0.01, the output the reference rounded to bf16, one element of the large row and one of the
+ * small row moved by 0.05, one element of the first left at the poison: the small row's is a violation (0.05 against
+ * 0.01/16), the large row's is not (against 100/16), the poisoned one unwritten; against the whole tensor's RMS
+ * (pl_gemm_compare, ~58/16) neither is. */
+START_TEST(compare_rows)
+{
+    enum { ROWS = 3, LEN = 130, N = ROWS * LEN };
+    static const double scale[ROWS] = {1.0, 100.0, 0.01};
+    float ref[N];
+    uint16_t out[N];
+    uint64_t st = 20261128;
+    double sq = 0;
+    for (int i = 0; i < N; i++) {
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        ref[i] = (float)(scale[i / LEN] * (((double)(st >> 11) / 9007199254740992.0) * 2.0 - 1.0));
+        out[i] = pl_bf16_round_host(ref[i]);
+        sq += (double)ref[i] * ref[i];
+    }
+    out[LEN + 7] = pl_bf16_round_host(ref[LEN + 7] + 0.05f);
+    out[2 * LEN + 11] = pl_bf16_round_host(ref[2 * LEN + 11] + 0.05f);
+    out[3] = 0xFFFFu;
+    float *ref_d;
+    uint16_t *out_d;
+    void *scratch;
+    ck_assert(cudaMalloc((void **)&ref_d, sizeof ref) == cudaSuccess);
+    ck_assert(cudaMalloc((void **)&out_d, sizeof out) == cudaSuccess);
+    ck_assert(cudaMalloc(&scratch, pl_gemm_diff_scratch_bytes()) == cudaSuccess);
+    ck_assert(cudaMemcpy(ref_d, ref, sizeof ref, cudaMemcpyHostToDevice) == cudaSuccess);
+    ck_assert(cudaMemcpy(out_d, out, sizeof out, cudaMemcpyHostToDevice) == cudaSuccess);
+    pl_gemm_diff rows, whole;
+    ck_assert(pl_gemm_compare_rows(out_d, 0, ref_d, ROWS, LEN, 1.0 / 64, 1.0 / 16, scratch, &rows, 0) == cudaSuccess);
+    ck_assert(pl_gemm_compare(out_d, 0, ref_d, N, 1.0 / 64, sqrt(sq / N) / 16, scratch, &whole, 0) == cudaSuccess);
+    ck_assert_int_eq((int)rows.unwritten, 1);
+    ck_assert_int_eq((int)rows.violations, 1);
+    ck_assert_int_eq((int)whole.unwritten, 1);
+    ck_assert_int_eq((int)whole.violations, 0);
+    ck_assert(pl_gemm_compare_rows(out_d, 0, ref_d, ROWS, 0, 1.0 / 64, 1.0 / 16, scratch, &rows, 0) ==
+              cudaErrorInvalidValue);
+    cudaFree(ref_d), cudaFree(out_d), cudaFree(scratch);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gemm_kernels");
@@ -593,6 +637,7 @@ static Suite *suite(void)
     tcase_add_test(tc, split_k_every_split);
     tcase_add_test(tc, decode_gemv);
     tcase_add_test(tc, tuned_pick);
+    tcase_add_test(tc, compare_rows);
     suite_add_tcase(s, tc);
     return s;
 }

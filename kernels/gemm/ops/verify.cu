@@ -37,47 +37,85 @@ __device__ __forceinline__ double block_sum(double v, double *shared)
     return total; /* valid in thread 0 */
 }
 
+/* One thread's running comparison: the sums, the largest error (as a key), the counters. */
+struct cmp_acc {
+    double err_sq, ref_sq;
+    unsigned long long max_key, nonfinite, unwritten, violations;
+};
+
+/* Element i of out (bits) against r, its elementwise bound `bound`. */
+__device__ __forceinline__ void cmp_element(cmp_acc &a, uint16_t bits, int is_f16, float r, double bound, size_t i)
+{
+    if (bits == 0xFFFFu) { /* the poison pattern */
+        a.unwritten++;
+        return;
+    }
+    const float o = is_f16 ? __half2float(__ushort_as_half(bits)) : pl_bf16_bits_to_float(bits);
+    if (!isfinite(o)) {
+        a.nonfinite++;
+        return;
+    }
+    const double e = fabs((double)o - (double)r);
+    a.err_sq += e * e;
+    a.ref_sq += (double)r * r;
+    if (e > bound)
+        a.violations++;
+    const unsigned long long key =
+        (unsigned long long)__float_as_uint((float)e) << 32 | (unsigned long long)(i & 0xFFFFFFFFu);
+    a.max_key = key > a.max_key ? key : a.max_key;
+}
+
+/* The block's accumulators into the scratch. */
+__device__ __forceinline__ void cmp_flush(cmp_acc &a, diff_scratch *s, double *partial)
+{
+    const double err_sq = block_sum(a.err_sq, partial), ref_sq = block_sum(a.ref_sq, partial);
+    if (threadIdx.x == 0) {
+        atomicAdd(&s->err_sq, err_sq);
+        atomicAdd(&s->ref_sq, ref_sq);
+    }
+    if (a.max_key)
+        atomicMax(&s->max_key, a.max_key);
+    if (a.nonfinite)
+        atomicAdd(&s->nonfinite, a.nonfinite);
+    if (a.unwritten)
+        atomicAdd(&s->unwritten, a.unwritten);
+    if (a.violations)
+        atomicAdd(&s->violations, a.violations);
+}
+
 __global__ void __launch_bounds__(CMP_THREADS)
     compare_kernel(const uint16_t *__restrict__ out, int is_f16, const float *__restrict__ ref, size_t n, double rtol,
                    double atol, diff_scratch *s)
 {
     __shared__ double partial[CMP_THREADS / 32];
-    double err_sq = 0, ref_sq = 0;
-    unsigned long long max_key = 0, nonfinite = 0, unwritten = 0, violations = 0;
-    for (size_t i = blockIdx.x * (size_t)CMP_THREADS + threadIdx.x; i < n; i += (size_t)gridDim.x * CMP_THREADS) {
-        const uint16_t bits = out[i];
-        if (bits == 0xFFFFu) { /* the poison pattern */
-            unwritten++;
-            continue;
-        }
-        const float o = is_f16 ? __half2float(__ushort_as_half(bits)) : pl_bf16_bits_to_float(bits);
-        if (!isfinite(o)) {
-            nonfinite++;
-            continue;
-        }
-        const double r = ref[i], e = fabs((double)o - r);
-        err_sq += e * e;
-        ref_sq += r * r;
-        if (e > rtol * fabs(r) + atol)
-            violations++;
-        const unsigned long long key =
-            (unsigned long long)__float_as_uint((float)e) << 32 | (unsigned long long)(i & 0xFFFFFFFFu);
-        max_key = key > max_key ? key : max_key;
+    cmp_acc a = {};
+    for (size_t i = blockIdx.x * (size_t)CMP_THREADS + threadIdx.x; i < n; i += (size_t)gridDim.x * CMP_THREADS)
+        cmp_element(a, out[i], is_f16, ref[i], rtol * fabs((double)ref[i]) + atol, i);
+    cmp_flush(a, s, partial);
+}
+
+/* A warp per row of row_len elements: the row's rms of the reference first, then each element against
+ * rtol·|ref| + atol_row_rms·rms(row). */
+__global__ void __launch_bounds__(CMP_THREADS)
+    compare_rows_kernel(const uint16_t *__restrict__ out, int is_f16, const float *__restrict__ ref, size_t rows,
+                        int row_len, double rtol, double atol_row_rms, diff_scratch *s)
+{
+    __shared__ double partial[CMP_THREADS / 32];
+    cmp_acc a = {};
+    const int lane = threadIdx.x & 31;
+    const size_t warps = (size_t)gridDim.x * (CMP_THREADS / 32);
+    for (size_t row = blockIdx.x * (size_t)(CMP_THREADS / 32) + threadIdx.x / 32; row < rows; row += warps) {
+        const size_t base = row * (size_t)row_len;
+        double sq = 0;
+        for (int c = lane; c < row_len; c += 32)
+            sq += (double)ref[base + c] * ref[base + c];
+        for (int off = 16; off > 0; off >>= 1)
+            sq += __shfl_xor_sync(0xffffffffu, sq, off);
+        const double atol = atol_row_rms * sqrt(sq / row_len);
+        for (int c = lane; c < row_len; c += 32)
+            cmp_element(a, out[base + c], is_f16, ref[base + c], rtol * fabs((double)ref[base + c]) + atol, base + c);
     }
-    err_sq = block_sum(err_sq, partial);
-    ref_sq = block_sum(ref_sq, partial);
-    if (threadIdx.x == 0) {
-        atomicAdd(&s->err_sq, err_sq);
-        atomicAdd(&s->ref_sq, ref_sq);
-    }
-    if (max_key)
-        atomicMax(&s->max_key, max_key);
-    if (nonfinite)
-        atomicAdd(&s->nonfinite, nonfinite);
-    if (unwritten)
-        atomicAdd(&s->unwritten, unwritten);
-    if (violations)
-        atomicAdd(&s->violations, violations);
+    cmp_flush(a, s, partial);
 }
 
 __global__ void __launch_bounds__(CMP_THREADS)
@@ -108,6 +146,21 @@ static cudaError_t read_back(const diff_scratch *s, diff_scratch *h, cudaStream_
     return e;
 }
 
+/* The scratch's counters into diff. */
+static void diff_of(const diff_scratch *h, pl_gemm_diff *diff)
+{
+    diff->err_sq = h->err_sq;
+    diff->ref_sq = h->ref_sq;
+    float max_abs;
+    const uint32_t bits = (uint32_t)(h->max_key >> 32);
+    memcpy(&max_abs, &bits, sizeof max_abs);
+    diff->max_abs = max_abs;
+    diff->max_index = h->max_key & 0xFFFFFFFFu;
+    diff->nonfinite = h->nonfinite;
+    diff->unwritten = h->unwritten;
+    diff->violations = h->violations;
+}
+
 extern "C" cudaError_t pl_gemm_compare(const uint16_t *out, int out_is_f16, const float *ref, size_t n, double rtol,
                                        double atol, void *scratch, pl_gemm_diff *diff, cudaStream_t stream)
 {
@@ -118,16 +171,25 @@ extern "C" cudaError_t pl_gemm_compare(const uint16_t *out, int out_is_f16, cons
     compare_kernel<<<cmp_grid(n), CMP_THREADS, 0, stream>>>(out, out_is_f16 != 0, ref, n, rtol, atol, s);
     if ((e = read_back(s, &h, stream)) != cudaSuccess)
         return e;
-    diff->err_sq = h.err_sq;
-    diff->ref_sq = h.ref_sq;
-    float max_abs;
-    const uint32_t bits = (uint32_t)(h.max_key >> 32);
-    memcpy(&max_abs, &bits, sizeof max_abs);
-    diff->max_abs = max_abs;
-    diff->max_index = h.max_key & 0xFFFFFFFFu;
-    diff->nonfinite = h.nonfinite;
-    diff->unwritten = h.unwritten;
-    diff->violations = h.violations;
+    diff_of(&h, diff);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t pl_gemm_compare_rows(const uint16_t *out, int out_is_f16, const float *ref, size_t rows,
+                                            int row_len, double rtol, double atol_row_rms, void *scratch,
+                                            pl_gemm_diff *diff, cudaStream_t stream)
+{
+    if (row_len < 1)
+        return cudaErrorInvalidValue;
+    diff_scratch *s = static_cast<diff_scratch *>(scratch), h;
+    cudaError_t e = cudaMemsetAsync(s, 0, sizeof *s, stream);
+    if (e != cudaSuccess)
+        return e;
+    compare_rows_kernel<<<cmp_grid(rows * 32), CMP_THREADS, 0, stream>>>(out, out_is_f16 != 0, ref, rows, row_len, rtol,
+                                                                         atol_row_rms, s);
+    if ((e = read_back(s, &h, stream)) != cudaSuccess)
+        return e;
+    diff_of(&h, diff);
     return cudaSuccess;
 }
 
