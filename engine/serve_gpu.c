@@ -39,6 +39,8 @@ struct pl_serve_gpu {
     int *starts; /* the step's prompts' starts, host */
     history *hist;
     int n_hist;
+    pl_serve_gpu *owner; /* whose request histories it reads and records (itself, or the executor it shares with) */
+    int device;
     int *last, last_cap;
     graph_slot graphs[BUCKETS];
 };
@@ -55,6 +57,7 @@ static int prompt_token(uint64_t seed, int req, int pos, int vocab)
 
 static history *hist_of(pl_serve_gpu *g, int req)
 {
+    g = g->owner;
     if (req < 0)
         return NULL;
     if (req >= g->n_hist) {
@@ -103,6 +106,7 @@ static int record(pl_serve_gpu *g, const pl_serve_work *w, int token)
 
 void pl_serve_gpu_reset(pl_serve_gpu *g)
 {
+    g = g->owner;
     for (int i = 0; i < g->n_hist; i++)
         g->hist[i].n = 0, g->hist[i].input_len = 0;
 }
@@ -209,6 +213,8 @@ int pl_serve_gpu_create(const pl_serve_gpu_options *o, pl_serve_gpu **out, int *
         return -1;
     }
     g->seed = o->seed;
+    g->owner = g;
+    g->device = o->device;
     g->pages = g->M.pages - 1;
     g->scratch_page = g->M.pages - 1;
     pl_layer_recipe ladder[PL_LAYER_LADDER_STEPS];
@@ -254,6 +260,21 @@ void pl_serve_gpu_destroy(pl_serve_gpu *g)
 const int *pl_serve_gpu_last_tokens(const pl_serve_gpu *g)
 {
     return g->last;
+}
+
+void pl_serve_gpu_share_tokens(pl_serve_gpu *g, pl_serve_gpu *owner)
+{
+    g->owner = owner->owner;
+}
+
+const pl_model *pl_serve_gpu_model(const pl_serve_gpu *g)
+{
+    return &g->M;
+}
+
+int pl_serve_gpu_device(const pl_serve_gpu *g)
+{
+    return g->device;
 }
 
 /* ---- a step ---- */
@@ -440,6 +461,9 @@ int pl_serve_gpu_step(void *ctx, const pl_serve_step *s, double *seconds)
     const int parts = s->n_prefill + s->n_decode;
     if (s->tokens > g->M.max_rows || parts > g->M.max_rows || s->n_prefill + s->n_decode < 1)
         return (int)cudaErrorInvalidValue;
+    const cudaError_t de = cudaSetDevice(g->device); /* two executors of a disaggregated run share the thread */
+    if (de != cudaSuccess)
+        return (int)de;
     const double t0 = now_s();
     step_build b;
     int *part_row = g->last; /* reused: the parts' rows first, their tokens after */

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "engine/memory_plan.h"
+#include "engine/model.h"
 #include "engine/model_config.h"
 #include "engine/serve_sched.h"
 
@@ -47,7 +48,14 @@ int pl_serve_gpu_create(const pl_serve_gpu_options *o, pl_serve_gpu **out, int *
 int pl_serve_gpu_step(void *ctx, const pl_serve_step *step, double *seconds);
 /* The token each part of the last step emitted, in the step's order (prefill parts, then decodes); -1 where none. */
 const int *pl_serve_gpu_last_tokens(const pl_serve_gpu *g);
-/* Forgets every request's emitted tokens: a new run's request ids start again at 0. */
+/* g reads and records requests' tokens in owner's table from now on (owner's own owner, if it shares): the prefill
+ * and decode executors of a disaggregated run see one history per request, as a router forwards the emitted token
+ * ids with a request; a request preempted on the decode GPU is prefilled again on the prefill GPU with them. */
+void pl_serve_gpu_share_tokens(pl_serve_gpu *g, pl_serve_gpu *owner);
+/* The executor's model (its KV cache: the pool's pages) and its GPU. */
+const pl_model *pl_serve_gpu_model(const pl_serve_gpu *g);
+int pl_serve_gpu_device(const pl_serve_gpu *g);
+/* Forgets every request's emitted tokens (in the shared table, when it shares): a new run's ids start at 0. */
 void pl_serve_gpu_reset(pl_serve_gpu *g);
 void pl_serve_gpu_destroy(pl_serve_gpu *g);
 

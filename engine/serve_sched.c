@@ -220,7 +220,7 @@ static int run_step(sched *s, const pl_serve_executor *ex, char *err, size_t err
     return 0;
 }
 
-static int check_config(const pl_serve_request *reqs, int n, const pl_serve_config *cfg, char *err, size_t errlen)
+int pl_serve_config_check(const pl_serve_request *reqs, int n, const pl_serve_config *cfg, char *err, size_t errlen)
 {
     if (n < 1)
         return fail(err, errlen, "no requests to serve: --num-prompts must be at least 1");
@@ -291,7 +291,7 @@ int pl_serve_simulate(const pl_serve_request *reqs, int n, const pl_serve_config
                       pl_serve_run *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (check_config(reqs, n, cfg, err, errlen) != 0)
+    if (pl_serve_config_check(reqs, n, cfg, err, errlen) != 0)
         return -1;
     sched s;
     const double start = mono_s();

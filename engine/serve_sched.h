@@ -73,6 +73,11 @@ typedef struct pl_serve_record {
     double *token_s;          /* output_len times: when each output token was emitted (its step's end) */
     double finish_s;          /* its last token's time, when it left the engine (pages and client slot freed) */
     int preemptions;
+    /* disaggregated runs (serve_disagg.h): the KV moves from the prefill GPU to the decode GPU (a preempted request
+     * moves again), their bytes and seconds summed; 0 on one GPU */
+    int transfers;
+    int64_t transfer_bytes;
+    double transfer_s;
 } pl_serve_record;
 
 typedef struct pl_serve_run {
@@ -85,6 +90,15 @@ typedef struct pl_serve_run {
     double host_sched_s;   /* host wall time (CLOCK_MONOTONIC) of the scheduler's own work: the run less the
                               executor's calls; beside busy_s when the executor returns wall time, the scheduling
                               overhead (the GPU idle between synchronous steps) */
+    /* disaggregated runs (serve_disagg.h): each GPU's steps and busy seconds (busy_s is their sum), the decode
+     * pool's peak and free pages at the end (peak_pages and free_pages_at_end are the prefill pool's), and the KV
+     * transfers: count, bytes, seconds of copy (the sum of each one's measured duration) */
+    int disaggregated;
+    int64_t prefill_steps, decode_steps;
+    double prefill_busy_s, decode_busy_s;
+    int decode_pages, peak_decode_pages, free_decode_pages_at_end;
+    int64_t transfers, transfer_bytes;
+    double transfer_s;
 } pl_serve_run;
 
 /* Serves reqs[0..n) (arrival order, ids 0..n-1) under cfg through ex. 0, -1 with one line in err (a bad config,
@@ -93,5 +107,9 @@ typedef struct pl_serve_run {
 int pl_serve_simulate(const pl_serve_request *reqs, int n, const pl_serve_config *cfg, const pl_serve_executor *ex,
                       pl_serve_run *out, char *err, size_t errlen);
 void pl_serve_run_free(pl_serve_run *run);
+
+/* The checks pl_serve_simulate makes before a run: a config in range, requests well formed and in arrival order,
+ * each fitting cfg's pool alone (input + output − 1 tokens). 0, or -1 with one line in err. */
+int pl_serve_config_check(const pl_serve_request *reqs, int n, const pl_serve_config *cfg, char *err, size_t errlen);
 
 #endif

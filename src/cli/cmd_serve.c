@@ -24,7 +24,8 @@ typedef struct serve_args {
     const char *model, *dtype, *kv_dtype, *rates, *executor, *length_dist, *artifacts_dir;
     int layers, num_prompts, input_len, output_len, max_concurrency, max_batched, max_seqs, page_size, num_pages;
     int device, warmup, json, quiet, help;
-    double range_ratio, sigma, seed, slo_ttft, slo_tpot, hbm_gbps, tensor_tflops, gpu_mem_gib;
+    int disaggregate, prefill_gpu, decode_gpu; /* the GPUs: -1 when not given */
+    double range_ratio, sigma, seed, slo_ttft, slo_tpot, hbm_gbps, tensor_tflops, gpu_mem_gib, link_gbps;
 } serve_args;
 
 static void usage(const pl_option *opts)
@@ -39,13 +40,16 @@ static void usage(const pl_option *opts)
            "Executors: gpu (the engine's steps on the GPU, host wall clock; the default) and floor (each step at\n"
            "max(FLOPs / peak, bytes / bandwidth): a COMPUTED CEILING, not a measurement; runs without a GPU given\n"
            "--hbm-gbps and --tensor-tflops, else at the ceilings perflab peak measured).\n"
+           "--disaggregate: prefill on --prefill-gpu, decode on --decode-gpu (default 0 and 1), each prompt's KV\n"
+           "pages copied GPU to GPU when its prefill ends; the copies' bytes, GB/s and time beside the prefill's.\n"
            "Writes <artifacts-dir>/<run_id>/report.json, summary.md and requests-rate-<R>.jsonl;\n"
            "'perflab report' on that folder draws the latency CDFs and the throughput-latency curve.\n\noptions:\n");
     pl_options_help(stdout, opts);
     printf("\nexample:\n  perflab serve --model llama3-8b --random-input-len 2048 --random-output-len 2048 \\\n"
            "      --num-prompts 256 --request-rate 1,2,4,8,inf --slo-ttft-ms 500 --slo-tpot-ms 50\n"
            "\nexit codes: 0 ok; 1 an SLO was missed at some rate (named) or a step failed; 2 bad usage or a\n"
-           "workload that cannot fit; 3 no usable GPU (or GPU executor) for --executor gpu.\n");
+           "workload that cannot fit; 3 no usable GPU (or GPU executor) for --executor gpu, or fewer than 2 GPUs\n"
+           "for --disaggregate.\n");
 }
 
 /* "1,2,4,8,inf": rates > 0 or inf, each once. */
@@ -79,6 +83,35 @@ static int parse_rates(const char *text, double *out, int *n, char *err, size_t 
     }
     free(copy);
     return rc;
+}
+
+/* The GPU ordinals used as --disaggregate's: 390 GB/s, one way, is what perflab peak measured between two H200s of
+ * NV18 NVLink (the default of the ceiling's copy rate only; the measured run times its copies). */
+#define DEFAULT_LINK_GBPS 390.0
+
+static int disagg_config(const serve_args *a, pl_serve_bench_config *c, char *err, size_t errlen)
+{
+    if (!a->disaggregate) {
+        if (a->prefill_gpu >= 0 || a->decode_gpu >= 0 || a->link_gbps > 0) {
+            pl_snprintf(err, errlen, "--prefill-gpu, --decode-gpu and --link-gbps go with --disaggregate");
+            return -1;
+        }
+        return 0;
+    }
+    c->disaggregate = 1;
+    c->device = a->prefill_gpu >= 0 ? a->prefill_gpu : a->device;
+    c->decode_device = a->decode_gpu >= 0 ? a->decode_gpu : (c->device == 1 ? 0 : 1);
+    c->link_gbps = a->link_gbps > 0 ? a->link_gbps : DEFAULT_LINK_GBPS;
+    if (c->device == c->decode_device) {
+        pl_snprintf(err, errlen, "--prefill-gpu and --decode-gpu are both %d: --disaggregate needs two different GPUs",
+                    c->device);
+        return -1;
+    }
+    if (c->exec == PL_SERVE_EXEC_GPU && c->dtype != PL_WEIGHTS_BF16) {
+        pl_snprintf(err, errlen, "--disaggregate on the GPU serves bf16 weights so far: use --dtype bf16");
+        return -1;
+    }
+    return 0;
 }
 
 static int build_config(const serve_args *a, double *rates, pl_serve_bench_config *c, char *err, size_t errlen)
@@ -138,6 +171,8 @@ static int build_config(const serve_args *a, double *rates, pl_serve_bench_confi
     c->device = a->device;
     c->gpu_mem_bytes = (uint64_t)(a->gpu_mem_gib * 1073741824.0);
     c->warmup_requests = a->warmup;
+    if (disagg_config(a, c, err, errlen) != 0)
+        return -1;
     /* the workload is drawn once here, so that a bad one is refused before any GPU work */
     pl_serve_request *probe = pl_xcalloc((size_t)a->num_prompts, sizeof *probe);
     int rc = pl_serve_workload_make(&c->workload, probe, why, sizeof why);
@@ -173,15 +208,29 @@ static int find_gpu_and_ceilings(const serve_args *a, pl_serve_bench_config *c, 
             return PL_EXIT_NO_GPU;
         }
         *have_inv = 1;
-        if (a->device >= inv->device_count) {
-            char err[160];
-            pl_snprintf(err, sizeof err, "--device %d: this machine has %d GPU%s", a->device, inv->device_count,
-                        inv->device_count == 1 ? "" : "s");
-            return pl_usage_error("serve", err);
+        if (c->disaggregate && c->exec == PL_SERVE_EXEC_GPU && inv->device_count < 2) {
+            fprintf(stderr,
+                    "perflab serve: --disaggregate needs 2 GPUs (prefill on one, decode on the other); this machine "
+                    "has %d (--executor floor --disaggregate computes the ceiling without them)\n",
+                    inv->device_count);
+            return PL_EXIT_NO_GPU;
         }
-        c->pci_bus_id = inv->devices[a->device].pci_bus_id;
+        const int devs[2] = {c->device, c->disaggregate ? c->decode_device : c->device};
+        for (int k = 0; k < 2; k++)
+            if (devs[k] >= inv->device_count) {
+                char err[200];
+                pl_snprintf(err, sizeof err, "%s %d: this machine has %d GPU%s",
+                            !c->disaggregate ? "--device"
+                            : k              ? "--decode-gpu"
+                                             : "--prefill-gpu",
+                            devs[k], inv->device_count, inv->device_count == 1 ? "" : "s");
+                return pl_usage_error("serve", err);
+            }
+        c->pci_bus_id = inv->devices[c->device].pci_bus_id;
+        if (c->disaggregate)
+            c->decode_pci_bus_id = inv->devices[c->decode_device].pci_bus_id;
         if (c->gpu_mem_bytes == 0)
-            c->gpu_mem_bytes = inv->devices[a->device].global_mem_bytes;
+            c->gpu_mem_bytes = inv->devices[c->device].global_mem_bytes;
     }
     if (a->hbm_gbps > 0) {
         pl_snprintf(ceil->source, sizeof ceil->source, "given: --hbm-gbps %g --tensor-tflops %g", a->hbm_gbps,
@@ -189,10 +238,10 @@ static int find_gpu_and_ceilings(const serve_args *a, pl_serve_bench_config *c, 
         return -1;
     }
     char err[1024], *log = pl_path_join(a->artifacts_dir, "serve-peak.log");
-    const char *gpu = inv->devices[a->device].name;
+    const char *gpu = inv->devices[c->device].name;
     if (!a->quiet && pl_serve_ceil_load(a->artifacts_dir, gpu, c->dtype != PL_WEIGHTS_BF16, ceil, err, sizeof err) == 1)
         fprintf(stderr, "perflab serve: %s: measuring them now with perflab peak --quick (log: %s)\n", err, log);
-    int rc = pl_serve_ceil_measure(a->artifacts_dir, gpu, a->device, c->dtype != PL_WEIGHTS_BF16, log, ceil, err,
+    int rc = pl_serve_ceil_measure(a->artifacts_dir, gpu, c->device, c->dtype != PL_WEIGHTS_BF16, log, ceil, err,
                                    sizeof err);
     free(log);
     if (rc != 0) {
@@ -223,7 +272,9 @@ static int run_and_report(const serve_args *a, pl_serve_bench_config *c, const p
     char *run_id = pl_new_run_id(), *dir = NULL;
     pl_serve_report_info info = {.run_id = run_id,
                                  .provenance = pl_provenance_to_json(&prov),
-                                 .gpu_name = have_inv ? inv->devices[a->device].name : NULL,
+                                 .gpu_name = have_inv ? inv->devices[c->device].name : NULL,
+                                 .decode_gpu_name =
+                                     have_inv && c->disaggregate ? inv->devices[c->decode_device].name : NULL,
                                  .ceilings_from = ceil->source};
     json_t *report = pl_serve_report_json(c, &b, &info);
     int code = b.gate_met ? PL_EXIT_OK : PL_EXIT_FAILED;
@@ -269,7 +320,9 @@ int pl_cmd_serve(int argc, char **argv)
                     .max_batched = 8192,
                     .max_seqs = 256,
                     .page_size = 16,
-                    .warmup = 4};
+                    .warmup = 4,
+                    .prefill_gpu = -1,
+                    .decode_gpu = -1};
     const pl_option opts[] = {
         {"model", 'm', PL_OPT_STRING, &a.model, "NAME", "an engine model config (default llama3-8b)", 0, 0},
         {"dtype", 0, PL_OPT_STRING, &a.dtype, "T", "weights: bf16, fp8 or fp8-block (default bf16)", 0, 0},
@@ -309,6 +362,12 @@ int pl_cmd_serve(int argc, char **argv)
         {"gpu-mem-gib", 0, PL_OPT_DOUBLE, &a.gpu_mem_gib, "G",
          "floor: the GPU memory the KV pool is planned in (default: the GPU's)", 0.001, 1e6},
         {"device", 'd', PL_OPT_INT, &a.device, "N", "the GPU (default 0)", 0, 1024},
+        {"disaggregate", 0, PL_OPT_FLAG, &a.disaggregate, NULL,
+         "prefill on one GPU, decode on another, the KV pages copied between them (2 GPUs)", 0, 0},
+        {"prefill-gpu", 0, PL_OPT_INT, &a.prefill_gpu, "N", "--disaggregate: the prefill GPU (default 0)", 0, 1024},
+        {"decode-gpu", 0, PL_OPT_INT, &a.decode_gpu, "N", "--disaggregate: the decode GPU (default 1)", 0, 1024},
+        {"link-gbps", 0, PL_OPT_DOUBLE, &a.link_gbps, "G",
+         "--disaggregate: the ceiling's KV copy rate between the GPUs, GB/s one way (default 390)", 0.001, 1e6},
         {"warmup-requests", 0, PL_OPT_INT, &a.warmup, "N", "gpu: requests served untimed first (default 4)", 0, 1000},
         {"artifacts-dir", 0, PL_OPT_STRING, &a.artifacts_dir, "D", "where the run folder goes (default ./artifacts)", 0,
          0},

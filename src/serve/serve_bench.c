@@ -9,7 +9,9 @@
 
 #include "core/exit.h"
 #include "core/util.h"
+#include "engine/serve_disagg.h"
 #include "engine/serve_floor.h"
+#include "engine/serve_kv_mover.h"
 #include "engine/step_cost.h"
 #include "serve/serve_energy.h"
 #include "engine/serve_gpu.h"
@@ -113,11 +115,14 @@ static int make_requests(const pl_serve_bench_config *c, double rate, pl_serve_r
     return 0;
 }
 
+/* One run through ex, or disaggregated through dis (ex unused then), and its metrics. */
 static int run_one(const pl_serve_request *reqs, int n, const pl_serve_config *cfg, const pl_serve_executor *ex,
-                   const pl_serve_slo *slo, pl_serve_run *run, pl_serve_metrics *m, char *err, size_t errlen)
+                   const pl_serve_disagg *dis, const pl_serve_slo *slo, pl_serve_run *run, pl_serve_metrics *m,
+                   char *err, size_t errlen)
 {
     char why[512];
-    int rc = pl_serve_simulate(reqs, n, cfg, ex, run, why, sizeof why);
+    int rc = dis ? pl_serve_disagg_simulate(reqs, n, cfg, dis, run, why, sizeof why)
+                 : pl_serve_simulate(reqs, n, cfg, ex, run, why, sizeof why);
     if (rc != 0) {
         if (rc == -1)
             return fail(PL_EXIT_FAILED, err, errlen, why);
@@ -131,12 +136,44 @@ static int run_one(const pl_serve_request *reqs, int n, const pl_serve_config *c
     return 0;
 }
 
-static void energy_figures(pl_serve_rate *r, pl_serve_energy *meter, double j0, int have_j0)
+typedef struct sweep {
+    const pl_serve_bench_config *c;
+    pl_serve_config cfg;
+    pl_serve_floor floor;
+    pl_serve_executor floor_ex, gpu_ex;
+    gpu_exec gx;
+    pl_serve_energy meter;
+    /* disaggregated: the decode GPU's executor (gx is the prefill GPU's), the KV mover, the floor's link, each
+     * executor pair as the scheduler takes it (NULL when not disaggregated) */
+    gpu_exec gx2;
+    pl_serve_kv_mover *mover;
+    pl_serve_link link;
+    pl_serve_disagg floor_dis, gpu_dis;
+    const pl_serve_disagg *floor_d, *gpu_d;
+    pl_serve_energy meter2;
+} sweep;
+
+/* Every GPU's energy counter summed (both GPUs of a disaggregated run). 0, or -1 (meter->why says why). */
+static int energy_read(sweep *s, double *joules)
+{
+    double j2 = 0;
+    if (pl_serve_energy_read(&s->meter, joules) != 0)
+        return -1;
+    if (s->c->disaggregate && pl_serve_energy_read(&s->meter2, &j2) != 0) {
+        pl_snprintf(s->meter.why, sizeof s->meter.why, "the decode GPU: %s", s->meter2.why);
+        s->meter.ok = 0;
+        return -1;
+    }
+    *joules += j2;
+    return 0;
+}
+
+static void energy_figures(pl_serve_rate *r, sweep *s, double j0, int have_j0)
 {
     double j1;
-    if (!have_j0 || pl_serve_energy_read(meter, &j1) != 0) {
+    if (!have_j0 || energy_read(s, &j1) != 0) {
         r->energy_ok = 0;
-        pl_snprintf(r->energy_note, sizeof r->energy_note, "%s", meter->why);
+        pl_snprintf(r->energy_note, sizeof r->energy_note, "%s", s->meter.why);
         return;
     }
     if (j1 - j0 <= 0) {
@@ -154,22 +191,13 @@ static void energy_figures(pl_serve_rate *r, pl_serve_energy *meter, double j0, 
     r->output_tokens_per_kwh = r->energy_j > 0 ? (double)r->m.total_output * 3.6e6 / r->energy_j : NAN;
 }
 
-typedef struct sweep {
-    const pl_serve_bench_config *c;
-    pl_serve_config cfg;
-    pl_serve_floor floor;
-    pl_serve_executor floor_ex, gpu_ex;
-    gpu_exec gx;
-    pl_serve_energy meter;
-} sweep;
-
 static int run_rate(sweep *s, pl_serve_rate *r, char *err, size_t errlen)
 {
     const pl_serve_bench_config *c = s->c;
     r->ceiling_pct = NAN;
     if (c->exec == PL_SERVE_EXEC_FLOOR) {
         pl_snprintf(r->energy_note, sizeof r->energy_note, "the floor executor runs no GPU work");
-        int rc = run_one(r->reqs, r->n, &s->cfg, &s->floor_ex, &c->slo, &r->run, &r->m, err, errlen);
+        int rc = run_one(r->reqs, r->n, &s->cfg, &s->floor_ex, s->floor_d, &c->slo, &r->run, &r->m, err, errlen);
         r->ceiling = r->m;
         return rc;
     }
@@ -182,17 +210,18 @@ static int run_rate(sweep *s, pl_serve_rate *r, char *err, size_t errlen)
     s->gx.tokens = r->tokens;
     s->gx.reqs = r->reqs;
     s->gx.emitted = pl_xcalloc((size_t)r->n, sizeof *s->gx.emitted);
+    s->gx2.tokens = s->gx.tokens, s->gx2.reqs = s->gx.reqs, s->gx2.emitted = s->gx.emitted; /* one per request */
     double j0 = 0;
-    int have_j0 = pl_serve_energy_read(&s->meter, &j0) == 0;
-    pl_serve_gpu_reset(s->gx.g); /* this run's request ids start again at 0 */
-    int rc = run_one(r->reqs, r->n, &s->cfg, &s->gpu_ex, &c->slo, &r->run, &r->m, err, errlen);
-    energy_figures(r, &s->meter, j0, have_j0);
+    int have_j0 = energy_read(s, &j0) == 0;
+    pl_serve_gpu_reset(s->gx.g); /* this run's request ids start again at 0 (the shared history too) */
+    int rc = run_one(r->reqs, r->n, &s->cfg, &s->gpu_ex, s->gpu_d, &c->slo, &r->run, &r->m, err, errlen);
+    energy_figures(r, s, j0, have_j0);
     free(s->gx.emitted);
-    s->gx.emitted = NULL;
+    s->gx.emitted = s->gx2.emitted = NULL;
     if (rc != 0)
         return rc;
     pl_serve_run ceil_run;
-    rc = run_one(r->reqs, r->n, &s->cfg, &s->floor_ex, &c->slo, &ceil_run, &r->ceiling, err, errlen);
+    rc = run_one(r->reqs, r->n, &s->cfg, &s->floor_ex, s->floor_d, &c->slo, &ceil_run, &r->ceiling, err, errlen);
     if (rc != 0)
         return rc;
     pl_serve_run_free(&ceil_run);
@@ -202,6 +231,40 @@ static int run_rate(sweep *s, pl_serve_rate *r, char *err, size_t errlen)
 }
 
 /* The GPU executor, created once for the sweep (its KV pool is the scheduler's), and warmed up. */
+/* The decode GPU's executor beside the prefill GPU's (s->gx): the same model, weights' seed and pool sizing, the
+ * request histories shared, and the KV mover between their caches. */
+static int gpu_start_decode(sweep *s, pl_serve_gpu_options o, pl_serve_bench *out, char *err, size_t errlen)
+{
+    const pl_serve_bench_config *c = s->c;
+    int pages = c->sched.num_pages;
+    char why[512] = "";
+    o.device = c->decode_device;
+    if (pl_serve_gpu_create(&o, &s->gx2.g, &pages, why, sizeof why) != 0) {
+        char line[640];
+        pl_snprintf(line, sizeof line, "the decode GPU %d: %s", c->decode_device, why);
+        return fail(PL_EXIT_NO_GPU, err, errlen, line);
+    }
+    out->decode_pages = pages;
+    pl_serve_gpu_share_tokens(s->gx2.g, s->gx.g);
+    if (pl_serve_kv_mover_create(s->gx.g, s->gx2.g, &s->mover, why, sizeof why) != 0)
+        return fail(PL_EXIT_NO_GPU, err, errlen, why);
+    const char *no_peer;
+    out->peer_access = pl_serve_kv_mover_peer(s->mover, &no_peer);
+    pl_snprintf(
+        out->link_note, sizeof out->link_note,
+        "KV copies GPU %d -> GPU %d: %s; the ceiling's copies at %.0f GB/s (--link-gbps)", c->device, c->decode_device,
+        out->peer_access ? "peer to peer (cudaMemcpyPeerAsync on a stream of their own)" : no_peer, c->link_gbps);
+    s->gpu_dis = (pl_serve_disagg){.prefill = {.ctx = &s->gx, .step = gpu_exec_step},
+                                   .decode = {.ctx = &s->gx2, .step = gpu_exec_step},
+                                   .transfer = {s->mover, pl_serve_kv_mover_begin, pl_serve_kv_mover_end},
+                                   .decode_pages = pages};
+    s->gpu_d = &s->gpu_dis;
+    pl_serve_energy_open(c->decode_pci_bus_id, &s->meter2);
+    return 0;
+}
+
+/* The GPU executor, created once for the sweep (its KV pool is the scheduler's), and warmed up; disaggregated, the
+ * prefill GPU's and the decode GPU's. */
 static int gpu_start(sweep *s, pl_serve_bench *out, char *err, size_t errlen)
 {
     const pl_serve_bench_config *c = s->c;
@@ -221,9 +284,16 @@ static int gpu_start(sweep *s, pl_serve_bench *out, char *err, size_t errlen)
         return fail(PL_EXIT_NO_GPU, err, errlen, why);
     if (c->sched.num_pages == 0) {
         out->num_pages = pages;
-        pl_snprintf(out->pages_source, sizeof out->pages_source, "as many as fit in the GPU's free memory");
+        pl_snprintf(out->pages_source, sizeof out->pages_source, "as many as fit in the GPU's free memory%s",
+                    c->disaggregate ? " (each GPU's)" : "");
     }
     s->cfg.num_pages = out->num_pages;
+    if (c->disaggregate) {
+        const int rc = gpu_start_decode(s, o, out, err, errlen);
+        if (rc != 0)
+            return rc;
+        s->floor_dis.decode_pages = out->decode_pages;
+    }
     s->gpu_ex = (pl_serve_executor){.ctx = &s->gx, .step = gpu_exec_step};
     pl_serve_energy_open(c->pci_bus_id, &s->meter);
     int n = c->warmup_requests < c->workload.num_prompts ? c->warmup_requests : c->workload.num_prompts;
@@ -237,7 +307,7 @@ static int gpu_start(sweep *s, pl_serve_bench *out, char *err, size_t errlen)
     pl_serve_run run;
     pl_serve_metrics m;
     pl_serve_gpu_reset(s->gx.g);
-    rc = run_one(reqs, n, &s->cfg, &s->gpu_ex, &c->slo, &run, &m, err, errlen);
+    rc = run_one(reqs, n, &s->cfg, &s->gpu_ex, s->gpu_d, &c->slo, &run, &m, err, errlen);
     if (rc == 0)
         pl_serve_run_free(&run);
     free(reqs);
@@ -247,13 +317,14 @@ static int gpu_start(sweep *s, pl_serve_bench *out, char *err, size_t errlen)
 static int check_fit(const pl_serve_bench *out, const pl_serve_request *reqs, int n, int page_size, char *err,
                      size_t errlen)
 {
+    const int pool = out->decode_pages > 0 && out->decode_pages < out->num_pages ? out->decode_pages : out->num_pages;
     for (int i = 0; i < n; i++) {
         int pages = (reqs[i].input_len + reqs[i].output_len + page_size - 1) / page_size;
-        if (pages > out->num_pages) {
+        if (pages > pool) {
             pl_snprintf(err, errlen,
                         "request %d (%d in + %d out tokens) needs %d KV pages of %d tokens, the pool has %d: "
                         "shorten --random-input-len/--random-output-len or give more pages (--num-pages)",
-                        i, reqs[i].input_len, reqs[i].output_len, pages, page_size, out->num_pages);
+                        i, reqs[i].input_len, reqs[i].output_len, pages, page_size, pool);
             return PL_EXIT_USAGE;
         }
     }
@@ -294,6 +365,11 @@ static int sweep_all(sweep *s, pl_serve_bench *out, char *err, size_t errlen)
         else if (rc == 0 && i == 0 && out->num_pages == 0)
             rc = floor_pages(c, all, out, err, errlen);
         s->cfg.num_pages = out->num_pages;
+        if (c->disaggregate && c->exec == PL_SERVE_EXEC_FLOOR) { /* the same plan on both GPUs */
+            out->decode_pages = s->floor_dis.decode_pages = out->num_pages;
+            pl_snprintf(out->link_note, sizeof out->link_note,
+                        "KV copies between the two GPUs computed at %.0f GB/s (--link-gbps)", c->link_gbps);
+        }
         if (rc == 0)
             rc = check_fit(out, r->reqs, r->n, c->sched.page_size, err, errlen);
         if (rc == 0 && c->progress)
@@ -322,8 +398,23 @@ int pl_serve_bench_run(const pl_serve_bench_config *c, pl_serve_bench *out, char
                                .layers = c->layers,
                                .ceilings = {.flops_per_s = c->tensor_tflops * 1e12, .bytes_per_s = c->hbm_gbps * 1e9}};
     s.floor_ex = (pl_serve_executor){.ctx = &s.floor, .step = pl_serve_floor_step};
+    if (c->disaggregate) { /* each lane at one GPU's ceilings, the copies at the link's rate */
+        s.link = (pl_serve_link){.bytes_per_s = c->link_gbps * 1e9,
+                                 .page_bytes = pl_kv_page_bytes(c->model, c->layers, c->sched.page_size, c->kv_dtype)};
+        s.floor_dis = (pl_serve_disagg){.prefill = s.floor_ex,
+                                        .decode = s.floor_ex,
+                                        .transfer = {&s.link, pl_serve_link_begin, pl_serve_link_end},
+                                        .decode_pages = c->sched.num_pages};
+        s.floor_d = &s.floor_dis;
+        if (c->sched.num_pages > 0)
+            out->decode_pages = c->sched.num_pages;
+    }
     int rc = sweep_all(&s, out, err, errlen);
     pl_serve_floor_free(&s.floor);
+    pl_serve_link_free(&s.link);
+    pl_serve_kv_mover_destroy(s.mover);
+    if (s.gx2.g)
+        pl_serve_gpu_destroy(s.gx2.g);
     if (s.gx.g)
         pl_serve_gpu_destroy(s.gx.g);
     if (rc != 0) {

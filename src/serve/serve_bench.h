@@ -35,6 +35,11 @@ typedef struct pl_serve_bench_config {
     uint64_t gpu_mem_bytes;         /* floor with num_pages 0: pages planned against it (engine/memory_plan.h);
                                        0: a pool that holds every request at once */
     int warmup_requests;            /* GPU executor: requests served once, untimed, before the first rate */
+    /* disaggregated (engine/serve_disagg.h): prefill on one GPU, decode on another, the KV moved between them */
+    int disaggregate;
+    int decode_device;             /* the decode GPU (device is the prefill GPU) */
+    const char *decode_pci_bus_id; /* its energy counter, summed with the prefill GPU's; NULL: none */
+    double link_gbps;              /* the floor's KV copy rate between the two GPUs, GB/s one way */
     /* called before each rate's run (NULL: not called): its index among n and the rate */
     void (*progress)(void *arg, int index, int n, double rate);
     void *progress_arg;
@@ -55,7 +60,10 @@ typedef struct pl_serve_rate {
 } pl_serve_rate;
 
 typedef struct pl_serve_bench {
-    int num_pages;          /* the KV pool every rate ran with */
+    int num_pages;          /* the KV pool every rate ran with (disaggregated: the prefill GPU's) */
+    int decode_pages;       /* disaggregated: the decode GPU's pool; 0 otherwise */
+    int peer_access;        /* disaggregated on GPUs: 1 the copies go GPU to GPU, 0 through the host */
+    char link_note[256];    /* disaggregated: how the KV moves (peer access or why not; the floor's link rate) */
     char pages_source[160]; /* how it was sized */
     int n_rates;
     pl_serve_rate *rates;

@@ -70,6 +70,40 @@ static json_t *energy_json(const pl_serve_rate *r)
                      "NVML total energy (nvmlDeviceGetTotalEnergyConsumption) before and after the rate's run");
 }
 
+void pl_serve_copy_figures_of(const pl_serve_run *run, pl_serve_copy_figures *f)
+{
+    memset(f, 0, sizeof *f);
+    f->copies = run->transfers;
+    f->bytes = run->transfer_bytes;
+    f->seconds = run->transfer_s;
+    f->gbps = run->transfer_s > 0 ? (double)run->transfer_bytes / run->transfer_s / 1e9 : NAN;
+    f->over_prefill = run->prefill_busy_s > 0 ? run->transfer_s / run->prefill_busy_s : NAN;
+    double *v = pl_xmalloc(((size_t)run->n + 1) * sizeof *v);
+    int n = 0;
+    for (int i = 0; i < run->n; i++)
+        if (run->rec[i].transfers > 0)
+            v[n++] = run->rec[i].transfer_s * 1e3;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    f->p50_ms = n ? pl_serve_percentile(v, n, 50) : NAN;
+    f->p99_ms = n ? pl_serve_percentile(v, n, 99) : NAN;
+    free(v);
+}
+
+/* A disaggregated rate's two lanes and KV copies. */
+static json_t *disagg_json(const pl_serve_rate *r)
+{
+    const pl_serve_run *u = &r->run;
+    pl_serve_copy_figures f;
+    pl_serve_copy_figures_of(u, &f);
+    return json_pack("{s:I, s:I, s:o, s:o, s:i, s:i, s:{s:I, s:I, s:o, s:o, s:o, s:o, s:o}}", "prefill_steps",
+                     (json_int_t)u->prefill_steps, "decode_steps", (json_int_t)u->decode_steps, "prefill_busy_s",
+                     pl_json_real(u->prefill_busy_s), "decode_busy_s", pl_json_real(u->decode_busy_s),
+                     "peak_decode_pages", u->peak_decode_pages, "decode_pages", u->decode_pages, "kv_copies", "count",
+                     (json_int_t)f.copies, "bytes", (json_int_t)f.bytes, "seconds", pl_json_real(f.seconds), "gb_per_s",
+                     pl_json_real(f.gbps), "seconds_over_prefill_busy", pl_json_real(f.over_prefill),
+                     "per_request_p50_ms", pl_json_real(f.p50_ms), "per_request_p99_ms", pl_json_real(f.p99_ms));
+}
+
 static char *requests_name(double rate)
 {
     char name[32];
@@ -91,6 +125,8 @@ static json_t *rate_json(const pl_serve_rate *r)
                                   pl_json_real(r->ceiling.tpot.p99), "p99_ttft_ms", pl_json_real(r->ceiling.ttft.p99)));
     json_object_set_new(o, "output_throughput_pct_of_ceiling", pl_json_real(r->ceiling_pct));
     json_object_set_new(o, "energy", energy_json(r));
+    if (r->run.disaggregated)
+        json_object_set_new(o, "disaggregated", disagg_json(r));
     json_object_set_new(o, "gate", json_pack("{s:b, s:s}", "met", r->m.gate_met, "miss", r->m.miss));
     char *name = requests_name(r->rate);
     json_object_set_new(o, "requests_file", json_string(name));
@@ -133,6 +169,15 @@ json_t *pl_serve_report_json(const pl_serve_bench_config *c, const pl_serve_benc
     json_object_set_new(doc, "provenance", i->provenance ? json_incref(i->provenance) : json_null());
     json_object_set_new(doc, "executor", json_string(c->exec == PL_SERVE_EXEC_FLOOR ? "floor" : "gpu"));
     json_object_set_new(doc, "computed_ceiling", json_boolean(c->exec == PL_SERVE_EXEC_FLOOR));
+    json_object_set_new(doc, "disaggregated", json_boolean(c->disaggregate));
+    if (c->disaggregate)
+        json_object_set_new(doc, "disaggregation",
+                            json_pack("{s:i, s:i, s:o, s:i, s:o, s:o, s:s}", "prefill_device", c->device,
+                                      "decode_device", c->decode_device, "decode_gpu",
+                                      i->decode_gpu_name ? json_string(i->decode_gpu_name) : json_null(),
+                                      "decode_num_pages", b->decode_pages, "peer_access",
+                                      c->exec == PL_SERVE_EXEC_GPU ? json_boolean(b->peer_access) : json_null(),
+                                      "link_gbps", pl_json_real(c->link_gbps), "kv_copies", b->link_note));
     json_object_set_new(doc, "timing", json_string(pl_serve_timing_note(c->exec)));
     json_object_set_new(doc, "gpu",
                         i->gpu_name ? json_pack("{s:s, s:i}", "name", i->gpu_name, "device", c->device) : json_null());
@@ -166,6 +211,11 @@ static char *requests_jsonl(const pl_serve_rate *r)
                               pl_json_real(ttft * 1e3), "tpot_ms",
                               q->output_len > 1 ? pl_json_real((e2e - ttft) / (q->output_len - 1) * 1e3) : json_null(),
                               "e2el_ms", pl_json_real(e2e * 1e3), "preemptions", q->preemptions);
+        if (r->run.disaggregated) {
+            json_object_set_new(o, "kv_copies", json_integer(q->transfers));
+            json_object_set_new(o, "kv_copy_bytes", json_integer(q->transfer_bytes));
+            json_object_set_new(o, "kv_copy_ms", pl_json_real(q->transfer_s * 1e3));
+        }
         if (r->tokens) {
             json_t *t = json_array();
             for (int k = 0; k < q->output_len; k++)

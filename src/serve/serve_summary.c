@@ -33,6 +33,9 @@ static void header(const pl_serve_bench_config *c, const pl_serve_bench *b, int 
                   md ? "- " : "", c->sched.max_num_batched_tokens,
                   c->sched.max_num_seqs > 0 ? c->sched.max_num_seqs : 256, conc, b->num_pages, c->sched.page_size,
                   b->pages_source);
+    if (c->disaggregate)
+        pl_buf_printf(out, "%sdisaggregated: prefill on GPU %d (pool above), decode on GPU %d (KV pool %d pages); %s\n",
+                      md ? "- " : "", c->device, c->decode_device, b->decode_pages, b->link_note);
     pl_buf_printf(out, "%sceilings: device memory %.1f GB/s, tensor cores %.1f TFLOP/s\n%s", md ? "- " : "",
                   c->hbm_gbps, c->tensor_tflops, md ? "\n" : "");
 }
@@ -87,6 +90,18 @@ static void footer(const pl_serve_bench_config *c, const pl_serve_bench *b, int 
                           name, r->energy_j, r->j_per_output_token, r->output_tokens_per_kwh);
         else
             pl_buf_printf(out, "%senergy at rate %s: not available (%s)\n", li, name, r->energy_note);
+    }
+    for (int i = 0; i < b->n_rates && c->disaggregate; i++) {
+        const pl_serve_rate *r = &b->rates[i];
+        pl_serve_copy_figures f;
+        pl_serve_copy_figures_of(&r->run, &f);
+        char name[32];
+        pl_buf_printf(out,
+                      "%sKV copies at rate %s: %lld, %.1f MiB, %.1f GB/s, %.3f s of copy against %.3f s of prefill "
+                      "(%.1f%%) and %.3f s of decode; per request p50 %.3f ms, p99 %.3f ms\n",
+                      li, pl_serve_rate_name(r->rate, name, sizeof name), (long long)f.copies,
+                      (double)f.bytes / 1048576.0, f.gbps, f.seconds, r->run.prefill_busy_s, 100.0 * f.over_prefill,
+                      r->run.decode_busy_s, f.p50_ms, f.p99_ms);
     }
     if (c->exec == PL_SERVE_EXEC_FLOOR)
         pl_buf_printf(out,

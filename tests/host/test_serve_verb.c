@@ -111,6 +111,69 @@ START_TEST(refusals)
     expect_refused(FLOOR_ARGS " --layers 99", "--layers 99: tiny-dense has 3");
     expect_refused(FLOOR_ARGS " extra", "unexpected argument 'extra'");
     expect_refused(FLOOR_ARGS " --random-input-len 2000", "KV pages of 16 tokens, the pool has 30");
+    expect_refused(FLOOR_ARGS " --decode-gpu 1", "--prefill-gpu, --decode-gpu and --link-gbps go with --disaggregate");
+    expect_refused(FLOOR_ARGS " --link-gbps 100", "go with --disaggregate");
+    expect_refused(FLOOR_ARGS " --disaggregate --prefill-gpu 1 --decode-gpu 1", "needs two different GPUs");
+    expect_refused(FLOOR_ARGS " --disaggregate --decode-gpu 0", "are both 0");
+    expect_refused("serve --model tiny-dense --disaggregate --dtype fp8", "--disaggregate on the GPU serves bf16");
+}
+END_TEST
+
+/* --disaggregate through the floor: both lanes at the ceilings, the copies at --link-gbps; the report's lanes and
+ * copies, each request's copy (its prompt's pages at least, at the link's rate), the same workload's requests all
+ * served. Without a GPU the measured form exits 3 before any work. */
+START_TEST(disaggregated_floor_run)
+{
+    pl_cmd_result r;
+    char *folder = run_in(NULL, FLOOR_ARGS " --num-pages 60 --request-rate 4,inf --disaggregate --link-gbps 100",
+                          "serve_disagg", 0, &r);
+    ck_assert_msg(strstr(r.out, "disaggregated: prefill on GPU 0") && strstr(r.out, "KV copies at rate inf"), "%s",
+                  r.out);
+    json_t *doc = load_report(folder);
+    ck_assert(json_is_true(json_object_get(doc, "disaggregated")));
+    json_t *d = json_object_get(doc, "disaggregation");
+    ck_assert_int_eq((int)pl_json_get_real(d, "decode_device"), 1);
+    ck_assert_int_eq((int)pl_json_get_real(d, "decode_num_pages"), 60);
+    size_t i;
+    json_t *rate;
+    /* tiny-dense: 3 layers, 2 kv heads of 64 → a 16-token page is 3 · 2 · 16 · 2 · 64 · 2 = 24576 bytes */
+    const double page = 24576;
+    json_array_foreach(json_object_get(doc, "rates"), i, rate)
+    {
+        json_t *g = json_object_get(rate, "disaggregated"), *k = json_object_get(g, "kv_copies");
+        ck_assert_int_eq((int)pl_json_get_real(json_object_get(rate, "metrics"), "completed"), 40);
+        ck_assert_msg(pl_json_get_real(k, "count") >= 40, "fewer copies than requests");
+        ck_assert_msg(fabs(pl_json_get_real(k, "gb_per_s") - 100.0) < 1e-6, "copies not at the link's rate");
+        ck_assert_msg(fmod(pl_json_get_real(k, "bytes"), page) == 0, "copies of other than whole pages");
+        ck_assert_msg(pl_json_get_real(g, "prefill_busy_s") > 0 && pl_json_get_real(g, "decode_busy_s") > 0,
+                      "a lane never ran");
+    }
+    char *path = pl_path_join(folder, "requests-rate-inf.jsonl"), *text = pl_read_file(path, NULL, NULL, 0);
+    ck_assert_ptr_nonnull(text);
+    int lines = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        json_error_t e;
+        json_t *o = json_loads(line, 0, &e);
+        ck_assert_msg(o != NULL, "%s", e.text);
+        const double in = pl_json_get_real(o, "input_len"), bytes = pl_json_get_real(o, "kv_copy_bytes");
+        ck_assert_msg(bytes >= ceil(in / 16) * page, "request moved fewer than its prompt's pages");
+        ck_assert_msg(fabs(pl_json_get_real(o, "kv_copy_ms") - bytes / 100e9 * 1e3) < 1e-9, "copy time off the link");
+        json_decref(o);
+    }
+    ck_assert_int_eq(lines, 40);
+    free(text);
+    free(path);
+    json_decref(doc);
+    free(folder);
+    pl_cmd_result_free(&r);
+    char *dir = pl_test_tmpdir("serve_disagg_nogpu"),
+         *cmd = pl_strfmt("serve --model tiny-dense --disaggregate --artifacts-dir %s", dir);
+    r = pl_run_perflab("CUDA_VISIBLE_DEVICES=-1", cmd);
+    ck_assert_msg(r.exit_code == 3, "exit %d: %s", r.exit_code, r.err);
+    ck_assert_int_eq(entries(dir), 0);
+    pl_cmd_result_free(&r);
+    free(cmd);
+    free(dir);
 }
 END_TEST
 
@@ -420,6 +483,7 @@ int main(void)
     tcase_add_test(tc, report_draws_the_curves);
     tcase_add_test(tc, scenario_without_gpu);
     tcase_add_test(tc, serve_gpu_without_gpu);
+    tcase_add_test(tc, disaggregated_floor_run);
     suite_add_tcase(s, tc);
     return pl_run_suite(s);
 }
