@@ -1,13 +1,12 @@
 /* The disaggregated scheduler: a prefill lane and a decode lane, each with its pool, joined by KV copies
  * (serve_disagg.h). */
 #include "engine/serve_disagg.h"
+#include "engine/serve_util.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- the computed link ---- */
 
@@ -89,22 +88,6 @@ typedef struct dsched {
     double exec_wall_s;
     pl_serve_run *out;
 } dsched;
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int target(const dsched *s, int r)
 {
@@ -234,9 +217,9 @@ static int run_lane_step(dsched *s, const pl_serve_executor *ex, const pl_kv_poo
         step.kv_tokens += s->work[k].start + s->work[k].tokens;
     }
     *dt = 0;
-    const double t0 = mono_s();
+    const double t0 = pl_serve_mono_s();
     const int rc = ex->step(ex->ctx, &step, dt);
-    s->exec_wall_s += mono_s() - t0;
+    s->exec_wall_s += pl_serve_mono_s() - t0;
     if (rc != 0)
         return rc;
     if (!(*dt >= 0.0))
@@ -301,9 +284,9 @@ static int launch_copies(dsched *s, double now, int *code)
         list_remove_at(&s->hand, 0);
         pl_kv_seq_append(&s->dp, &q->dseq, q->pseq.len); /* checked free */
         int64_t bytes = 0;
-        const double t0 = mono_s();
+        const double t0 = pl_serve_mono_s();
         *code = s->d->transfer.begin(s->d->transfer.ctx, r, &q->pseq, &q->dseq, &bytes);
-        s->exec_wall_s += mono_s() - t0;
+        s->exec_wall_s += pl_serve_mono_s() - t0;
         if (*code != 0)
             return -1;
         q->launch_s = now;
@@ -325,9 +308,9 @@ static int resolve_copies(dsched *s, int *code)
     for (int i = 0; i < s->unresolved.n; i++) {
         const int r = s->unresolved.id[i];
         double sec = 0;
-        const double t0 = mono_s();
+        const double t0 = pl_serve_mono_s();
         *code = s->d->transfer.end(s->d->transfer.ctx, r, &sec);
-        s->exec_wall_s += mono_s() - t0;
+        s->exec_wall_s += pl_serve_mono_s() - t0;
         if (*code != 0 || !(sec >= 0)) {
             *code = *code ? *code : -2;
             return -1;
@@ -498,16 +481,7 @@ static int dsched_init(dsched *s, const pl_serve_request *reqs, int n, const pl_
         return -1;
     out->disaggregated = 1;
     out->decode_pages = d->decode_pages;
-    for (int i = 0; i < n; i++) {
-        pl_serve_record *rec = &out->rec[i];
-        rec->id = i;
-        rec->input_len = reqs[i].input_len;
-        rec->output_len = reqs[i].output_len;
-        rec->arrival_s = reqs[i].arrival_s;
-        if (!(rec->token_s = malloc((size_t)reqs[i].output_len * sizeof *rec->token_s)))
-            return -1;
-    }
-    return 0;
+    return pl_serve_records_fill(out, reqs, n);
 }
 
 /* Runs the lane whose clock (or, asleep, whose next event) is earlier. 0, -1 with err, or a step's code. */
@@ -515,22 +489,25 @@ static int advance(dsched *s, char *err, size_t errlen)
 {
     int code = 0;
     if (resolve_copies(s, &code) != 0)
-        return code > 0 ? code : fail(err, errlen, "the KV transfer failed (code %d)", code);
+        return code > 0 ? code : pl_serve_fail(err, errlen, "the KV transfer failed (code %d)", code);
     const double tp = s->lp.idle ? prefill_wake(s) : s->lp.clock;
     const double td = s->ld.idle ? decode_wake(s) : s->ld.clock;
     if (isinf(tp) && isinf(td))
-        return fail(err, errlen,
-                    "the disaggregated schedule stalled at t = %.6f s: %d waiting, %d prefilling, %d handed off, "
-                    "%d moving, %d decoding",
-                    s->lp.clock > s->ld.clock ? s->lp.clock : s->ld.clock, s->count, s->pre.n, s->hand.n, s->moving.n,
-                    s->dec.n);
+        return pl_serve_fail(
+            err, errlen,
+            "the disaggregated schedule stalled at t = %.6f s: %d waiting, %d prefilling, %d handed off, "
+            "%d moving, %d decoding",
+            s->lp.clock > s->ld.clock ? s->lp.clock : s->ld.clock, s->count, s->pre.n, s->hand.n, s->moving.n,
+            s->dec.n);
     lane *l = tp <= td ? &s->lp : &s->ld;
     l->clock = tp <= td ? tp : td;
     const int ran = tp <= td ? prefill_lane(s, &code) : decode_lane(s, &code);
     if (ran < 0) {
         if (code == -2)
-            return fail(err, errlen, "a step executor returned a negative or NaN duration at t = %.6f s", l->clock);
-        return code > 0 ? code : fail(err, errlen, "a step executor failed (code %d) at t = %.6f s", code, l->clock);
+            return pl_serve_fail(err, errlen, "a step executor returned a negative or NaN duration at t = %.6f s",
+                                 l->clock);
+        return code > 0 ? code
+                        : pl_serve_fail(err, errlen, "a step executor failed (code %d) at t = %.6f s", code, l->clock);
     }
     l->idle = ran == 0;
     return 0;
@@ -546,14 +523,16 @@ int pl_serve_disagg_simulate(const pl_serve_request *reqs, int n, const pl_serve
         pl_serve_config_check(reqs, n, &dcfg, err, errlen) != 0)
         return -1;
     dsched s;
-    const double start = mono_s();
-    int rc = dsched_init(&s, reqs, n, cfg, d, out) == 0 ? 0 : fail(err, errlen, "no host memory for %d requests", n);
+    const double start = pl_serve_mono_s();
+    int rc = dsched_init(&s, reqs, n, cfg, d, out) == 0
+                 ? 0
+                 : pl_serve_fail(err, errlen, "no host memory for %d requests", n);
     while (rc == 0 && s.done < n)
         rc = advance(&s, err, errlen);
     if (rc == 0) {
         for (int i = 0; i < n; i++)
             out->end_s = out->rec[i].finish_s > out->end_s ? out->rec[i].finish_s : out->end_s;
-        out->host_sched_s = mono_s() - start - s.exec_wall_s;
+        out->host_sched_s = pl_serve_mono_s() - start - s.exec_wall_s;
         release_prefill(&s, INFINITY); /* pages the prefill lane had no boundary left to return */
         out->free_pages_at_end = s.pp.free_count;
         out->free_decode_pages_at_end = s.dp.free_count;

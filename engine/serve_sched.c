@@ -1,24 +1,16 @@
 /* Continuous batching with chunked prefill, paged KV admission and preemption by recompute, on a simulated clock. */
 #include "engine/serve_sched.h"
+#include "engine/serve_util.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 int pl_serve_synthetic_step(void *ctx, const pl_serve_step *step, double *seconds)
 {
     const pl_serve_synthetic *s = ctx;
     *seconds = s->a + s->b * step->tokens + s->c * (double)step->kv_tokens;
     return 0;
-}
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 typedef struct req_state {
@@ -43,15 +35,6 @@ typedef struct sched {
     double now, exec_wall_s; /* the simulated clock; host time inside the executor */
     pl_serve_run *out;
 } sched;
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int target(const sched *s, int r)
 {
@@ -197,20 +180,21 @@ static int run_step(sched *s, const pl_serve_executor *ex, char *err, size_t err
         step.kv_tokens += w->start + w->tokens;
     }
     if (step.tokens == 0)
-        return fail(err, errlen, "the schedule stalled at t = %.6f s with %d running and %d waiting", s->now, s->nrun,
-                    s->count);
+        return pl_serve_fail(err, errlen, "the schedule stalled at t = %.6f s with %d running and %d waiting", s->now,
+                             s->nrun, s->count);
     const int used = s->pool.num_pages - s->pool.free_count;
     s->out->peak_pages = used > s->out->peak_pages ? used : s->out->peak_pages;
     double dt = 0.0;
-    const double t0 = mono_s();
+    const double t0 = pl_serve_mono_s();
     const int rc = ex->step(ex->ctx, &step, &dt);
-    s->exec_wall_s += mono_s() - t0;
+    s->exec_wall_s += pl_serve_mono_s() - t0;
     if (rc != 0) {
-        fail(err, errlen, "the step executor failed (code %d) at t = %.6f s", rc, s->now);
+        pl_serve_fail(err, errlen, "the step executor failed (code %d) at t = %.6f s", rc, s->now);
         return rc;
     }
     if (!(dt >= 0.0))
-        return fail(err, errlen, "the step executor returned a negative or NaN duration at t = %.6f s", s->now);
+        return pl_serve_fail(err, errlen, "the step executor returned a negative or NaN duration at t = %.6f s",
+                             s->now);
     s->now += dt;
     s->out->busy_s += dt;
     s->out->steps++;
@@ -223,22 +207,23 @@ static int run_step(sched *s, const pl_serve_executor *ex, char *err, size_t err
 int pl_serve_config_check(const pl_serve_request *reqs, int n, const pl_serve_config *cfg, char *err, size_t errlen)
 {
     if (n < 1)
-        return fail(err, errlen, "no requests to serve: --num-prompts must be at least 1");
+        return pl_serve_fail(err, errlen, "no requests to serve: --num-prompts must be at least 1");
     if (cfg->max_num_batched_tokens < 1 || cfg->num_pages < 1 || cfg->page_size < 1 || cfg->max_num_seqs < 0 ||
         cfg->max_concurrency < 0)
-        return fail(err, errlen,
-                    "--max-num-batched-tokens, the KV pages and the page size must be at least 1, "
-                    "--max-num-seqs and --max-concurrency at least 0");
+        return pl_serve_fail(err, errlen,
+                             "--max-num-batched-tokens, the KV pages and the page size must be at least 1, "
+                             "--max-num-seqs and --max-concurrency at least 0");
     for (int i = 0; i < n; i++) {
         const int pages = pl_kv_pages_for(reqs[i].input_len + reqs[i].output_len - 1, cfg->page_size);
         if (reqs[i].id != i || reqs[i].input_len < 1 || reqs[i].output_len < 1 ||
             (i > 0 && reqs[i].arrival_s < reqs[i - 1].arrival_s))
-            return fail(err, errlen, "request %d is malformed: ids in order, lengths >= 1, arrivals not decreasing", i);
+            return pl_serve_fail(err, errlen,
+                                 "request %d is malformed: ids in order, lengths >= 1, arrivals not decreasing", i);
         if (pages > cfg->num_pages)
-            return fail(err, errlen,
-                        "request %d (%d in, %d out) needs %d KV pages alone and the pool has %d: give "
-                        "more pages or shorter lengths",
-                        i, reqs[i].input_len, reqs[i].output_len, pages, cfg->num_pages);
+            return pl_serve_fail(err, errlen,
+                                 "request %d (%d in, %d out) needs %d KV pages alone and the pool has %d: give "
+                                 "more pages or shorter lengths",
+                                 i, reqs[i].input_len, reqs[i].output_len, pages, cfg->num_pages);
     }
     return 0;
 }
@@ -275,16 +260,7 @@ static int sched_init(sched *s, const pl_serve_request *reqs, int n, const pl_se
     if (pl_kv_pool_init(&s->pool, cfg->num_pages, cfg->page_size) != 0 || !s->st || !s->ring || !s->running ||
         !s->prefill || !s->decode || !out->rec)
         return -1;
-    for (int i = 0; i < n; i++) {
-        pl_serve_record *rec = &out->rec[i];
-        rec->id = i;
-        rec->input_len = reqs[i].input_len;
-        rec->output_len = reqs[i].output_len;
-        rec->arrival_s = reqs[i].arrival_s;
-        if (!(rec->token_s = malloc((size_t)reqs[i].output_len * sizeof *rec->token_s)))
-            return -1;
-    }
-    return 0;
+    return pl_serve_records_fill(out, reqs, n);
 }
 
 int pl_serve_simulate(const pl_serve_request *reqs, int n, const pl_serve_config *cfg, const pl_serve_executor *ex,
@@ -294,8 +270,9 @@ int pl_serve_simulate(const pl_serve_request *reqs, int n, const pl_serve_config
     if (pl_serve_config_check(reqs, n, cfg, err, errlen) != 0)
         return -1;
     sched s;
-    const double start = mono_s();
-    int rc = sched_init(&s, reqs, n, cfg, out) == 0 ? 0 : fail(err, errlen, "no host memory for %d requests", n);
+    const double start = pl_serve_mono_s();
+    int rc =
+        sched_init(&s, reqs, n, cfg, out) == 0 ? 0 : pl_serve_fail(err, errlen, "no host memory for %d requests", n);
     while (rc == 0 && s.done < n) {
         send_arrivals(&s);
         if (s.nrun == 0 && s.count == 0) { /* idle: the next arrival (a client slot is free: nothing is in flight) */
@@ -306,7 +283,7 @@ int pl_serve_simulate(const pl_serve_request *reqs, int n, const pl_serve_config
     }
     if (rc == 0) {
         out->end_s = s.now;
-        out->host_sched_s = mono_s() - start - s.exec_wall_s;
+        out->host_sched_s = pl_serve_mono_s() - start - s.exec_wall_s;
         out->free_pages_at_end = s.pool.free_count;
     }
     sched_free(&s);
