@@ -56,6 +56,8 @@ static int n_placements(const pl_comm_job *j, pl_coll c)
 
 size_t pl_comm_job_npoints(const pl_comm_job *j)
 {
+    if (j->kind == PL_JOB_EP)
+        return j->n_ep_tokens * j->n_skews * (size_t)j->n_ep_impls * PL_EP_PHASE_COUNT;
     if (j->kind == PL_JOB_MOE)
         return j->n_msg_sizes * j->n_skews;
     size_t n = 0;
@@ -68,6 +70,15 @@ size_t pl_comm_job_npoints(const pl_comm_job *j)
 void pl_comm_job_point(const pl_comm_job *j, size_t index, pl_comm_point *p)
 {
     memset(p, 0, sizeof *p);
+    if (j->kind == PL_JOB_EP) { /* token counts, then skews, then variants, the phases innermost */
+        p->ep_phase = (pl_ep_phase)(index % PL_EP_PHASE_COUNT);
+        index /= PL_EP_PHASE_COUNT;
+        p->ep_impl = j->ep_impls[index % (size_t)j->n_ep_impls];
+        index /= (size_t)j->n_ep_impls;
+        p->skew = j->skews[index % j->n_skews];
+        p->ep_tokens = (int)j->ep_tokens[index / j->n_skews];
+        return;
+    }
     if (j->kind == PL_JOB_MOE) {
         p->msg_bytes = j->msg_sizes[index / j->n_skews];
         p->skew = j->skews[index % j->n_skews];
@@ -119,6 +130,8 @@ void pl_comm_job_free(pl_comm_job *j)
     free(j->sizes);
     free(j->msg_sizes);
     free(j->skews);
+    free(j->ep_tokens);
+    j->ep_tokens = NULL;
     j->sizes = j->msg_sizes = NULL;
     j->skews = NULL;
 }

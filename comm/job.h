@@ -12,8 +12,13 @@
 
 typedef enum pl_comm_kind {
     PL_JOB_COLL, /* perflab comm: collectives over sizes */
-    PL_JOB_MOE   /* perflab moe-readiness: skewed all-to-all over message sizes x skews */
+    PL_JOB_MOE,  /* perflab moe-readiness: skewed all-to-all over message sizes x skews */
+    PL_JOB_EP    /* perflab moe-readiness --ep: EP dispatch and combine over token counts x skews x variants */
 } pl_comm_kind;
+
+/* The two implementations of EP dispatch and combine (comm/rank_ep.c), and the two phases each point times. */
+typedef enum pl_ep_impl { PL_EP_NCCL, PL_EP_PEER, PL_EP_IMPL_COUNT } pl_ep_impl;
+typedef enum pl_ep_phase { PL_EP_DISPATCH, PL_EP_COMBINE, PL_EP_PHASE_COUNT } pl_ep_phase;
 
 typedef enum pl_register_mode {
     PL_REG_NONE,   /* cudaMalloc'd buffers, not registered */
@@ -62,6 +67,12 @@ typedef struct pl_comm_job {
     size_t n_skews;
     pl_dtype moe_dtype;
     pl_skew_model skew_model;
+    /* PL_JOB_EP (skews above) */
+    size_t *ep_tokens; /* tokens per rank, one point set each */
+    size_t n_ep_tokens;
+    int ep_hidden, ep_topk, ep_experts;
+    pl_ep_impl ep_impls[PL_EP_IMPL_COUNT];
+    int n_ep_impls;
 } pl_comm_job;
 
 typedef struct pl_comm_point {
@@ -72,7 +83,11 @@ typedef struct pl_comm_point {
     int in_place;
     /* PL_JOB_MOE */
     size_t msg_bytes;
-    double skew;
+    double skew; /* and PL_JOB_EP */
+    /* PL_JOB_EP */
+    int ep_tokens;
+    pl_ep_impl ep_impl;
+    pl_ep_phase ep_phase;
 } pl_comm_point;
 
 /* perflab's all-reduce (allreduce_oneshot, allreduce_twoshot) in a job: one process with a thread per GPU
@@ -80,6 +95,18 @@ typedef struct pl_comm_point {
  * 0, or -1 with the one-line reason and fix in err. */
 #define PL_COMM_PERFLAB_MAX_BYTES ((size_t)256 << 20)
 int pl_comm_job_check_perflab(const pl_comm_job *j, int threaded, char *err, size_t errlen);
+
+/* An EP job's checks that need no GPU: every point's shape (comm/ep_plan.h) on nranks ranks (0: not known yet), and the
+ * peer variant only with a thread per GPU. 0, or -1 with the one-line reason and fix in err. */
+int pl_comm_job_check_ep(const pl_comm_job *j, int nranks, int threaded, char *err, size_t errlen);
+/* The largest tables of an EP job's plans on nranks ranks, in rows (what its buffers hold). 0, or -1 with err. */
+typedef struct pl_ep_capacity {
+    int tokens, send_rows, stage_rows, recv_rows, comb_send_rows;
+} pl_ep_capacity;
+int pl_ep_job_capacity(const pl_comm_job *j, int nranks, pl_ep_capacity *c, char *err, size_t errlen);
+const char *pl_ep_impl_name(pl_ep_impl i);
+int pl_ep_impl_from_name(const char *name);
+const char *pl_ep_phase_name(pl_ep_phase p);
 
 const char *pl_register_mode_name(pl_register_mode m);
 int pl_register_mode_from_name(const char *name);

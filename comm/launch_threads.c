@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "allreduce/allreduce.h"
+#include "ep/ep.h"
 #include "comm/coll.h"
 #include "comm/launch.h"
 #include "comm/rank.h"
@@ -75,12 +76,13 @@ typedef struct rank_thread {
     pl_comm_sink *sink;
     volatile int *abort_flag;
     pl_ar_rank *ar; /* perflab's all-reduce, or NULL */
+    pl_ep_rank *ep; /* the EP peer buffers, or NULL */
 } rank_thread;
 
 static void *rank_thread_main(void *arg)
 {
     rank_thread *t = arg;
-    pl_comm_rank_main(t->job, t->rank, t->job->nranks, t->rank, &t->id, t->sink, t->abort_flag, t->ar);
+    pl_comm_rank_main(t->job, t->rank, t->job->nranks, t->rank, &t->id, t->sink, t->abort_flag, t->ar, t->ep);
     return NULL;
 }
 
@@ -100,6 +102,24 @@ static int ar_setup(const pl_comm_job *job, pl_ar_rank *ar, int *on, char *err, 
     for (size_t i = 0; i < job->n_sizes; i++)
         most = job->sizes[i] > most ? job->sizes[i] : most;
     return pl_ar_setup(ar, job->nranks, devices, most, err, errlen);
+}
+
+/* The EP peer buffers on GPUs 0..nranks-1 when an EP job times the peer variant (sized for its largest plan). */
+static int ep_setup(const pl_comm_job *job, pl_ep_rank *ep, int *on, char *err, size_t errlen)
+{
+    *on = 0;
+    for (int i = 0; job->kind == PL_JOB_EP && i < job->n_ep_impls; i++)
+        *on |= job->ep_impls[i] == PL_EP_PEER;
+    if (!*on)
+        return 0;
+    pl_ep_capacity c;
+    if (pl_ep_job_capacity(job, job->nranks, &c, err, errlen) != 0)
+        return -1;
+    int devices[PL_EP_KMAX_RANKS];
+    for (int r = 0; r < job->nranks && r < PL_EP_KMAX_RANKS; r++)
+        devices[r] = r;
+    const size_t row = (size_t)job->ep_hidden * 2;
+    return pl_ep_setup(ep, job->nranks, devices, (size_t)c.stage_rows * row, (size_t)c.recv_rows * row, err, errlen);
 }
 
 /* The GPU process. */
@@ -124,6 +144,14 @@ static void threads_child(const pl_comm_job *job, int fd)
         pl_comm_sink_send(&sink, json_pack("{s:s, s:s}", "t", "child_error", "reason", err));
         return;
     }
+    pl_ep_rank ep[PL_EP_KMAX_RANKS];
+    int ep_on = 0;
+    if (ep_setup(job, ep, &ep_on, err, sizeof err) != 0) {
+        pl_comm_sink_send(&sink, json_pack("{s:s, s:s}", "t", "child_error", "reason", err));
+        if (ar_on)
+            pl_ar_teardown(ar, job->nranks);
+        return;
+    }
     volatile int abort_flag = 0;
     rank_thread *t = pl_xcalloc((size_t)job->nranks, sizeof *t);
     int started = 0;
@@ -133,7 +161,8 @@ static void threads_child(const pl_comm_job *job, int fd)
                                    .id = id,
                                    .sink = &sink,
                                    .abort_flag = &abort_flag,
-                                   .ar = ar_on ? &ar[started] : NULL};
+                                   .ar = ar_on ? &ar[started] : NULL,
+                                   .ep = ep_on ? &ep[started] : NULL};
         if (pthread_create(&t[started].tid, NULL, rank_thread_main, &t[started]) != 0) {
             abort_flag = 1;
             pl_comm_sink_send(&sink, json_pack("{s:s, s:s}", "t", "child_error", "reason", "cannot start a thread"));
@@ -145,6 +174,8 @@ static void threads_child(const pl_comm_job *job, int fd)
     free(t);
     if (ar_on)
         pl_ar_teardown(ar, job->nranks);
+    if (ep_on)
+        pl_ep_teardown(ep, job->nranks);
 }
 
 static int threads_run(pl_comm_job *job, pl_comm_outcome *out)

@@ -1,4 +1,5 @@
-/* A fabric rank's life: set up the GPU and the communicator, run the job's points (rank_coll.c or rank_moe.c), report,
+/* A fabric rank's life: set up the GPU and the communicator, run the job's points (rank_coll.c, rank_moe.c or
+ * rank_ep.c), report,
  * tear down. */
 #include "comm/rank.h"
 
@@ -53,7 +54,7 @@ static void teardown(pl_comm_rank *r)
 }
 
 int pl_comm_rank_main(const pl_comm_job *job, int rank, int nranks, int device, const void *nccl_id, pl_comm_sink *sink,
-                      volatile int *abort_flag, struct pl_ar_rank *ar)
+                      volatile int *abort_flag, struct pl_ar_rank *ar, struct pl_ep_rank *ep)
 {
     pl_comm_rank r;
     memset(&r, 0, sizeof r);
@@ -64,10 +65,13 @@ int pl_comm_rank_main(const pl_comm_job *job, int rank, int nranks, int device, 
     r.sink = sink;
     r.abort_flag = abort_flag;
     r.ar = ar;
+    r.ep = ep;
     r.ctx.seed = job->seed;
     int rc = setup(&r, nccl_id);
     if (rc == 0)
-        rc = job->kind == PL_JOB_MOE ? pl_comm_rank_run_moe(&r) : pl_comm_rank_run_coll(&r);
+        rc = job->kind == PL_JOB_MOE  ? pl_comm_rank_run_moe(&r)
+             : job->kind == PL_JOB_EP ? pl_comm_rank_run_ep(&r)
+                                      : pl_comm_rank_run_coll(&r);
     if (rc != 0) {
         if (abort_flag)
             *abort_flag = 1;

@@ -6,10 +6,12 @@
 #include "comm/rank_ops.h"
 
 /* The whole life of one rank: set up the GPU and the communicator (nccl_id: NCCL_UNIQUE_ID_BYTES bytes), run
- * every point of the job, report. ar: this rank's view of perflab's all-reduce (set up by the threaded launcher for
- * the jobs that ask for it), or NULL. Returns 0 when every point ran (results may still be wrong). */
+ * every point of the job, report. ar, ep: this rank's view of perflab's all-reduce and of the EP peer buffers (set up
+ * by the threaded launcher for the jobs that ask for them), or NULL. Returns 0 when every point ran (results may still
+ * be wrong). */
 struct pl_ar_rank;
+struct pl_ep_rank;
 int pl_comm_rank_main(const pl_comm_job *job, int rank, int nranks, int device, const void *nccl_id, pl_comm_sink *sink,
-                      volatile int *abort_flag, struct pl_ar_rank *ar);
+                      volatile int *abort_flag, struct pl_ar_rank *ar, struct pl_ep_rank *ep);
 
 #endif

@@ -47,6 +47,7 @@ typedef struct pl_comm_rank {
     volatile int *abort_flag; /* threaded mode: set by the first rank that fails, polled by the others */
     void *native_alltoall;    /* ncclAlltoAll when this NCCL has it (2.28+), looked up at run time */
     struct pl_ar_rank *ar;    /* perflab's all-reduce (threaded mode, when the job asks for it), else NULL */
+    struct pl_ep_rank *ep;    /* the EP peer buffers (threaded mode, EP jobs), else NULL */
 } pl_comm_rank;
 
 /* Check an NCCL call; on failure record it (with NCCL's last error) and return -1. */

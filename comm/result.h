@@ -47,7 +47,7 @@ typedef struct pl_comm_result {
 } pl_comm_result;
 
 /* Merge the messages of out (root only). A point is ok when every rank reported it and the merged check passed
- * with the dtype's tolerance (relative L2; exact for int32). */
+ * with the dtype's tolerance (relative L2; exact for int32; for EP no element wrong: see PL_EXPECT_EP_*). */
 void pl_comm_result_build(pl_comm_result *r, const pl_comm_job *job, const pl_comm_outcome *out);
 void pl_comm_result_free(pl_comm_result *r);
 

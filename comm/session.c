@@ -75,12 +75,19 @@ int pl_comm_session_run(pl_comm_session *s, pl_comm_job *job, int argc, char **a
     }
     /* an all-to-all of one rank moves nothing between GPUs: refused, not measured */
     const int ranks = threads ? job->gpus : env_world_size();
-    if (job->kind == PL_JOB_MOE && ranks == 1) {
+    if ((job->kind == PL_JOB_MOE || job->kind == PL_JOB_EP) && ranks == 1) {
         if (pl_comm_env_is_root())
-            fprintf(stderr, "perflab %s: an all-to-all needs 2 or more ranks, and this one would have 1 (%s): run it on "
-                            "a machine with several GPUs, or with more MPI processes\n",
+            fprintf(stderr,
+                    "perflab %s: an all-to-all needs 2 or more ranks, and this one would have 1 (%s): run it on "
+                    "a machine with several GPUs, or with more MPI processes\n",
                     s->verb, threads ? "one GPU" : "one MPI process");
         return threads && s->inv.device_count == 1 ? PL_EXIT_NO_GPU : PL_EXIT_USAGE;
+    }
+    char err[512];
+    if (job->kind == PL_JOB_EP && pl_comm_job_check_ep(job, ranks, threads, err, sizeof err) != 0) {
+        if (pl_comm_env_is_root())
+            fprintf(stderr, "perflab %s: %s\n", s->verb, err);
+        return PL_EXIT_USAGE;
     }
     pl_provenance_collect(&s->prov, argc, argv, &s->inv);
     s->outcome.on_message = on_message;

@@ -112,23 +112,24 @@ double pl_max_over_mean(const size_t *x, size_t n)
     return sum > 0 ? max / (sum / (double)n) : 0;
 }
 
-void pl_a2a_plan_make(pl_a2a_plan *p, pl_skew_model m, size_t total_per_rank, int nranks, double alpha)
+void pl_a2a_plan_from_counts(pl_a2a_plan *p, int nranks, const size_t *counts)
 {
     memset(p, 0, sizeof *p);
     const size_t n = (size_t)nranks;
     p->nranks = nranks;
-    p->total_per_rank = total_per_rank;
     p->counts = pl_xcalloc(n * n, sizeof *p->counts);
     p->send_offset = pl_xcalloc(n * n, sizeof *p->send_offset);
     p->recv_offset = pl_xcalloc(n * n, sizeof *p->recv_offset);
     p->recv_total = pl_xcalloc(n, sizeof *p->recv_total);
+    memcpy(p->counts, counts, n * n * sizeof *counts);
     for (size_t s = 0; s < n; s++) {
-        pl_skew_split(m, total_per_rank, nranks, (int)s, alpha, p->counts + s * n);
         size_t off = 0;
         for (size_t d = 0; d < n; d++) {
             p->send_offset[s * n + d] = off;
             off += p->counts[s * n + d];
         }
+        if (off > p->total_per_rank)
+            p->total_per_rank = off;
     }
     for (size_t d = 0; d < n; d++) {
         size_t off = 0;
@@ -142,6 +143,17 @@ void pl_a2a_plan_make(pl_a2a_plan *p, pl_skew_model m, size_t total_per_rank, in
     p->split_max_mean = pl_max_over_mean(p->counts, n);
     p->recv_gini = pl_gini(p->recv_total, n);
     p->recv_max_mean = pl_max_over_mean(p->recv_total, n);
+}
+
+void pl_a2a_plan_make(pl_a2a_plan *p, pl_skew_model m, size_t total_per_rank, int nranks, double alpha)
+{
+    const size_t n = (size_t)nranks;
+    size_t *counts = pl_xcalloc(n * n, sizeof *counts);
+    for (size_t s = 0; s < n; s++)
+        pl_skew_split(m, total_per_rank, nranks, (int)s, alpha, counts + s * n);
+    pl_a2a_plan_from_counts(p, nranks, counts);
+    p->total_per_rank = total_per_rank;
+    free(counts);
 }
 
 void pl_a2a_plan_free(pl_a2a_plan *p)

@@ -48,6 +48,9 @@ typedef struct pl_a2a_plan {
 } pl_a2a_plan;
 
 void pl_a2a_plan_make(pl_a2a_plan *p, pl_skew_model m, size_t total_per_rank, int nranks, double alpha);
+/* The plan of given counts[s * n + d] (copied): offsets, receive totals and measures as above; total_per_rank is the
+ * largest send total. */
+void pl_a2a_plan_from_counts(pl_a2a_plan *p, int nranks, const size_t *counts);
 void pl_a2a_plan_free(pl_a2a_plan *p);
 /* The largest receive total over ranks, in elements (the receive buffer to allocate). */
 size_t pl_a2a_plan_max_recv(const pl_a2a_plan *p);

@@ -96,7 +96,8 @@ static void mpi_child(const pl_comm_job *job, int fd, int from_parent)
         return;
     }
     const int device = count == 1 ? 0 : h.local_rank;
-    pl_comm_rank_main(job, h.rank, h.nranks, device, &id, &sink, NULL, NULL); /* perflab's all-reduce: threads only */
+    /* perflab's all-reduce and the EP peer variant: threads only */
+    pl_comm_rank_main(job, h.rank, h.nranks, device, &id, &sink, NULL, NULL, NULL);
 }
 
 static int local_rank_of(int world_rank)

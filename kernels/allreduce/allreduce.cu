@@ -36,6 +36,7 @@
 #include <stdio.h>
 
 #include "allreduce/allreduce.h"
+#include "common/sys_flags.cuh"
 
 #define THREADS          512
 #define PACK             8              /* bf16 elements in 16 bytes */
@@ -53,25 +54,6 @@ typedef struct ar_args {
 
 /* ---- the flag protocol ---- */
 
-__device__ __forceinline__ void st_release_sys(unsigned *p, unsigned v)
-{
-    asm volatile("st.release.sys.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ unsigned ld_acquire_sys(const unsigned *p)
-{
-    unsigned v;
-    asm volatile("ld.acquire.sys.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ unsigned long long globaltimer_ns()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-    return t;
-}
-
 __device__ __forceinline__ size_t flag_index(int barrier, int cta, int src)
 {
     return ((size_t)barrier * PL_AR_MAX_CTAS + (size_t)cta) * PL_AR_MAX_RANKS + (size_t)src;
@@ -85,11 +67,11 @@ __device__ void rank_barrier(const ar_args &a, int barrier)
     const int t = threadIdx.x;
     if (t < a.nranks) {
         __threadfence_system();
-        st_release_sys(a.flags[t] + flag_index(barrier, blockIdx.x, a.rank), a.epoch);
+        pl_st_release_sys(a.flags[t] + flag_index(barrier, blockIdx.x, a.rank), a.epoch);
         const unsigned *mine = a.flags[a.rank] + flag_index(barrier, blockIdx.x, t);
-        const unsigned long long start = globaltimer_ns();
-        while ((int)(ld_acquire_sys(mine) - a.epoch) < 0) {
-            if (globaltimer_ns() - start > PL_AR_TIMEOUT_NS) {
+        const unsigned long long start = pl_globaltimer_ns();
+        while ((int)(pl_ld_acquire_sys(mine) - a.epoch) < 0) {
+            if (pl_globaltimer_ns() - start > PL_AR_TIMEOUT_NS) {
                 printf("pl_ar_allreduce: rank %d CTA %d waited 30 s at barrier %d of call %u for rank %d\n", a.rank,
                        (int)blockIdx.x, barrier, a.epoch, t);
                 __trap();

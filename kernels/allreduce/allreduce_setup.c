@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "allreduce/allreduce.h"
+#include "common/peer_access.h"
 
 /* Flag words of one rank: 2 barriers × PL_AR_MAX_CTAS × PL_AR_MAX_RANKS (allreduce.cu's flag_index). */
 #define FLAG_BYTES ((size_t)2 * PL_AR_MAX_CTAS * PL_AR_MAX_RANKS * sizeof(unsigned))
@@ -16,38 +17,13 @@ static int fail(const char *what, int device, cudaError_t e, char *err, size_t e
     return -1;
 }
 
-/* Peer access from devices[i] to every other device (already enabled is fine). */
-static int enable_peers(const int *devices, int nranks, int i, char *err, size_t errlen)
-{
-    for (int j = 0; j < nranks; j++) {
-        if (j == i)
-            continue;
-        int can = 0;
-        cudaError_t e = cudaDeviceCanAccessPeer(&can, devices[i], devices[j]);
-        if (e != cudaSuccess)
-            return fail("cudaDeviceCanAccessPeer", devices[i], e, err, errlen);
-        if (!can) {
-            snprintf(err, errlen,
-                     "all-reduce setup: GPU %d cannot access GPU %d's memory (no peer access): use NCCL's all-reduce "
-                     "on this machine",
-                     devices[i], devices[j]);
-            return -1;
-        }
-        e = cudaDeviceEnablePeerAccess(devices[j], 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled)
-            (void)cudaGetLastError(); /* clear it from the thread's last error */
-        else if (e != cudaSuccess)
-            return fail("cudaDeviceEnablePeerAccess", devices[i], e, err, errlen);
-    }
-    return 0;
-}
-
 static int setup_rank(pl_ar_rank *ranks, int nranks, const int *devices, int i, char *err, size_t errlen)
 {
     cudaError_t e = cudaSetDevice(devices[i]);
     if (e != cudaSuccess)
         return fail("cudaSetDevice", devices[i], e, err, errlen);
-    if (enable_peers(devices, nranks, i, err, errlen) != 0)
+    if (pl_peer_enable(devices, nranks, i, "all-reduce setup", "use NCCL's all-reduce on this machine", err, errlen) !=
+        0)
         return -1;
     void *buf = NULL, *flags = NULL;
     if ((e = cudaMalloc(&buf, 2 * ranks[0].capacity)) != cudaSuccess)

@@ -9,6 +9,8 @@
 #include "cli/fabric_options.h"
 #include "cli/options.h"
 #include "comm/comm_report.h"
+#include "comm/ep_report.h"
+#include "comm/launch.h"
 #include "comm/session.h"
 #include "core/provenance.h"
 #include "core/results_json.h"
@@ -16,8 +18,10 @@
 
 typedef struct moe_args {
     const char *sizes, *skews, *model, *dtype, *out_dir;
+    const char *ep_tokens, *ep_impls;
     double max_p99_ms, min_bw_gbps;
     int iters, warmup;
+    int ep, hidden, topk, experts;
     pl_fabric_args fab;
 } moe_args;
 
@@ -29,12 +33,66 @@ static void usage(const pl_option *opts)
            "largest fractions), swept over message sizes x skews. Per point: the split's Gini and max/mean, p50 and\n"
            "p99 latency across iterations and ranks, bandwidth (message bytes / latency) at p50 and at p99, and the\n"
            "SLO verdict. Writes report.json, heatmap_p99_latency.svg, heatmap_bandwidth.svg and summary.md.\n"
-           "One rank per GPU: threads here, or mpirun/srun with perflab-mpi.\n\noptions:\n");
+           "One rank per GPU: threads here, or mpirun/srun with perflab-mpi.\n\n"
+           "--ep measures expert-parallel dispatch and combine instead (docs/fabric.md): T tokens per rank of\n"
+           "--hidden bf16, top-k of --experts experts (expert e on rank e / (E / ranks)), the choice Zipf-skewed\n"
+           "by each --skews alpha; dispatch sends a token once to each rank among its experts and lands it\n"
+           "expert-major, combine returns each expert's row and sums the k rows with the router's weights (fp32,\n"
+           "then bf16). Variants: nccl (pack, counts and rows as all-to-all(v), expand) and peer (one kernel\n"
+           "each writing or reading through NVLink peer pointers; threads only). Every point is checked (rows\n"
+           "bit for bit, sums against float64) and timed: p50/p99 per phase, GB/s of the bytes that crossed.\n"
+           "SLO flags do not apply to --ep.\n\noptions:\n");
     pl_options_help(stdout, opts);
-    printf("\nexample:\n  perflab moe-readiness --message-sizes 48k,192k,768k,2m --skews 1.0,1.25,1.5 \\\n"
+    printf("\nexamples:\n  perflab moe-readiness --message-sizes 48k,192k,768k,2m --skews 1.0,1.25,1.5 \\\n"
            "      --max-p99-ms 6.0 --min-bw-gbps 16.0\n"
+           "  perflab moe-readiness --ep --tokens 128,4096   # decode and prefill, 7168 hidden, top-8 of 256\n"
            "\nexit codes: 0 every point met the SLOs (or none was set) and verified; 1 a point missed an SLO,\n"
            "a result was wrong or a rank failed; 2 bad usage; 3 no usable GPU.\n");
+}
+
+static int parse_ep_impls(const char *text, pl_comm_job *job, char *err, size_t errlen)
+{
+    char *copy = pl_strdup(text), *save = NULL;
+    int rc = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+        int i = pl_ep_impl_from_name(tok);
+        if (i < 0) {
+            pl_snprintf(err, errlen, "--ep-impl: '%s' is not nccl or peer (or a list: nccl,peer)", PL_ESC(tok));
+            rc = -1;
+            break;
+        }
+        int dup = 0;
+        for (int k = 0; k < job->n_ep_impls; k++)
+            dup |= job->ep_impls[k] == (pl_ep_impl)i;
+        if (!dup)
+            job->ep_impls[job->n_ep_impls++] = (pl_ep_impl)i;
+    }
+    free(copy);
+    if (rc == 0 && job->n_ep_impls == 0) {
+        pl_snprintf(err, errlen, "--ep-impl is empty: name nccl, peer or both");
+        rc = -1;
+    }
+    return rc;
+}
+
+/* --ep: token counts x skews x variants, checked as far as can be without the GPUs (the rank count where --gpus
+ * gives it). */
+static int build_ep_job(const moe_args *a, pl_comm_job *job, char *err, size_t errlen)
+{
+    job->kind = PL_JOB_EP;
+    job->ep_hidden = a->hidden;
+    job->ep_topk = a->topk;
+    job->ep_experts = a->experts;
+    if (pl_parse_size_list(a->ep_tokens, "--tokens", &job->ep_tokens, &job->n_ep_tokens, err, errlen) != 0 ||
+        pl_parse_double_list(a->skews, "--skews", 0.0, 8.0, &job->skews, &job->n_skews, err, errlen) != 0 ||
+        parse_ep_impls(a->ep_impls, job, err, errlen) != 0)
+        return -1;
+    for (size_t i = 0; i < job->n_ep_tokens; i++)
+        if (job->ep_tokens[i] > 0x7fffffff) {
+            pl_snprintf(err, errlen, "--tokens %zu is more than 2^31 tokens: lower it", job->ep_tokens[i]);
+            return -1;
+        }
+    return pl_comm_job_check_ep(job, job->gpus, pl_comm_launcher_get() == &pl_comm_threads_launcher, err, errlen);
 }
 
 static int build_job(const moe_args *a, pl_comm_job *job, char *err, size_t errlen)
@@ -44,6 +102,8 @@ static int build_job(const moe_args *a, pl_comm_job *job, char *err, size_t errl
     job->warmup = a->warmup;
     if (pl_fabric_args_apply(&a->fab, job, err, errlen) != 0)
         return -1;
+    if (a->ep)
+        return build_ep_job(a, job, err, errlen);
     int d = pl_dtype_from_name(a->dtype), model;
     if (d != PL_DTYPE_BF16 && d != PL_DTYPE_F16 && d != PL_DTYPE_F32) {
         pl_snprintf(err, errlen, "--dtype must be bf16, fp16 or fp32, not '%s'", PL_ESC(a->dtype));
@@ -75,8 +135,44 @@ static int write_outputs(const char *dir, json_t *report, const char *md, const 
     return rc;
 }
 
+/* --ep: report.json, summary.md and the table; exit 1 on any failed point or problem. */
+static int finish_ep(const moe_args *a, pl_comm_job *job, pl_comm_session *s)
+{
+    const pl_comm_result *r = &s->result;
+    for (size_t i = 0; i < json_array_size(r->problems); i++)
+        fprintf(stderr, "perflab moe-readiness: %s\n", json_string_value(json_array_get(r->problems, i)));
+    json_t *report = pl_ep_report_json(job, r, &s->prov);
+    pl_buf text = {0}, md = {0};
+    pl_ep_report_table(job, r, &text, &md);
+    int code = r->failed_points > 0 || json_array_size(r->problems) > 0 ? PL_EXIT_FAILED : PL_EXIT_OK;
+    char err[512];
+    if (pl_comm_report_write(a->out_dir, report, md.data, err, sizeof err) != 0) {
+        fprintf(stderr, "perflab moe-readiness: %s\n", err);
+        code = PL_EXIT_FAILED;
+    }
+    if (a->fab.json) {
+        char *js = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        puts(js);
+        free(js);
+    } else {
+        fputs(text.data ? text.data : "", stdout);
+        printf("report: %s/report.json\n", PL_ESC(a->out_dir));
+    }
+    for (size_t i = 0; i < r->n_points; i++)
+        if (r->points[i].status == PL_POINT_FAILED_VERIFICATION)
+            fprintf(stderr, "perflab moe-readiness: %d tokens, skew %g, %s %s: %s\n", r->points[i].point.ep_tokens,
+                    r->points[i].point.skew, pl_ep_impl_name(r->points[i].point.ep_impl),
+                    pl_ep_phase_name(r->points[i].point.ep_phase), r->points[i].reason);
+    pl_buf_free(&text);
+    pl_buf_free(&md);
+    json_decref(report);
+    return code;
+}
+
 static int finish(void *user, pl_comm_job *job, pl_comm_session *s)
 {
+    if (job->kind == PL_JOB_EP)
+        return finish_ep(user, job, s);
     const moe_args *a = user;
     const char *out_dir = a->out_dir;
     const pl_comm_result *r = &s->result;
@@ -121,6 +217,11 @@ int pl_cmd_moe(int argc, char **argv)
                   .skews = "1.0,1.25,1.5",
                   .model = "distance",
                   .dtype = "bf16",
+                  .ep_tokens = "128",
+                  .ep_impls = "nccl,peer",
+                  .hidden = 7168,
+                  .topk = 8,
+                  .experts = 256,
                   .iters = 200,
                   .warmup = 20};
     pl_fabric_args_defaults(&a.fab, 600);
@@ -139,6 +240,13 @@ int pl_cmd_moe(int argc, char **argv)
          "SLO: bandwidth at p50 at least GBPS (default: not gated)", 0, 1e9},
         {"out-dir", 'o', PL_OPT_STRING, &a.out_dir, "D", "where the report goes (default artifacts/moe_readiness-<id>)",
          0, 0},
+        {"ep", 0, PL_OPT_FLAG, &a.ep, NULL, "measure EP dispatch and combine (the options below) instead", 0, 0},
+        {"tokens", 0, PL_OPT_STRING, &a.ep_tokens, "LIST", "--ep: tokens per rank (default 128; prefill e.g. 4096)", 0,
+         0},
+        {"hidden", 0, PL_OPT_INT, &a.hidden, "H", "--ep: hidden size, a multiple of 8 (default 7168)", 1, 1 << 20},
+        {"topk", 0, PL_OPT_INT, &a.topk, "K", "--ep: experts per token (default 8)", 1, 1024},
+        {"experts", 0, PL_OPT_INT, &a.experts, "E", "--ep: experts, divisible by the ranks (default 256)", 1, 1 << 20},
+        {"ep-impl", 0, PL_OPT_STRING, &a.ep_impls, "LIST", "--ep: nccl, peer or nccl,peer (default nccl,peer)", 0, 0},
     };
     pl_option opts[sizeof own / sizeof own[0] + PL_FABRIC_OPTION_COUNT + 1];
     pl_fabric_options_join(opts, own, sizeof own / sizeof own[0], &a.fab);
@@ -166,7 +274,7 @@ int pl_cmd_moe(int argc, char **argv)
             out_dir = pl_strdup(a.out_dir);
         } else {
             char *id = pl_new_run_id();
-            out_dir = pl_strfmt("artifacts/moe_readiness-%s", id);
+            out_dir = pl_strfmt(a.ep ? "artifacts/moe_ep-%s" : "artifacts/moe_readiness-%s", id);
             free(id);
         }
         if (!pl_dir_usable(out_dir, "output directory", "--out-dir", err, sizeof err))
