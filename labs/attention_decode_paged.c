@@ -13,10 +13,12 @@
 #include "common/attention_host.h"
 #include "engine/layer_ops.h"
 #include "perflab/device.h"
+#include "perflab/stats.h"
 
-#define STREAM_Q 41 /* per-buffer seed streams of the inputs */
-#define STREAM_K 42
-#define STREAM_V 43
+#define STREAM_Q      41 /* per-buffer seed streams of the inputs */
+#define STREAM_K      42
+#define STREAM_V      43
+#define STREAM_SPREAD 44 /* --row-spread's exponents */
 
 typedef struct decode_state {
     pl_decode_problem p;
@@ -40,11 +42,11 @@ typedef struct decode_state {
     uint32_t *read_xor;     /* the read references' result */
     uint32_t read_xor_host; /* every 32-bit word of K and V XORed, from the host's copies */
     int last_was_copy;      /* which check the last run needs: 0 O, 1 the copy, 2 the read, 3 O over FP8 */
-    /* rows_deep_fp8: the same caches quantized to e4m3 (a scale per token and kv head row), the problem over them,
-     * its grid and workspace, and the float64 reference over the FP8 cache's values */
+    /* rows_deep_fp8 and rows_frag_fp8: the same caches quantized to e4m3 (a scale per token and kv head row), the
+     * problem over them, their grids and workspaces, and the float64 reference over the FP8 cache's values */
     pl_decode_problem p8;
-    int fp8_ctas;
-    void *fp8_ws;
+    int fp8_ctas, frag_ctas;
+    void *fp8_ws, *frag_ws;
     double *ref8;
 } decode_state;
 
@@ -73,6 +75,9 @@ static const pl_param_def decode_params[] = {
     PL_INT_PARAM("read-heads", "1", 1, 8,
                  "read_head_rows' kv heads a CTA (a divisor of kv-heads): 1 the per-head kernels' pattern, 4 or 8 "
                  "rows_deep's"),
+    PL_INT_PARAM("row-spread", "0", 0, 24,
+                 "N: every (token, kv head) row of K times 2^k, k uniform in [-N/2, N/2], of V times 2^v, v in [-N, N] "
+                 "(rows whose FP8 scales differ: a scale applied to the wrong token fails the check); 0: none"),
     PL_FLOAT_PARAM("scale", "0", 0, 1e6, "softmax scale; 0: 1/sqrt(head_dim)"),
     PL_PARAMS_END,
 };
@@ -123,8 +128,31 @@ static int decode_check_params(const pl_params *params, const struct pl_gpu_reco
     return 0;
 }
 
+/* --row-spread: each row of `rows` rows of d bf16 at x (device) times 2^k, k uniform in [-n, n] (exact in bf16); the
+ * host copy is the context's, freed with it. */
+static int spread_rows(pl_ctx *ctx, uint16_t *x, size_t rows, size_t d, int n, pl_rng *rng)
+{
+    uint16_t *h = pl_host_alloc(ctx, rows * d * 2);
+    if (!h)
+        return -1;
+    PL_CUDA(ctx, cudaMemcpyAsync(h, x, rows * d * 2, cudaMemcpyDeviceToHost, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    for (size_t r = 0; r < rows; r++) {
+        const float f = ldexpf(1.0f, (int)pl_rng_below(rng, (uint64_t)(2 * n + 1)) - n);
+        for (size_t i = r * d; i < (r + 1) * d; i++) {
+            const uint32_t bits = (uint32_t)h[i] << 16;
+            float v;
+            memcpy(&v, &bits, sizeof v);
+            h[i] = pl_bf16_round_host(v * f);
+        }
+    }
+    PL_CUDA(ctx, cudaMemcpyAsync(x, h, rows * d * 2, cudaMemcpyHostToDevice, ctx->stream));
+    PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
+    return 0;
+}
+
 /* The FP8 cache: kc and vc quantized row by row (what the engine's KV write would have stored), the problem over it,
- * rows_deep_fp8's grid and workspace. */
+ * rows_deep_fp8's and rows_frag_fp8's grids and workspaces. */
 static int fp8_setup(pl_ctx *ctx, decode_state *s, const uint16_t *kc, const uint16_t *vc)
 {
     const size_t slots = s->cache_elems / ((size_t)s->p.kv_heads * s->p.head_dim), rows = slots * s->p.kv_heads;
@@ -143,10 +171,13 @@ static int fp8_setup(pl_ctx *ctx, decode_state *s, const uint16_t *kc, const uin
     s->p8.k_scale = ks;
     s->p8.v_scale = vs;
     s->fp8_ctas = pl_decode_rows_fp8_ctas(&s->p8, ctx->device->sm_count);
-    if (s->fp8_ctas < 1)
-        return pl_fail(ctx, "attention:decode_paged: no CTA of rows_deep_fp8 fits an SM (the occupancy query failed)");
+    s->frag_ctas = pl_decode_rows_frag_fp8_ctas(&s->p8, ctx->device->sm_count);
+    if (s->fp8_ctas < 1 || s->frag_ctas < 1)
+        return pl_fail(ctx, "attention:decode_paged: no CTA of rows_deep_fp8 or rows_frag_fp8 fits an SM (the "
+                            "occupancy query failed)");
     s->fp8_ws = pl_device_alloc(ctx, pl_decode_rows_fp8_workspace_bytes(&s->p8, s->fp8_ctas));
-    return s->fp8_ws ? 0 : -1;
+    s->frag_ws = pl_device_alloc(ctx, pl_decode_rows_frag_fp8_workspace_bytes(&s->p8, s->frag_ctas));
+    return s->fp8_ws && s->frag_ws ? 0 : -1;
 }
 
 /* The float64 reference over the FP8 cache's values (each e4m3 byte times its row's scale, exactly bf16). */
@@ -256,6 +287,14 @@ static int decode_setup(pl_ctx *ctx, const pl_params *params, void **state)
     if (!pl_decode_problem_valid(p, why, sizeof why))
         return pl_fail(ctx, "attention:decode_paged: %s", why);
 
+    const int spread = (int)pl_param_int(params, "row-spread");
+    if (spread > 0) {
+        pl_rng rng;
+        pl_rng_seed(&rng, ctx->seed ^ STREAM_SPREAD);
+        const size_t rows = s->cache_elems / p->head_dim;
+        PL_TRY(spread_rows(ctx, kc, rows, p->head_dim, spread / 2, &rng));
+        PL_TRY(spread_rows(ctx, vc, rows, p->head_dim, spread, &rng));
+    }
     PL_TRY(fp8_setup(ctx, s, kc, vc));
 
     /* the float64 reference from the inputs as the GPU holds them */
@@ -375,6 +414,14 @@ static int run_rows_deep_fp8(pl_ctx *ctx, void *state)
     return 0;
 }
 
+static int run_rows_frag_fp8(pl_ctx *ctx, void *state)
+{
+    decode_state *s = state;
+    s->last_was_copy = 3;
+    PL_CUDA(ctx, pl_decode_rows_frag_fp8(&s->p8, s->frag_ctas, s->evict_first, s->frag_ws, ctx->stream));
+    return 0;
+}
+
 /* The read ceilings: K and V read once, nothing written (a flat stream; the per-head kernels' row pattern). */
 static int run_read(pl_ctx *ctx, decode_state *s, int hb)
 {
@@ -434,6 +481,12 @@ static const pl_variant decode_variants[] = {
                "the K/V bytes, each warp converting its head's rows to bf16 on chip for the same mma step (checked "
                "against the float64 reference over the FP8 values; its GB/s counts the bf16 bytes)",
                .req = {.needs_gpu = 1, .min_cc = 80}),
+    PL_VARIANT("rows_frag_fp8", run_rows_frag_fp8,
+               "rows_deep_fp8 without the bf16 tile: each lane loads its e4m3 bytes once (16-byte shared loads) and "
+               "converts them in registers into f16 mma operands (K's scales on the scores, V's folded into P), one "
+               "shared-memory pass instead of three (checked against the float64 reference over the FP8 values; "
+               "its GB/s counts the bf16 bytes)",
+               .req = {.needs_gpu = 1, .min_cc = 89}),
     PL_VARIANT("cuda_memcpy", run_memcpy,
                "cudaMemcpyAsync device-to-device of the K cache (the same bytes moved): the HBM ceiling",
                .flags = PL_VARIANT_REFERENCE),

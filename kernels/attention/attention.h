@@ -21,6 +21,7 @@
  *   decode_balanced_pages.cu the same grid, a CTA computing all kv heads of its tokens: whole pages per stage
  *   decode_rows_bulk.cu     rows_deep's schedule, each stage's token rows copied by bulk copies onto an mbarrier
  *   decode_fp8_tile.cuh     rows_deep_fp8's part: rows_deep over an FP8 (e4m3) cache, a scale per row, to bf16 on chip
+ *   decode_fp8_frag.cuh     rows_frag_fp8's part: the same cache converted in registers into f16 mma fragments
  *   decode_read.cu          read-only references over the K/V caches (a stream, the per-head rows' pattern)
  *
  * Backward: dQ, dK, dV (bf16) from dO and the forward's O and LSE: P = exp(scale·Q·Kᵀ − LSE) recomputed,
@@ -249,6 +250,16 @@ cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int warps, int ctas,
 int pl_decode_rows_fp8_ctas(const pl_decode_problem *p, int sm_count);
 size_t pl_decode_rows_fp8_workspace_bytes(const pl_decode_problem *p, int ctas);
 cudaError_t pl_decode_rows_deep_fp8(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                    cudaStream_t stream);
+
+/* Rows frag over an FP8 cache (decode_balanced_pages.cu with decode_fp8_frag.cuh; the e4m3 conversion in hardware on
+ * sm_89+, emulated below; kv_dtype PL_KV_FP8_E4M3): rows_deep_fp8's schedule and stages, but no bf16 tile: each lane
+ * loads its bytes of the stage's e4m3 rows (16-byte shared loads, the chunks XOR-swizzled) and converts them straight
+ * into the f16 operands of mma.sync (Q in f16 at a power-of-two scale per row, K's row scales on the scores, V's folded
+ * into P under a running power-of-two unit), fp32 accumulation. Its own grid and workspace. */
+int pl_decode_rows_frag_fp8_ctas(const pl_decode_problem *p, int sm_count);
+size_t pl_decode_rows_frag_fp8_workspace_bytes(const pl_decode_problem *p, int ctas);
+cudaError_t pl_decode_rows_frag_fp8(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
                                     cudaStream_t stream);
 
 /* Rows bulk (decode_rows_bulk.cu, sm_90+): rows_deep's four-warp schedule with each stage's token rows brought in by

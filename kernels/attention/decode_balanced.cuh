@@ -264,10 +264,29 @@ static inline int dp_heads_per_block(int kv_heads, int nw)
     return 1;
 }
 
+/* Dimension and values of pair i (0 .. D/8 - 1) of this lane's D/4 output columns of row g: the mma's own columns
+ * (o[i][0], o[i][1] at dims 8i + 2q, +1), or (PERM: dimension φ(dt, n) = n·D/8 + dt of n-tile dt, column n, as
+ * decode_fp8_frag.cuh's P·V lays them out) o[dt][e] at dim (2q + e)·D/8 + dt, paired over dt and dt + 1. */
+template <int D, bool PERM>
+__device__ __forceinline__ int dp_out_pair(const dm_state<D> &st, int i, int qd, float &x, float &y)
+{
+    if (!PERM) {
+        x = st.o[i][0];
+        y = st.o[i][1];
+        return i * 8 + 2 * qd;
+    }
+    const int e = i / (D / 16), dt = 2 * (i % (D / 16));
+    x = st.o[dt][e];
+    y = st.o[dt + 1][e];
+    return (2 * qd + e) * (D / 8) + dt;
+}
+
 /* The end of a warp's pair (or of its part of one): O itself when the CTA computed the whole pair, else the
- * partial (max, sum, unnormalised output) of each head of the group in the CTA's slot. */
-template <int D>
-__device__ __forceinline__ void dp_finish(const dp_args &a, dm_state<D> &st, int b, int kvh, int whole, int slot)
+ * partial (max, sum, unnormalised output) of each head of the group in the CTA's slot. The accumulated outputs are
+ * st.o times `unit` (1, or the FP8 fragment kernel's running unit of P·V), their columns as dp_out_pair<PERM>. */
+template <int D, bool PERM = false>
+__device__ __forceinline__ void dp_finish(const dp_args &a, dm_state<D> &st, int b, int kvh, int whole, int slot,
+                                          float unit = 1.0f)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, qd = lane & 3;
     st.l += __shfl_xor_sync(0xffffffffu, st.l, 1);
@@ -276,48 +295,73 @@ __device__ __forceinline__ void dp_finish(const dp_args &a, dm_state<D> &st, int
         return;
     if (whole) {
         uint32_t *o = reinterpret_cast<uint32_t *>(a.p.o + ((long long)b * a.p.heads + kvh * a.group + g) * D);
-        const float inv = 1.0f / st.l;
+        const float inv = unit / st.l;
 #pragma unroll
-        for (int dt = 0; dt < D / 8; dt++)
-            o[(dt * 8 + 2 * qd) / 2] = attn_pack_bf16(st.o[dt][0] * inv, st.o[dt][1] * inv);
+        for (int i = 0; i < D / 8; i++) {
+            float x, y;
+            const int d = dp_out_pair<D, PERM>(st, i, qd, x, y);
+            o[d / 2] = attn_pack_bf16(x * inv, y * inv);
+        }
         return;
     }
     const long long k = db_slot(a.w, blockIdx.x, slot, warp, g);
     float2 *o = reinterpret_cast<float2 *>(a.w.o + k * D);
 #pragma unroll
-    for (int dt = 0; dt < D / 8; dt++)
-        o[(dt * 8 + 2 * qd) / 2] = make_float2(st.o[dt][0], st.o[dt][1]);
+    for (int i = 0; i < D / 8; i++) {
+        float x, y;
+        const int d = dp_out_pair<D, PERM>(st, i, qd, x, y);
+        o[d / 2] = make_float2(x * unit, y * unit);
+    }
     if (qd == 0)
         reinterpret_cast<float2 *>(a.w.ml)[k] = make_float2(st.m, st.l);
 }
 
-/* Where tile i of a CTA's range (the cursor cc at it) starts a pair, or is the range's first: the warp's Q of its
- * head (active warps), a fresh state, and (the pair's first tile) the combine's map entry. */
+/* The bf16 kernels' per-pair hooks (the FP8 fragment kernel overloads them on its state, decode_fp8_frag.cuh): Q of
+ * kv head kvh of sequence b as A fragments, a fresh state, the finish. */
 template <int D>
+__device__ __forceinline__ void dp_load_q(uint32_t (&qa)[D / 16][4], dm_state<D> &, const dp_args &a, int b, int kvh)
+{
+    dm_load_q<D>(qa, a.p, a.group, b, kvh);
+}
+
+template <int D> __device__ __forceinline__ void dp_reset(dm_state<D> &st)
+{
+    dm_state_reset<D>(st);
+}
+
+template <int D>
+__device__ __forceinline__ void dp_finish_state(const dp_args &a, dm_state<D> &st, int b, int kvh, int whole, int slot)
+{
+    dp_finish<D>(a, st, b, kvh, whole, slot);
+}
+
+/* Where tile i of a CTA's range (the cursor cc at it) starts a pair, or is the range's first: the warp's Q of its
+ * head (active warps), a fresh state, and (the pair's first tile) the combine's map entry. ST: the kernel's state. */
+template <int D, typename ST>
 __device__ __forceinline__ void dp_pair_begin(const dp_args &a, const db_cursor &cc, int i, long long lo,
-                                              long long total, int active, uint32_t (&qa)[D / 16][4], dm_state<D> &st,
+                                              long long total, int active, uint32_t (&qa)[D / 16][4], ST &st,
                                               int &seg_first)
 {
     if (i != 0 && cc.tile != 0)
         return;
     seg_first = i;
     if (active)
-        dm_load_q<D>(qa, a.p, a.group, cc.b, cc.h * a.w.hb + (threadIdx.x >> 5));
-    dm_state_reset<D>(st);
+        dp_load_q<D>(qa, st, a, cc.b, cc.h * a.w.hb + (threadIdx.x >> 5));
+    dp_reset<D>(st);
     if (cc.tile == 0 && threadIdx.x == 0)
         db_write_map(a.w.map + ((long long)cc.b * a.w.blocks + cc.h) * 4, blockIdx.x, lo + i, cc.n, total, a.ctas,
                      i == 0);
 }
 
-/* Where tile i ends its pair or the CTA's range (count tiles): the active warps' dp_finish. */
-template <int D>
+/* Where tile i ends its pair or the CTA's range (count tiles): the active warps' finish. */
+template <int D, typename ST>
 __device__ __forceinline__ void dp_pair_end(const dp_args &a, const db_cursor &cc, int i, int count, int seg_first,
-                                            int active, dm_state<D> &st)
+                                            int active, ST &st)
 {
     const int last_of_pair = cc.tile == cc.n - 1;
     if (active && (last_of_pair || i == count - 1))
-        dp_finish<D>(a, st, cc.b, cc.h * a.w.hb + (threadIdx.x >> 5), last_of_pair && cc.tile == i - seg_first,
-                     seg_first == 0 ? 0 : 1);
+        dp_finish_state<D>(a, st, cc.b, cc.h * a.w.hb + (threadIdx.x >> 5), last_of_pair && cc.tile == i - seg_first,
+                           seg_first == 0 ? 0 : 1);
 }
 
 #endif

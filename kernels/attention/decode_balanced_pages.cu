@@ -34,12 +34,19 @@
  * is half a bf16 stage's bytes, so one more keeps as many bytes in flight, within two CTAs an SM); each warp converts
  * its head's 16 K and V rows into a bf16 tile of its own (times each row's scale: exact) and runs the bf16 tile step
  * on it unchanged. The prediction: K and V at half the bytes, so about half of rows_deep's time at the decode shape
- * if the conversion (about 30 instructions a lane per 8 elements) stays under the memory time (not yet run on a
- * GPU). */
+ * if the conversion (about 30 instructions a lane per 8 elements) stays under the memory time. Measured (H200,
+ * 2026-11-28): 0.479 ms against rows_deep's 0.385, bound by the shared-memory round trip of the bf16 tile.
+ *
+ * rows_frag_fp8 is rows_deep_fp8's schedule and stages with the fragment step of decode_fp8_frag.cuh instead of the
+ * tile: no bf16 tile, each byte of a stage read from shared memory once by a conflict-free 16-byte load (the stage's
+ * chunks XORed by df_frag_swz instead of unswizzled; the scales stored in the lanes' order) and converted in
+ * registers into f16 mma operands (not yet run on a GPU; docs/perf/attention.md has the counts and the
+ * prediction). */
 #include <math.h>
 
 #include "attention/attention.h"
 #include "attention/decode_balanced.cuh"
+#include "attention/decode_fp8_frag.cuh"
 #include "attention/decode_fp8_tile.cuh"
 #include "attention/decode_mma_tile.cuh"
 
@@ -49,17 +56,31 @@
 #define DP_STAGES     3
 #define DP_FP8_STAGES 4 /* rows_deep_fp8: stages of half the bytes, one more of them in flight */
 
+/* The cache and how a warp computes on it: bf16 rows (balanced_pages, rows_deep); e4m3 rows converted into a bf16
+ * tile (rows_deep_fp8, decode_fp8_tile.cuh); e4m3 rows converted in the mma fragments (rows_frag_fp8,
+ * decode_fp8_frag.cuh). */
+enum { DP_BF16 = 0, DP_FP8_TILE = 1, DP_FP8_FRAG = 2 };
+
 /* A CTA's shared memory: `stages` stages of the block's token rows (K, then V; FP8: e4m3 rows and then their
- * scales, [16][NW] floats of K and of V), and (FP8) each warp's bf16 K and V tiles converted from its head's rows. */
-template <int D, int NW, bool FP8 = false> struct dp_smem {
-    static constexpr int elem = FP8 ? 1 : 2;
-    static constexpr int stages = FP8 ? DP_FP8_STAGES : DP_STAGES;
+ * scales, 16·NW floats of K and of V), and (FP8_TILE) each warp's bf16 K and V tiles converted from its head's rows.
+ * FP8_FRAG keeps FP8_TILE's four stages, so that the two differ in the conversion alone. */
+template <int D, int NW, int KV = DP_BF16> struct dp_smem {
+    static constexpr int elem = KV != DP_BF16 ? 1 : 2;
+    static constexpr int stages = KV != DP_BF16 ? DP_FP8_STAGES : DP_STAGES;
     static constexpr int row_bytes = NW * D * elem; /* one token's rows of the block's heads */
     static constexpr int kv_bytes = DP_TILE * row_bytes;
-    static constexpr int scale_bytes = FP8 ? 2 * DP_TILE * NW * 4 : 0;
+    static constexpr int scale_bytes = KV != DP_BF16 ? 2 * DP_TILE * NW * 4 : 0;
     static constexpr int stage_bytes = 2 * kv_bytes + scale_bytes;
-    static constexpr int conv_warp_bytes = FP8 ? 2 * DP_TILE * D * 2 : 0; /* a warp's bf16 K and V tiles */
+    static constexpr int conv_warp_bytes = KV == DP_FP8_TILE ? 2 * DP_TILE * D * 2 : 0; /* a warp's bf16 K and V */
     static constexpr int bytes = stages * stage_bytes + NW * conv_warp_bytes;
+};
+
+/* A warp's state: the bf16 step's, or the fragment step's (outputs in a running unit). */
+template <int D, int KV> struct dp_state {
+    typedef dm_state<D> t;
+};
+template <int D> struct dp_state<D, DP_FP8_FRAG> {
+    typedef df_state<D> t;
 };
 
 /* A cache element: bf16 bits, or (FP8) an e4m3 byte. */
@@ -69,6 +90,19 @@ template <bool FP8> struct dp_elem {
 template <> struct dp_elem<true> {
     typedef uint8_t t;
 };
+
+/* Byte offset in a stage of 16-byte chunk ch of head h's row of token tok (a row of rs bytes holding the block's
+ * heads): bf16, each head's chunks XOR-swizzled by the token (dm_swz, for ldmatrix); FP8_TILE as they are (the
+ * conversion reads them); FP8_FRAG the row's chunks XORed by df_frag_swz (the fragment step's loads). */
+template <int D, int KV> __device__ __forceinline__ uint32_t dp_chunk_at(int tok, int h, int ch, int rs)
+{
+    constexpr int CPH = KV != DP_BF16 ? D / 16 : D / 8; /* chunks a head row */
+    if (KV == DP_BF16)
+        return (uint32_t)(h * D * 2) + dm_swz(tok, ch, rs);
+    if (KV == DP_FP8_TILE)
+        return (uint32_t)(h * D + tok * rs + ch * 16);
+    return (uint32_t)(tok * rs + (((h * CPH + ch) ^ df_frag_swz<D>(tok)) << 4));
+}
 
 /* The K (v = 0) or V pool of p as elements of the cache's type. */
 template <bool FP8>
@@ -80,18 +114,19 @@ __device__ __forceinline__ const typename dp_elem<FP8>::t *dp_pool(const pl_deco
 }
 
 /* Stage of tokens [t0, t0 + 16) of a sequence of `len` tokens, the heads of block blk: K and V, zeros past len
- * (FP8: the e4m3 rows, unswizzled, and their scales). The pools are indexed in elements of the cache's type, so the
- * bf16 instantiation is the code rows_deep had before the FP8 cache (the same machine code). */
-template <int D, bool EF, int NW, bool FP8 = false>
+ * (FP8: the e4m3 rows, placed by dp_chunk_at, and their scales). The pools are indexed in elements of the cache's type,
+ * so the bf16 instantiation is the code rows_deep had before the FP8 cache (the same machine code). */
+template <int D, bool EF, int NW, int KV = DP_BF16>
 __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, const int *table, int blk, int t0,
                                              int len, uint64_t policy)
 {
-    typedef dp_smem<D, NW, FP8> sm;
+    constexpr bool FP8 = KV != DP_BF16;
+    typedef dp_smem<D, NW, KV> sm;
     typedef typename dp_elem<FP8>::t elem;
     constexpr int EPC = 16 / (int)sizeof(elem), CPH = D / EPC; /* elements a 16-byte chunk, chunks a head row */
     const pl_decode_problem &p = a.p;
     if (FP8)
-        df_load_scales(stage + 2 * sm::kv_bytes, NW, p, table, blk * a.w.hb, a.w.hb, t0, len);
+        df_load_scales<KV == DP_FP8_FRAG>(stage + 2 * sm::kv_bytes, NW, p, table, blk * a.w.hb, a.w.hb, t0, len);
     if (a.w.hb == NW) { /* a full block: each thread keeps its head and chunk, the token's page by increments */
         constexpr int CPT = NW * CPH, TPP = NW * 32 / CPT; /* chunks per token, tokens per pass (< any page) */
         const int tok0 = threadIdx.x / CPT, rem = threadIdx.x % CPT, ch = rem % CPH;
@@ -106,8 +141,7 @@ __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, c
                 ks += row * D + col;
                 vs += row * D + col;
             }
-            const uint32_t dst = stage + (rem / CPH) * D * sm::elem +
-                                 (FP8 ? (uint32_t)(tok * sm::row_bytes + ch * 16) : dm_swz(tok, ch, sm::row_bytes));
+            const uint32_t dst = stage + dp_chunk_at<D, KV>(tok, rem / CPH, ch, sm::row_bytes);
             dm_cp_async16<EF>(dst, ks, t < len ? 16 : 0, policy);
             dm_cp_async16<EF>(dst + sm::kv_bytes, vs, t < len ? 16 : 0, policy);
             t += TPP;
@@ -129,21 +163,20 @@ __device__ __forceinline__ void dp_load_tile(uint32_t stage, const dp_args &a, c
             ks += row * D + ch * EPC;
             vs += row * D + ch * EPC;
         }
-        const uint32_t dst = stage + h * D * sm::elem +
-                             (FP8 ? (uint32_t)(tok * sm::row_bytes + ch * 16) : dm_swz(tok, ch, sm::row_bytes));
+        const uint32_t dst = stage + dp_chunk_at<D, KV>(tok, h, ch, sm::row_bytes);
         dm_cp_async16<EF>(dst, ks, t < len ? 16 : 0, policy);
         dm_cp_async16<EF>(dst + sm::kv_bytes, vs, t < len ? 16 : 0, policy);
     }
 }
 
-/* Warp `warp`'s step on the stage's 16 tokens of its head: the bf16 rows as they are, or (FP8) its head's e4m3 rows
- * converted into the warp's own bf16 tiles first. */
-template <int D, int NW, bool FP8>
+/* Warp `warp`'s step on the stage's 16 tokens of its head: the bf16 rows as they are, or (FP8_TILE) its head's e4m3
+ * rows converted into the warp's own bf16 tiles first. */
+template <int D, int NW, int KV>
 __device__ __forceinline__ void dp_stage_step(dm_state<D> &st, const uint32_t (&qa)[D / 16][4], uint32_t stage,
                                               uint32_t conv, const db_cursor &cc, float scale_log2, int warp)
 {
-    typedef dp_smem<D, NW, FP8> sm;
-    if (!FP8) {
+    typedef dp_smem<D, NW, KV> sm;
+    if (KV == DP_BF16) {
         const uint32_t kb = stage + warp * D * 2;
         dm_rows_step<D>(st, qa, kb, kb + sm::kv_bytes, sm::row_bytes, cc.tile * DP_TILE, cc.len, scale_log2);
         return;
@@ -153,14 +186,24 @@ __device__ __forceinline__ void dp_stage_step(dm_state<D> &st, const uint32_t (&
     dm_rows_step<D>(st, qa, mine, mine + DP_TILE * D * 2, D * 2, cc.tile * DP_TILE, cc.len, scale_log2);
 }
 
+/* (FP8_FRAG) the same on the e4m3 rows themselves, converted in the mma fragments. */
+template <int D, int NW, int KV>
+__device__ __forceinline__ void dp_stage_step(df_state<D> &st, const uint32_t (&qa)[D / 16][4], uint32_t stage,
+                                              uint32_t, const db_cursor &cc, float, int warp)
+{
+    typedef dp_smem<D, NW, KV> sm;
+    df_frag_step<D>(st, qa, stage, stage + sm::kv_bytes, stage + 2 * sm::kv_bytes, NW, warp, sm::row_bytes,
+                    cc.tile * DP_TILE, cc.len);
+}
+
 /* NW warps a CTA (8: one CTA an SM; 4: two). EARLY (rows_deep): each stage's refill is
  * issued as soon as every warp is done with it, before the wait for the next tile (three tiles in flight while
- * the CTA waits, not two), at the cost of a second barrier per tile. FP8 (rows_deep_fp8): e4m3 rows and their
- * scales, four stages, each converted to bf16 by its warp (dp_stage_step). */
-template <int D, bool EF, int NW, bool EARLY, bool FP8 = false>
+ * the CTA waits, not two), at the cost of a second barrier per tile. KV: the cache and the step (FP8_TILE:
+ * rows_deep_fp8, FP8_FRAG: rows_frag_fp8; e4m3 rows and their scales, four stages; dp_stage_step). */
+template <int D, bool EF, int NW, bool EARLY, int KV = DP_BF16>
 __global__ void __launch_bounds__(NW * 32, 8 / NW) decode_balanced_pages_kernel(const dp_args a)
 {
-    typedef dp_smem<D, NW, FP8> sm;
+    typedef dp_smem<D, NW, KV> sm;
     constexpr int STAGES = sm::stages;
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ db_scan_smem scan_sm;
@@ -182,39 +225,39 @@ __global__ void __launch_bounds__(NW * 32, 8 / NW) decode_balanced_pages_kernel(
 #pragma unroll
     for (int s = 0; s < PRE; s++) {
         if (s < count) {
-            dp_load_tile<D, EF, NW, FP8>(sbase + s * sm::stage_bytes, a, p.block_table + (long long)ld.b * p.max_pages,
-                                         ld.h, ld.tile * DP_TILE, ld.len, policy);
+            dp_load_tile<D, EF, NW, KV>(sbase + s * sm::stage_bytes, a, p.block_table + (long long)ld.b * p.max_pages,
+                                        ld.h, ld.tile * DP_TILE, ld.len, policy);
             db_advance<DP_TILE>(ld, p);
         }
         cp_async_commit();
     }
 
     uint32_t qa[D / 16][4];
-    dm_state<D> st;
+    typename dp_state<D, KV>::t st;
     int seg_first = 0; /* the index (from lo) of the current pair's first tile in this range */
     for (int i = 0; i < count; i++) {
         cp_async_wait<PRE - 1>();
         __syncthreads(); /* tile i visible; (not EARLY) every warp is done with the stage refilled next */
         if (!EARLY) {
             if (i + STAGES - 1 < count) {
-                dp_load_tile<D, EF, NW, FP8>(sbase + ((i + STAGES - 1) % STAGES) * sm::stage_bytes, a,
-                                             p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE,
-                                             ld.len, policy);
+                dp_load_tile<D, EF, NW, KV>(sbase + ((i + STAGES - 1) % STAGES) * sm::stage_bytes, a,
+                                            p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE,
+                                            ld.len, policy);
                 db_advance<DP_TILE>(ld, p);
             }
             cp_async_commit();
         }
         dp_pair_begin<D>(a, cc, i, lo, total, active, qa, st, seg_first);
         if (active)
-            dp_stage_step<D, NW, FP8>(st, qa, sbase + (i % STAGES) * sm::stage_bytes, conv, cc, a.scale_log2, warp);
+            dp_stage_step<D, NW, KV>(st, qa, sbase + (i % STAGES) * sm::stage_bytes, conv, cc, a.scale_log2, warp);
         dp_pair_end<D>(a, cc, i, count, seg_first, active, st);
         db_advance<DP_TILE>(cc, p);
         if (EARLY) {
             __syncthreads(); /* every warp is done with tile i's stage: refill it with tile i + STAGES */
             if (i + STAGES < count) {
-                dp_load_tile<D, EF, NW, FP8>(sbase + (i % STAGES) * sm::stage_bytes, a,
-                                             p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE,
-                                             ld.len, policy);
+                dp_load_tile<D, EF, NW, KV>(sbase + (i % STAGES) * sm::stage_bytes, a,
+                                            p.block_table + (long long)ld.b * p.max_pages, ld.h, ld.tile * DP_TILE,
+                                            ld.len, policy);
                 db_advance<DP_TILE>(ld, p);
             }
             cp_async_commit();
@@ -223,12 +266,12 @@ __global__ void __launch_bounds__(NW * 32, 8 / NW) decode_balanced_pages_kernel(
     cp_async_wait<0>();
 }
 
-template <int NW, bool EARLY, bool FP8 = false> static int pages_ctas(const pl_decode_problem *p, int sm_count)
+template <int NW, bool EARLY, int KV = DP_BF16> static int pages_ctas(const pl_decode_problem *p, int sm_count)
 {
-    const int per_sm = p->head_dim == 64 ? db_ctas_per_sm(decode_balanced_pages_kernel<64, false, NW, EARLY, FP8>,
-                                                          NW * 32, dp_smem<64, NW, FP8>::bytes)
-                                         : db_ctas_per_sm(decode_balanced_pages_kernel<128, false, NW, EARLY, FP8>,
-                                                          NW * 32, dp_smem<128, NW, FP8>::bytes);
+    const int per_sm = p->head_dim == 64 ? db_ctas_per_sm(decode_balanced_pages_kernel<64, false, NW, EARLY, KV>,
+                                                          NW * 32, dp_smem<64, NW, KV>::bytes)
+                                         : db_ctas_per_sm(decode_balanced_pages_kernel<128, false, NW, EARLY, KV>,
+                                                          NW * 32, dp_smem<128, NW, KV>::bytes);
     return db_grid(per_sm, sm_count, p->kv_heads / dp_heads_per_block(p->kv_heads, NW));
 }
 
@@ -244,7 +287,12 @@ extern "C" int pl_decode_rows_ctas(const pl_decode_problem *p, int warps, int sm
 
 extern "C" int pl_decode_rows_fp8_ctas(const pl_decode_problem *p, int sm_count)
 {
-    return pages_ctas<DR_WARPS, true, true>(p, sm_count);
+    return pages_ctas<DR_WARPS, true, DP_FP8_TILE>(p, sm_count);
+}
+
+extern "C" int pl_decode_rows_frag_fp8_ctas(const pl_decode_problem *p, int sm_count)
+{
+    return pages_ctas<DR_WARPS, true, DP_FP8_FRAG>(p, sm_count);
 }
 
 extern "C" size_t pl_decode_pages_workspace_bytes(const pl_decode_problem *p, int ctas)
@@ -262,22 +310,27 @@ extern "C" size_t pl_decode_rows_fp8_workspace_bytes(const pl_decode_problem *p,
     return db_workspace_bytes(p, ctas, DR_WARPS);
 }
 
-template <int D, bool EF, int NW, bool EARLY, bool FP8>
-static cudaError_t launch_pages(const dp_args &a, cudaStream_t stream)
+extern "C" size_t pl_decode_rows_frag_fp8_workspace_bytes(const pl_decode_problem *p, int ctas)
 {
-    return db_launch<D>(decode_balanced_pages_kernel<D, EF, NW, EARLY, FP8>, a, a.ctas, NW * 32,
-                        dp_smem<D, NW, FP8>::bytes, a.p, a.group, a.w, stream);
+    return pl_decode_rows_fp8_workspace_bytes(p, ctas);
 }
 
-/* NW = 8 without EARLY: balanced_pages; rows_deep: NW = 4 or 8, with the early refill; FP8: rows_deep_fp8 (NW = 4,
- * EARLY), an FP8 cache. */
-template <int NW, bool EARLY, bool FP8 = false>
+template <int D, bool EF, int NW, bool EARLY, int KV>
+static cudaError_t launch_pages(const dp_args &a, cudaStream_t stream)
+{
+    return db_launch<D>(decode_balanced_pages_kernel<D, EF, NW, EARLY, KV>, a, a.ctas, NW * 32,
+                        dp_smem<D, NW, KV>::bytes, a.p, a.group, a.w, stream);
+}
+
+/* NW = 8 without EARLY: balanced_pages; rows_deep: NW = 4 or 8, with the early refill; FP8_TILE: rows_deep_fp8,
+ * FP8_FRAG: rows_frag_fp8 (NW = 4, EARLY), an FP8 cache. */
+template <int NW, bool EARLY, int KV = DP_BF16>
 static cudaError_t pages_run(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
                              cudaStream_t stream)
 {
     char why[160];
-    const int valid = FP8 ? pl_decode_problem_valid_any(p, why, sizeof why) && p->kv_dtype == PL_KV_FP8_E4M3
-                          : pl_decode_problem_valid(p, why, sizeof why);
+    const int valid = KV != DP_BF16 ? pl_decode_problem_valid_any(p, why, sizeof why) && p->kv_dtype == PL_KV_FP8_E4M3
+                                    : pl_decode_problem_valid(p, why, sizeof why);
     if (!valid || ctas < 1 || !workspace || ((uintptr_t)workspace & 255u) != 0)
         return cudaErrorInvalidValue;
     dp_args a;
@@ -287,10 +340,10 @@ static cudaError_t pages_run(const pl_decode_problem *p, int ctas, int evict_fir
     a.scale_log2 = p->scale * PL_ATTN_LOG2E;
     a.w = db_carve(workspace, p, ctas, NW, dp_heads_per_block(p->kv_heads, NW));
     if (p->head_dim == 64)
-        return evict_first ? launch_pages<64, true, NW, EARLY, FP8>(a, stream)
-                           : launch_pages<64, false, NW, EARLY, FP8>(a, stream);
-    return evict_first ? launch_pages<128, true, NW, EARLY, FP8>(a, stream)
-                       : launch_pages<128, false, NW, EARLY, FP8>(a, stream);
+        return evict_first ? launch_pages<64, true, NW, EARLY, KV>(a, stream)
+                           : launch_pages<64, false, NW, EARLY, KV>(a, stream);
+    return evict_first ? launch_pages<128, true, NW, EARLY, KV>(a, stream)
+                       : launch_pages<128, false, NW, EARLY, KV>(a, stream);
 }
 
 extern "C" cudaError_t pl_decode_balanced_pages(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
@@ -311,5 +364,11 @@ extern "C" cudaError_t pl_decode_rows_deep(const pl_decode_problem *p, int warps
 extern "C" cudaError_t pl_decode_rows_deep_fp8(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
                                                cudaStream_t stream)
 {
-    return pages_run<DR_WARPS, true, true>(p, ctas, evict_first, workspace, stream);
+    return pages_run<DR_WARPS, true, DP_FP8_TILE>(p, ctas, evict_first, workspace, stream);
+}
+
+extern "C" cudaError_t pl_decode_rows_frag_fp8(const pl_decode_problem *p, int ctas, int evict_first, void *workspace,
+                                               cudaStream_t stream)
+{
+    return pages_run<DR_WARPS, true, DP_FP8_FRAG>(p, ctas, evict_first, workspace, stream);
 }

@@ -19,8 +19,18 @@ __device__ __forceinline__ void df_cp_async4(uint32_t dst, const void *src, int 
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 
+/* Where token tok (0..15) of a stage's scales of head h is: [16][nw] by token (rows_deep_fp8), or (BY_LANE,
+ * rows_frag_fp8) [nw][16] with each head's tokens in the order 2q, 2q+1, 2q+8, 2q+9 by q = 0..3, so that lane q of the
+ * fragment step reads the four scales of its score columns in one 16-byte load. */
+template <bool BY_LANE> __device__ __forceinline__ int df_scale_index(int tok, int h, int nw)
+{
+    return BY_LANE ? h * 16 + ((tok & 7) >> 1) * 4 + (tok >> 3) * 2 + (tok & 1) : tok * nw + h;
+}
+
 /* The K and V scales of tokens [t0, t0 + 16) (of a sequence of `len`, its pages `table`) and kv heads
- * [g0, g0 + hb) into ks_dst [16][nw] and ks_dst + 16·nw floats (V); zeros past len. Threads 0 .. 16·hb - 1. */
+ * [g0, g0 + hb) into ks_dst (16·nw floats, df_scale_index<BY_LANE>) and ks_dst + 16·nw floats (V); zeros past len.
+ * Threads 0 .. 16·hb - 1. */
+template <bool BY_LANE = false>
 __device__ __forceinline__ void df_load_scales(uint32_t ks_dst, int nw, const pl_decode_problem &p, const int *table,
                                                int g0, int hb, int t0, int len)
 {
@@ -34,7 +44,7 @@ __device__ __forceinline__ void df_load_scales(uint32_t ks_dst, int nw, const pl
         ks += row;
         vs += row;
     }
-    const uint32_t dst = ks_dst + (uint32_t)(tok * nw + h) * 4;
+    const uint32_t dst = ks_dst + (uint32_t)df_scale_index<BY_LANE>(tok, h, nw) * 4;
     df_cp_async4(dst, ks, t < len ? 4 : 0);
     df_cp_async4(dst + 16 * nw * 4, vs, t < len ? 4 : 0);
 }

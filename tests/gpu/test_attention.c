@@ -3,7 +3,8 @@
  * 8 (3 included, which the decode kernel pads), batches of 1 and 3, both layouts, both head dimensions, both
  * reference paths (float64 host, unfused fp32 on the device), the backward's --deterministic run twice to the same
  * bits, page sizes 8, 16, 24, 40 and 64 with mixed lengths; for the balanced decode kernels, a pair cut among every
- * CTA, fewer tiles than CTAs, a batch over one scan block, kv-head blocks of 5 and 6. attention:mla_decode (every
+ * CTA, fewer tiles than CTAs, a batch over one scan block, kv-head blocks of 5 and 6; for the FP8 kernels, rows
+ * whose scales span 2^16 (--row-spread). attention:mla_decode (every
  * variant against its float64 host reference): one cached token, lengths no multiple of the 32-token tile or the
  * 64-token page, batches of 1 and 3, head counts that fill no block of 16/32/64 rows (1, 20, 100), pages of 16, 48
  * (not a power of two) and 64, one-page chunks (many splits merged) and one chunk a sequence. Exits 77 with the
@@ -82,6 +83,12 @@ static const char *const decode_cases[] = {
     /* rows_deep in CTAs of 8 warps (one block of all 8 kv heads); the read reference over whole token rows */
     "--batch 3 --heads 24 --kv-heads 8 --head-dim 128 --kv-len 1500 --len-spread 1 --page-size 16 --rows-warps 8 "
     "--read-heads 8",
+    /* the FP8 kernels (rows_deep_fp8, rows_frag_fp8) on rows whose scales differ: K's rows 2^-4..2^4 apart, V's
+     * 2^-8..2^8 (a scale applied to the wrong token, or rows_frag_fp8's running unit of P·V, fails the check); both
+     * head dims (their different swizzles and V loads), a group of 3, pages of 24 */
+    "--batch 3 --heads 16 --kv-heads 4 --head-dim 128 --kv-len 700 --len-spread 1 --page-size 16 --row-spread 8",
+    "--batch 5 --heads 12 --kv-heads 4 --head-dim 64 --kv-len 1500 --len-spread 0.5 --page-size 24 --row-spread 8 "
+    "--scale 0.3",
 };
 
 static const char *const mla_cases[] = {
