@@ -56,24 +56,17 @@ static int parse_colls(const char *text, pl_comm_job *job, char *err, size_t err
             job->colls[job->n_colls++] = (pl_coll)c;
         return 0;
     }
-    char *copy = pl_strdup(text), *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int c = pl_coll_from_name(tok);
-        if (c < 0 || job->n_colls >= PL_COLL_COUNT) {
-            pl_snprintf(err, errlen,
-                        "unknown collective '%s': name alltoall, allreduce, allgather, reducescatter, sendrecv, "
-                        "broadcast, allreduce_oneshot, allreduce_twoshot, a comma list of them, or all",
-                        PL_ESC(tok));
-            free(copy);
-            return -1;
-        }
-        int dup = 0;
-        for (int k = 0; k < job->n_colls; k++)
-            dup |= job->colls[k] == (pl_coll)c;
-        if (!dup)
-            job->colls[job->n_colls++] = (pl_coll)c;
+    int v[PL_COLL_COUNT], n = 0;
+    char bad[64];
+    if (pl_options_name_list(text, pl_coll_from_name, v, PL_COLL_COUNT, &n, bad, sizeof bad) != 0) {
+        pl_snprintf(err, errlen,
+                    "unknown collective '%s': name alltoall, allreduce, allgather, reducescatter, sendrecv, "
+                    "broadcast, allreduce_oneshot, allreduce_twoshot, a comma list of them, or all",
+                    PL_ESC(bad));
+        return -1;
     }
-    free(copy);
+    for (int i = 0; i < n; i++)
+        job->colls[job->n_colls++] = (pl_coll)v[i];
     return 0;
 }
 

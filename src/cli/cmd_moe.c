@@ -52,27 +52,19 @@ static void usage(const pl_option *opts)
 
 static int parse_ep_impls(const char *text, pl_comm_job *job, char *err, size_t errlen)
 {
-    char *copy = pl_strdup(text), *save = NULL;
-    int rc = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-        int i = pl_ep_impl_from_name(tok);
-        if (i < 0) {
-            pl_snprintf(err, errlen, "--ep-impl: '%s' is not nccl or peer (or a list: nccl,peer)", PL_ESC(tok));
-            rc = -1;
-            break;
-        }
-        int dup = 0;
-        for (int k = 0; k < job->n_ep_impls; k++)
-            dup |= job->ep_impls[k] == (pl_ep_impl)i;
-        if (!dup)
-            job->ep_impls[job->n_ep_impls++] = (pl_ep_impl)i;
+    int v[PL_EP_IMPL_COUNT], n = 0;
+    char bad[64];
+    if (pl_options_name_list(text, pl_ep_impl_from_name, v, PL_EP_IMPL_COUNT, &n, bad, sizeof bad) != 0) {
+        pl_snprintf(err, errlen, "--ep-impl: '%s' is not nccl or peer (or a list: nccl,peer)", PL_ESC(bad));
+        return -1;
     }
-    free(copy);
-    if (rc == 0 && job->n_ep_impls == 0) {
+    if (n == 0) {
         pl_snprintf(err, errlen, "--ep-impl is empty: name nccl, peer or both");
-        rc = -1;
+        return -1;
     }
-    return rc;
+    for (int i = 0; i < n; i++)
+        job->ep_impls[job->n_ep_impls++] = (pl_ep_impl)v[i];
+    return 0;
 }
 
 /* --ep: token counts x skews x variants, checked as far as can be without the GPUs (the rank count where --gpus
@@ -136,6 +128,14 @@ static int write_outputs(const char *dir, json_t *report, const char *md, const 
 }
 
 /* --ep: report.json, summary.md and the table; exit 1 on any failed point or problem. */
+/* The report as JSON on stdout (--json). */
+static void put_json(const json_t *report)
+{
+    char *js = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    puts(js);
+    free(js);
+}
+
 static int finish_ep(const moe_args *a, pl_comm_job *job, pl_comm_session *s)
 {
     const pl_comm_result *r = &s->result;
@@ -151,9 +151,7 @@ static int finish_ep(const moe_args *a, pl_comm_job *job, pl_comm_session *s)
         code = PL_EXIT_FAILED;
     }
     if (a->fab.json) {
-        char *js = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        puts(js);
-        free(js);
+        put_json(report);
     } else {
         fputs(text.data ? text.data : "", stdout);
         printf("report: %s/report.json\n", PL_ESC(a->out_dir));
@@ -194,9 +192,7 @@ static int finish(void *user, pl_comm_job *job, pl_comm_session *s)
     if (write_outputs(out_dir, report, md.data, svg_lat, svg_bw) != 0)
         code = PL_EXIT_FAILED;
     if (a->fab.json) {
-        char *js = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        puts(js);
-        free(js);
+        put_json(report);
     } else {
         fputs(text.data, stdout);
         printf("report: %s/report.json, heatmaps: %s/heatmap_p99_latency.svg, %s/heatmap_bandwidth.svg\n",

@@ -185,3 +185,25 @@ void pl_options_help(FILE *out, const pl_option *opts)
         fprintf(out, "  %-30s %s\n", left, o->help);
     }
 }
+
+int pl_options_name_list(const char *text, int (*from_name)(const char *), int *out, int max, int *n, char *bad,
+                         size_t badlen)
+{
+    char *copy = pl_strdup(text), *save = NULL;
+    int rc = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const int v = from_name(tok);
+        int dup = 0;
+        for (int k = 0; k < *n; k++)
+            dup |= out[k] == v;
+        if (v < 0 || (!dup && *n >= max)) {
+            pl_snprintf(bad, badlen, "%s", tok);
+            rc = -1;
+            break;
+        }
+        if (!dup)
+            out[(*n)++] = v;
+    }
+    free(copy);
+    return rc;
+}

@@ -7,7 +7,6 @@
 
 #include "core/exit.h"
 
-
 typedef enum pl_opt_kind {
     PL_OPT_FLAG,   /* int*: set to 1 */
     PL_OPT_STRING, /* char**: the argument (not copied) */
@@ -39,6 +38,12 @@ int pl_options_parse(const char *verb, const pl_option *opts, int argc, char **a
                      size_t errlen);
 void pl_options_help(FILE *out, const pl_option *opts);
 void pl_strlist_free(pl_strlist *l);
+
+/* A comma list of names into their values (from_name gives -1 for a name it does not know), each value once, in the
+ * list's order, at most max of them: 0 with *n values in out; -1 with the unknown name (or the first past max)
+ * in bad. */
+int pl_options_name_list(const char *text, int (*from_name)(const char *), int *out, int max, int *n, char *bad,
+                         size_t badlen);
 
 /* Print "perflab VERB: message" to stderr and return PL_EXIT_USAGE. */
 int pl_usage_error(const char *verb, const char *msg);
