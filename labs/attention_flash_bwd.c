@@ -44,7 +44,7 @@ typedef struct bwd_state {
 } bwd_state;
 
 static const pl_param_def bwd_params[] = {
-    PL_ATTN_SHAPE_PARAMS("3", "1"),
+    PL_ATTN_SHAPE_PARAMS("3", "1", 128, "64 or 128", NULL),
     PL_BOOL_PARAM("deterministic", "false",
                   "flash_mma: dQ by a second kernel over query blocks instead of fp32 atomics (the same bits every "
                   "run; checked by running it twice)"),
@@ -78,7 +78,7 @@ static int bwd_check_params(const pl_params *params, const struct pl_gpu_record 
 {
     pl_attn_problem sh;
     pl_attn_shape_from_params(params, &sh);
-    if (pl_attn_fwd_params_check(sh.batch, sh.heads, sh.kv_heads, sh.seq, sh.head_dim, err, errlen) != 0)
+    if (pl_attn_fwd_params_check(sh.batch, sh.heads, sh.kv_heads, sh.seq, sh.head_dim, 0, err, errlen) != 0)
         return -1;
     return pl_check_device_memory(gpu, device_bytes(sh.batch, sh.heads, sh.kv_heads, sh.seq, sh.head_dim),
                                   "lower --batch, --heads or --seq", err, errlen);

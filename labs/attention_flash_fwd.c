@@ -1,8 +1,9 @@
 /* attention:flash_fwd — the forward pass of softmax attention, bf16 in, O in bf16 and the log-sum-exp in fp32:
  * unfused (S and P through device memory, cuBLAS for the two products), FlashAttention-2 with mma.sync, and the
- * Hopper kernel with TMA, an mbarrier ring, a producer warp and wgmma. Causal or not, grouped-query attention,
- * the [b,h,s,d] and [b,s,h,d] layouts, any seq. PyTorch's SDPA (flash and cuDNN backends) on the same shapes:
- * scripts/torch_attention_bench.py. */
+ * Hopper kernel with TMA, an mbarrier ring, a producer warp and wgmma. Head dims 64, 128 and 256 (every variant
+ * takes each; --small runs 256, the instance with the tightest register and shared-memory budgets), causal or not,
+ * grouped-query attention, the [b,h,s,d] and [b,s,h,d] layouts, any seq. PyTorch's SDPA (flash and cuDNN backends)
+ * on the same shapes: scripts/torch_attention_bench.py. */
 #include <stdio.h>
 #include <string.h>
 
@@ -31,7 +32,7 @@ typedef struct fwd_state {
 } fwd_state;
 
 static const pl_param_def fwd_params[] = {
-    PL_ATTN_SHAPE_PARAMS("2", "2"),
+    PL_ATTN_SHAPE_PARAMS("2", "2", 256, "64, 128 or 256", "256"),
     PL_CHOICE_PARAM(
         "wgmma-schedule", "overlap", "overlap|pingpong",
         "flash_wgmma's consumer warpgroups: interleave freely, or take turns issuing GEMMs (named barriers; "
@@ -108,7 +109,7 @@ static int fwd_check_params(const pl_params *params, const struct pl_gpu_record 
     pl_attn_problem sh;
     pl_attn_shape_from_params(params, &sh);
     const int batch = sh.batch, heads = sh.heads, kv = sh.kv_heads, seq = sh.seq, d = sh.head_dim;
-    if (pl_attn_fwd_params_check(batch, heads, kv, seq, d, err, errlen) != 0)
+    if (pl_attn_fwd_params_check(batch, heads, kv, seq, d, 1, err, errlen) != 0)
         return -1;
     const double scores = (double)batch * heads * seq * (double)seq;
     const double qkvo = 2.0 * 2.0 * (double)seq * d * batch * (heads + kv);
@@ -225,11 +226,11 @@ static const pl_variant fwd_variants[] = {
                "unfused: cuBLAS Q·Kᵀ into fp32 S in device memory, a softmax kernel writing bf16 P, cuBLAS P·V"),
     PL_VARIANT("flash_mma", run_flash_mma,
                "FlashAttention-2: K/V tiles through smem (cp.async, 2 buffers), mma.sync m16n8k16, online "
-               "softmax in registers",
+               "softmax in registers (head_dim 256: 32-key tiles, one CTA an SM)",
                .req = {.needs_gpu = 1, .min_cc = 80}),
     PL_VARIANT("flash_wgmma", run_flash_wgmma,
                "FlashAttention-3 style: TMA K/V ring on mbarriers, producer warps, 2 consumer warpgroups, "
-               "wgmma with P from registers, softmax overlapped with the next GEMMs",
+               "wgmma with P from registers, softmax overlapped with the next GEMMs (head_dim 256: 80-key tiles)",
                .req = {.needs_gpu = 1, .min_cc = 90, .max_cc = 90, .features = PL_FEAT_WGMMA | PL_FEAT_TMA}),
     PL_VARIANTS_END,
 };

@@ -23,10 +23,14 @@ Each shape also gets SDPA under torch.compile (default and max-autotune; PyTorch
 once outside the timing with its autograd graph kept, and the timed call is torch.autograd.grad of (Q, K, V) from a
 fixed dO (retain_graph), by the same timing rules: attention:flash_bwd with the same parameters is the comparison.
 Counted like perflab: FLOPs 2.5x the forward's (10*b*h*s^2*d, half under the causal mask); bytes Q, K, V, O, dO and
-the LSE read, dQ, dK, dV written once. --backward-only skips the forward rows and the decode shape.
+the LSE read, dQ, dK, dV written once; at head_dim 64 and 128 only (attention:flash_bwd's). --backward-only skips
+the forward rows and the decode shape.
+
+--shapes TEXT keeps the prefill shapes whose name contains TEXT (e.g. "d256": the head_dim 256 shapes, whose bar is
+the best backend that runs them) and skips the decode shape.
 
     python3 scripts/torch_attention_bench.py [--iters 50] [--sustained] [--decode-only] [--backward[-only]]
-        [--json out.json]
+        [--shapes TEXT] [--json out.json]
 """
 import argparse
 import json
@@ -47,6 +51,13 @@ PREFILL = [
     ("b2 h16 s8192 d128", 2, 16, 16, 8192, 128, False),
     ("b16 h32 s1024 d64", 16, 32, 32, 1024, 64, False),
     ("b2 h32/kv8 s4096 d128 (GQA)", 2, 32, 8, 4096, 128, False),
+    ("b4 h16 s4096 d256", 4, 16, 16, 4096, 256, False),
+    ("b4 h16 s4096 d256 causal", 4, 16, 16, 4096, 256, True),
+    ("b2 h16 s8192 d256", 2, 16, 16, 8192, 256, False),
+    ("b2 h16 s8192 d256 causal", 2, 16, 16, 8192, 256, True),
+    ("b2 h16 s16384 d256", 2, 16, 16, 16384, 256, False),
+    ("b2 h16 s16384 d256 causal", 2, 16, 16, 16384, 256, True),
+    ("b2 h32/kv8 s4096 d256 (GQA)", 2, 32, 8, 4096, 256, False),
 ]
 # (name, batch, heads, kv_heads, kv_len, head_dim): attention:decode_paged with --len-spread 0
 DECODE = [("decode b64 h32/kv8 len8192 d128", 64, 32, 8, 8192, 128)]
@@ -172,6 +183,7 @@ def main():
                     help="also time each backend's backward alone on the prefill shapes (rows '<shape> bwd')")
     ap.add_argument("--backward-only", action="store_true",
                     help="only the backward rows (no forward rows, no decode shape)")
+    ap.add_argument("--shapes", help="only the prefill shapes whose name contains this text (no decode shape)")
     ap.add_argument("--json", help="write the rows here too")
     ap.add_argument("--no-compile", action="store_true", help="no torch.compile rows")
     args = ap.parse_args()
@@ -180,7 +192,8 @@ def main():
     rows = []
     print(f"# {torch.cuda.get_device_name(0)}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}",
           flush=True)
-    for name, b, h, kv, s, d, causal in [] if args.decode_only else PREFILL:
+    prefill = [p for p in PREFILL if not args.shapes or args.shapes in p[0]]
+    for name, b, h, kv, s, d, causal in [] if args.decode_only else prefill:
         q = torch.empty(b, h, s, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
         k = torch.empty(b, kv, s, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
         v = torch.empty(b, kv, s, d, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)
@@ -190,14 +203,14 @@ def main():
             time_backends(rows, name, q, k, v, causal, flops, nbytes, args.iters, args.latch, args.sustained)
             if not args.no_compile:
                 time_compiled(rows, name, q, k, v, causal, flops, nbytes, args.iters)
-        if args.backward or args.backward_only:
+        if (args.backward or args.backward_only) and d <= 128:  # attention:flash_bwd's head dims
             bwd_bytes = 2.0 * (3 * b * h * s * d + 2 * b * kv * s * d) + 4.0 * b * h * s \
                 + 2.0 * (b * h * s * d + 2 * b * kv * s * d)
             time_backward(rows, name, q, k, v, causal, 2.5 * flops, bwd_bytes, args.iters, args.latch,
                           args.sustained)
         del q, k, v
         torch.cuda.empty_cache()
-    for name, b, h, kv, n, d in [] if args.backward_only else DECODE:
+    for name, b, h, kv, n, d in [] if args.backward_only or args.shapes else DECODE:
         q = torch.empty(b, h, 1, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
         k = torch.empty(b, kv, n, d, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
         v = torch.empty(b, kv, n, d, device=dev, dtype=torch.bfloat16).uniform_(-1, 1)

@@ -134,7 +134,7 @@ int pl_py_layer_norm(const void *x, const void *w, const void *b, void *y, int r
 int pl_py_softmax(const void *x, void *y, int rows, int cols, cudaStream_t stream, char *err, size_t errlen);
 /* O = softmax(scale · Q·Kᵀ (+ causal mask)) · V; layout 0 [batch][heads][seq][head_dim], 1 [batch][seq][heads][dim];
  * K and V have kv_heads heads (GQA); lse: [batch][heads][seq] fp32, may be NULL only if the caller discards it (a
- * scratch buffer is then needed: pass one). head_dim 64 or 128. */
+ * scratch buffer is then needed: pass one). head_dim 64, 128 or 256. */
 int pl_py_flash_attn(int batch, int heads, int kv_heads, int seq, int head_dim, int causal, int layout, float scale,
                      const void *q, const void *k, const void *v, void *o, float *lse, cudaStream_t stream, char *err,
                      size_t errlen);

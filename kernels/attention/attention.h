@@ -69,8 +69,8 @@ typedef struct pl_attn_strides {
 
 pl_attn_strides pl_attn_strides_of(const pl_attn_problem *p, int nheads);
 
-/* 1 when the kernels can compute p; else 0 with the reason and the fix in why. Every kernel here takes head_dim
- * 64 or 128, heads divisible by kv_heads, and 16-byte aligned tensors. */
+/* 1 when the forward kernels can compute p; else 0 with the reason and the fix in why. Every forward kernel here
+ * takes head_dim 64, 128 or 256, heads divisible by kv_heads, and 16-byte aligned tensors. */
 int pl_attn_problem_valid(const pl_attn_problem *p, char *why, size_t whylen);
 
 /* What each version needs of the GPU. */
@@ -122,7 +122,8 @@ typedef struct pl_attn_bwd_problem {
     int deterministic;    /* flash backward: dQ without atomics (bit-identical from run to run) */
 } pl_attn_bwd_problem;
 
-/* pl_attn_problem_valid of f plus dO, dQ, dK, dV present and 16-byte aligned. */
+/* pl_attn_problem_valid of f, head_dim 64 or 128 (the backward kernels have no 256), plus dO, dQ, dK, dV present
+ * and 16-byte aligned. */
 int pl_attn_bwd_problem_valid(const pl_attn_bwd_problem *p, char *why, size_t whylen);
 
 /* Baseline (bwd_unfused.cu), the steps the lab composes, each enqueued on the handle's or the given stream:

@@ -1,8 +1,9 @@
 /* Attention, version 2 — flash_mma: the FlashAttention-2 scheme with mma.sync (sm_80+).
  *
  * One CTA per (tile of 128 queries, query head, batch), 8 warps, each warp owning 16 query rows. The Q tile is
- * loaded once into shared memory; K and V tiles of 64 keys stream through two shared-memory buffers with cp.async
- * (the next pair loads while this one is used). Per K/V tile a warp computes S = Q·Kᵀ (16×64, fp32 in registers)
+ * loaded once into shared memory; K and V tiles of 64 keys (32 at head_dim 256, fm_config) stream through two
+ * shared-memory buffers with cp.async (the next pair loads while this one is used). Per K/V tile a warp computes
+ * S = Q·Kᵀ (16×64, fp32 in registers)
  * with mma.sync m16n8k16 fed by ldmatrix, applies the mask where the tile needs one (the causal diagonal, the
  * keys past the sequence), updates its rows' running max m and sum l (the online softmax: O and l are rescaled by
  * 2^(m_old - m_new) when the max grows), turns P = 2^(scale·log2e·S - m) into bf16 A-operand registers in place
@@ -19,8 +20,17 @@
 #include "attention/attn_common.cuh"
 
 #define FM_BM      128
-#define FM_BN      64
 #define FM_THREADS 256
+
+/* The key tile and occupancy of one head dimension. At 64 and 128: 64-key tiles, two CTAs an SM (128 registers a
+ * thread; 64 or 96 KB of shared memory). At 256 a warp's O alone is 16 × 256 fp32 = 128 registers a thread, so one
+ * CTA an SM (up to 255 registers) with 32-key tiles (S 16 registers, P 8): Q 64 KB + 2 × (K, V) of 16 KB = 128 KB
+ * of shared memory, within the 163 KB of sm_80 and 227 KB of sm_90 (not the 99 KB of sm_86/89). */
+template <int D> struct fm_config {
+    static constexpr int bn = D == 256 ? 32 : 64;
+    static constexpr int min_blocks = D == 256 ? 1 : 2;
+    static constexpr int smem_bytes = FM_BM * D * 2 + 4 * bn * D * 2;
+};
 
 struct fm_args {
     const uint16_t *q, *k, *v;
@@ -30,9 +40,11 @@ struct fm_args {
     int q_tiles;
 };
 
-template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kernel(const fm_args a)
+template <int D>
+__global__ void __launch_bounds__(FM_THREADS, fm_config<D>::min_blocks) flash_mma_kernel(const fm_args a)
 {
-    constexpr int Q_BYTES = FM_BM * D * 2, KV_BYTES = FM_BN * D * 2;
+    constexpr int BN = fm_config<D>::bn, NT = BN / 8; /* keys per tile, n8 tiles of S */
+    constexpr int Q_BYTES = FM_BM * D * 2, KV_BYTES = BN * D * 2;
     constexpr int DT = D / 8; /* n8 tiles of O */
     extern __shared__ __align__(128) uint8_t smem[];
     const uint32_t sq = (uint32_t)__cvta_generic_to_shared(smem);
@@ -45,11 +57,11 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
     const uint16_t *kg = a.k + b * a.g.k_b + kvh * a.g.k_h;
     const uint16_t *vg = a.v + b * a.g.k_b + kvh * a.g.k_h;
     const int kv_end = a.g.causal ? min(a.g.seq, q0 + FM_BM) : a.g.seq;
-    const int n_tiles = (kv_end + FM_BN - 1) / FM_BN;
+    const int n_tiles = (kv_end + BN - 1) / BN;
 
     attn_load_tile<D, FM_BM, FM_THREADS>(sq, qg, a.g.q_s, q0, a.g.seq);
-    attn_load_tile<D, FM_BN, FM_THREADS>(sk, kg, a.g.k_s, 0, a.g.seq);
-    attn_load_tile<D, FM_BN, FM_THREADS>(sv, vg, a.g.k_s, 0, a.g.seq);
+    attn_load_tile<D, BN, FM_THREADS>(sk, kg, a.g.k_s, 0, a.g.seq);
+    attn_load_tile<D, BN, FM_THREADS>(sv, vg, a.g.k_s, 0, a.g.seq);
     cp_async_commit();
 
     float o[DT][4];
@@ -60,26 +72,26 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
     for (int j = 0; j < n_tiles; j++) {
         if (j + 1 < n_tiles) {
             const int nb = (j + 1) & 1;
-            attn_load_tile<D, FM_BN, FM_THREADS>(sk + nb * KV_BYTES, kg, a.g.k_s, (j + 1) * FM_BN, a.g.seq);
-            attn_load_tile<D, FM_BN, FM_THREADS>(sv + nb * KV_BYTES, vg, a.g.k_s, (j + 1) * FM_BN, a.g.seq);
+            attn_load_tile<D, BN, FM_THREADS>(sk + nb * KV_BYTES, kg, a.g.k_s, (j + 1) * BN, a.g.seq);
+            attn_load_tile<D, BN, FM_THREADS>(sv + nb * KV_BYTES, vg, a.g.k_s, (j + 1) * BN, a.g.seq);
         }
         cp_async_commit(); /* an empty group at the end keeps the count uniform */
         cp_async_wait<1>();
         __syncthreads(); /* tile j (and Q) visible to every warp */
         const uint32_t kt = sk + (j & 1) * KV_BYTES, vt = sv + (j & 1) * KV_BYTES;
-        const int kv0 = j * FM_BN;
+        const int kv0 = j * BN;
 
-        /* S = Q·Kᵀ: 16×64 per warp */
-        float s[8][4];
+        /* S = Q·Kᵀ: 16×BN per warp */
+        float s[NT][4];
         attn_zero(s);
-        attn_warp_abt<D, 8>(s, sq, warp * 16, kt, lane);
+        attn_warp_abt<D, NT>(s, sq, warp * 16, kt, lane);
 
         /* mask: keys past the sequence, and past the diagonal under the causal mask */
-        const bool edge = kv0 + FM_BN > a.g.seq;
-        const bool diag = a.g.causal && kv0 + FM_BN - 1 > q0 + warp * 16;
+        const bool edge = kv0 + BN > a.g.seq;
+        const bool diag = a.g.causal && kv0 + BN - 1 > q0 + warp * 16;
         if (edge || diag) {
 #pragma unroll
-            for (int nt = 0; nt < 8; nt++)
+            for (int nt = 0; nt < NT; nt++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int col = kv0 + nt * 8 + 2 * (lane & 3) + (e & 1), row = row_lo + (e >> 1) * 8;
@@ -91,15 +103,15 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
         /* online softmax over the two rows of this thread (a quad of lanes shares each row) */
         float mx[2] = {m[0], m[1]};
 #pragma unroll
-        for (int nt = 0; nt < 8; nt++) {
+        for (int nt = 0; nt < NT; nt++) {
             mx[0] = fmaxf(mx[0], fmaxf(s[nt][0], s[nt][1]));
             mx[1] = fmaxf(mx[1], fmaxf(s[nt][2], s[nt][3]));
         }
         float alpha[2], mb[2], rs[2] = {0.0f, 0.0f};
         attn_rows_new_max(mx, m, alpha, mb, a.g.scale_log2);
-        uint32_t pa[4][4]; /* P as the A operand of the four k16 steps over the 64 keys */
+        uint32_t pa[NT / 2][4]; /* P as the A operand of the k16 steps over the BN keys */
 #pragma unroll
-        for (int nt = 0; nt < 8; nt++) {
+        for (int nt = 0; nt < NT; nt++) {
             const float p0 = attn_exp2(fmaf(s[nt][0], a.g.scale_log2, -mb[0]));
             const float p1 = attn_exp2(fmaf(s[nt][1], a.g.scale_log2, -mb[0]));
             const float p2 = attn_exp2(fmaf(s[nt][2], a.g.scale_log2, -mb[1]));
@@ -120,7 +132,7 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
         }
 
         /* O += P·V */
-        attn_warp_ab<D, 4, DT>(o, pa, vt, 0, lane);
+        attn_warp_ab<D, NT / 2, DT>(o, pa, vt, 0, lane);
         __syncthreads(); /* every warp is done with buffer j&1 before it is refilled */
     }
 
@@ -133,7 +145,7 @@ template <int D> __global__ void __launch_bounds__(FM_THREADS, 2) flash_mma_kern
 
 template <int D> static cudaError_t launch_flash_mma(const pl_attn_problem *p, cudaStream_t stream)
 {
-    constexpr int SMEM = FM_BM * D * 2 + 4 * FM_BN * D * 2;
+    constexpr int SMEM = fm_config<D>::smem_bytes;
     fm_args a;
     a.q = p->q;
     a.k = p->k;
@@ -156,5 +168,7 @@ extern "C" cudaError_t pl_attn_flash_mma(const pl_attn_problem *p, cudaStream_t 
     char why[160];
     if (!pl_attn_problem_valid(p, why, sizeof why))
         return cudaErrorInvalidValue;
+    if (p->head_dim == 256)
+        return launch_flash_mma<256>(p, stream);
     return p->head_dim == 64 ? launch_flash_mma<64>(p, stream) : launch_flash_mma<128>(p, stream);
 }

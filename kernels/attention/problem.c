@@ -44,8 +44,8 @@ int pl_attn_problem_valid(const pl_attn_problem *p, char *why, size_t whylen)
                  p->kv_heads, p->seq);
         return 0;
     }
-    if (p->head_dim != 64 && p->head_dim != 128) {
-        snprintf(why, whylen, "head_dim %d is not supported: use 64 or 128", p->head_dim);
+    if (p->head_dim != 64 && p->head_dim != 128 && p->head_dim != 256) {
+        snprintf(why, whylen, "head_dim %d is not supported: use 64, 128 or 256", p->head_dim);
         return 0;
     }
     if (p->heads % p->kv_heads != 0) {
@@ -69,6 +69,10 @@ int pl_attn_bwd_problem_valid(const pl_attn_bwd_problem *p, char *why, size_t wh
 {
     if (!pl_attn_problem_valid(&p->f, why, whylen))
         return 0;
+    if (p->f.head_dim != 64 && p->f.head_dim != 128) {
+        snprintf(why, whylen, "head_dim %d is not supported by the backward kernels: use 64 or 128", p->f.head_dim);
+        return 0;
+    }
     if (!p->dout || !p->dq || !p->dk || !p->dv || !aligned16(p->dout) || !aligned16(p->dq) || !aligned16(p->dk) ||
         !aligned16(p->dv)) {
         snprintf(why, whylen, "dO, dQ, dK and dV must be present and 16-byte aligned");

@@ -67,6 +67,31 @@ __device__ __forceinline__ void pl_wgmma_m64n64k16_bf16(float (&d)[32], uint64_t
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
 }
 
+/* D[64 x 80] (+)= A[64 x 16] * B[16 x 80], A and B from shared memory through descriptors. scale_d = 0
+ * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
+ * TRANS_A = 1 A M-major (K x M row-major). */
+template <int TRANS_B, int TRANS_A = 0>
+__device__ __forceinline__ void pl_wgmma_m64n80k16_bf16(float (&d)[40], uint64_t desc_a, uint64_t desc_b,
+                                                  int scale_d)
+{
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %42, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39"
+                 "}, %40, %41, p, 1, 1, %44, %43;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B), "n"(TRANS_A));
+}
+
 /* D[64 x 128] (+)= A[64 x 16] * B[16 x 128], A and B from shared memory through descriptors. scale_d = 0
  * overwrites D (the first k-step of a tile), 1 accumulates. TRANS_B = 1 takes B N-major (K x N row-major),
  * TRANS_A = 1 A M-major (K x M row-major). */

@@ -25,15 +25,16 @@ extern "C" {
 double pl_attn_fwd_flops(int batch, int heads, int seq, int head_dim, int causal);
 
 /* The shape parameters attention:flash_fwd and attention:flash_bwd share, as lines of a pl_param_def table, with
- * the --small batch and kv heads (of 4 query heads, seq 77) given. */
-#define PL_ATTN_SHAPE_PARAMS(small_batch, small_kv)                                                                    \
+ * the --small batch and kv heads (of 4 query heads, seq 77) given, and the head dims the target's kernels take: the
+ * largest, the help line naming them, the --small one (NULL: the default, 128). */
+#define PL_ATTN_SHAPE_PARAMS(small_batch, small_kv, max_head_dim, head_dims, small_head_dim)                           \
     PL_INT_PARAM("batch", "4", 1, 65535, "sequences", .small_value = small_batch),                                     \
         PL_INT_PARAM("heads", "16", 1, 65535, "query heads", .small_value = "4"),                                      \
         PL_INT_PARAM("kv-heads", "0", 0, 65535,                                                                        \
                      "key/value heads (grouped-query attention; must divide heads); 0: as many as heads",              \
                      .small_value = small_kv),                                                                         \
         PL_INT_PARAM("seq", "4096", 1, 1 << 20, "tokens per sequence (queries = keys)", .small_value = "77"),          \
-        PL_INT_PARAM("head-dim", "128", 64, 128, "64 or 128"),                                                         \
+        PL_INT_PARAM("head-dim", "128", 64, max_head_dim, head_dims, .small_value = small_head_dim),                   \
         PL_BOOL_PARAM("causal", "false", "query i sees keys 0..i"),                                                    \
         PL_CHOICE_PARAM("layout", "bhsd", "bhsd|bshd",                                                                 \
                         "bhsd = [batch][heads][seq][head_dim], bshd = [batch][seq][heads][head_dim]"),                 \
@@ -43,8 +44,10 @@ double pl_attn_fwd_flops(int batch, int heads, int seq, int head_dim, int causal
  * p's pointers are left as they are. */
 void pl_attn_shape_from_params(const pl_params *params, pl_attn_problem *p);
 
-/* Checks shape parameters before any allocation: 0 when fine, else -1 with the problem and its fix in err. */
-int pl_attn_fwd_params_check(int batch, int heads, int kv_heads, int seq, int head_dim, char *err, size_t errlen);
+/* Checks shape parameters before any allocation: 0 when fine, else -1 with the problem and its fix in err. Head
+ * dims 64, 128 and (with_256) 256: the forward kernels take 256, the backward kernels do not. */
+int pl_attn_fwd_params_check(int batch, int heads, int kv_heads, int seq, int head_dim, int with_256, char *err,
+                             size_t errlen);
 
 /* float64 reference of the forward pass from the bf16 inputs as the GPU holds them (host copies in the problem's
  * layout): out (fp32, the layout of q) and lse (double, [batch][heads][seq]). p's pointers are not used. */

@@ -41,10 +41,12 @@ void pl_attn_shape_from_params(const pl_params *params, pl_attn_problem *p)
     p->scale = scale > 0 ? (float)scale : (float)(1.0 / sqrt((double)p->head_dim));
 }
 
-int pl_attn_fwd_params_check(int batch, int heads, int kv_heads, int seq, int head_dim, char *err, size_t errlen)
+int pl_attn_fwd_params_check(int batch, int heads, int kv_heads, int seq, int head_dim, int with_256, char *err,
+                             size_t errlen)
 {
-    if (head_dim != 64 && head_dim != 128) {
-        snprintf(err, errlen, "--head-dim %d is not supported: use 64 or 128", head_dim);
+    if (head_dim != 64 && head_dim != 128 && !(with_256 && head_dim == 256)) {
+        snprintf(err, errlen, "--head-dim %d is not supported: use 64%s128%s", head_dim, with_256 ? ", " : " or ",
+                 with_256 ? " or 256" : "");
         return -1;
     }
     if (kv_heads < 1 || heads % kv_heads != 0) {

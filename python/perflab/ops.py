@@ -282,7 +282,7 @@ def softmax(x, dim=-1):
 def flash_attn(q, k, v, causal=False, scale=None, layout="bhsd"):
     """O = softmax(scale · Q·Kᵀ (+ causal mask)) · V, bf16. layout "bhsd": q [batch, heads, seq, dim], k and v
     [batch, kv_heads, seq, dim] (grouped-query attention when kv_heads < heads); "bshd": [batch, seq, heads, dim].
-    head_dim 64 or 128; scale defaults to 1/sqrt(dim). Forward only."""
+    head_dim 64, 128 or 256; scale defaults to 1/sqrt(dim). Forward only."""
     op = "flash_attn"
     _need(op, "q", q, _BF16, ndim=4)
     _need(op, "k", k, _BF16, ndim=4, device=q.device)
@@ -294,7 +294,7 @@ def flash_attn(q, k, v, causal=False, scale=None, layout="bhsd"):
     sd = 2 if layout == "bhsd" else 1
     _shape(op, q.shape[0] == k.shape[0] and q.shape[sd] == k.shape[sd] and q.shape[3] == k.shape[3],
            f"q {tuple(q.shape)} and k {tuple(k.shape)} differ in batch, seq or head_dim ({layout})")
-    _shape(op, q.shape[3] in (64, 128), f"head_dim {q.shape[3]}: 64 or 128")
+    _shape(op, q.shape[3] in (64, 128, 256), f"head_dim {q.shape[3]}: 64, 128 or 256")
     _shape(op, q.shape[hd] % k.shape[hd] == 0, f"heads ({q.shape[hd]}) must be a multiple of kv_heads ({k.shape[hd]})")
     scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
     return _flash_op(q, k, v, bool(causal), scale, 0 if layout == "bhsd" else 1)

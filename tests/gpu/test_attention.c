@@ -1,6 +1,6 @@
 /* On a GPU: perflab verify of attention:flash_fwd, attention:flash_bwd and attention:decode_paged on odd shapes —
  * sequence lengths 1, 77, 129, 333, 1000, 2049 and 4097 (no multiple of any tile), causal and not, GQA groups of 1 to
- * 8 (3 included, which the decode kernel pads), batches of 1 and 3, both layouts, both head dimensions, both
+ * 8 (3 included, which the decode kernel pads), batches of 1 and 3, both layouts, every head dimension, both
  * reference paths (float64 host, unfused fp32 on the device), the backward's --deterministic run twice to the same
  * bits, page sizes 8, 16, 24, 40 and 64 with mixed lengths; for the balanced decode kernels, a pair cut among every
  * CTA, fewer tiles than CTAs, a batch over one scan block, kv-head blocks of 5 and 6; for the FP8 kernels, rows
@@ -41,6 +41,19 @@ static const char *const fwd_cases[] = {
     "--batch 1 --heads 4 --kv-heads 1 --seq 1000 --head-dim 128 --layout bshd",
     "--batch 1 --heads 2 --kv-heads 1 --seq 4097 --head-dim 128 --causal true --layout bshd",
     "--batch 1 --heads 2 --kv-heads 2 --seq 4097 --head-dim 64 --layout bhsd",
+    /* head_dim 256 (flash_wgmma's 80-key tiles, flash_mma's 32-key tiles): lengths no multiple of 80, 128 or 32
+     * (160 is two whole 80-key tiles and one and a quarter 128-query tiles), GQA groups of 4, batches 1 and 3, both
+     * layouts and schedules; the float64 host reference up to 128 Mi multiply-adds (the first four), then the fp32
+     * unfused one */
+    "--batch 2 --heads 4 --kv-heads 1 --seq 1 --head-dim 256 --causal true --layout bshd",
+    "--batch 3 --heads 8 --kv-heads 2 --seq 77 --head-dim 256 --layout bshd",
+    "--batch 3 --heads 4 --kv-heads 1 --seq 160 --head-dim 256 --causal true --layout bhsd --wgmma-schedule pingpong",
+    "--batch 1 --heads 4 --kv-heads 1 --seq 333 --head-dim 256 --causal true --layout bshd --scale 0.2",
+    "--batch 3 --heads 4 --kv-heads 1 --seq 1000 --head-dim 256 --causal true --layout bhsd",
+    "--batch 1 --heads 8 --kv-heads 2 --seq 1000 --head-dim 256 --layout bhsd --wgmma-schedule pingpong",
+    "--batch 1 --heads 8 --kv-heads 2 --seq 2049 --head-dim 256 --layout bshd",
+    "--batch 3 --heads 4 --kv-heads 1 --seq 2049 --head-dim 256 --causal true --layout bshd --wgmma-schedule pingpong",
+    "--batch 1 --heads 4 --kv-heads 1 --seq 4097 --head-dim 256 --causal true --layout bhsd",
 };
 
 /* the backward: odd lengths (2, 77, 129, 333, 1000, 2049, 4097; not 1, where dQ and dK are exactly 0 and only

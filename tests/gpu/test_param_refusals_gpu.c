@@ -6,7 +6,7 @@
 START_TEST(values_the_gpu_cannot_hold_exit_2)
 {
     static const char *const cases[][3] = {
-        {"attention:flash_fwd", "--head-dim 96", "--head-dim 96 is not supported: use 64 or 128"},
+        {"attention:flash_fwd", "--head-dim 96", "--head-dim 96 is not supported: use 64, 128 or 256"},
         {"moe:grouped_gemm", "--tokens 16000000 --topk 64", "GiB of device memory"},
         {"memory:vectorized_copy", "--n 100g", "needs 800.0 GiB of device memory"},
         {"memory:unified", "--n 60g", "managed memory beyond what the GPU holds can hang it"},

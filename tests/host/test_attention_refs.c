@@ -25,11 +25,15 @@ END_TEST
 START_TEST(parameter_checks_name_the_fix)
 {
     char err[256];
-    ck_assert_int_eq(pl_attn_fwd_params_check(4, 16, 16, 4096, 128, err, sizeof err), 0);
-    ck_assert_int_eq(pl_attn_fwd_params_check(4, 16, 5, 4096, 128, err, sizeof err), -1);
+    ck_assert_int_eq(pl_attn_fwd_params_check(4, 16, 16, 4096, 128, 1, err, sizeof err), 0);
+    ck_assert_int_eq(pl_attn_fwd_params_check(4, 16, 5, 4096, 128, 1, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "--kv-heads 5"));
-    ck_assert_int_eq(pl_attn_fwd_params_check(4, 16, 16, 4096, 96, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "use 64 or 128"));
+    ck_assert_int_eq(pl_attn_fwd_params_check(4, 16, 16, 4096, 96, 1, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "use 64, 128 or 256"));
+    /* 256: the forward's kernels take it, the backward's do not */
+    ck_assert_int_eq(pl_attn_fwd_params_check(4, 16, 16, 4096, 256, 1, err, sizeof err), 0);
+    ck_assert_int_eq(pl_attn_fwd_params_check(4, 16, 16, 4096, 256, 0, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "--head-dim 256 is not supported: use 64 or 128"));
 
     pl_attn_problem p;
     memset(&p, 0, sizeof p);
@@ -40,6 +44,20 @@ START_TEST(parameter_checks_name_the_fix)
     p.o = buf;
     p.lse = lse;
     ck_assert(pl_attn_problem_valid(&p, err, sizeof err));
+    p.head_dim = 256;
+    ck_assert(pl_attn_problem_valid(&p, err, sizeof err));
+    pl_attn_bwd_problem bp;
+    memset(&bp, 0, sizeof bp);
+    bp.f = p;
+    bp.dout = bp.dq = bp.dk = bp.dv = buf;
+    ck_assert(!pl_attn_bwd_problem_valid(&bp, err, sizeof err));
+    ck_assert_ptr_nonnull(strstr(err, "use 64 or 128"));
+    bp.f.head_dim = 128;
+    ck_assert(pl_attn_bwd_problem_valid(&bp, err, sizeof err));
+    p.head_dim = 96;
+    ck_assert(!pl_attn_problem_valid(&p, err, sizeof err));
+    ck_assert_ptr_nonnull(strstr(err, "use 64, 128 or 256"));
+    p.head_dim = 64;
     p.kv_heads = 3;
     ck_assert(!pl_attn_problem_valid(&p, err, sizeof err));
     p.kv_heads = 2;

@@ -124,8 +124,8 @@ def test_ops_match_pytorch(torch_gpu):
     _close(torch, perflab.ops.layer_norm(x, w, bias), F.layer_norm(x.float(), (1001,), w.float(), bias.float(), 1e-5))
     _close(torch, perflab.ops.layer_norm(x, w), F.layer_norm(x.float(), (1001,), w.float(), None, 1e-5))
     _close(torch, perflab.ops.softmax(x), torch.softmax(x.float(), -1))
-    for causal in (False, True):
-        q, k, v = rnd(2, 8, 300, 128), rnd(2, 2, 300, 128), rnd(2, 2, 300, 128)
+    for causal, dim in ((False, 128), (True, 128), (False, 256), (True, 256)):
+        q, k, v = rnd(2, 8, 300, dim), rnd(2, 2, 300, dim), rnd(2, 2, 300, dim)
         ref = F.scaled_dot_product_attention(q.float(), k.float().repeat_interleave(4, 1),
                                              v.float().repeat_interleave(4, 1), is_causal=causal)
         _close(torch, perflab.ops.flash_attn(q, k, v, causal=causal), ref)
