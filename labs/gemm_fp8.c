@@ -11,9 +11,9 @@
 #include "labs.h"
 #include "perflab/perflab.h"
 
-#define STREAM_A           21 /* per-buffer seed streams of the sources */
-#define STREAM_B           22
-#define LT_WORKSPACE_BYTES (32u << 20)
+#define STREAM_A            21 /* per-buffer seed streams of the sources */
+#define STREAM_B            22
+#define LT_WORKSPACE_BYTES  (32u << 20)
 
 #define FP8_NATIVE_FEATURES (PL_FEAT_WGMMA | PL_FEAT_TMA | PL_FEAT_FP8)
 #define REQ_FP8_NATIVE                                                                                                 \
@@ -229,7 +229,11 @@ static int run_native(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, fp8_launcher
 
 /* The variant `name` runs native kernel `launch` with scaling `sc`, promoting every `promote` k-blocks (0: every
  * k-block). */
-#define NATIVE_VARIANT(name, sc, launch, promote)                                                                          static int name(pl_ctx *ctx, void *state)                                                                              {                                                                                                                          return run_native(ctx, state, sc, launch, promote);                                                                }
+#define NATIVE_VARIANT(name, sc, launch, promote)                                                                      \
+    static int name(pl_ctx *ctx, void *state)                                                                          \
+    {                                                                                                                  \
+        return run_native(ctx, state, sc, launch, promote);                                                            \
+    }
 NATIVE_VARIANT(run_fp8_tensor, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws, 0)
 NATIVE_VARIANT(run_fp8_tensor_p4, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws, 4)
 NATIVE_VARIANT(run_fp8_block, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws, 0)
@@ -237,9 +241,11 @@ NATIVE_VARIANT(run_fp8_block_halves, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_halves
 NATIVE_VARIANT(run_fp8_tensor_halves, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws_halves, 0)
 NATIVE_VARIANT(run_fp8_block_c2, PL_FP8_SCALING_BLOCK, pl_gemm_fp8_ws_c2, 0)
 NATIVE_VARIANT(run_fp8_tensor_2p, PL_FP8_SCALING_TENSOR, pl_gemm_fp8_ws_two_parts, 0)
+NATIVE_VARIANT(run_fp8_picked_tensor, PL_FP8_SCALING_TENSOR, pl_gemm_fp8, 1)
+NATIVE_VARIANT(run_fp8_picked_block, PL_FP8_SCALING_BLOCK, pl_gemm_fp8, 1)
 
-static int run_lt_plan(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, const pl_fp8_cublaslt *plan,
-                       cublasStatus_t status, const char *what)
+static int run_lt_plan(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, const pl_fp8_cublaslt *plan, cublasStatus_t status,
+                       const char *what)
 {
     s->last = sc;
     if (!plan)
@@ -252,8 +258,8 @@ static int run_lt_plan(pl_ctx *ctx, fp8_state *s, pl_fp8_scaling sc, const pl_fp
 static int run_lt_tensor(pl_ctx *ctx, void *state)
 {
     fp8_state *s = state;
-    return run_lt_plan(ctx, s, PL_FP8_SCALING_TENSOR, s->lt[PL_FP8_SCALING_TENSOR],
-                       s->lt_status[PL_FP8_SCALING_TENSOR], "tensor-scaled");
+    return run_lt_plan(ctx, s, PL_FP8_SCALING_TENSOR, s->lt[PL_FP8_SCALING_TENSOR], s->lt_status[PL_FP8_SCALING_TENSOR],
+                       "tensor-scaled");
 }
 
 static int run_lt_block(pl_ctx *ctx, void *state)
@@ -266,8 +272,7 @@ static int run_lt_block(pl_ctx *ctx, void *state)
 static int run_lt_fast(pl_ctx *ctx, void *state)
 {
     fp8_state *s = state;
-    return run_lt_plan(ctx, s, PL_FP8_SCALING_TENSOR, s->lt_fast, s->lt_fast_status,
-                       "tensor-scaled fast-accumulating");
+    return run_lt_plan(ctx, s, PL_FP8_SCALING_TENSOR, s->lt_fast, s->lt_fast_status, "tensor-scaled fast-accumulating");
 }
 
 static const pl_variant fp8_variants[] = {
@@ -306,6 +311,14 @@ static const pl_variant fp8_variants[] = {
                "the tensor cores while kb - 1 is promoted (wait_group 1), so no drain inside a tile, still every "
                "128 K (three 64-register accumulators: the reason for the narrower tile). The drain costs 5% at this "
                "width; the narrower tile costs more (docs/perf/gemm.md, FP8: other tile widths)",
+               .req = REQ_FP8_NATIVE),
+    PL_VARIANT("fp8_picked_tensor", run_fp8_picked_tensor,
+               "pl_gemm_fp8, the one call, per-tensor scales, promotion every 128 K: the kernel its model picks for "
+               "the shape (at decode sizes, M <= 128, the swapped split-K kernels: 64 weight rows × 16-64 tokens a "
+               "CTA, K split over a cluster, partials added in rank order)",
+               .req = REQ_FP8_NATIVE),
+    PL_VARIANT("fp8_picked_block", run_fp8_picked_block,
+               "fp8_picked_tensor with the block scales (A 1×128, B 128×128), as the engine's FP8 decode calls it",
                .req = REQ_FP8_NATIVE),
     PL_VARIANT("cublaslt_fp8", run_lt_tensor,
                "cuBLASLt FP8 GEMM, per-tensor scales, its first heuristic algorithm: the library reference",

@@ -9,7 +9,7 @@ by hand, hence this generator. Run it from the repository root after changing a 
 import sys
 
 BF16_WIDTHS = (16, 32, 64, 80, 128, 176, 192, 200, 224, 256)  # wgmma N of the m64nNk16 bf16 -> f32 instructions the kernels issue (16-64: split-K tiles; 80: attention's 80-key tiles at head_dim 256; 176: the 192×176 tile; 192: the 128×192 tile; 200: the swapped split-K 200-token tile; 224: the 128×224 tile)
-E4M3_WIDTHS = (96, 128, 176, 192)  # wgmma N of the m64nNk32 e4m3 -> f32 instructions the FP8 kernels issue (96: the halves of the 128×192 tile; 176: the 128×176 tile)
+E4M3_WIDTHS = (16, 32, 64, 96, 128, 176, 192)  # wgmma N of the m64nNk32 e4m3 -> f32 instructions the FP8 kernels issue (16-64: the swapped split-K tiles and their half-width edges; 96: the halves of the 128×192 tile; 176: the 128×176 tile)
 RS_WIDTHS = (64, 128, 256)  # wgmma N of the register-A m64nNk16 instructions of attention: the head dimensions
 STEP_MAX = 192  # every multiple of 8 up to this: the tokens of a tile with the tokens as wgmma's N (grouped_t_sm90a.cu)
 

@@ -121,6 +121,17 @@ cudaError_t pl_gemm_fp8_ws_halves(const pl_gemm_fp8_problem *p, cudaStream_t str
 /* The halves kernel in 2-CTA clusters (the B panel multicast as in pl_gemm_fp8_ws_c2). Needs clusters. */
 cudaError_t pl_gemm_fp8_ws_halves_c2(const pl_gemm_fp8_problem *p, cudaStream_t stream);
 
+/* Decode (M = 1-128 tokens): split-K with A and B swapped (fp8_sk_sm90a.cu). Dᵀ = B·Aᵀ on CTAs of 64 rows of N
+ * (wgmma's M) × TILE tokens (its narrow N: 16, 32 or 64), K split over a cluster of 1-16 CTAs and the fp32 partials
+ * added in rank order (the same bits every run); promotion to fp32 every 128 K with either scaling, as
+ * pl_gemm_fp8_ws (promote must be 0 or 1); D 8-byte aligned. Needs clusters. The split is pl_gemm_sk_split's over
+ * k-blocks of 128 (about two CTAs an SM); pl_gemm_fp8_sk takes it explicitly (split 0: the rule's; 1-16, capped at the
+ * k-block count) and tile 16, 32 or 64, cudaErrorInvalidValue otherwise. */
+cudaError_t pl_gemm_fp8_sk(const pl_gemm_fp8_problem *p, int tile, int split, cudaStream_t stream);
+cudaError_t pl_gemm_fp8_sk_swap16(const pl_gemm_fp8_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_fp8_sk_swap32(const pl_gemm_fp8_problem *p, cudaStream_t stream);
+cudaError_t pl_gemm_fp8_sk_swap64(const pl_gemm_fp8_problem *p, cudaStream_t stream);
+
 /* ---- quantization (bf16 in, e4m3 out; scales are powers of two: 2^⌈log2(amax/448)⌉, 1 for an all-zero block) ---- */
 
 /* One scale for all n elements: written to *scale on the device (no host round trip). amax_scratch: one unsigned

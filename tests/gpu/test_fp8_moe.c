@@ -17,6 +17,8 @@
 #include "core/results_json.h"
 #include "core/util.h"
 #include "gemm/grouped.h"
+#include "gemm/host/heuristic.h"
+#include "gemm/host/splitk.h"
 #include "perflab/device.h"
 #include "testutil.h"
 
@@ -176,30 +178,47 @@ static int kenv_init(kenv *e)
     return 1;
 }
 
+/* The direct FP8 tests' buffers: bf16 sources A (m×k) and B (n×k) from seed streams sa and sb, their dequantized
+ * copies once quantized, and two outputs. */
+typedef struct fp8_bufs {
+    uint16_t *x, *w, *x16, *w16, *d1, *d2;
+} fp8_bufs;
+
+static fp8_bufs fp8_bufs_make(pl_ctx *ctx, int m, int n, int k, int sa, int sb)
+{
+    fp8_bufs b = {pl_device_alloc(ctx, (size_t)m * k * 2), pl_device_alloc(ctx, (size_t)n * k * 2),
+                  pl_device_alloc(ctx, (size_t)m * k * 2), pl_device_alloc(ctx, (size_t)n * k * 2),
+                  pl_device_alloc(ctx, (size_t)m * n * 2), pl_device_alloc(ctx, (size_t)m * n * 2)};
+    ck_assert(b.x && b.w && b.x16 && b.w16 && b.d1 && b.d2);
+    ck_assert(pl_fp8_sources_fill(ctx, b.x, m, b.w, n, k, sa, sb, PL_FP8_INPUTS_SIGNED) == 0);
+    return b;
+}
+
+/* The sources quantized with scaling sc: the FP8 problem over them (D unset), and in *ref the product of the values it
+ * multiplies (dequantized exactly). */
+static pl_gemm_fp8_problem fp8_quantized(kenv *e, const fp8_bufs *b, int m, int n, int k, pl_fp8_scaling sc,
+                                         pl_gemm_reference *ref)
+{
+    pl_ctx *ctx = &e->ctx;
+    pl_fp8_operands q;
+    ck_assert_msg(pl_fp8_operands_make(ctx, b->x, m, b->w, 1, n, k, sc, &q) == 0, "%s", ctx->error);
+    ck_assert(pl_fp8_operands_dequantize(ctx, &q, b->x16, b->w16) == 0);
+    pl_gemm_problem p16 = {.m = m, .n = n, .k = k, .a = b->x16, .b = b->w16, .d = b->d1};
+    ck_assert_msg(pl_gemm_reference_make(ctx, e->cublas, &p16, PL_DTYPE_BF16, ref) == 0, "%s", ctx->error);
+    pl_gemm_fp8_problem p = {
+        .m = m, .n = n, .k = k, .a = q.a, .b = q.b, .scaling = sc, .scale_a = q.sa, .scale_b = q.sb};
+    return p;
+}
+
 /* The FP8 kernel, both scalings, with and without clusters, against the product of its quantized inputs. */
 static void fp8_direct(kenv *e, int m, int n, int k)
 {
     pl_ctx *ctx = &e->ctx;
-    uint16_t *x = pl_device_alloc(ctx, (size_t)m * k * 2), *w = pl_device_alloc(ctx, (size_t)n * k * 2);
-    uint16_t *x16 = pl_device_alloc(ctx, (size_t)m * k * 2), *w16 = pl_device_alloc(ctx, (size_t)n * k * 2);
-    uint16_t *d1 = pl_device_alloc(ctx, (size_t)m * n * 2), *d2 = pl_device_alloc(ctx, (size_t)m * n * 2);
-    ck_assert(x && w && x16 && w16 && d1 && d2);
-    ck_assert(pl_fp8_sources_fill(ctx, x, m, w, n, k, 1, 2, PL_FP8_INPUTS_SIGNED) == 0);
+    const fp8_bufs b = fp8_bufs_make(ctx, m, n, k, 1, 2);
+    uint16_t *d1 = b.d1, *d2 = b.d2;
     for (int sc = 0; sc < 2; sc++) {
-        pl_fp8_operands q;
-        ck_assert_msg(pl_fp8_operands_make(ctx, x, m, w, 1, n, k, (pl_fp8_scaling)sc, &q) == 0, "%s", ctx->error);
-        ck_assert(pl_fp8_operands_dequantize(ctx, &q, x16, w16) == 0);
-        pl_gemm_problem p16 = {.m = m, .n = n, .k = k, .a = x16, .b = w16, .d = d1};
         pl_gemm_reference ref;
-        ck_assert_msg(pl_gemm_reference_make(ctx, e->cublas, &p16, PL_DTYPE_BF16, &ref) == 0, "%s", ctx->error);
-        pl_gemm_fp8_problem p = {.m = m,
-                                 .n = n,
-                                 .k = k,
-                                 .a = q.a,
-                                 .b = q.b,
-                                 .scaling = (pl_fp8_scaling)sc,
-                                 .scale_a = q.sa,
-                                 .scale_b = q.sb};
+        pl_gemm_fp8_problem p = fp8_quantized(e, &b, m, n, k, (pl_fp8_scaling)sc, &ref);
         char what[128];
         /* the plain kernel, 2-CTA clusters, the half-tile commit groups, both (K = 1040: two runs of 4 k-blocks and one
          * more; 400: one run; 16: no whole run), the 128×128 tiles alone and in pairs */
@@ -244,6 +263,65 @@ static void fp8_direct(kenv *e, int m, int n, int k)
                 check_twice(ctx, what, launch[c], &p, &ref, 1, d1, d2, (size_t)m * n * 2);
                 p.promote = 0;
             }
+    }
+    pl_free_all(ctx);
+}
+
+/* check_twice's launcher of the FP8 decode kernel with an explicit tile and split (0: the rule's). */
+typedef struct fp8_sk_case {
+    pl_gemm_fp8_problem p;
+    int tile, split;
+} fp8_sk_case;
+
+static cudaError_t launch_fp8_sk_case(void *arg, uint16_t *d, cudaStream_t stream)
+{
+    fp8_sk_case *c = arg;
+    c->p.d = d;
+    return pl_gemm_fp8_sk(&c->p, c->tile, c->split, stream);
+}
+
+/* The FP8 decode kernels (swapped split-K) on m tokens, both scalings: every token tile that takes m (M <= 4 tiles),
+ * each at the rule's split, unsplit, three CTAs (k-blocks shared unevenly) and the largest split the k-blocks allow
+ * (up to 16: a non-portable cluster); then pl_gemm_fp8's pick, which at these sizes should be one of them. Each
+ * against the product of its quantized inputs, outputs poisoned, run twice for the same bits. */
+static void fp8_decode_direct(kenv *e, int m, int n, int k)
+{
+    pl_ctx *ctx = &e->ctx;
+    const fp8_bufs b = fp8_bufs_make(ctx, m, n, k, 5, 6);
+    uint16_t *d1 = b.d1, *d2 = b.d2;
+    const int kb = pl_fp8_kblocks(k), most = kb < PL_SK_MAX_SPLIT ? kb : PL_SK_MAX_SPLIT;
+    for (int sc = 0; sc < 2; sc++) {
+        pl_gemm_reference ref;
+        fp8_sk_case c = {.p = fp8_quantized(e, &b, m, n, k, (pl_fp8_scaling)sc, &ref)};
+        char what[160];
+        const int splits[4] = {0, 1, 3, most};
+        for (int tile = 16; tile <= 64; tile *= 2) {
+            if (m > 4 * tile)
+                continue;
+            for (int i = 0; i < 4; i++) {
+                if (splits[i] > kb)
+                    continue;
+                c.tile = tile;
+                c.split = splits[i];
+                pl_snprintf(what, sizeof what, "fp8 decode GEMM %dx%dx%d %s scales, %d tokens a tile, split %d%s", m, n,
+                            k, sc ? "block" : "tensor", tile, splits[i], splits[i] ? "" : " (the rule's)");
+                check_twice(ctx, what, launch_fp8_sk_case, &c, &ref, 1, d1, d2, (size_t)m * n * 2);
+            }
+        }
+        pl_gemm_pick pick;
+        pl_gemm_gpu g;
+        ck_assert(pl_gemm_gpu_query(&g) == cudaSuccess);
+        c.p.d = d1;
+        ck_assert_msg(pl_gemm_fp8_pick(&c.p, &g, &pick) == 0, "%s", pick.why);
+        pl_snprintf(what, sizeof what, "fp8 decode GEMM %dx%dx%d %s scales, pl_gemm_fp8's pick (%s)", m, n, k,
+                    sc ? "block" : "tensor", pick.kernel->name);
+        check_twice(ctx, what, launch_fp8_picked, &c.p, &ref, 1, d1, d2, (size_t)m * n * 2);
+        /* refused before any work: a tile it has not, promotion every 512 K */
+        c.tile = 128;
+        ck_assert(launch_fp8_sk_case(&c, d1, ctx->stream) == cudaErrorInvalidValue);
+        c.tile = 16;
+        c.p.promote = 4;
+        ck_assert(launch_fp8_sk_case(&c, d1, ctx->stream) == cudaErrorInvalidValue);
     }
     pl_free_all(ctx);
 }
@@ -314,6 +392,26 @@ static void grouped_direct(kenv *e, int experts, int tokens, double alpha, int n
     pl_free_all(ctx);
 }
 
+/* The FP8 decode kernels at token counts of one, a few, a tile and past one (M = 1, 7, 64, 100), N no multiple of their
+ * 64 rows (odd: every store element by element) and K no multiple of 128; and the Llama-3-8B layer's QKV shape at 64
+ * tokens (the rule's split of 3 over 32 k-blocks: uneven shares). */
+START_TEST(fp8_small_m)
+{
+    kenv e;
+    if (!kenv_init(&e))
+        return;
+    fp8_decode_direct(&e, 1, 200, 656);
+    fp8_decode_direct(&e, 7, 1001, 2064);
+    fp8_decode_direct(&e, 64, 392, 1040);
+    fp8_decode_direct(&e, 100, 520, 4112);
+    fp8_decode_direct(&e, 64, 6144, 4096);
+    cublasDestroy(e.cublas);
+    /* the target's one-call variants at decode sizes, against the same reference as every gemm:fp8 variant */
+    verify_ok("fp8-decode-64", "gemm:fp8", "--m 64 --n 392 --k 1040");
+    verify_ok("fp8-decode-100", "gemm:fp8", "--m 100 --n 1000 --k 4112");
+}
+END_TEST
+
 START_TEST(kernels_direct)
 {
     kenv e;
@@ -342,6 +440,7 @@ static Suite *suite(void)
     tcase_add_test(tc, fp8_promotion_accuracy);
     tcase_add_test(tc, moe_grouped_odd_routing);
     tcase_add_test(tc, kernels_direct);
+    tcase_add_test(tc, fp8_small_m);
     suite_add_tcase(s, tc);
     return s;
 }

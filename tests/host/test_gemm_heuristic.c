@@ -697,6 +697,30 @@ START_TEST(fp8_pick_follows_the_measured_winners)
 }
 END_TEST
 
+/* At decode sizes the FP8 pick goes to the swapped split-K kernels with no opt-in (the model alone, predicted rows):
+ * the 128-row kernels give the Llama-3-8B layer's QKV, O and down 22-48 CTAs at M = 64, the split-K ones 192-288, so
+ * B streams at the HBM rate. Both scalings, promotion every 128 K as the engine asks; one token too. Past 4 token
+ * tiles the decode rows refuse. */
+START_TEST(fp8_pick_goes_to_split_k_at_decode)
+{
+    static const int shapes[][2] = {{6144, 4096}, {4096, 4096}, {4096, 14336}, {28672, 4096}};
+    for (int sc = 0; sc < 2; sc++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            const int n = shapes[i][0], k = shapes[i][1];
+            const char *one = fp8_pick(1, n, k, (pl_fp8_scaling)sc, 1, &h200);
+            ck_assert_msg(strncmp(one, "fp8_sk_swap_16x", 15) == 0, "1x%dx%d: picked %s", n, k, one);
+            const char *m64 = fp8_pick(64, n, k, (pl_fp8_scaling)sc, 1, &h200);
+            if (n < 28672) /* gate/up fills the GPU with either family: the model's tie */
+                ck_assert_msg(strncmp(m64, "fp8_sk_swap_", 12) == 0, "64x%dx%d: picked %s", n, k, m64);
+            ck_assert_msg(strncmp(fp8_pick(512, n, k, (pl_fp8_scaling)sc, 1, &h200), "fp8_ws_", 7) == 0,
+                          "512x%dx%d: a decode row past its 4 token tiles", n, k);
+        }
+    /* the decode rows never run promotion every 512 K */
+    ck_assert_msg(strncmp(fp8_pick(64, 4096, 4096, PL_FP8_SCALING_TENSOR, 4, &h200), "fp8_ws_128x192", 14) == 0,
+                  "promote = 4 is the 128×192 kernels' only");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gemm_heuristic");
@@ -716,6 +740,7 @@ static Suite *suite(void)
     tcase_add_test(tc, points_scale_the_model);
     tcase_add_test(tc, points_generalize_to_shapes_left_out);
     tcase_add_test(tc, fp8_pick_follows_the_measured_winners);
+    tcase_add_test(tc, fp8_pick_goes_to_split_k_at_decode);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -91,7 +91,7 @@ double pl_gemm_model_us(const pl_gemm_kernel *k, const pl_gemm_problem *p, const
     const pl_gemm_model *mp = &k->model;
     const long long tiles = ceil_div(p->m, k->tile_m) * ceil_div(p->n, k->tile_n);
     const long long k_steps = ceil_div(p->k, k->tile_k);
-    const int kb = (int)ceil_div(p->k, PL_SK_BK);
+    const int kb = (int)k_steps; /* a split-K kernel's k-blocks: 64 K of bf16, 128 of e4m3 (its tile_k) */
     const int split = !(k->flags & PL_GEMM_KERNEL_SPLIT_K)      ? 1
                       : (k->flags & PL_GEMM_KERNEL_SPLIT_WAVES) ? pl_gemm_sk_split_waves(tiles, kb, g->sms)
                       : (k->flags & PL_GEMM_KERNEL_SPLIT_W1)    ? pl_gemm_sk_split_w1(tiles, kb, g->sms)

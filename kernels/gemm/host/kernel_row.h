@@ -21,6 +21,18 @@ int pl_gemm_supports_tma_kn(const pl_gemm_problem *p, char *why, size_t whylen);
  * 1 when the row's kernel takes p's scaling and promotion (128×176: tensor scaling only; the 128-wide kernels:
  * promotion every k-block only); the row's own `supports` checks the rest. */
 struct pl_gemm_fp8_problem;
+/* The FP8 problem a row of the FP8 table is given as a pl_gemm_problem: its e4m3 A and B, D, tensor scaling with unit
+ * scales. */
+struct pl_gemm_fp8_problem pl_gemm_fp8_problem_of(const pl_gemm_problem *p);
+/* What every FP8 row needs of such a problem: B N×K, no epilogue, and what pl_gemm_fp8_supports asks. */
+int pl_gemm_fp8_row_supports(const pl_gemm_problem *p, char *why, size_t whylen);
+/* The FP8 table's launcher `name` of FP8 kernel `fn` (unit scales, promotion every 128 K). */
+#define PL_GEMM_FP8_ROW_LAUNCHER(name, fn)                                                                             \
+    static cudaError_t name(const pl_gemm_problem *p, cudaStream_t stream)                                             \
+    {                                                                                                                  \
+        const struct pl_gemm_fp8_problem q = pl_gemm_fp8_problem_of(p);                                                \
+        return fn(&q, stream);                                                                                         \
+    }
 int pl_gemm_fp8_row_takes(const pl_gemm_kernel *row, const struct pl_gemm_fp8_problem *p);
 /* Runs the row's kernel on p (its scales, scaling and promotion); cudaErrorInvalidValue where it does not take p. */
 cudaError_t pl_gemm_fp8_row_launch(const pl_gemm_kernel *row, const struct pl_gemm_fp8_problem *p, cudaStream_t stream);

@@ -69,7 +69,7 @@
     ROW(wgmma_sk_swap_32x64x64_deep_kn)                                                                                \
     ROW(wgmma_sk_128x128x64_kn)
 
-/* The FP8 table (sm90/fp8_ws_rows.c): no pick, the caller names the kernel. */
+/* The FP8 table (sm90/fp8_ws_rows.c, sm90/fp8_sk_rows.c), in the order pl_gemm_fp8_pick breaks its model's ties by. */
 #define FP8_ROWS(ROW)                                                                                                  \
     ROW(fp8_ws_128x192x128_s4)                                                                                         \
     ROW(fp8_ws_128x192x128_s4_p4)                                                                                      \
@@ -78,7 +78,10 @@
     ROW(fp8_ws_128x176x128_s5)                                                                                         \
     ROW(fp8_ws_128x128x128_s6_c2)                                                                                      \
     ROW(fp8_ws_128x128x128_s6_2p)                                                                                      \
-    ROW(fp8_ws_128x128x128_s6_2p_c2)
+    ROW(fp8_ws_128x128x128_s6_2p_c2)                                                                                   \
+    ROW(fp8_sk_swap_16x64x128) /* sm90/fp8_sk_rows.c: decode */                                                        \
+    ROW(fp8_sk_swap_32x64x128)                                                                                         \
+    ROW(fp8_sk_swap_64x64x128)
 
 #define DECLARE(name) extern const pl_gemm_kernel pl_gemm_row_##name;
 #define ADDRESS(name) &pl_gemm_row_##name,

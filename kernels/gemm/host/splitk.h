@@ -33,6 +33,12 @@ extern "C" {
 /* Pipeline stages per TILE width (stage = 8 KB of X + TILE·128 B of Y): 60-72 KB a CTA, three a SM. */
 #define PL_SK_STAGES(tile) ((tile) <= 16 ? 6 : (tile) <= 32 ? 5 : (tile) <= 64 ? 4 : 3)
 
+/* What the pick's model is told of a one-warpgroup split-K kernel of tile width W (wgmma m64nW), predicted: it is fed
+ * by shared memory, 2 KB of X and W·32 B of Y per k-step (k16 bf16, k32 e4m3: 32 bytes of each row either way) at
+ * 128 B/clk against W/2 clocks of tensor work, so eff ≈ min(0.75, (W/2) / (16 + W/4)) · 0.95. */
+#define PL_SK_FEED(w) (((w) / 2.0) / (16 + (w) / 4.0))
+#define PL_SK_EFF(w)  ((PL_SK_FEED(w) < 0.75 ? PL_SK_FEED(w) : 0.75) * 0.95)
+
 /* The split S (CTAs of a cluster sharing one output tile's K) for `tiles` output tiles of `k_blocks` k-blocks on
  * `sms` SMs: the one that puts nearest PL_SK_SPLIT_CTAS_PER_SM CTAs on each SM (tiles·S ≈ 2·sms), at most
  * PL_SK_PORTABLE_SPLIT, each split at least PL_SK_MIN_KBLOCKS k-blocks; 1 when the tiles alone fill the GPU.

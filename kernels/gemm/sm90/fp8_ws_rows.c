@@ -7,7 +7,7 @@
 #include "gemm/fp8.h"
 #include "gemm/host/kernel_row.h"
 
-static pl_gemm_fp8_problem fp8_problem_of(const pl_gemm_problem *p)
+pl_gemm_fp8_problem pl_gemm_fp8_problem_of(const pl_gemm_problem *p)
 {
     pl_gemm_fp8_problem q;
     memset(&q, 0, sizeof q);
@@ -21,7 +21,7 @@ static pl_gemm_fp8_problem fp8_problem_of(const pl_gemm_problem *p)
     return q;
 }
 
-static int supports_fp8(const pl_gemm_problem *p, char *why, size_t whylen)
+int pl_gemm_fp8_row_supports(const pl_gemm_problem *p, char *why, size_t whylen)
 {
     if (!pl_gemm_problem_valid(p, why, whylen))
         return 0;
@@ -29,28 +29,21 @@ static int supports_fp8(const pl_gemm_problem *p, char *why, size_t whylen)
         snprintf(why, whylen, "takes B N×K (K-major: e4m3 wgmma has no transposed form) and no epilogue");
         return 0;
     }
-    const pl_gemm_fp8_problem q = fp8_problem_of(p);
+    const pl_gemm_fp8_problem q = pl_gemm_fp8_problem_of(p);
     return pl_gemm_fp8_supports(&q, why, whylen);
 }
 
-/* The table's launcher of FP8 kernel `fn` (unit scales, promotion every 128 K). */
-#define FP8_LAUNCHER(name, fn)                                                                                         \
-    static cudaError_t name(const pl_gemm_problem *p, cudaStream_t stream)                                             \
-    {                                                                                                                  \
-        const pl_gemm_fp8_problem q = fp8_problem_of(p);                                                               \
-        return fn(&q, stream);                                                                                         \
-    }
-FP8_LAUNCHER(launch_fp8, pl_gemm_fp8_ws)
-FP8_LAUNCHER(launch_fp8_c2, pl_gemm_fp8_ws_c2)
-FP8_LAUNCHER(launch_fp8_n128, pl_gemm_fp8_ws_n128)
-FP8_LAUNCHER(launch_fp8_n128_c2, pl_gemm_fp8_ws_n128_c2)
-FP8_LAUNCHER(launch_fp8_n176, pl_gemm_fp8_ws_n176)
-FP8_LAUNCHER(launch_fp8_two_parts, pl_gemm_fp8_ws_two_parts)
-FP8_LAUNCHER(launch_fp8_two_parts_c2, pl_gemm_fp8_ws_two_parts_c2)
+PL_GEMM_FP8_ROW_LAUNCHER(launch_fp8, pl_gemm_fp8_ws)
+PL_GEMM_FP8_ROW_LAUNCHER(launch_fp8_c2, pl_gemm_fp8_ws_c2)
+PL_GEMM_FP8_ROW_LAUNCHER(launch_fp8_n128, pl_gemm_fp8_ws_n128)
+PL_GEMM_FP8_ROW_LAUNCHER(launch_fp8_n128_c2, pl_gemm_fp8_ws_n128_c2)
+PL_GEMM_FP8_ROW_LAUNCHER(launch_fp8_n176, pl_gemm_fp8_ws_n176)
+PL_GEMM_FP8_ROW_LAUNCHER(launch_fp8_two_parts, pl_gemm_fp8_ws_two_parts)
+PL_GEMM_FP8_ROW_LAUNCHER(launch_fp8_two_parts_c2, pl_gemm_fp8_ws_two_parts_c2)
 
 static cudaError_t launch_fp8_p4(const pl_gemm_problem *p, cudaStream_t stream)
 {
-    pl_gemm_fp8_problem q = fp8_problem_of(p);
+    pl_gemm_fp8_problem q = pl_gemm_fp8_problem_of(p);
     q.promote = 4;
     return pl_gemm_fp8_ws(&q, stream);
 }
@@ -61,7 +54,7 @@ static cudaError_t launch_fp8_p4(const pl_gemm_problem *p, cudaStream_t stream)
  * one run of interleaved rounds (H100 SXM, 2026-11-27, df4439a; docs/perf/gemm.md, "Other tile widths"). */
 #define FP8_TILE(tn, st, cluster, e)                                                                                   \
     .tile_m = 128, .tile_n = (tn), .tile_k = 128, .stages = (st), .cluster_m = (cluster), .threads = 384,              \
-    .supports = supports_fp8, .model = PL_GEMM_MODEL_PERSISTENT((e), 1.0)
+    .supports = pl_gemm_fp8_row_supports, .model = PL_GEMM_MODEL_PERSISTENT((e), 1.0)
 
 const pl_gemm_kernel pl_gemm_row_fp8_ws_128x192x128_s4 = {
     .name = "fp8_ws_128x192x128_s4",
@@ -145,6 +138,10 @@ const pl_gemm_kernel pl_gemm_row_fp8_ws_128x128x128_s6_2p_c2 = {
 
 /* ---- the rows as the one call runs them (pl_gemm_fp8: the problem's own scales and promotion) ---- */
 
+/* the decode rows (fp8_sk_rows.c) */
+extern const pl_gemm_kernel pl_gemm_row_fp8_sk_swap_16x64x128, pl_gemm_row_fp8_sk_swap_32x64x128,
+    pl_gemm_row_fp8_sk_swap_64x64x128;
+
 static const struct {
     const pl_gemm_kernel *row;
     cudaError_t (*run)(const pl_gemm_fp8_problem *, cudaStream_t);
@@ -159,6 +156,9 @@ static const struct {
     {&pl_gemm_row_fp8_ws_128x128x128_s6_c2, pl_gemm_fp8_ws_n128_c2, 0, 0},
     {&pl_gemm_row_fp8_ws_128x128x128_s6_2p, pl_gemm_fp8_ws_two_parts, 0, 0},
     {&pl_gemm_row_fp8_ws_128x128x128_s6_2p_c2, pl_gemm_fp8_ws_two_parts_c2, 0, 0},
+    {&pl_gemm_row_fp8_sk_swap_16x64x128, pl_gemm_fp8_sk_swap16, 0, 0},
+    {&pl_gemm_row_fp8_sk_swap_32x64x128, pl_gemm_fp8_sk_swap32, 0, 0},
+    {&pl_gemm_row_fp8_sk_swap_64x64x128, pl_gemm_fp8_sk_swap64, 0, 0},
 };
 
 static int launcher_of(const pl_gemm_kernel *row)

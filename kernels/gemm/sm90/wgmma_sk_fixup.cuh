@@ -1,11 +1,14 @@
-/* The split-K kernel's fix-up (wgmma_sk_sm90a.cu's top and gemm_sk_kernel say how it works): the partials' loads
- * through DSMEM (pull) or stores with st.async (push), the fragments of a consumer's accumulators with their places,
- * and the owner's sums in rank order with the epilogue. sm_90a only. */
+/* What the split-K kernels share (the BF16 ones of wgmma_sk_sm90a.cu, whose top and gemm_sk_kernel say how they
+ * work, and the FP8 ones of fp8_sk_sm90a.cu): the CTA's configuration (sk_config: stages, shared memory, the partial
+ * tile's layout) and the fix-up (sk_reduce): the partials' loads through DSMEM (pull) or stores with st.async (push),
+ * the fragments of a consumer's accumulators with their places, and the owner's sums in rank order with the epilogue.
+ * sm_90a only. */
 #ifndef PERFLAB_GEMM_SM90_WGMMA_SK_FIXUP_CUH
 #define PERFLAB_GEMM_SM90_WGMMA_SK_FIXUP_CUH
 
 #include "gemm/device/epilogue.cuh"
 #include "common/sm90_common.cuh"
+#include "gemm/host/splitk.h"
 
 /* Four fp32 of CTA `rank` of the cluster, at the shared-memory offset `addr` (16-byte aligned) has in this CTA. */
 __device__ __forceinline__ float4 dsmem_load_f32x4(uint32_t addr, uint32_t rank)
@@ -149,6 +152,137 @@ __device__ __forceinline__ void sk_fixup(const pl_gemm_out &o, uint32_t base, bo
         }
         pl_gemm_store4(o, m0 + r_begin + lr, n0 + col, sum);
     }
+}
+
+#define SK_SMEM_PER_SM 233472 /* 228 KB of shared memory per SM on sm_90 */
+#define SK_RESERVED    1024   /* per CTA, kept by the system */
+#define SK_SMEM_LIMIT  PL_SK_SMEM_LIMIT
+#define SK_MAX_REGS    128 /* 3 CTAs × 5 warps: 4 warps on some sub-partition, 16384 / (4 · 32) registers */
+#define SK_WG2_REGS    168 /* one CTA of 9 warps an SM: 3 warps on some sub-partition, 16384 / (3 · 32) = 170 */
+
+/* WG consumer warpgroups (1: three CTAs an SM; 2: the PL_SK_WG2 kernels, one CTA an SM) each take 64 rows of X.
+ * DEEP (one warpgroup, the PL_SK_DEEP kernels): one CTA an SM too, its ring as deep as the shared memory holds. */
+template <int TILE, int SWAP, int WG = 1, int DEEP = 0> struct sk_config {
+    static constexpr bool one_cta = WG == 2 || DEEP;
+    static constexpr int x_rows = PL_SK_ROWS * WG;
+    static constexpr int threads = 128 * WG + 32;
+    static constexpr int producer = 4 * WG; /* the producer warp, after the consumer warpgroups */
+    static constexpr int x_bytes = x_rows * PL_SK_BK * 2;
+    static constexpr int y_bytes = TILE * PL_SK_BK * 2;
+    static constexpr int stage_bytes = x_bytes + y_bytes; /* a multiple of 1024: every stage stays swizzle-aligned */
+    /* one CTA an SM: as many stages as the shared memory holds (at most 16) */
+    static constexpr int stages = one_cta ? PL_SK_RING_STAGES(x_rows, TILE) : PL_SK_STAGES(TILE);
+    static constexpr int ctas_per_sm = one_cta ? 1 : PL_SK_CTAS_PER_SM;
+    /* the partial tile, in D's row order: swapped TILE rows (M) of x_rows (N), plain x_rows rows of TILE */
+    static constexpr int out_rows = SWAP ? TILE : x_rows;
+    static constexpr int out_cols = SWAP ? x_rows : TILE;
+    /* row pitch in floats: lanes (g = lane/4, q = lane%4) write swapped (c = 2q.., r = g) at c·(x_rows + 4) + r,
+     * banks g + 8q; plain float2 at r·(TILE + 8) + 2q, banks 8g + 2q in each half-warp: no two lanes on one bank */
+    static constexpr int pitch = out_cols + (SWAP ? 4 : 8);
+    static constexpr int partial_bytes = out_rows * pitch * 4;
+    /* the stages, their full and empty barriers, and the fix-up's barrier */
+    static constexpr int smem_bytes = 1024 + stages * stage_bytes + 2 * stages * 8 + 8;
+};
+
+/* Thread 0 makes the ring's barriers (a stage's "full" completed by the producer's arrival and the bytes of its loads,
+ * its "empty" by `empty_count` arrivals of the consumers) and, where the fix-up pushes (SK_PUSH), its barrier: thread
+ * 0's arrival and the bytes of the partials of this CTA's rows. Then the CTA meets. */
+__device__ __forceinline__ void sk_init_barriers(uint32_t full, uint32_t empty, uint32_t recv, int stages,
+                                                 uint32_t empty_count, bool push)
+{
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; s++) {
+            mbar_init(full + 8 * s, 1);
+            mbar_init(empty + 8 * s, empty_count);
+        }
+        if (push)
+            mbar_init(recv, 1);
+        mbar_fence_init();
+    }
+    __syncthreads();
+}
+
+/* The fix-up. Each CTA owns 1/S of the tile's rows and adds their S partials in rank order 0, 1, …, S-1 (the same
+ * bits every run, whichever CTA finished first; no workspace, no atomics, no second kernel), applies the epilogue
+ * (bias, GELU, residual) and stores bf16 quads. Partials are in D's row order, rows padded so that the fragment writes
+ * hit 32 different banks. Two ways to bring them together:
+ *   push (the one-warpgroup kernels): after a relaxed cluster barrier that says every CTA is done with its stages,
+ *         every CTA sends each fragment of its accumulators straight from registers into the owner's stages, slot s
+ *         from CTA s (st.async, 16 bytes: lane pairs swap column pairs first; counted in bytes on the owner's
+ *         barrier). The owner waits for its bytes; no fence, and no second cluster barrier.
+ *   pull (the two-warpgroup kernels, and every kernel unsplit): each CTA writes its whole partial into its own stages;
+ *         a release cluster barrier publishes them (ptxas: a MEMBAR, the largest stall in the pull kernels' ncu
+ *         samples); the owners read them through DSMEM; a last barrier keeps each CTA until the others have read it.
+ * Which way is faster was measured, not derived (SK_PUSH). Called by every thread of the CTA once its stages are free
+ * (every load landed, every wgmma done); `recv` is the push's barrier (initialised to 1 arrival where SK_PUSH(WG)),
+ * acc the consumer warps' accumulators of the CFG tile (sk_config), rank this CTA's of the split's `split`. */
+template <typename CFG, int TILE, int SWAP, int WG>
+__device__ __forceinline__ void sk_reduce(const float (&acc)[TILE / 2], const pl_gemm_out &o, uint32_t base,
+                                          uint32_t recv, int split, int rank, int x0, int y0, int warp, int lane)
+{
+    typedef CFG cfg;
+    float *partial = reinterpret_cast<float *>(__cvta_shared_to_generic(base));
+    const int rows_per = (cfg::out_rows + split - 1) / split;
+    const int r_begin = rank * rows_per, r_end = min(cfg::out_rows, r_begin + rows_per);
+    const int own_rows = r_end > r_begin ? r_end - r_begin : 0;
+    const bool push = SK_PUSH(WG) && split > 1;
+    if (push) {
+        if (threadIdx.x == 0)
+            mbar_arrive_expect_tx(recv, (uint32_t)(split * own_rows * cfg::out_cols * 4));
+        cluster_sync_relaxed(); /* the stages of every CTA are free; the barrier inits were released by their fence */
+        if (warp < 4 * WG) {
+            sk_push_partials<TILE, SWAP, cfg::pitch>(acc, base, recv, rank, rows_per, warp, lane);
+        }
+        mbar_wait(recv, 0);
+    } else { /* the CTA's whole partial into its own stages (row r of the tile at r·pitch) */
+        if (warp < 4 * WG)
+            sk_fragment_pairs<TILE>(acc, warp, lane,
+                                    [&](int r, int c, float v0, float v1) { /* row of X, column of Y */
+                                                                            if (SWAP) {
+                                                                                partial[c * cfg::pitch + r] = v0;
+                                                                                partial[(c + 1) * cfg::pitch + r] = v1;
+                                                                            } else {
+                                                                                *reinterpret_cast<float2 *>(
+                                                                                    &partial[r * cfg::pitch + c]) =
+                                                                                    make_float2(v0, v1);
+                                                                            }
+                                    });
+        if (split > 1)
+            cluster_sync(); /* release/acquire: every CTA's partial is visible to the cluster */
+        else
+            __syncthreads();
+    }
+
+    sk_fixup<SWAP, cfg::out_cols, cfg::pitch, cfg::threads>(o, base, push, split, r_begin, rows_per, own_rows, x0, y0);
+    /* Pushed: nothing else reaches this CTA's shared memory (every byte pushed to it was waited for above). Pulled:
+     * the others may still read this CTA's partial, so it stays until they are done. A relaxed arrive: their DSMEM
+     * loads have returned (each value was added and stored before they arrive), so nothing needs ordering, and a
+     * release here would first wait for this thread's stores to D to complete (MEMBAR.GPU): 0.35-0.8 µs of a
+     * 14-16 µs launch, measured with per-CTA timestamps (H100, 2026-11-26; docs/perf/gemm.md). */
+    if (split > 1 && !push)
+        cluster_sync_relaxed();
+}
+
+/* The launch of a split-K grid: (split, X tiles, Y tiles) CTAs of `threads` with `smem` bytes of dynamic shared
+ * memory, in clusters of (split, 1, 1) (a cluster is one output tile, its CTA rank blockIdx.x); the cluster attribute
+ * lives in *attr. Host code. */
+static inline cudaLaunchConfig_t sk_launch_config(int split, long long tiles_x, long long tiles_y, int threads,
+                                                  int smem, cudaStream_t stream, cudaLaunchAttribute *attr)
+{
+    cudaLaunchConfig_t lc = {};
+    lc.gridDim = dim3((unsigned)split, (unsigned)tiles_x, (unsigned)tiles_y);
+    lc.blockDim = dim3((unsigned)threads);
+    lc.dynamicSmemBytes = (size_t)smem;
+    lc.stream = stream;
+    if (split > 1) {
+        attr->id = cudaLaunchAttributeClusterDimension;
+        attr->val.clusterDim.x = (unsigned)split;
+        attr->val.clusterDim.y = 1;
+        attr->val.clusterDim.z = 1;
+        lc.attrs = attr;
+        lc.numAttrs = 1;
+    }
+    return lc;
 }
 
 #endif

@@ -1,9 +1,8 @@
 /* The split-K kernels' rows of the BF16 table (wgmma_sk_sm90a.cu: K split over a cluster, a fixed-order fix-up
  * through DSMEM, validated on an H200; their order in host/kernel_table.c; the split from gemm/host/splitk.h).
  *
- * What the pick's model knows of them, predicted: those with one consumer warpgroup (wgmma m64nW) are fed by shared
- * memory, 2 KB of X and W·32 B of Y per k16 step at 128 B/clk against W/2 clocks of tensor work, so eff ≈ min(0.75,
- * (W/2) / (16 + W/4)) · 0.95 (SK_EFF); those with two consumers as the cooperative tiles of the same width
+ * What the pick's model knows of them, predicted: those with one consumer warpgroup (wgmma m64nW) as PL_SK_EFF says
+ * (gemm/host/splitk.h: fed by shared memory); those with two consumers as the cooperative tiles of the same width
  * (wgmma_ws_rows.c). */
 #include <stdint.h>
 #include <stdio.h>
@@ -95,8 +94,7 @@ static int supports_sk_kn_plain(const pl_gemm_problem *p, char *why, size_t whyl
     return supports_sk(p, PL_SK_ROWS, 0, 1, why, whylen);
 }
 
-#define SK_FEED(w)    (((w) / 2.0) / (16 + (w) / 4.0))
-#define SK_EFF(w)     ((SK_FEED(w) < 0.75 ? SK_FEED(w) : 0.75) * 0.95)
+#define SK_EFF(w)     PL_SK_EFF(w)
 #define SK_FLAGS      PL_GEMM_KERNEL_SPLIT_K
 #define SK_SWAP_FLAGS (SK_FLAGS | PL_GEMM_KERNEL_SWAP_AB)
 #define SK_KN         PL_GEMM_KERNEL_B_KN
