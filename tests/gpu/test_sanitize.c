@@ -11,7 +11,7 @@
  *    followed) must list one process per target's process plus the runner's, each target's process being a
  *    `perflab __run-target`;
  *  - the label: memcheck, racecheck, synccheck and initcheck over every target at --small, every summary clean and
- *    every variant verified.
+ *    every variant verified; and the same over a few targets' other kernel instances (label_extras).
  * Exits 77 with the reason where there is no GPU or no compute-sanitizer.
  *
  * Environment: COMPUTE_SANITIZER (the tool's path), PERFLAB_SANITIZE_TOOLS (a comma list: some of memcheck,
@@ -36,7 +36,7 @@
 /* A target's process under the slowest tool at --small, and the planted defects' (seconds: a hang becomes a timeout
  * status within the planted test's Check limit). The whole test stays within CTest's TIMEOUT of 3600 s
  * (tests/CMakeLists.txt): 240 s for each planted run, 2700 s for the label (its tools at once by default). */
-#define TARGET_TIMEOUT_S 600
+#define TARGET_TIMEOUT_S  600
 #define PLANTED_TIMEOUT_S 120
 
 /* Targets initcheck does not apply to, each with the reason. Both check, on the GPU, outputs that perflab's wgmma
@@ -49,8 +49,22 @@ static const struct {
     const char *target, *why;
 } initcheck_skip[] = {
     {"gemm:fp8", "its check reads outputs written by TMA bulk-tensor stores, which initcheck does not track"},
-    {"fusion:gemm_bias_gelu", "its epilogue pass reads a GEMM output written by TMA bulk-tensor stores, which initcheck "
-                              "does not track"},
+    {"fusion:gemm_bias_gelu",
+     "its epilogue pass reads a GEMM output written by TMA bulk-tensor stores, which initcheck "
+     "does not track"},
+    {NULL, NULL},
+};
+
+/* Runs of the label beyond each target's --small, where --small reaches one form of a kernel family and the others
+ * are different machine code: attention:flash_fwd's --small is head_dim 256 (the newest instance), so its d128
+ * causal and d64 ping-pong instances run here; gemm:fp8 at M = 100 reaches the per-tensor split-K kernel the pick
+ * takes at decode sizes. Each runs under every chosen tool (initcheck's skips apply). */
+static const struct {
+    const char *target, *args;
+} label_extras[] = {
+    {"attention:flash_fwd", "--head-dim 128 --causal true"},
+    {"attention:flash_fwd", "--head-dim 64 --wgmma-schedule pingpong"},
+    {"gemm:fp8", "--m 100 --n 1000 --k 4112"},
     {NULL, NULL},
 };
 
@@ -64,8 +78,9 @@ static char *sanitizer_path(void)
     char *found = pl_which("compute-sanitizer");
     if (found)
         return found;
-    return access("/usr/local/cuda/bin/compute-sanitizer", X_OK) == 0 ? pl_strdup("/usr/local/cuda/bin/compute-sanitizer")
-                                                                      : NULL;
+    return access("/usr/local/cuda/bin/compute-sanitizer", X_OK) == 0
+               ? pl_strdup("/usr/local/cuda/bin/compute-sanitizer")
+               : NULL;
 }
 
 static int chosen(const char *tool)
@@ -90,7 +105,7 @@ typedef struct tool_run {
     pl_buf dirty;     /* the logs whose summary is not clean, or that have none */
     pl_run run;
     int has_run;
-    int children;     /* targets whose process started (run.json names its log) */
+    int children; /* targets whose process started (run.json names its log) */
 } tool_run;
 
 /* compute-sanitizer --tool TOOL over `perflab verify --exec-children --small --targets TARGETS EXTRA`, started in
@@ -101,10 +116,11 @@ static void tool_start(tool_run *r, const char *tool, const char *tag, const cha
     memset(r, 0, sizeof *r);
     r->tool = tool;
     r->dir = pl_test_tmpdir(tag);
-    char *cmd = pl_strfmt("exec '%s' --tool %s --target-processes all --print-session-details --log-file '%s/cs.%%p.log' '%s' verify "
-                          "--exec-children --targets '%s' %s --small --quiet --timeout-s %d --artifacts-dir '%s/art' "
-                          ">'%s/perflab.out' 2>&1",
-                          sanitizer, tool, r->dir, PERFLAB_BIN, targets, extra, timeout_s, r->dir, r->dir);
+    char *cmd = pl_strfmt(
+        "exec '%s' --tool %s --target-processes all --print-session-details --log-file '%s/cs.%%p.log' '%s' verify "
+        "--exec-children --targets '%s' %s --small --quiet --timeout-s %d --artifacts-dir '%s/art' "
+        ">'%s/perflab.out' 2>&1",
+        sanitizer, tool, r->dir, PERFLAB_BIN, targets, extra, timeout_s, r->dir, r->dir);
     fflush(stdout);
     r->t0 = pl_now_s();
     r->pid = fork();
@@ -135,8 +151,8 @@ static void tools_wait(tool_run *runs, size_t n)
  * initcheck's "Uninitialized ...", synccheck's "Barrier error ...". */
 static int is_finding(const char *line)
 {
-    static const char *const marks[] = {"Invalid ", "Error: ", "Warning: ", "Uninitialized ", "Barrier error",
-                                        "Program hit "};
+    static const char *const marks[] = {
+        "Invalid ", "Error: ", "Warning: ", "Uninitialized ", "Barrier error", "Program hit "};
     if (strncmp(line, "========= ", 10) != 0)
         return 0;
     for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++)
@@ -323,8 +339,8 @@ static void expect_followed(const tool_run *r)
                   "%s followed %d processes, %d of them targets': the runner and %d targets' processes make %d "
                   "(are the targets' processes exec'd? --exec-children)",
                   r->tool, r->processes, r->target_procs, r->children, r->children + 1);
-    ck_assert_msg(r->summaries == r->logs, "%s: %d of %d logs have no summary (above)", r->tool,
-                  r->logs - r->summaries, r->logs);
+    ck_assert_msg(r->summaries == r->logs, "%s: %d of %d logs have no summary (above)", r->tool, r->logs - r->summaries,
+                  r->logs);
 }
 
 /* ---- planted: each tool reports its defect ---- */
@@ -343,8 +359,8 @@ static void planted(const char *tool, const char *variant, pl_defect d)
     tools_wait(&r, 1);
     tool_report(&r, "planted");
     /* the defects may fail the target (a memcheck error ends its CUDA context), never the runner */
-    ck_assert_msg(r.exit_code == 0 || r.exit_code == 1, "%s: perflab exited %d with selftest:sanitizer_defects",
-                  tool, r.exit_code);
+    ck_assert_msg(r.exit_code == 0 || r.exit_code == 1, "%s: perflab exited %d with selftest:sanitizer_defects", tool,
+                  r.exit_code);
     expect_followed(&r);
     ck_assert_int_eq(r.children, 1);
     ck_assert_msg(r.findings > 0, "%s reported nothing for selftest:sanitizer_defects: it checked no kernel", tool);
@@ -439,6 +455,40 @@ START_TEST(every_target_is_clean_under_every_tool)
 }
 END_TEST
 
+START_TEST(the_label_extras_are_clean)
+{
+    static const char *const tools[] = {"memcheck", "racecheck", "synccheck", "initcheck"};
+    enum { N_TOOLS = sizeof tools / sizeof tools[0] };
+    for (size_t e = 0; label_extras[e].target; e++) {
+        tool_run runs[N_TOOLS];
+        size_t n = 0;
+        for (size_t i = 0; i < N_TOOLS; i++) {
+            if (!chosen(tools[i]) || (strcmp(tools[i], "initcheck") == 0 && initcheck_skips(label_extras[e].target)))
+                continue;
+            char *tag = pl_strfmt("sanitize-extra-%zu-%s", e, tools[i]);
+            char *extra = pl_strfmt("--target-extra-arg '%s=%s'", label_extras[e].target, label_extras[e].args);
+            tool_start(&runs[n++], tools[i], tag, label_extras[e].target, extra, TARGET_TIMEOUT_S);
+            free(extra);
+            free(tag);
+        }
+        tools_wait(runs, n); /* the tools at once, one extra after another */
+        char what[160];
+        snprintf(what, sizeof what, "%s %s", label_extras[e].target, label_extras[e].args);
+        for (size_t i = 0; i < n; i++)
+            tool_report(&runs[i], what);
+        for (size_t i = 0; i < n; i++) {
+            tool_run *r = &runs[i];
+            expect_followed(r);
+            ck_assert_msg(r->findings == 0, "%s on %s reported %ld errors or hazards (the logs above)", r->tool, what,
+                          r->findings);
+            ck_assert_msg(r->exit_code == 0, "perflab verify under %s on %s exited %d", r->tool, what, r->exit_code);
+            pl_test_expect_all_ok(&r->run, 0);
+            tool_free(r);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     if (!pl_test_have_gpu())
@@ -458,6 +508,7 @@ int main(void)
     TCase *label_tc = tcase_create("label");
     tcase_set_timeout(label_tc, 2700);
     tcase_add_test(label_tc, every_target_is_clean_under_every_tool);
+    tcase_add_test(label_tc, the_label_extras_are_clean);
     suite_add_tcase(s, label_tc);
     int rc = pl_run_suite(s);
     free(sanitizer);
