@@ -20,6 +20,10 @@
 #define STREAM_V      43
 #define STREAM_SPREAD 44 /* --row-spread's exponents */
 
+/* What the check compares after a run: O against the bf16 cache's reference, O against the FP8 cache's, the copy
+ * ceiling's destination against its source, or the read ceilings' XOR against the host's. */
+typedef enum decode_verdict_kind { CHECK_O, CHECK_O_FP8, CHECK_COPY, CHECK_READ } decode_verdict_kind;
+
 typedef struct decode_state {
     pl_decode_problem p;
     int max_len, chunk, pages;
@@ -39,9 +43,9 @@ typedef struct decode_state {
     void *bulk_ws;      /* rows_bulk's */
     uint16_t *copy_dst; /* cuda_memcpy's destination */
     unsigned long long *diff;
-    uint32_t *read_xor;     /* the read references' result */
-    uint32_t read_xor_host; /* every 32-bit word of K and V XORed, from the host's copies */
-    int last_was_copy;      /* which check the last run needs: 0 O, 1 the copy, 2 the read, 3 O over FP8 */
+    uint32_t *read_xor;       /* the read references' result */
+    uint32_t read_xor_host;   /* every 32-bit word of K and V XORed, from the host's copies */
+    decode_verdict_kind last; /* which check the last run needs */
     /* rows_deep_fp8 and rows_frag_fp8: the same caches quantized to e4m3 (a scale per token and kv head row), the
      * problem over them, their grids and workspaces, and the float64 reference over the FP8 cache's values */
     pl_decode_problem p8;
@@ -327,7 +331,7 @@ static int decode_poison(pl_ctx *ctx, void *state)
 static int decode_check(pl_ctx *ctx, void *state, pl_verification *v)
 {
     decode_state *s = state;
-    if (s->last_was_copy == 2) {
+    if (s->last == CHECK_READ) {
         uint32_t x = 0;
         PL_CUDA(ctx, cudaMemcpyAsync(&x, s->read_xor, sizeof x, cudaMemcpyDeviceToHost, ctx->stream));
         PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
@@ -335,7 +339,7 @@ static int decode_check(pl_ctx *ctx, void *state, pl_verification *v)
                       s->cache_elems * 4, x, s->read_xor_host);
         return 0;
     }
-    if (s->last_was_copy == 1) {
+    if (s->last == CHECK_COPY) {
         unsigned long long diff = 0;
         PL_CUDA(ctx, pl_attn_count_diff_u32((const uint32_t *)s->p.k_cache, (const uint32_t *)s->copy_dst,
                                             s->cache_elems / 2, s->diff, ctx->stream));
@@ -346,14 +350,14 @@ static int decode_check(pl_ctx *ctx, void *state, pl_verification *v)
     }
     PL_CUDA(ctx, cudaMemcpyAsync(s->o_host, s->p.o, s->o_elems * 2, cudaMemcpyDeviceToHost, ctx->stream));
     PL_CUDA(ctx, cudaStreamSynchronize(ctx->stream));
-    pl_verify_bf16(s->o_host, s->last_was_copy == 3 ? s->ref8 : s->ref, s->o_elems, 0.0, v);
+    pl_verify_bf16(s->o_host, s->last == CHECK_O_FP8 ? s->ref8 : s->ref, s->o_elems, 0.0, v);
     return 0;
 }
 
 static int run_baseline(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
-    s->last_was_copy = 0;
+    s->last = CHECK_O;
     PL_CUDA(ctx, pl_decode_baseline(&s->p, ctx->stream));
     return 0;
 }
@@ -361,7 +365,7 @@ static int run_baseline(pl_ctx *ctx, void *state)
 static int run_split_kv(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
-    s->last_was_copy = 0;
+    s->last = CHECK_O;
     PL_CUDA(ctx, pl_decode_split_kv(&s->p, s->max_len, s->chunk, s->workspace, ctx->stream));
     return 0;
 }
@@ -369,7 +373,7 @@ static int run_split_kv(pl_ctx *ctx, void *state)
 static int run_split_mma(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
-    s->last_was_copy = 0;
+    s->last = CHECK_O;
     PL_CUDA(ctx, pl_decode_split_mma(&s->p, s->max_len, s->chunk, s->workspace, ctx->stream));
     return 0;
 }
@@ -377,7 +381,7 @@ static int run_split_mma(pl_ctx *ctx, void *state)
 static int run_balanced_mma(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
-    s->last_was_copy = 0;
+    s->last = CHECK_O;
     PL_CUDA(ctx, pl_decode_balanced_mma(&s->p, s->ctas, s->evict_first, s->bal_ws, ctx->stream));
     return 0;
 }
@@ -385,7 +389,7 @@ static int run_balanced_mma(pl_ctx *ctx, void *state)
 static int run_balanced_pages(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
-    s->last_was_copy = 0;
+    s->last = CHECK_O;
     PL_CUDA(ctx, pl_decode_balanced_pages(&s->p, s->pages_ctas, s->evict_first, s->pages_ws, ctx->stream));
     return 0;
 }
@@ -393,7 +397,7 @@ static int run_balanced_pages(pl_ctx *ctx, void *state)
 static int run_rows_deep(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
-    s->last_was_copy = 0;
+    s->last = CHECK_O;
     PL_CUDA(ctx, pl_decode_rows_deep(&s->p, s->rows_warps, s->rows_ctas, s->evict_first, s->rows_ws, ctx->stream));
     return 0;
 }
@@ -401,7 +405,7 @@ static int run_rows_deep(pl_ctx *ctx, void *state)
 static int run_rows_bulk(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
-    s->last_was_copy = 0;
+    s->last = CHECK_O;
     PL_CUDA(ctx, pl_decode_rows_bulk(&s->p, s->bulk_ctas, s->evict_first, s->bulk_ws, ctx->stream));
     return 0;
 }
@@ -409,7 +413,7 @@ static int run_rows_bulk(pl_ctx *ctx, void *state)
 static int run_rows_deep_fp8(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
-    s->last_was_copy = 3;
+    s->last = CHECK_O_FP8;
     PL_CUDA(ctx, pl_decode_rows_deep_fp8(&s->p8, s->fp8_ctas, s->evict_first, s->fp8_ws, ctx->stream));
     return 0;
 }
@@ -417,7 +421,7 @@ static int run_rows_deep_fp8(pl_ctx *ctx, void *state)
 static int run_rows_frag_fp8(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
-    s->last_was_copy = 3;
+    s->last = CHECK_O_FP8;
     PL_CUDA(ctx, pl_decode_rows_frag_fp8(&s->p8, s->frag_ctas, s->evict_first, s->frag_ws, ctx->stream));
     return 0;
 }
@@ -425,7 +429,7 @@ static int run_rows_frag_fp8(pl_ctx *ctx, void *state)
 /* The read ceilings: K and V read once, nothing written (a flat stream; the per-head kernels' row pattern). */
 static int run_read(pl_ctx *ctx, decode_state *s, int hb)
 {
-    s->last_was_copy = 2;
+    s->last = CHECK_READ;
     PL_CUDA(ctx, pl_decode_read(&s->p, s->pages, hb, s->read_ctas, s->read_xor, ctx->stream));
     return 0;
 }
@@ -445,7 +449,7 @@ static int run_read_head_rows(pl_ctx *ctx, void *state)
 static int run_memcpy(pl_ctx *ctx, void *state)
 {
     decode_state *s = state;
-    s->last_was_copy = 1;
+    s->last = CHECK_COPY;
     PL_CUDA(ctx, cudaMemcpyAsync(s->copy_dst, s->p.k_cache, s->cache_elems * 2, cudaMemcpyDeviceToDevice, ctx->stream));
     return 0;
 }
